@@ -1,0 +1,1 @@
+"""Environments as pure functions of PRNG keys."""

@@ -1,0 +1,1 @@
+"""Shared numerics (no bandit words): sketches, low-rank solves, roots, projections."""

@@ -1,0 +1,106 @@
+"""Bounded, bracketed scalar Newton iteration inside ``lax.while_loop``.
+
+Shared numerics for the dual root of the Frobenius-ball projection (EOFD-MLogB, Lemma 2,
+eq. 24-25) and the per-coordinate FTRL equations of the one-point box learner (BCO paper,
+Algorithm 4, eq. D.4). No bandit words here.
+
+The solver follows optimistix's ``_iterate.py`` shape: the loop carry holds the iterate, the
+bracket, the step count and a status; the condition is ``~done & (step < max_steps)``; running out
+of steps and non-finite values become int32 status codes, never exceptions under ``jit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+# Status codes surfaced by every iterative routine of the library.
+CONVERGED = 0
+MAX_STEPS = 1
+NONFINITE = 2
+INACTIVE = 3  # nothing to solve (e.g. the point already lies in the ball)
+
+
+class RootResult(NamedTuple):
+    """Result of :func:`bracketed_newton`.
+
+    Attributes:
+      x: the root estimate (the last finite iterate; a bracket end point on failure).
+      fx: function value at ``x``.
+      steps: number of iterations taken (int32).
+      status: ``CONVERGED``, ``MAX_STEPS`` or ``NONFINITE`` (int32).
+    """
+
+    x: jax.Array
+    fx: jax.Array
+    steps: jax.Array
+    status: jax.Array
+
+
+def bracketed_newton(
+    fn: Callable[[jax.Array], tuple[jax.Array, jax.Array]],
+    lo: jax.Array,
+    hi: jax.Array,
+    x0: jax.Array,
+    *,
+    max_steps: int,
+    ftol: jax.Array | float,
+    xtol: jax.Array | float,
+) -> RootResult:
+    """Finds a root of an increasing scalar function on ``[lo, hi]``.
+
+    Newton steps are taken from ``x0``; a step that is non-finite or leaves the current bracket is
+    replaced by bisection, and the bracket shrinks after every evaluation, so the iterate never
+    leaves ``[lo, hi]`` whatever ``fn`` does.
+
+    Args:
+      fn: ``x -> (f(x), f'(x))``, increasing on the bracket with ``f(lo) <= 0 <= f(hi)``.
+      lo, hi: bracket end points (scalars).
+      x0: starting point inside the bracket.
+      max_steps: static iteration cap (bounded loop; under ``vmap`` all lanes stop by then).
+      ftol: stop when ``|f(x)| <= ftol``.
+      xtol: stop when ``hi - lo <= xtol * (1 + |x|)``.
+
+    Returns:
+      A :class:`RootResult`.
+    """
+    dtype = jnp.result_type(lo, hi, x0)
+    lo = jnp.asarray(lo, dtype)
+    hi = jnp.asarray(hi, dtype)
+    x0 = jnp.clip(jnp.asarray(x0, dtype), lo, hi)
+    f0, df0 = fn(x0)
+
+    def done_fn(x, fx, lo, hi):
+        small_f = jnp.abs(fx) <= ftol
+        small_bracket = (hi - lo) <= xtol * (1.0 + jnp.abs(x))
+        return small_f | small_bracket | ~jnp.isfinite(fx)
+
+    def cond(carry):
+        x, fx, dfx, lo, hi, step = carry
+        return ~done_fn(x, fx, lo, hi) & (step < max_steps)
+
+    def body(carry):
+        x, fx, dfx, lo, hi, step = carry
+        # The bracket keeps the sign change: f(lo) <= 0 <= f(hi).
+        lo = jnp.where(fx < 0, x, lo)
+        hi = jnp.where(fx > 0, x, hi)
+        x_newton = x - fx / dfx
+        ok = jnp.isfinite(x_newton) & (x_newton > lo) & (x_newton < hi)
+        x_new = jnp.where(ok, x_newton, 0.5 * (lo + hi))
+        f_new, df_new = fn(x_new)
+        return x_new, f_new, df_new, lo, hi, step + 1
+
+    init = (x0, f0, df0, lo, hi, jnp.asarray(0, jnp.int32))
+    x, fx, _, lo_f, hi_f, steps = lax.while_loop(cond, body, init)
+    finite = jnp.isfinite(fx) & jnp.isfinite(x)
+    converged = done_fn(x, fx, lo_f, hi_f) & finite
+    status = jnp.where(
+        ~finite,
+        NONFINITE,
+        jnp.where(converged, CONVERGED, MAX_STEPS),
+    ).astype(jnp.int32)
+    return RootResult(x=x, fx=fx, steps=steps, status=status)

@@ -1,0 +1,1 @@
+"""Plain numpy implementations (per-round Python loops) for tests and speed comparisons."""
