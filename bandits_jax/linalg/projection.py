@@ -1,0 +1,98 @@
+"""Projection onto ``{w : ||w||_2 <= S}`` in the norm of ``Zt = lam I + Vt diag(mu) Vt^T``.
+
+EOFD-MLogB (He et al.), Lemma 2, eq. (23)-(25). The KKT conditions of
+``min ||w - w'||_{Zt}^2 s.t. ||w|| <= S`` give ``w = (Zt + nu I)^{-1} Zt w'``, i.e. eq. (23):
+
+    w = lam/(lam+nu) w' + nu/(lam+nu) Vt diag(mu / (lam+nu+mu)) Vt^T w',
+
+with ``nu > 0`` the root of ``f(nu) = S^2`` (eq. 24), where (eq. 25, written with weights that
+vanish at ``mu_i = 0`` so that zero-weight columns of ``Vt`` never matter)
+
+    f(nu) = r0 lam^2/(lam+nu)^2 + sum_i a_i^2 (mu_i+lam)^2/(mu_i+lam+nu)^2,
+    a = Vt^T w',  r0 = max(||w'||^2 - ||a||^2, 0)   (errata 2: clip the cancellation).
+
+Errata 3: Newton on ``f(nu) - S^2`` is slow where f is steep; we solve
+``psi(nu) = S / sqrt(f(nu)) - 1 = 0`` (increasing and concave, so Newton from ``nu = 0`` climbs
+monotonically to the root), inside the bracket ``[0, (max mu + lam)(||w'||/S - 1)]`` with a
+bisection fallback, and judge convergence on the norm of ``w`` (relative error of ``||w||``),
+not on the relative error of ``nu``, which is tiny when ``w'`` only just leaves the ball.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from bandits_jax.linalg.roots import INACTIVE, bracketed_newton
+
+
+class DualSolution(NamedTuple):
+    """Dual variable of Lemma 2 and its diagnostics.
+
+    Attributes:
+      nu: the root (0 when the projection is inactive).
+      active: whether ``||w'|| > S``.
+      steps: Newton/bisection iterations (int32).
+      status: ``roots.CONVERGED``/``MAX_STEPS``/``NONFINITE``, or ``INACTIVE`` (int32).
+    """
+
+    nu: jax.Array
+    active: jax.Array
+    steps: jax.Array
+    status: jax.Array
+
+
+def dual_root(
+    w_sq: jax.Array,
+    a: jax.Array,
+    mu: jax.Array,
+    lam: jax.Array,
+    S: jax.Array,
+    *,
+    max_steps: int = 50,
+) -> DualSolution:
+    """Solves eq. (24) for ``nu`` given ``||w'||^2``, ``a = Vt^T w'`` and ``mu`` (eq. 25)."""
+    dtype = jnp.result_type(w_sq, a, mu, lam, S)
+    eps = jnp.finfo(dtype).eps
+    active = w_sq > S**2
+    # When inactive, pretend ||w'|| = S so the loop stops at once with nu = 0.
+    w_sq_eff = jnp.where(active, w_sq, S**2)
+    r0 = jnp.maximum(w_sq_eff - jnp.sum(a * a), 0.0)
+    a2 = a * a
+    c = mu + lam
+
+    def fn(nu):
+        p = lam + nu
+        q = c + nu
+        f = r0 * lam**2 / p**2 + jnp.sum(a2 * c**2 / q**2)
+        df = -2.0 * r0 * lam**2 / p**3 - 2.0 * jnp.sum(a2 * c**2 / q**3)
+        root_f = jnp.sqrt(f)
+        psi = S / root_f - 1.0
+        dpsi = -0.5 * S * df / (f * root_f)
+        return psi, dpsi
+
+    c_max = jnp.maximum(jnp.max(c), lam) if mu.size else lam
+    hi = c_max * (jnp.sqrt(w_sq_eff) / S - 1.0)
+    res = bracketed_newton(
+        fn,
+        jnp.zeros((), dtype),
+        hi,
+        jnp.zeros((), dtype),
+        max_steps=max_steps,
+        ftol=8.0 * eps,
+        xtol=4.0 * eps,
+    )
+    nu = jnp.where(active, res.x, 0.0)
+    status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)
+    steps = jnp.where(active, res.steps, 0).astype(jnp.int32)
+    return DualSolution(nu=nu, active=active, steps=steps, status=status)
+
+
+def project_coeffs(
+    a: jax.Array, mu: jax.Array, lam: jax.Array, nu: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Eq. (23) in two parts: returns ``(alpha, c)`` with ``w_new = alpha w' + Vt c``."""
+    p = lam + nu
+    return lam / p, (nu / p) * (mu / (p + mu)) * a

@@ -1,0 +1,161 @@
+"""Block Frequent Directions on the spectral state ``(V, mu, rho)``.
+
+EOFD-MLogB (He et al.), Algorithm 1, eq. (12)-(15), Lemmas 3-4 (Appendix A). The sketch keeps
+``V diag(mu) V^T`` (V: D x m orthonormal, mu >= 0) approximating ``M_t = sum_s B_s B_s^T`` with
+``V diag(mu) V^T <= M_t <= V diag(mu) V^T + rho I``.
+
+How the SVD of ``[V mu^{1/2}, B]^T`` (eq. 14) is obtained: not by a full SVD of the (m+k) x D
+matrix as in the paper, but exactly and more cheaply by
+
+1. projecting the new block's column space ``X`` (``B = X G``) on ``V``: ``C = V^T X``;
+2. orthonormalising the residual ``R = X - V C`` (one re-orthogonalisation pass, then a thin SVD,
+   or a norm when k = 1), which gives ``Q`` (D x k) with ``[V, Q]`` orthonormal and
+   ``X = V C + Q T``;
+3. an eigendecomposition of the small (m+k) x (m+k) core
+   ``S = diag(mu, 0) + [C; T] G G^T [C; T]^T``, whose eigenvalues are the squared singular values
+   of eq. (14) and whose eigenvectors, mapped by ``[V, Q]``, are its right singular vectors.
+
+Steps 1-2 depend only on ``V`` and ``X``; EOFD-MLogB reuses one :class:`Extension` for both
+low-rank terms of a round (the surrogate at ``W_t`` and the sketch term at ``W_{t+1}``; both lie in
+the span of ``I_K kron x_t``) and never forms the surrogate's eigenvectors as a D x (m+K) matrix.
+
+Degenerate residual directions (``X`` already in the span of ``V``, always the case when
+``m >= D``) have no orthonormal completion: they are flagged, their columns of ``Q`` and rows of
+``T`` are zeroed (so coordinates ``[V, Q]^T w`` never see a spurious direction) and they get a negative sentinel eigenvalue in the core so that they are always among the discarded
+directions. With ``m >= D`` (``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class FDState(NamedTuple):
+    """Spectral sketch state.
+
+    Attributes:
+      V: (D, m) orthonormal columns (columns with ``mu = 0`` may be arbitrary unit vectors).
+      mu: (m,) non-negative weights, descending.
+      rho: accumulated discarded mass ``rho_{1:t}`` (scalar).
+    """
+
+    V: jax.Array
+    mu: jax.Array
+    rho: jax.Array
+
+
+class Extension(NamedTuple):
+    """Orthonormal extension ``X = V C + Q T`` of the sketch basis by a block's column space.
+
+    Attributes:
+      C: (m, k) coordinates of ``X`` in ``V``.
+      Q: (D, k) orthonormal residual directions orthogonal to ``V``; zero where not ``valid``.
+      T: (k, k) coordinates of ``X`` in ``Q`` (rows of invalid directions are zero).
+      valid: (k,) bool, False for degenerate residual directions.
+    """
+
+    C: jax.Array
+    Q: jax.Array
+    T: jax.Array
+    valid: jax.Array
+
+    @property
+    def coords(self) -> jax.Array:
+        """(m + k, k) coordinates of ``X`` in the basis ``[V, Q]``."""
+        return jnp.concatenate([self.C, self.T], axis=0)
+
+
+def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FDState:
+    """Empty sketch: ``mu = 0``, ``rho = 0``, ``V`` the first ``m_eff = min(m, D)`` unit vectors.
+
+    Algorithm 2 allows an arbitrary orthonormal ``V_1``; m > D is capped (errata 1).
+    """
+    m_eff = min(sketch_size, dim)
+    return FDState(
+        V=jnp.eye(dim, m_eff, dtype=dtype),
+        mu=jnp.zeros((m_eff,), dtype),
+        rho=jnp.zeros((), dtype),
+    )
+
+
+def extend(V: jax.Array, X: jax.Array) -> Extension:
+    """Extends the basis ``V`` by the column space of ``X`` (D, k); see the module docstring."""
+    dtype = V.dtype
+    C = V.T @ X
+    R = X - V @ C
+    # Classical Gram-Schmidt loses orthogonality when X is nearly in span(V): one more pass.
+    C2 = V.T @ R
+    R = R - V @ C2
+    C = C + C2
+    scale = jnp.sqrt(jnp.sum(X * X)) + jnp.finfo(dtype).tiny
+    tol = jnp.sqrt(jnp.finfo(dtype).eps) * scale
+    k = X.shape[1]
+    if k == 1:
+        s = jnp.sqrt(jnp.sum(R * R))
+        valid = (s > tol)[None]
+        Q = jnp.where(valid, R / jnp.where(valid, s, 1.0), 0.0)
+        T = jnp.where(valid, s, 0.0)[:, None]
+    else:
+        U, s, Vh = jnp.linalg.svd(R, full_matrices=False)
+        valid = s > tol
+        Q = jnp.where(valid[None, :], U, 0.0)
+        T = jnp.where(valid[:, None], s[:, None] * Vh, 0.0)
+    return Extension(C=C, Q=Q, T=T, valid=valid)
+
+
+def apply_basis(V: jax.Array, ext: Extension, coef: jax.Array) -> jax.Array:
+    """Maps coordinates in ``[V, Q]`` (shape (m + k,) or (m + k, j)) to R^D."""
+    m = V.shape[1]
+    return V @ coef[:m] + ext.Q @ coef[m:]
+
+
+def basis_coords(V: jax.Array, ext: Extension, w: jax.Array) -> jax.Array:
+    """Returns ``[V, Q]^T w`` for ``w`` of shape (D,)."""
+    return jnp.concatenate([V.T @ w, ext.Q.T @ w])
+
+
+def core(mu: jax.Array, ext: Extension, M: jax.Array) -> jax.Array:
+    """Core ``diag(mu, 0) + [C; T] M [C; T]^T`` of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``."""
+    A = ext.coords
+    k = ext.T.shape[0]
+    base = jnp.concatenate([mu, jnp.zeros((k,), mu.dtype)])
+    S = jnp.diag(base) + A @ M @ A.T
+    return 0.5 * (S + S.T)
+
+
+def absorb(state: FDState, ext: Extension, M: jax.Array) -> tuple[FDState, jax.Array]:
+    """Block FD update absorbing ``X M X^T`` (M PSD, k x k), Algorithm 1 lines 3-7.
+
+    Args:
+      state: the sketch ``(V_t, mu_t, rho_{1:t-1})``.
+      ext: :func:`extend` of ``V_t`` by ``X``.
+      M: (k, k) PSD middle factor (``grad sigma(W_{t+1} x_t)`` for EOFD-MLogB, eq. 12-13).
+
+    Returns:
+      ``(new_state, sigma2)`` with ``sigma2`` the discarded squared singular value
+      ``sigma_bar_{m+1}^2`` (0 when it does not exist).
+    """
+    V, mu, rho = state
+    m = V.shape[1]
+    S = core(mu, ext, M)
+    k = ext.T.shape[0]
+    # Degenerate directions get a sentinel below every genuine (>= 0) eigenvalue.
+    sentinel = -(1.0 + jnp.trace(S))
+    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
+    S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
+    evals, evecs = jnp.linalg.eigh(S)  # ascending
+    top = evals[k:][::-1]
+    U = evecs[:, k:][:, ::-1]
+    sigma2 = jnp.maximum(evals[k - 1], 0.0)
+    mu_new = jnp.maximum(top - sigma2, 0.0)
+    V_new = apply_basis(V, ext, U)
+    return FDState(V=V_new, mu=mu_new, rho=rho + sigma2), sigma2
+
+
+def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array]:
+    """Absorbs ``B B^T`` for a generic D x k block ``B`` (Algorithm 1 with ``M = I``)."""
+    ext = extend(state.V, B)
+    return absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))

@@ -1,0 +1,80 @@
+"""One MLogB round as the runner's step function, with regret and diagnostics.
+
+He et al., Algorithm 2's loop body and the regret of eq. (2). An MLogB environment is a NamedTuple
+of pure functions ``init(key)``, ``observe(env_state, key) -> (env_state, actions, mask)``,
+``outcome(env_state, x, key) -> y`` and ``expected_rewards(env_state, actions) -> (N,)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.learner import MLogBLearner
+
+
+class MLogBMetrics(NamedTuple):
+    """Per-round outputs of :func:`interact`.
+
+    Attributes:
+      regret: expected regret ``max_x r.sigma(W* x) - r.sigma(W* x_t)`` (eq. 2).
+      reward: expected reward of the chosen action.
+      choice: index of the chosen action; y: the observed outcome.
+      rho: the learner's accumulated sketching error after the update (0 for OFUL).
+      beta: confidence radius used at selection.
+      projected, newton_steps, status: Lemma 2 projection diagnostics of the update.
+      bonus_spread, estimate_spread: max - min over the action set of the optimistic bonus and of
+        the estimate (selection-index space). Their ratio tells whether exploration can change a
+        decision: a tiny ratio means the learner is effectively greedy.
+    """
+
+    regret: jax.Array
+    reward: jax.Array
+    choice: jax.Array
+    y: jax.Array
+    rho: jax.Array
+    beta: jax.Array
+    projected: jax.Array
+    newton_steps: jax.Array
+    status: jax.Array
+    bonus_spread: jax.Array
+    estimate_spread: jax.Array
+
+
+def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
+    return jnp.max(jnp.where(mask, v, -jnp.inf)) - jnp.min(jnp.where(mask, v, jnp.inf))
+
+
+def interact(learner: MLogBLearner, env: Any):
+    """Returns ``step(learner_state, env_state, key) -> (learner_state, env_state, metrics)``."""
+
+    def step(ls, es, key):
+        k_obs, k_out = jax.random.split(key)
+        es, actions, mask = env.observe(es, k_obs)
+        est, bon = learner.score_parts(ls, actions)
+        idx = bonus.argmax_tie(est + bon, mask)
+        x = actions[idx]
+        y = env.outcome(es, x, k_out)
+        exp_r = env.expected_rewards(es, actions)
+        best = jnp.max(jnp.where(mask, exp_r, -jnp.inf))
+        ls_new = learner.update(ls, x, y)
+        info = ls_new.info
+        metrics = MLogBMetrics(
+            regret=best - exp_r[idx],
+            reward=exp_r[idx],
+            choice=idx,
+            y=y,
+            rho=ls_new.rho,
+            beta=info.beta,
+            projected=info.projected,
+            newton_steps=info.newton_steps,
+            status=info.status,
+            bonus_spread=_spread(bon, mask),
+            estimate_spread=_spread(est, mask),
+        )
+        return ls_new, es, metrics
+
+    return step

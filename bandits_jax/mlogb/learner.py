@@ -1,0 +1,122 @@
+"""What EOFD-MLogB and OFUL-MLogB share: the learner protocol, update diagnostics, validation.
+
+A learner (DESIGN.md) is a NamedTuple of pure functions closed over static choices:
+``init(hparams) -> state``, ``scores(state, actions) -> (N,)`` optimistic rewards R_t(x),
+``score_parts(state, actions) -> (estimate, bonus)``, ``select(state, actions, mask) -> index``,
+``update(state, x, y) -> state``. Every state has ``W`` (K, d), ``rho``, ``t`` (completed updates),
+``hparams`` and ``info`` (:class:`UpdateInfo` of the last update).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.linalg.roots import NONFINITE
+
+
+class UpdateInfo(NamedTuple):
+    """Diagnostics of the last update.
+
+    Attributes:
+      projected: whether the Lemma 2 projection was active.
+      nu: its dual variable (0 when inactive).
+      newton_steps: root-finder iterations (int32).
+      status: ``roots`` status code (int32); ``NONFINITE`` means the update was rejected and the
+        previous state kept.
+      beta: the confidence radius used by the last selection-time formula (before the update).
+    """
+
+    projected: jax.Array
+    nu: jax.Array
+    newton_steps: jax.Array
+    status: jax.Array
+    beta: jax.Array
+
+
+class MLogBLearner(NamedTuple):
+    """A multinomial logistic bandit learner (pure functions; jit/vmap them freely)."""
+
+    init: Callable[[Any], Any]
+    scores: Callable[[Any, jax.Array], jax.Array]
+    score_parts: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]
+    select: Callable[..., jax.Array]
+    update: Callable[[Any, jax.Array, jax.Array], Any]
+    num_outcomes: int
+    dim: int
+
+
+def empty_info(dtype) -> UpdateInfo:
+    z = jnp.zeros((), dtype)
+    return UpdateInfo(jnp.zeros((), bool), z, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), z)
+
+
+def check_static(num_outcomes: Any, dim: Any, sketch_size: Any = None) -> tuple[int, int]:
+    """Eager validation of the factories' static arguments."""
+    for name, v in (("num_outcomes", num_outcomes), ("dim", dim)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if sketch_size is not None and (
+        not isinstance(sketch_size, int | np.integer)
+        or isinstance(sketch_size, bool)
+        or sketch_size < 1
+    ):
+        raise ValueError(f"sketch_size must be an int >= 1, got {sketch_size!r}")
+    return int(num_outcomes), int(dim)
+
+
+def check_hparams(hp, num_outcomes: int) -> None:
+    """Shape checks at init/trace time (values were validated by ``hyperparams``)."""
+    if hp.rewards.shape != (num_outcomes,):
+        raise ValueError(
+            f"rewards must have shape ({num_outcomes},) for num_outcomes={num_outcomes} "
+            f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
+        )
+    if hp.lam.shape != ():
+        raise ValueError(f"lam must be a scalar per learner (vmap over grids), got {hp.lam.shape}")
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def check_actions(actions: jax.Array, dim: int) -> None:
+    """Shape check, plus a NaN check when the values are concrete (outside jit)."""
+    if actions.ndim != 2 or actions.shape[1] != dim:
+        raise ValueError(f"actions must have shape (N, {dim}), got {actions.shape}")
+    if actions.shape[0] < 1:
+        raise ValueError("actions must hold at least one action, got N = 0")
+    if _is_concrete(actions) and not np.all(np.isfinite(np.asarray(actions))):
+        raise ValueError("actions contain NaN or inf")
+
+
+def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
+    if x.shape != (dim,):
+        raise ValueError(f"x must have shape ({dim},), got {x.shape}")
+    if jnp.ndim(y) != 0:
+        raise ValueError(
+            f"y must be a scalar outcome in 0..{num_outcomes}, got shape {jnp.shape(y)}"
+        )
+    if _is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
+        raise ValueError("x contains NaN or inf")
+    if _is_concrete(y):
+        yv = int(np.asarray(y))
+        if yv < 0 or yv > num_outcomes:
+            raise ValueError(f"y must lie in 0..{num_outcomes}, got {yv}")
+
+
+def guard(old, new):
+    """Keeps ``old`` (and flags ``NONFINITE``) when any float leaf of ``new`` is not finite."""
+    leaves = [
+        jnp.all(jnp.isfinite(leaf))
+        for leaf in jax.tree_util.tree_leaves(new)
+        if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
+    ]
+    ok = jnp.all(jnp.stack(leaves))
+    kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, b, a), old, new)
+    info = kept.info._replace(status=jnp.where(ok, new.info.status, NONFINITE).astype(jnp.int32))
+    return kept._replace(info=info)

@@ -1,0 +1,158 @@
+"""OFUL-MLogB (Zhang and Sugiyama, 2023): the full-Hessian baseline of EOFD-MLogB.
+
+He et al., Section 2.1, eq. (3)-(10). The state keeps the dense K d x K d matrix
+``H_t = lam I + sum_{s<t} grad^2 l_s(W_{s+1})``. Per round:
+
+- scores: ``A(x) = (I_K kron x)^T H_t^{-1} (I_K kron x)`` from one Cholesky factor of ``H_t``
+  (O(D^3) once, then O(N K D^2)); the bonus of eq. (10) via :mod:`bandits_jax.mlogb.bonus`;
+- update: the exact eigendecomposition route of Section 3.1: ``Ht = Q diag(e) Q^T`` (O(D^3)), the
+  Newton step (eq. 8) and the ellipsoidal projection (eq. 9) by Lemma 2 with ``Vt = Q`` and
+  ``mu = e - lam`` (the residual term of eq. 25 is then empty); then
+  ``H_{t+1} = H_t + grad^2 l_t(W_{t+1})``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import solve_triangular
+
+from bandits_jax.linalg import projection
+from bandits_jax.mlogb import bonus, confidence, model
+from bandits_jax.mlogb.hyperparams import MLogBHyperparams
+from bandits_jax.mlogb.learner import (
+    MLogBLearner,
+    UpdateInfo,
+    check_actions,
+    check_hparams,
+    check_static,
+    check_update_args,
+    empty_info,
+    guard,
+)
+
+
+class OFULState(NamedTuple):
+    """OFUL-MLogB state (``rho`` is always 0; kept so both learners report the same fields)."""
+
+    W: jax.Array
+    H: jax.Array
+    rho: jax.Array
+    acc: jax.Array
+    t: jax.Array
+    hparams: MLogBHyperparams
+    info: UpdateInfo
+
+
+def hessian_term(s: jax.Array, x: jax.Array) -> jax.Array:
+    """``grad^2 l(W) = grad sigma(W x) kron x x^T`` (Appendix B.1), D x D."""
+    return jnp.kron(model.jacobian(s), jnp.outer(x, x))
+
+
+def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBLearner:
+    """OFUL-MLogB with the full Hessian (the baseline of EOFD-MLogB).
+
+    Args:
+      num_outcomes: K >= 1; dim: d.
+      max_newton_steps: cap of the projection's dual root loop.
+    """
+    K, d = check_static(num_outcomes, dim)
+    D = K * d
+
+    def init(hp: MLogBHyperparams) -> OFULState:
+        check_hparams(hp, K)
+        dtype = hp.lam.dtype
+        zero = jnp.zeros((), dtype)
+        return OFULState(
+            W=jnp.zeros((K, d), dtype),
+            H=hp.lam * jnp.eye(D, dtype=dtype),
+            rho=zero,
+            acc=zero,
+            t=jnp.zeros((), jnp.int32),
+            hparams=hp,
+            info=empty_info(dtype),
+        )
+
+    def beta_of(state: OFULState) -> jax.Array:
+        return confidence.radius(
+            state.hparams, state.t, state.rho, state.acc, num_outcomes=K, dim=d, rank=D
+        )
+
+    def score_parts(state: OFULState, actions: jax.Array):
+        check_actions(actions, d)
+        actions = actions.astype(state.W.dtype)
+        N = actions.shape[0]
+        L = jnp.linalg.cholesky(state.H)
+        # Columns (n, i): I_K kron x_n, column i.
+        X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions)
+        X = X.reshape(D, N * K)
+        Y = solve_triangular(L, X, lower=True).reshape(D, N, K)
+        A = jnp.einsum("dni,dnj->nij", Y, Y)
+        return bonus.parts(state.W, actions, A, state.hparams.rewards, beta_of(state))
+
+    def scores(state: OFULState, actions: jax.Array) -> jax.Array:
+        return bonus.optimistic_reward(K, *score_parts(state, actions))
+
+    def select(state: OFULState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+        est, bon = score_parts(state, actions)
+        return bonus.argmax_tie(est + bon, mask)
+
+    def update(state: OFULState, x: jax.Array, y: jax.Array) -> OFULState:
+        check_update_args(x, y, K, d)
+        hp = state.hparams
+        dtype = state.W.dtype
+        x = x.astype(dtype)
+        lam, eta = hp.lam, hp.eta
+        w = state.W.reshape(-1)
+        beta_used = beta_of(state)
+
+        s = model.sigma(state.W @ x)
+        H_tilde = state.H + eta * hessian_term(s, x)
+        e, Q = jnp.linalg.eigh(0.5 * (H_tilde + H_tilde.T))
+        g = jnp.kron(s - model.onehot(y, K, dtype), x)
+        w_prime = w - eta * (Q @ ((Q.T @ g) / e))
+
+        a = Q.T @ w_prime
+        mu = jnp.maximum(e - lam, 0.0)
+        sol = projection.dual_root(
+            jnp.sum(w_prime * w_prime), a, mu, lam, hp.S, max_steps=max_newton_steps
+        )
+        alpha, c = projection.project_coeffs(a, mu, lam, sol.nu)
+        w_new = alpha * w_prime + Q @ c
+        W_new = w_new.reshape(K, d)
+
+        dw = w_new - w
+        step_x = (W_new - state.W) @ x
+        acc = state.acc + confidence.increment(
+            hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=dw @ state.H @ dw
+        )
+        H_new = state.H + hessian_term(model.sigma(W_new @ x), x)
+        info = UpdateInfo(
+            projected=sol.active,
+            nu=sol.nu,
+            newton_steps=sol.steps,
+            status=sol.status,
+            beta=beta_used,
+        )
+        new = OFULState(
+            W=W_new,
+            H=0.5 * (H_new + H_new.T),
+            rho=state.rho,
+            acc=acc,
+            t=state.t + 1,
+            hparams=hp,
+            info=info,
+        )
+        return guard(state, new)
+
+    return MLogBLearner(
+        init=init,
+        scores=scores,
+        score_parts=score_parts,
+        select=select,
+        update=update,
+        num_outcomes=K,
+        dim=d,
+    )
