@@ -21,8 +21,9 @@ the span of ``I_K kron x_t``) and never forms the surrogate's eigenvectors as a 
 
 Degenerate residual directions (``X`` already in the span of ``V``, always the case when
 ``m >= D``) have no orthonormal completion: they are flagged, their columns of ``Q`` and rows of
-``T`` are zeroed (so coordinates ``[V, Q]^T w`` never see a spurious direction) and they get a negative sentinel eigenvalue in the core so that they are always among the discarded
-directions. With ``m >= D`` (``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
+``T`` are zeroed (so coordinates ``[V, Q]^T w`` never see a spurious direction) and they get a
+negative sentinel eigenvalue in the core so that they are always among the discarded directions.
+With ``m >= D`` (``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
 """
 
 from __future__ import annotations

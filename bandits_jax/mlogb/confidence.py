@@ -78,8 +78,8 @@ def radius(
 def increment(
     hp, *, num_outcomes: int, dim: int, step_x_sq: jax.Array, step_z_sq: jax.Array
 ) -> jax.Array:
-    """One term of eq. (36)'s last sum:
-    ``2 sqrt(6) eta L S ||(W_{s+1} - W_s) x_s||^2 + (24 eta K d / lam - 1) ||W_{s+1} - W_s||^2_{Z_s}``.
+    """One term of eq. (36)'s last sum, ``2 sqrt(6) eta L S ||(W_{s+1} - W_s) x_s||^2
+    + (24 eta K d / lam - 1) ||W_{s+1} - W_s||^2_{Z_s}``.
     """
     K, d = num_outcomes, dim
     return (
