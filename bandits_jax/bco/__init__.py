@@ -1,0 +1,57 @@
+"""Bandit convex optimisation with gradient variation (two-point feedback).
+
+Paper: ../shared/papers/bco-gradient-variation.txt. Modules: ``domains`` (Assumption 1 geometry,
+projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with optimism, the
+sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and the Chiang et al.
+2013 baseline), ``two_point`` (Algorithms 1 and 3), ``interact`` (runner step and regret
+bookkeeping).
+"""
+
+from bandits_jax.bco.domains import Ball, Box, ball, box, project
+from bandits_jax.bco.estimators import (
+    coordinate_estimate,
+    coordinate_queries,
+    directional_derivative,
+    exploration,
+    sphere_estimate,
+    sphere_queries,
+)
+from bandits_jax.bco.schedules import PRESETS, ScheduleParams, ScheduleState, step_size
+from bandits_jax.bco.two_point import (
+    CoordAux,
+    Learner,
+    SphereAux,
+    SphereState,
+    TwoPointHParams,
+    TwoPointState,
+    oogd_step,
+    sphere_learner,
+    two_point_learner,
+)
+
+__all__ = [
+    "Ball",
+    "Box",
+    "CoordAux",
+    "Learner",
+    "PRESETS",
+    "ScheduleParams",
+    "ScheduleState",
+    "SphereAux",
+    "SphereState",
+    "TwoPointHParams",
+    "TwoPointState",
+    "ball",
+    "box",
+    "coordinate_estimate",
+    "coordinate_queries",
+    "directional_derivative",
+    "exploration",
+    "oogd_step",
+    "project",
+    "sphere_estimate",
+    "sphere_learner",
+    "sphere_queries",
+    "step_size",
+    "two_point_learner",
+]

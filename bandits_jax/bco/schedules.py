@@ -1,0 +1,219 @@
+"""Step-size schedules of Algorithms 1 and 3 as pure functions of a schedule state.
+
+A schedule is a static *kind* (chosen in the learner factory) plus numeric parameters
+(:class:`ScheduleParams`, arrays living in the learner's hyperparameters, so a grid over them is a
+``vmap``) and a state (:class:`ScheduleState`: rounds completed ``t - 1`` and the running
+non-consecutive gradient variation ``Vbar_{t-1} = sum_{s < t} ||g_s - g~_s||^2``, eq. 2.1).
+:func:`step_size` returns ``eta_t`` for the *next* round ``t = state.t + 1``.
+
+Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's setting):
+
+* ``"convex"`` (Theorem 1): ``eta_t = scale * R / sqrt(offset + Vbar_{t-1})`` with the theorem's
+  ``offset = 1152 d^3 R^2 L^2 log(dT)``. The text prints ``R^4 L^2``; ``Vbar`` has the units of a
+  squared gradient, so the dimensionally consistent constant is ``R^2 L^2`` (identical for
+  ``R = 1``; ERRATA bco 1). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
+  ``T ~ 1e4`` the iterate hardly moves; the practical preset uses ``offset = d^2``, i.e. the
+  Theorem 3/4 schedule.
+* ``"variance"`` (Theorems 3-4, gradient variance / small loss): ``eta_t = scale * R /
+  sqrt(d^2 + Vbar_{t-1})`` (the ``offset`` parameter is ignored: it is ``d^2`` by definition).
+* ``"strongly_convex"`` (Theorems 2, 8): ``eta_t = scale / (lambda t)``.
+* ``"chiang"``: the strongly convex rate of Chiang et al. [2013], described in the paper only as
+  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (ERRATA bco 4). Reconstruction used here:
+  ``eta_t = scale / (lambda (1 + Vbar_{t-1} / (4 d^2 G^2)))``: ``Vbar`` is normalised by
+  ``4 d^2 G^2``, the largest possible per-round increment ``||g_t - g~_t||^2`` (Lemma 6 (ix)), so
+  the denominator grows by at most ``lambda`` per round and ``eta_t >= 1 / (lambda t)`` (it equals
+  Theorem 2's step when every round has maximal variation, and stays larger, i.e. less stable,
+  when ``Vbar`` is small -- the instability Section 3.2 attributes to it).
+* ``"sqrt_t"``: ``eta_t = scale * R / (G sqrt(d t))``, the anytime form of the classical
+  convex two-point step ``R / (G sqrt(dT))`` [Shamir 2017] for the sphere baseline.
+
+Practical presets: :data:`PRESETS` maps names to ``(kind, scale, offset)``; ``offset=None`` means
+the kind's theorem value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+CONVEX = "convex"
+VARIANCE = "variance"
+STRONGLY_CONVEX = "strongly_convex"
+CHIANG = "chiang"
+SQRT_T = "sqrt_t"
+KINDS = (CONVEX, VARIANCE, STRONGLY_CONVEX, CHIANG, SQRT_T)
+_NEEDS_LAMBDA = (STRONGLY_CONVEX, CHIANG)
+
+# name -> (kind, scale, offset); offset None = the kind's theorem value (see module docstring).
+PRESETS: dict[str, tuple[str, float, str | None]] = {
+    "theorem1": (CONVEX, 1.0, None),  # Theorem 1's constants (tiny steps for d >= 10)
+    "theorem2": (STRONGLY_CONVEX, 1.0, None),  # 1 / (lambda t)
+    "theorem3": (VARIANCE, 1.0, None),  # R / sqrt(d^2 + Vbar)
+    "chiang2013": (CHIANG, 1.0, None),  # reconstruction of Chiang et al. 2013 (see above)
+    "practical_convex": (CONVEX, 1.0, "d2"),  # Theorem 1's form with offset d^2 (= theorem3)
+    "practical_strongly_convex": (STRONGLY_CONVEX, 1.0, None),
+    "sphere_convex": (SQRT_T, 1.0, None),  # classical R / (G sqrt(d t)) for Algorithm 3
+}
+
+
+class ScheduleParams(NamedTuple):
+    """Numeric schedule parameters (scalar arrays of the run's float dtype).
+
+    Attributes:
+      radius: ``R`` (outer radius of the domain).
+      lam: strong-convexity modulus ``lambda`` (1 where unused).
+      smoothness: ``L`` after the ``L >= 1`` convention.
+      lipschitz: ``G``.
+      horizon: ``T`` (as a float).
+      scale: multiplier of every step (1 = theorem).
+      offset: the ``offset`` under the square root of the ``"convex"`` kind.
+    """
+
+    radius: Array
+    lam: Array
+    smoothness: Array
+    lipschitz: Array
+    horizon: Array
+    scale: Array
+    offset: Array
+
+
+class ScheduleState(NamedTuple):
+    """Schedule state before round ``t``.
+
+    Attributes:
+      t: rounds completed, ``t - 1`` (int32).
+      vbar: ``Vbar_{t-1} = sum_{s<t} ||g_s - g~_s||^2`` (eq. 2.1).
+    """
+
+    t: Array
+    vbar: Array
+
+
+def theorem1_offset(d: int, radius, smoothness, horizon) -> float:
+    """``1152 d^3 R^2 L^2 log(dT)`` of Theorem 1 (``R^2`` for the printed ``R^4``; ERRATA 1)."""
+    L = max(float(smoothness), 1.0)
+    return 1152.0 * d**3 * float(radius) ** 2 * L**2 * math.log(d * float(horizon))
+
+
+def _check_positive(name: str, value) -> None:
+    if isinstance(value, jax.core.Tracer):
+        return
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape != ():
+        raise ValueError(f"{name}: expected a scalar, got shape {v.shape}")
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"{name}: expected a positive finite value, got {float(v)}")
+
+
+def schedule_params(
+    kind: str,
+    d: int,
+    *,
+    radius,
+    horizon,
+    lam=None,
+    smoothness=1.0,
+    lipschitz=1.0,
+    scale=1.0,
+    offset=None,
+    dtype=None,
+) -> ScheduleParams:
+    """Builds :class:`ScheduleParams` with eager validation.
+
+    Args:
+      kind: one of :data:`KINDS`.
+      d: dimension (static).
+      radius: ``R > 0``.
+      horizon: ``T >= 1``.
+      lam: ``lambda > 0`` (required by ``"strongly_convex"`` and ``"chiang"``).
+      smoothness: ``L`` (``max(L, 1)`` is stored; the paper's ``L >= 1`` convention).
+      lipschitz: ``G > 0``.
+      scale: multiplier ``> 0`` (1 = theorem).
+      offset: for ``"convex"``: ``None`` (Theorem 1's constant), ``"d2"`` (``d^2``, the practical
+        preset), or a positive number.
+      dtype: float dtype of the arrays (default: JAX's default float).
+
+    Raises:
+      ValueError: naming the offending argument.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d: expected a positive int, got {d!r}")
+    _check_positive("radius", radius)
+    _check_positive("horizon", horizon)
+    if not isinstance(horizon, jax.core.Tracer) and float(horizon) < 1:
+        raise ValueError(f"horizon: expected T >= 1, got {float(horizon)}")
+    if kind in _NEEDS_LAMBDA:
+        if lam is None:
+            raise ValueError(f"lam: schedule {kind!r} needs lambda > 0, got None")
+        _check_positive("lam", lam)
+    elif lam is None:
+        lam = 1.0
+    else:
+        _check_positive("lam", lam)
+    if not (math.isfinite(float(smoothness)) and float(smoothness) >= 0):
+        raise ValueError(f"smoothness: expected L >= 0 and finite, got {float(smoothness)}")
+    _check_positive("lipschitz", lipschitz)
+    _check_positive("scale", scale)
+    L = max(float(smoothness), 1.0)
+    if offset is None:
+        off = theorem1_offset(d, radius, L, horizon) if kind == CONVEX else float(d * d)
+    elif isinstance(offset, str):
+        if offset != "d2":
+            raise ValueError(f"offset: expected None, 'd2' or a positive number, got {offset!r}")
+        off = float(d * d)
+    else:
+        _check_positive("offset", offset)
+        off = offset
+    if kind == VARIANCE:
+        off = float(d * d)
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
+
+    def arr(x):
+        return jnp.asarray(x, dtype)
+
+    return ScheduleParams(
+        radius=arr(radius),
+        lam=arr(lam),
+        smoothness=arr(L),
+        lipschitz=arr(lipschitz),
+        horizon=arr(horizon),
+        scale=arr(scale),
+        offset=arr(off),
+    )
+
+
+def init_schedule(dtype) -> ScheduleState:
+    """State before round 1: ``t - 1 = 0`` rounds completed and ``Vbar_0 = 0``."""
+    return ScheduleState(jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
+
+
+def advance(state: ScheduleState, err_sq: Array) -> ScheduleState:
+    """After round ``t``: ``t <- t + 1`` and ``Vbar_t = Vbar_{t-1} + ||g_t - g~_t||^2``."""
+    return ScheduleState(state.t + 1, state.vbar + err_sq.astype(state.vbar.dtype))
+
+
+def step_size(kind: str, d: int, params: ScheduleParams, state: ScheduleState) -> Array:
+    """``eta_t`` for round ``t = state.t + 1`` (see the module docstring for each kind)."""
+    dtype = state.vbar.dtype
+    t = (state.t + 1).astype(dtype)
+    p = params
+    if kind in (CONVEX, VARIANCE):
+        off = p.offset if kind == CONVEX else jnp.asarray(d * d, dtype)
+        return p.scale * p.radius / jnp.sqrt(off + state.vbar)
+    if kind == STRONGLY_CONVEX:
+        return p.scale / (p.lam * t)
+    if kind == CHIANG:
+        norm = 4.0 * d * d * p.lipschitz**2
+        return p.scale / (p.lam * (1.0 + state.vbar / norm))
+    if kind == SQRT_T:
+        return p.scale * p.radius / (p.lipschitz * jnp.sqrt(d * t))
+    raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
