@@ -1,0 +1,275 @@
+"""Meta-learners of the online ensembles: Optimistic-Hedge and Optimistic-Adapt-ML-Prod.
+
+Paper: BCO with gradient variation, Appendix E.1 (eq. E.3, Lemma 15; used by Algorithm 5) and
+Appendix E.2 (eq. E.7-E.9, Lemma 20; used by Algorithm 6).
+
+Both are split into two pure functions so that an ensemble can compute the optimism of the next
+round from the weights it is about to output (Algorithm 6's fixed point):
+
+* ``observe(state, feedback)`` folds in round ``t``'s feedback, using the optimism ``m_t`` kept in
+  the state (the one that produced ``p_t``);
+* ``predict(state, m_{t+1})`` returns the state with ``p_{t+1}`` and ``m_{t+1}`` stored;
+  ``*_weights(state, m)`` is the same map without storing anything.
+
+Optimistic-Hedge (E.3): ``p_{t+1} ∝ exp(-eps_t (L_t + m_{t+1}))`` with ``L_t = sum_{s<=t} l_s`` and
+Lemma 15's ``eps_t = sqrt(ln N / (C0^2 + sum_{s<=t} ||l_s - m_s||_inf^2))``. (Theorem 9 sums to
+``t - 1``; errata 6. Lemma 15's form is used: round ``t``'s error is known when ``p_{t+1}`` is
+formed.) ``N = 1`` gives ``eps = 0`` and ``p = 1``.
+
+Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety:
+
+    log W_t   = (eps_t / eps_{t-1}) (log W_{t-1} + eps_{t-1} r_t - eps_{t-1}^2 (r_t - m_t)^2),
+    p_{t+1}   ∝ eps_t exp(eps_t m_{t+1}) W_t,
+    eps_t     = min(1/8, sqrt(log N / sum_{s<=t} (r_s - m_s)^2)).
+
+E.9 divides by zero before any error has accrued (``t = 0``, or while every ``r_s = m_s``): we take
+the limit ``sqrt(log N / 0) = +inf``, i.e. ``eps = 1/8`` (errata 7), written with ``jnp.where``
+so that no ``inf``/``nan`` is ever formed. ``N >= 2`` is required (``log 1 = 0`` would give
+``eps = 0`` and ``0/0`` in the exponent ratio).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _check_num_experts(num_experts, minimum: int) -> None:
+    if not isinstance(num_experts, int | np.integer) or num_experts < minimum:
+        raise ValueError(f"num_experts: expected an int >= {minimum}, got {num_experts!r}")
+
+
+def _check_vector(name: str, x: Array, n: int) -> None:
+    if x.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {x.shape}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimistic-Hedge (E.3, Lemma 15)
+# ---------------------------------------------------------------------------------------------
+
+
+class OptimisticHedgeState(NamedTuple):
+    """State of Optimistic-Hedge before round ``t``.
+
+    Attributes:
+      weights: ``p_t`` (N,).
+      optimism: ``m_t`` (N,), the hint that produced ``p_t``.
+      cum_loss: ``L_{t-1} = sum_{s<t} l_s`` (N,).
+      err_sq_sum: ``sum_{s<t} ||l_s - m_s||_inf^2`` (scalar).
+      lr: the learning rate that produced ``p_t`` (``eps_{t-1}``; Lemma 15).
+      c0: the constant ``C0 > 0`` of Lemma 15 (hyperparameter).
+      t: rounds observed (int32).
+    """
+
+    weights: Array
+    optimism: Array
+    cum_loss: Array
+    err_sq_sum: Array
+    lr: Array
+    c0: Array
+    t: Array
+
+
+def hedge_learning_rate(num_experts: int, c0: Array, err_sq_sum: Array) -> Array:
+    """Lemma 15: ``sqrt(ln N / (C0^2 + sum ||l_s - m_s||_inf^2))``."""
+    return jnp.sqrt(math.log(num_experts) / (c0**2 + err_sq_sum))
+
+
+def optimistic_hedge_init(num_experts: int, c0, *, dtype=None) -> OptimisticHedgeState:
+    """Uniform ``p_1`` with ``m_1 = 0``.
+
+    Args:
+      num_experts: ``N >= 1`` (static).
+      c0: ``C0 > 0`` (Theorem 9: ``16 R^2 L sqrt(d^3 log(dT) ln N)``).
+      dtype: float dtype (default: that of ``c0`` if floating, else JAX's default float).
+
+    Raises:
+      ValueError: naming ``num_experts`` or ``c0``.
+    """
+    _check_num_experts(num_experts, 1)
+    if dtype is None:
+        dtype = jnp.result_type(float, c0)
+    c0 = jnp.asarray(c0, dtype)
+    if c0.ndim != 0:
+        raise ValueError(f"c0: expected a scalar, got shape {c0.shape}")
+    if _is_concrete(c0) and not (np.isfinite(float(c0)) and float(c0) > 0):
+        raise ValueError(f"c0: expected a finite value > 0, got {float(c0)}")
+    zeros = jnp.zeros((num_experts,), dtype)
+    zero = jnp.zeros((), dtype)
+    return OptimisticHedgeState(
+        weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
+        optimism=zeros,
+        cum_loss=zeros,
+        err_sq_sum=zero,
+        lr=hedge_learning_rate(num_experts, c0, zero),
+        c0=c0,
+        t=jnp.zeros((), jnp.int32),
+    )
+
+
+def optimistic_hedge_observe(state: OptimisticHedgeState, losses: Array) -> OptimisticHedgeState:
+    """Folds in ``l_t`` (N,): ``L_t = L_{t-1} + l_t`` and the error ``||l_t - m_t||_inf^2``."""
+    n = state.weights.shape[0]
+    losses = jnp.asarray(losses, state.cum_loss.dtype)
+    _check_vector("losses", losses, n)
+    err = jnp.max(jnp.abs(losses - state.optimism)) ** 2
+    return state._replace(
+        cum_loss=state.cum_loss + losses, err_sq_sum=state.err_sq_sum + err, t=state.t + 1
+    )
+
+
+def optimistic_hedge_weights(state: OptimisticHedgeState, optimism: Array) -> tuple[Array, Array]:
+    """``(p, eps)`` with ``p ∝ exp(-eps (L + m))`` for the hint ``m``; nothing stored (E.3)."""
+    n = state.weights.shape[0]
+    lr = hedge_learning_rate(n, state.c0, state.err_sq_sum)
+    return jax.nn.softmax(-lr * (state.cum_loss + optimism)), lr
+
+
+def optimistic_hedge_predict(state: OptimisticHedgeState, optimism: Array) -> OptimisticHedgeState:
+    """Stores ``p_{t+1}`` (E.3) and ``m_{t+1}``."""
+    n = state.weights.shape[0]
+    optimism = jnp.asarray(optimism, state.cum_loss.dtype)
+    _check_vector("optimism", optimism, n)
+    p, lr = optimistic_hedge_weights(state, optimism)
+    return state._replace(weights=p, optimism=optimism, lr=lr)
+
+
+def optimistic_hedge_update(
+    state: OptimisticHedgeState, losses: Array, next_optimism: Array
+) -> OptimisticHedgeState:
+    """``predict(observe(state, l_t), m_{t+1})``."""
+    return optimistic_hedge_predict(optimistic_hedge_observe(state, losses), next_optimism)
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimistic-Adapt-ML-Prod (E.7-E.9, Lemma 20)
+# ---------------------------------------------------------------------------------------------
+
+
+class AdaptMLProdState(NamedTuple):
+    """State of Optimistic-Adapt-ML-Prod before round ``t``.
+
+    Attributes:
+      weights: ``p_t`` (N,).
+      optimism: ``m_t`` (N,).
+      log_potential: ``log W_{t-1}`` (N,), ``log W_0 = -log N``.
+      lr: ``eps_{t-1}`` (N,), ``eps_0 = lr_cap``.
+      err_sq_sum: ``sum_{s<t} (r_s - m_s)^2`` (N,).
+      lr_cap: the cap ``1/8`` of E.9 (hyperparameter).
+      t: rounds observed (int32).
+    """
+
+    weights: Array
+    optimism: Array
+    log_potential: Array
+    lr: Array
+    err_sq_sum: Array
+    lr_cap: Array
+    t: Array
+
+
+def adapt_ml_prod_learning_rate(num_experts: int, lr_cap: Array, err_sq_sum: Array) -> Array:
+    """E.9 with the ``t = 0`` fix: ``lr_cap`` where ``sum (r - m)^2 = 0`` (module docstring)."""
+    positive = err_sq_sum > 0
+    safe = jnp.where(positive, err_sq_sum, 1.0)
+    return jnp.where(positive, jnp.minimum(lr_cap, jnp.sqrt(math.log(num_experts) / safe)), lr_cap)
+
+
+def adapt_ml_prod_init(num_experts: int, *, lr_cap=0.125, dtype=None) -> AdaptMLProdState:
+    """``W_0 = 1/N``, ``m_1 = 0``, hence uniform ``p_1``.
+
+    Args:
+      num_experts: ``N >= 2`` (static).
+      lr_cap: the cap of E.9 (``1/8`` in the paper; Lemma 20 needs ``<= 1/8``). Any positive
+        value is accepted.
+      dtype: float dtype.
+
+    Raises:
+      ValueError: naming ``num_experts`` or ``lr_cap``.
+    """
+    _check_num_experts(num_experts, 2)
+    if dtype is None:
+        dtype = jnp.result_type(float, lr_cap)
+    cap = jnp.asarray(lr_cap, dtype)
+    if cap.ndim != 0:
+        raise ValueError(f"lr_cap: expected a scalar, got shape {cap.shape}")
+    if _is_concrete(cap) and not (np.isfinite(float(cap)) and float(cap) > 0):
+        raise ValueError(f"lr_cap: expected a finite value > 0, got {float(cap)}")
+    zeros = jnp.zeros((num_experts,), dtype)
+    return AdaptMLProdState(
+        weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
+        optimism=zeros,
+        log_potential=jnp.full((num_experts,), -math.log(num_experts), dtype),
+        lr=jnp.full((num_experts,), cap),
+        err_sq_sum=zeros,
+        lr_cap=cap,
+        t=jnp.zeros((), jnp.int32),
+    )
+
+
+def instantaneous_regret(weights: Array, losses: Array) -> Array:
+    """``r_{t,i} = <p_t, l_t> - l_{t,i}``."""
+    return jnp.dot(weights, losses) - losses
+
+
+def adapt_ml_prod_observe(state: AdaptMLProdState, regrets: Array) -> AdaptMLProdState:
+    """Folds in ``r_t`` (N,) with the stored ``m_t``: E.9's ``eps_t`` and E.7's ``W_t``."""
+    n = state.weights.shape[0]
+    r = jnp.asarray(regrets, state.log_potential.dtype)
+    _check_vector("regrets", r, n)
+    err = (r - state.optimism) ** 2
+    err_sq_sum = state.err_sq_sum + err
+    lr_prev = state.lr
+    lr = adapt_ml_prod_learning_rate(n, state.lr_cap, err_sq_sum)
+    log_w = (lr / lr_prev) * (state.log_potential + lr_prev * r - lr_prev**2 * err)
+    return state._replace(log_potential=log_w, lr=lr, err_sq_sum=err_sq_sum, t=state.t + 1)
+
+
+def adapt_ml_prod_weights(state: AdaptMLProdState, optimism: Array) -> Array:
+    """``p ∝ eps exp(eps m) W`` (E.7) for the hint ``m``; nothing stored."""
+    return jax.nn.softmax(jnp.log(state.lr) + state.lr * optimism + state.log_potential)
+
+
+def adapt_ml_prod_predict(state: AdaptMLProdState, optimism: Array) -> AdaptMLProdState:
+    """Stores ``p_{t+1}`` (E.7) and ``m_{t+1}``."""
+    n = state.weights.shape[0]
+    optimism = jnp.asarray(optimism, state.log_potential.dtype)
+    _check_vector("optimism", optimism, n)
+    return state._replace(weights=adapt_ml_prod_weights(state, optimism), optimism=optimism)
+
+
+def adapt_ml_prod_update(
+    state: AdaptMLProdState, regrets: Array, next_optimism: Array
+) -> AdaptMLProdState:
+    """``predict(observe(state, r_t), m_{t+1})``."""
+    return adapt_ml_prod_predict(adapt_ml_prod_observe(state, regrets), next_optimism)
+
+
+__all__ = [
+    "AdaptMLProdState",
+    "OptimisticHedgeState",
+    "adapt_ml_prod_init",
+    "adapt_ml_prod_learning_rate",
+    "adapt_ml_prod_observe",
+    "adapt_ml_prod_predict",
+    "adapt_ml_prod_update",
+    "adapt_ml_prod_weights",
+    "hedge_learning_rate",
+    "instantaneous_regret",
+    "optimistic_hedge_init",
+    "optimistic_hedge_observe",
+    "optimistic_hedge_predict",
+    "optimistic_hedge_update",
+    "optimistic_hedge_weights",
+]

@@ -1,0 +1,401 @@
+"""One-point bandit linear optimisation on a box: Algorithm 2 in its practical form (Algorithm 4).
+
+Paper: "Improved Dimension Dependence for Bandit Convex Optimization with Gradient Variation",
+Section 4 (eq. 4.2, Algorithm 2, Theorem 5) and Appendix D.1 (eq. D.1-D.4, Lemma 11, Algorithm 4).
+
+Log-barrier FTRL on ``X = prod_i [a_i, b_i]`` with the buffer estimator of eq. (4.2):
+
+    g~_t = 1/2 sum_i lam_{t,i}^{1/2} (r_i^{(+1)} - r_i^{(-1)}) e_i,
+    g_t  = d (<l_t, x_t> - z_t) eps_t lam_{t,i_t}^{1/2} e_{i_t} + g~_t,   z_t = r_{i_t}^{(eps_t)},
+    x_t  = w_t + eps_t lam_{t,i_t}^{-1/2} e_{i_t},
+
+and ``w_{t+1}`` from the ``d`` independent scalar equations ``F_{t,i}(w_{t+1,i}) = 0`` of eq. (D.4),
+
+    F_{t,i}(x) = eta (S_{t,i} + c_i sqrt(f_i''(x))) + f_i'(x),  c_i = (r_i^{(+1)} - r_i^{(-1)}) / 2,
+
+solved inside ``jit`` with :func:`bandits_jax.linalg.roots.bracketed_newton` (vmapped over i).
+
+Numerics (why the code does not solve in ``x`` directly):
+  * Each equation is solved in the natural coordinate ``theta`` with
+    ``x = m_i + h_i tanh(theta)`` (``m_i, h_i`` the box centre and half-width). Multiplying
+    ``F_{t,i}`` by ``h_i`` gives
+
+        phi(theta) = kappa + gamma sqrt(2 cosh 2 theta) cosh theta + sinh 2 theta,
+        kappa = eta S_{t,i} h_i,  gamma = eta c_i,
+
+    which has the same root, is increasing when ``|gamma| < 1`` (Lemma 11) and has an explicit
+    bracket ``|theta| <= log(4 (2 + |kappa|) / (1 - |gamma|)) / 2`` (from
+    ``sqrt(2 cosh 2t) cosh t <= 1 + cosh 2t``). The distances to the faces are
+    ``x - a = 2 h sigmoid(2 theta)`` and ``b - x = 2 h sigmoid(-2 theta)``, exact in relative
+    precision even when ``w`` is one ulp from a face, so ``lam = f''`` never loses precision.
+  * Start (errata 5): ``w_1`` is the barrier's minimiser, the box centre (``theta = 0``), not the
+    paper's ``w_1 = 0`` (which needs ``a_i < 0 < b_i``).
+  * Iterates stay strictly inside: ``w`` is clipped to ``[nextafter(a, b), nextafter(b, a)]``,
+    which changes it only when the root is within an ulp of a face. Queries are clipped to
+    ``[a, b]``, a no-op in exact arithmetic (``lam^{-1/2} < min(x - a, b - x)``).
+
+Lemma 11 failure (``|eta c_i| >= 1``): ``F_{t,i}`` may then have no root or two. We cap the
+optimism: the buffer difference is shrunk towards the buffer mean,
+``c_i -> clip(c_i, -cap / eta, cap / eta)`` with ``cap < 1`` (hyperparameter ``optimism_cap``,
+default 0.9), and the same shrunk buffers are used for ``z_t`` in eq. (4.2)
+(``z_t = (r^+ + r^-)/2 + eps_t c_eff``), so ``E[g_t] = l_t`` still holds exactly (the argument of
+Appendix D.2 only needs ``E[d z eps lam^{1/2} e_i] = g~_t``); only ``||g_t - g~_t||`` grows for a
+capped coordinate. With Theorem 5's step size ``|eta c_i| <= 1 / (16 d^2 ...) << 1`` and the cap
+never binds; ``state.num_capped`` counts the rounds where it did.
+
+Failures: ``state.status`` is the worst :mod:`bandits_jax.linalg.roots` status of the last update
+(``NONFINITE`` also when the observed value is not finite: the update is then skipped and the state
+kept); ``state.num_failures`` counts updates whose status was not ``CONVERGED``. A coordinate whose
+root is not finite keeps its previous iterate; a ``MAX_STEPS`` root (still inside the bracket) is
+used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.linalg.roots import CONVERGED, NONFINITE, bracketed_newton
+
+
+class BoxFTRLHParams(NamedTuple):
+    """Numeric hyperparameters of Algorithm 4 (arrays, so a grid is a ``vmap``).
+
+    Attributes:
+      eta: FTRL step size (scalar > 0). Theorem 5: ``1 / (16 R G d^2 sqrt(V_T ln(2dT)))``.
+      lower, upper: box faces ``a, b`` with shape ``(d,)`` and ``a < b``.
+      optimism_cap: ``cap`` in ``(0, 1)``: ``|eta c_i|`` is clipped to it (Lemma 11).
+    """
+
+    eta: jax.Array
+    lower: jax.Array
+    upper: jax.Array
+    optimism_cap: jax.Array
+
+
+class BoxFTRLState(NamedTuple):
+    """State of Algorithm 4.
+
+    Attributes:
+      w: current iterate ``w_t`` (d,), strictly inside the box.
+      theta: natural coordinates of ``w_t`` (``w = m + h tanh(theta)``), (d,).
+      grad_sum: ``G_{t-1} = sum_{s<t} g_s`` (d,).
+      r_plus, r_minus: the buffers ``r^{(+1)}, r^{(-1)}`` (d,).
+      hparams: :class:`BoxFTRLHParams`.
+      t: number of updates made (int32).
+      status: worst root status of the last update (int32, ``roots`` codes).
+      num_failures: updates whose status was not ``CONVERGED`` (int32).
+      num_capped: updates where Lemma 11's condition was enforced by the cap (int32).
+    """
+
+    w: jax.Array
+    theta: jax.Array
+    grad_sum: jax.Array
+    r_plus: jax.Array
+    r_minus: jax.Array
+    hparams: BoxFTRLHParams
+    t: jax.Array
+    status: jax.Array
+    num_failures: jax.Array
+    num_capped: jax.Array
+
+
+class OnePointAux(NamedTuple):
+    """What :func:`query` hands to :func:`update`.
+
+    Attributes:
+      coord: sampled coordinate ``i_t`` (int32 scalar).
+      sign: ``eps_t`` in ``{-1, +1}`` (float, the state's dtype).
+      point: the queried point ``x_t`` (d,).
+    """
+
+    coord: jax.Array
+    sign: jax.Array
+    point: jax.Array
+
+
+class OnePointLearner(NamedTuple):
+    """The BCO learner protocol for one-point feedback (points have shape ``(1, d)``)."""
+
+    init: Callable[[BoxFTRLHParams, jax.Array], BoxFTRLState]
+    query: Callable[[BoxFTRLState, jax.Array], tuple[jax.Array, OnePointAux]]
+    update: Callable[[BoxFTRLState, OnePointAux, jax.Array], BoxFTRLState]
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def box_ftrl_hparams(
+    eta: jax.typing.ArrayLike,
+    lower: jax.typing.ArrayLike,
+    upper: jax.typing.ArrayLike,
+    *,
+    optimism_cap: jax.typing.ArrayLike = 0.9,
+) -> BoxFTRLHParams:
+    """Builds and validates :class:`BoxFTRLHParams` (eagerly, on concrete values).
+
+    Raises:
+      ValueError: ``eta <= 0`` or non-finite, ``lower``/``upper`` not of the same shape ``(d,)``,
+        an empty box (``a_i >= b_i``) or non-finite faces, ``optimism_cap`` outside ``(0, 1)``.
+    """
+    dtype = jnp.result_type(float, eta, lower, upper)
+    eta = jnp.asarray(eta, dtype)
+    lower = jnp.asarray(lower, dtype)
+    upper = jnp.asarray(upper, dtype)
+    cap = jnp.asarray(optimism_cap, dtype)
+    if eta.ndim != 0:
+        raise ValueError(f"eta: expected a scalar, got shape {eta.shape}")
+    if cap.ndim != 0:
+        raise ValueError(f"optimism_cap: expected a scalar, got shape {cap.shape}")
+    if lower.ndim != 1 or lower.shape != upper.shape or lower.shape[0] == 0:
+        raise ValueError(
+            f"lower, upper: expected equal shapes (d,) with d >= 1, got {lower.shape} and "
+            f"{upper.shape}"
+        )
+    if _is_concrete(eta) and not (np.isfinite(float(eta)) and float(eta) > 0):
+        raise ValueError(f"eta: expected a finite value > 0, got {float(eta)}")
+    if _is_concrete(cap) and not (0.0 < float(cap) < 1.0):
+        raise ValueError(f"optimism_cap: expected a value in (0, 1), got {float(cap)}")
+    if _is_concrete(lower) and _is_concrete(upper):
+        lo, hi = np.asarray(lower), np.asarray(upper)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError("lower, upper: expected finite faces, got non-finite values")
+        bad = np.flatnonzero(~(lo < hi))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"lower, upper: expected a non-empty box a_i < b_i, got a_{i} = {lo[i]} >= "
+                f"b_{i} = {hi[i]}"
+            )
+    return BoxFTRLHParams(eta, lower, upper, cap)
+
+
+# --- scalar pieces (shared by the learner, its tests and the ensembles' docs) -----------------
+
+
+def face_distances(theta: jax.Array, lower: jax.Array, upper: jax.Array):
+    """``(x - a, b - x)`` for ``x = m + h tanh(theta)``, exact in relative precision."""
+    width = upper - lower
+    return width * jax.nn.sigmoid(2 * theta), width * jax.nn.sigmoid(-2 * theta)
+
+
+def point_from_theta(theta: jax.Array, lower: jax.Array, upper: jax.Array) -> jax.Array:
+    """``x = m + h tanh(theta)`` clipped to the open box (one ulp inside each face)."""
+    dist_lo, dist_hi = face_distances(theta, lower, upper)
+    x = jnp.where(theta < 0, lower + dist_lo, upper - dist_hi)
+    return jnp.clip(x, jnp.nextafter(lower, upper), jnp.nextafter(upper, lower))
+
+
+def barrier_sqrt_hessian(theta: jax.Array, lower: jax.Array, upper: jax.Array) -> jax.Array:
+    """``lam^{1/2} = sqrt(f''(x)) = sqrt(1/(x-a)^2 + 1/(b-x)^2)`` (eq. D.3)."""
+    dist_lo, dist_hi = face_distances(theta, lower, upper)
+    return jnp.hypot(1 / dist_lo, 1 / dist_hi)
+
+
+def scaled_optimality(theta, kappa, gamma):
+    """``phi(theta) = h F_{t,i}(m + h tanh theta)`` and its derivative (module docstring)."""
+    c2 = jnp.cosh(2 * theta)
+    s2 = jnp.sinh(2 * theta)
+    root = jnp.sqrt(2 * c2)
+    ch, sh = jnp.cosh(theta), jnp.sinh(theta)
+    value = kappa + gamma * root * ch + s2
+    deriv = gamma * (2 * s2 * ch / root + root * sh) + 2 * c2
+    return value, deriv
+
+
+def theta_bracket(kappa, gamma):
+    """Half-width of a bracket ``[-B, B]`` with ``phi(-B) < 0 < phi(B)`` for ``|gamma| < 1``."""
+    return 0.5 * jnp.log(4 * (2 + jnp.abs(kappa)) / (1 - jnp.abs(gamma)))
+
+
+def solve_theta(kappa, gamma, theta0, *, max_steps: int):
+    """Solves ``phi(theta) = 0`` per coordinate (vmapped bracketed Newton).
+
+    Args:
+      kappa, gamma: (d,) coefficients, ``|gamma| < 1``.
+      theta0: (d,) warm start (the previous iterate).
+      max_steps: static iteration cap.
+
+    Returns:
+      :class:`bandits_jax.linalg.roots.RootResult` with (d,) leaves.
+    """
+    eps = jnp.finfo(jnp.result_type(kappa)).eps
+
+    def one(k, g, t0):
+        half = theta_bracket(k, g)
+        ftol = 16 * eps * (2 + jnp.abs(k)) / (1 - jnp.abs(g))
+        return bracketed_newton(
+            lambda th: scaled_optimality(th, k, g),
+            -half,
+            half,
+            t0,
+            max_steps=max_steps,
+            ftol=ftol,
+            xtol=4 * eps,
+        )
+
+    return jax.vmap(one)(kappa, gamma, theta0)
+
+
+def capped_buffer_difference(r_plus, r_minus, eta, cap):
+    """``c_eff = clip((r^+ - r^-)/2, -cap/eta, cap/eta)`` and whether the clip bound."""
+    c = 0.5 * (r_plus - r_minus)
+    bound = cap / eta
+    return jnp.clip(c, -bound, bound), jnp.abs(c) > bound
+
+
+# --- the learner ---------------------------------------------------------------------------
+
+
+def box_ftrl(dim: int, *, max_steps: int = 64) -> OnePointLearner:
+    """Algorithm 4: one-point gradient-variation linear bandits on a box.
+
+    Args:
+      dim: dimension ``d`` (static).
+      max_steps: iteration cap of the per-coordinate root solve (static).
+
+    Returns:
+      :class:`OnePointLearner` with ``init(hparams, key)``, ``query(state, key) -> (points (1, d),
+      aux)`` and ``update(state, aux, values (1,))``.
+    """
+    if not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim: expected an int >= 1, got {dim!r}")
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps: expected an int >= 1, got {max_steps!r}")
+
+    def init(hparams: BoxFTRLHParams, key: jax.Array | None = None) -> BoxFTRLState:
+        del key  # deterministic start
+        if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
+            raise ValueError(
+                f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "
+                f"{hparams.upper.shape}"
+            )
+        zeros = jnp.zeros_like(hparams.lower)
+        # Barrier minimiser = box centre (errata 5), theta = 0.
+        w1 = point_from_theta(zeros, hparams.lower, hparams.upper)
+        zero_i = jnp.zeros((), jnp.int32)
+        return BoxFTRLState(
+            w=w1,
+            theta=zeros,
+            grad_sum=zeros,
+            r_plus=zeros,
+            r_minus=zeros,
+            hparams=hparams,
+            t=zero_i,
+            status=zero_i,
+            num_failures=zero_i,
+            num_capped=zero_i,
+        )
+
+    def query(state: BoxFTRLState, key: jax.Array) -> tuple[jax.Array, OnePointAux]:
+        hp = state.hparams
+        k_coord, k_sign = jax.random.split(key)
+        coord = jax.random.randint(k_coord, (), 0, dim, dtype=jnp.int32)
+        sign = jnp.where(jax.random.bernoulli(k_sign), 1.0, -1.0).astype(state.w.dtype)
+        sqrt_lam = barrier_sqrt_hessian(state.theta[coord], hp.lower[coord], hp.upper[coord])
+        x = state.w.at[coord].add(sign / sqrt_lam)
+        x = jnp.clip(x, hp.lower, hp.upper)
+        return x[None, :], OnePointAux(coord, sign, x)
+
+    def update(state: BoxFTRLState, aux: OnePointAux, values: jax.Array) -> BoxFTRLState:
+        values = jnp.asarray(values)
+        if values.shape not in ((1,), ()):
+            raise ValueError(
+                f"values: expected shape (1,) (one-point feedback), got {values.shape}"
+            )
+        if aux.point.shape != (dim,):
+            raise ValueError(f"aux.point: expected shape ({dim},), got {aux.point.shape}")
+        hp = state.hparams
+        v = values.reshape(()).astype(state.w.dtype)
+        i, eps_t = aux.coord, aux.sign
+
+        # Estimator (4.2) with the (possibly capped) buffers of the previous round.
+        sqrt_lam = barrier_sqrt_hessian(state.theta, hp.lower, hp.upper)
+        c_eff, _ = capped_buffer_difference(state.r_plus, state.r_minus, hp.eta, hp.optimism_cap)
+        g_tilde = sqrt_lam * c_eff
+        z = 0.5 * (state.r_plus[i] + state.r_minus[i]) + eps_t * c_eff[i]
+        g = g_tilde.at[i].add(dim * (v - z) * eps_t * sqrt_lam[i])
+        grad_sum = state.grad_sum + g
+        r_plus = jnp.where(eps_t > 0, state.r_plus.at[i].set(v), state.r_plus)
+        r_minus = jnp.where(eps_t > 0, state.r_minus, state.r_minus.at[i].set(v))
+
+        # w_{t+1} from F_{t,i} = 0 (D.4) with the new buffers.
+        c_new, capped = capped_buffer_difference(r_plus, r_minus, hp.eta, hp.optimism_cap)
+        half_width = 0.5 * (hp.upper - hp.lower)
+        kappa = hp.eta * grad_sum * half_width
+        gamma = hp.eta * c_new
+        res = solve_theta(kappa, gamma, state.theta, max_steps=max_steps)
+        ok = jnp.isfinite(res.x) & jnp.isfinite(res.fx)
+        theta = jnp.where(ok, res.x, state.theta)
+        root_status = jnp.max(jnp.where(ok, res.status, NONFINITE))
+
+        finite_in = jnp.isfinite(v) & jnp.all(jnp.isfinite(grad_sum))
+        new = BoxFTRLState(
+            w=point_from_theta(theta, hp.lower, hp.upper),
+            theta=theta,
+            grad_sum=grad_sum,
+            r_plus=r_plus,
+            r_minus=r_minus,
+            hparams=hp,
+            t=state.t + 1,
+            status=root_status,
+            num_failures=state.num_failures,
+            num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
+        )
+        # Non-finite feedback: keep the whole state, surface NONFINITE.
+        new = jax.tree.map(lambda a, b: jnp.where(finite_in, a, b), new, state)
+        status = jnp.where(finite_in, root_status, NONFINITE).astype(jnp.int32)
+        return new._replace(
+            status=status,
+            num_failures=state.num_failures + (status != CONVERGED).astype(jnp.int32),
+        )
+
+    return OnePointLearner(init, query, update)
+
+
+def linear_step(learner: OnePointLearner, loss_vectors: jax.Array):
+    """A runner step for one-point linear losses ``f_t(x) = <l_t, x>`` (tests and benchmarks).
+
+    The env state is the round index (int32); ``loss_vectors`` is ``(T, d)`` (closed over).
+    Metrics: ``loss`` (the value paid), ``w`` (the iterate before the update), ``coord``,
+    ``sign`` and ``status``.
+    """
+
+    def step(learner_state, t, key):
+        points, aux = learner.query(learner_state, key)
+        ell = loss_vectors[t]
+        values = points @ ell
+        new_state = learner.update(learner_state, aux, values)
+        metrics = {
+            "loss": values[0],
+            "w": learner_state.w,
+            "coord": aux.coord,
+            "sign": aux.sign,
+            "status": new_state.status,
+        }
+        return new_state, t + 1, metrics
+
+    return step
+
+
+__all__ = [
+    "BoxFTRLHParams",
+    "BoxFTRLState",
+    "OnePointAux",
+    "OnePointLearner",
+    "barrier_sqrt_hessian",
+    "box_ftrl",
+    "box_ftrl_hparams",
+    "capped_buffer_difference",
+    "face_distances",
+    "linear_step",
+    "point_from_theta",
+    "scaled_optimality",
+    "solve_theta",
+    "theta_bracket",
+]
