@@ -1,0 +1,61 @@
+"""Block Frequent Directions (Algorithm 1) against Lemma 3/4 and the paper's full-SVD update."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bandits_jax.linalg import sketch
+
+_update = jax.jit(sketch.update)
+
+
+def _paper_fd(V, mu, rho, B, m):
+    """Algorithm 1 as written: SVD of [V mu^{1/2}, B]^T (eq. 14-15), numpy."""
+    M = np.concatenate([V * np.sqrt(mu), B], axis=1).T
+    _, s, Vh = np.linalg.svd(M, full_matrices=False)
+    s2 = np.concatenate([s**2, np.zeros(max(0, m + 1 - len(s)))])
+    return Vh[:m].T, s2[:m] - s2[m], rho + s2[m]
+
+
+def _stream(D, k, T, seed, rank=None):
+    rng = np.random.default_rng(seed)
+    basis = rng.normal(size=(D, rank or D))
+    return [basis @ rng.normal(size=(basis.shape[1], k)) / np.sqrt(D) for _ in range(T)]
+
+
+@pytest.mark.parametrize("D,k,m", [(12, 1, 4), (12, 3, 5), (6, 2, 6), (6, 2, 20)])
+def test_fd_invariants_and_paper_equivalence(D, k, m):
+    state = sketch.init(D, m, jnp.float64)
+    V_p, mu_p, rho_p = np.asarray(state.V), np.asarray(state.mu), 0.0
+    M = np.zeros((D, D))
+    for B in _stream(D, k, 15, seed=D + k + m):
+        state, _ = _update(state, B)
+        M += B @ B.T
+        V_p, mu_p, rho_p = _paper_fd(V_p, mu_p, rho_p, B, min(m, D))
+        V, mu, rho = (np.asarray(a) for a in state)
+        np.testing.assert_allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-10)
+        sk = (V * mu) @ V.T
+        # Lemma 3/4: sketch <= M <= sketch + rho I in the PSD order.
+        assert np.linalg.eigvalsh(M - sk).min() >= -1e-9
+        assert np.linalg.eigvalsh(sk + rho * np.eye(D) - M).min() >= -1e-9
+        # Same sketch as the paper's full SVD (the factorisation is unique up to rotations).
+        np.testing.assert_allclose(sk, (V_p * mu_p) @ V_p.T, atol=1e-9)
+        np.testing.assert_allclose(rho, rho_p, atol=1e-9)
+    if m >= D:
+        assert float(state.rho) == 0.0
+        np.testing.assert_allclose((V * mu) @ V.T, M, atol=1e-10)
+
+
+def test_blocks_inside_sketch_span_are_absorbed_exactly():
+    # Data of rank 3 < m: after the span is found, no mass is discarded and V stays orthonormal.
+    D, m = 10, 4
+    state = sketch.init(D, m, jnp.float64)
+    M = np.zeros((D, D))
+    for B in _stream(D, 2, 20, seed=7, rank=3):
+        state, _ = _update(state, B)
+        M += B @ B.T
+    V, mu, rho = (np.asarray(a) for a in state)
+    np.testing.assert_allclose(V.T @ V, np.eye(m), atol=1e-9)
+    np.testing.assert_allclose((V * mu) @ V.T, M, atol=1e-9)
+    assert float(rho) < 1e-9

@@ -1,0 +1,226 @@
+"""EOFD-MLogB and OFUL-MLogB: Lemma 1 against dense algebra, m >= Kd equivalence, jit/vmap,
+dtypes, tie rule, NaN guard, input validation."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bandits_jax import envs, mlogb
+from bandits_jax.linalg import lowrank, roots
+from bandits_jax.mlogb import model
+from bandits_jax.mlogb.eofd import lemma1_matrices
+from bandits_jax.sim import make_rollout, rollout
+
+
+def _hp(K, dtype=jnp.float64, **kw):
+    kw = {"lam": 0.8, "eta": 1.5, "S": 1.0, "beta": 0.3, **kw}
+    return mlogb.hyperparams(rewards=list(np.linspace(1 / K, 1, K)), dtype=dtype, **kw)
+
+
+@functools.lru_cache(maxsize=None)
+def _learners(K, d, m):
+    return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m), mlogb.oful(num_outcomes=K, dim=d)
+
+
+def _feed(learner, state, K, d, T, seed):
+    rng = np.random.default_rng(seed)
+    upd = jax.jit(learner.update)
+    for _ in range(T):
+        x = rng.normal(size=d)
+        state = upd(state, x / np.linalg.norm(x) * rng.uniform(0.5, 1.5), rng.integers(0, K + 1))
+    return state
+
+
+@pytest.mark.parametrize("K,d,m", [(3, 5, 4), (1, 7, 3)])
+def test_lemma1_matches_dense_spectral_norm(K, d, m):
+    le, lo = _learners(K, d, m)
+    s = _feed(le, le.init(_hp(K, S=3.0)), K, d, 12, seed=1)
+    Zinv = np.linalg.inv(np.asarray(lowrank.dense(s.V, s.mu, s.hparams.lam)))
+    X = np.random.default_rng(2).normal(size=(6, d))
+    A = np.asarray(lemma1_matrices(s.V, s.mu, s.hparams.lam, jnp.asarray(X), K))
+    for n in range(len(X)):
+        IkX = np.kron(np.eye(K), X[n][:, None])
+        dense = IkX.T @ Zinv @ IkX
+        np.testing.assert_allclose(A[n], dense, rtol=1e-9, atol=1e-12)
+        # ||Z^{-1/2}(I kron x)||_2^2 = ||A(x)||_2 (eq. 17).
+        w, Q = np.linalg.eigh(Zinv)
+        lhs = np.linalg.norm((Q * np.sqrt(w)) @ Q.T @ IkX, 2) ** 2
+        np.testing.assert_allclose(np.linalg.eigvalsh(A[n])[-1], lhs, rtol=1e-9)
+
+
+@pytest.mark.parametrize("K", [1, 3])
+def test_scores_match_dense_formula(K):
+    d, m = 4, 3
+    le, lo = _learners(K, d, m)
+    hp = _hp(K, S=2.0)
+    X = np.random.default_rng(5).normal(size=(7, d))
+    for learner in (le, lo):
+        s = _feed(learner, learner.init(hp), K, d, 10, seed=3)
+        Z = (
+            np.asarray(lowrank.dense(s.V, s.mu, hp.lam))
+            if hasattr(s, "V")
+            else np.asarray(s.H)
+        )
+        Zinv = np.linalg.inv(Z)
+        beta = 0.3  # the fixed radius of _hp
+        W, r = np.asarray(s.W), np.asarray(hp.rewards)
+        got = np.asarray(learner.scores(s, jnp.asarray(X)))
+        for n, x in enumerate(X):
+            IkX = np.kron(np.eye(K), x[:, None])
+            A = IkX.T @ Zinv @ IkX
+            z = W @ x
+            if K == 1:
+                want = 1 / (1 + np.exp(-(z[0] + np.sqrt(beta * A[0, 0]))))
+            else:
+                sg = np.exp(z) / (1 + np.exp(z).sum())
+                J = np.diag(sg) - np.outer(sg, sg)
+                v = np.kron(J @ r, x)  # (grad sigma kron x) r
+                want = (
+                    r @ sg
+                    + np.sqrt(beta) * np.sqrt(v @ Zinv @ v)
+                    + 0.5 * r.sum() * beta * np.linalg.eigvalsh(A)[-1]
+                )
+            np.testing.assert_allclose(got[n], want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("K,d", [(1, 4), (3, 2)])
+def test_eofd_with_full_sketch_equals_oful(K, d):
+    # m >= Kd: no truncation, rho = 0, the same trajectory as the full Hessian (Theorem 2 remark).
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=3.0, min_actions=3, max_actions=6)
+    le, lo = _learners(K, d, K * d + 3)
+    hp, key = _hp(K, S=1.0, beta="theory", beta_scale=0.01), jax.random.PRNGKey(4)
+    es = env.init(key)
+    run_e = jax.jit(lambda s: rollout(mlogb.interact(le, env), s, es, key, 60))
+    run_o = jax.jit(lambda s: rollout(mlogb.interact(lo, env), s, es, key, 60))
+    me, mo = run_e(le.init(hp)), run_o(lo.init(hp))
+    assert int(me.projected.sum()) > 0  # the projection path is exercised
+    np.testing.assert_array_equal(me.choice, mo.choice)
+    np.testing.assert_allclose(me.regret, mo.regret, atol=1e-10)
+    np.testing.assert_allclose(me.beta, mo.beta, rtol=1e-9)
+    assert float(me.rho[-1]) == 0.0
+
+
+def test_jit_equals_eager_and_state_dtypes():
+    K, d = 2, 3
+    le, _ = _learners(K, d, 2)
+    for dtype, tol in ((jnp.float64, 1e-12), (jnp.float32, 1e-5)):
+        s = le.init(_hp(K, dtype=dtype, S=0.5))
+        x, y = jnp.asarray([0.3, -1.0, 0.5], dtype), 2
+        eager, jitted = le.update(s, x, y), jax.jit(le.update)(s, x, y)
+        jax.tree_util.tree_map(
+            lambda a, b: np.testing.assert_allclose(a, b, rtol=tol, atol=tol), eager, jitted
+        )
+        for leaf in jax.tree_util.tree_leaves(jitted):
+            if jnp.issubdtype(leaf.dtype, jnp.floating):
+                assert leaf.dtype == dtype
+        assert bool(jitted.info.projected) and int(jitted.info.status) == roots.CONVERGED
+
+
+def test_float32_run_stays_finite_and_close_to_float64():
+    K, d = 1, 6
+    env32 = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, dtype=jnp.float32)
+    le, _ = _learners(K, d, 2)
+    key = jax.random.PRNGKey(0)
+    run = make_rollout(mlogb.interact(le, env32), 100)
+    m32 = run(le.init(_hp(K, dtype=jnp.float32)), env32.init(key), key)
+    assert np.all(np.isfinite(m32.regret)) and m32.regret.dtype == jnp.float32
+    assert np.all(np.asarray(m32.status) != roots.NONFINITE)
+
+
+def test_vmap_over_trials_and_grid_equals_loops():
+    K, d, T = 2, 3, 25
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, min_actions=2, max_actions=5)
+    le, _ = _learners(K, d, 2)
+    step = mlogb.interact(le, env)
+    keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    env_states = jax.vmap(env.init)(keys)
+    grid = _hp(K, lam=np.array([0.5, 2.0]), S=np.array([1.0, 3.0]))
+    batched = make_rollout(step, T, trials=True, grid=True)(jax.vmap(le.init)(grid), env_states, keys)
+    single = jax.jit(lambda s, e, k: rollout(step, s, e, k, T))
+    for g in range(2):
+        hp_g = jax.tree_util.tree_map(lambda a: a[g], grid)
+        for i in range(3):
+            es = jax.tree_util.tree_map(lambda a: a[i], env_states)
+            ref = single(le.init(hp_g), es, keys[i])
+            np.testing.assert_allclose(batched.regret[g, i], ref.regret, rtol=1e-9, atol=1e-12)
+            np.testing.assert_array_equal(batched.choice[g, i], ref.choice)
+
+
+def test_round_one_tie_rule_picks_lowest_index():
+    K, d = 1, 3
+    le, lo = _learners(K, d, 2)
+    X = jnp.asarray(np.eye(3)[[2, 0, 1]])  # three unit-norm actions: all scores equal at W = 0
+    for learner in (le, lo):
+        s = learner.init(_hp(K))
+        assert int(learner.select(s, X, jnp.array([True, True, True]))) == 0
+        assert int(learner.select(s, X, jnp.array([False, True, True]))) == 1
+
+
+def test_nonfinite_update_is_rejected_and_flagged():
+    K, d = 2, 3
+    le, lo = _learners(K, d, 2)
+    for learner in (le, lo):
+        s0 = learner.init(_hp(K))
+        s1 = jax.jit(learner.update)(s0, jnp.array([0.1, jnp.nan, 0.2]), 1)
+        assert int(s1.info.status) == roots.NONFINITE
+        np.testing.assert_array_equal(s1.W, s0.W)
+        assert int(s1.t) == 0
+
+
+def test_outcome_sampler_is_inverse_cdf():
+    z = jnp.array([0.3, -0.2])
+    p = np.asarray(model.probabilities(z))
+    us = np.linspace(0, 0.999, 50)
+    got = np.array([int(model.sample_outcome(z, u)) for u in us])
+    np.testing.assert_array_equal(got, np.minimum(np.searchsorted(np.cumsum(p), us, "right"), 2))
+
+
+def test_section4_recipe():
+    K, d, S, T = 4, 100, 2.0, 1000
+    rec = mlogb.section4(num_outcomes=K, dim=d, S=S, horizon=T, l=np.array([0.75, -0.5]), e=0.0)
+    alpha = 2 * (1 + S) + np.log(K + 1)
+    np.testing.assert_allclose(
+        rec.hparams.lam, (np.sqrt(K) * d) ** np.array([0.75, -0.5]) * np.sqrt(K) * alpha * S
+    )
+    np.testing.assert_allclose(rec.hparams.eta, S / 2 + np.log(K + 1) / 4)
+    np.testing.assert_allclose(rec.hparams.delta, 1 / T)
+    assert rec.sketch_size == 40 and rec.hparams.rewards.shape == (2, K)
+
+
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        ({"lam": 0.0}, "lam"),
+        ({"S": -1.0}, "S"),
+        ({"eta": float("nan")}, "eta"),
+        ({"delta": 1.5}, "delta"),
+        ({"beta": "nope"}, "beta"),
+    ],
+)
+def test_bad_hyperparams(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        _hp(2, **kwargs)
+
+
+def test_bad_static_and_shapes():
+    with pytest.raises(ValueError, match="num_outcomes"):
+        mlogb.eofd(num_outcomes=0, dim=3, sketch_size=2)
+    with pytest.raises(ValueError, match="sketch_size"):
+        mlogb.eofd(num_outcomes=1, dim=3, sketch_size=0)
+    with pytest.raises(ValueError, match="dim"):
+        mlogb.oful(num_outcomes=1, dim=0)
+    le, lo = _learners(2, 3, 2)
+    with pytest.raises(ValueError, match="rewards"):
+        le.init(_hp(3))
+    s = le.init(_hp(2))
+    with pytest.raises(ValueError, match="actions"):
+        le.scores(s, jnp.ones((4, 5)))
+    with pytest.raises(ValueError, match="NaN"):
+        lo.scores(lo.init(_hp(2)), jnp.array([[1.0, jnp.nan, 0.0]]))
+    with pytest.raises(ValueError, match="x must"):
+        le.update(s, jnp.ones(4), 1)
+    with pytest.raises(ValueError, match="y must"):
+        le.update(s, jnp.ones(3), 5)
