@@ -52,13 +52,13 @@ used.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.bco.two_point import Learner
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE, bracketed_newton
 
 
@@ -116,14 +116,6 @@ class OnePointAux(NamedTuple):
     coord: jax.Array
     sign: jax.Array
     point: jax.Array
-
-
-class OnePointLearner(NamedTuple):
-    """The BCO learner protocol for one-point feedback (points have shape ``(1, d)``)."""
-
-    init: Callable[[BoxFTRLHParams, jax.Array], BoxFTRLState]
-    query: Callable[[BoxFTRLState, jax.Array], tuple[jax.Array, OnePointAux]]
-    update: Callable[[BoxFTRLState, OnePointAux, jax.Array], BoxFTRLState]
 
 
 def _is_concrete(x) -> bool:
@@ -252,7 +244,7 @@ def capped_buffer_difference(r_plus, r_minus, eta, cap):
 # --- the learner ---------------------------------------------------------------------------
 
 
-def box_ftrl(dim: int, *, max_steps: int = 64) -> OnePointLearner:
+def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
     """Algorithm 4: one-point gradient-variation linear bandits on a box.
 
     Args:
@@ -260,8 +252,10 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> OnePointLearner:
       max_steps: iteration cap of the per-coordinate root solve (static).
 
     Returns:
-      :class:`OnePointLearner` with ``init(hparams, key)``, ``query(state, key) -> (points (1, d),
-      aux)`` and ``update(state, aux, values (1,))``.
+      :class:`bandits_jax.bco.two_point.Learner` with ``init(hparams, key)``,
+      ``query(state, key) -> (points (1, d), aux)``, ``update(state, aux, values (1,))`` and
+      ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (:func:`box_ftrl_hparams` plus a
+      dimension check).
     """
     if not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim: expected an int >= 1, got {dim!r}")
@@ -294,9 +288,10 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> OnePointLearner:
 
     def query(state: BoxFTRLState, key: jax.Array) -> tuple[jax.Array, OnePointAux]:
         hp = state.hparams
-        k_coord, k_sign = jax.random.split(key)
-        coord = jax.random.randint(k_coord, (), 0, dim, dtype=jnp.int32)
-        sign = jnp.where(jax.random.bernoulli(k_sign), 1.0, -1.0).astype(state.w.dtype)
+        # One draw of the pair (i_t, eps_t), uniform on [d] x {-1, +1}.
+        pair = jax.random.randint(key, (), 0, 2 * dim, dtype=jnp.int32)
+        coord = pair // 2
+        sign = (1 - 2 * (pair % 2)).astype(state.w.dtype)
         sqrt_lam = barrier_sqrt_hessian(state.theta[coord], hp.lower[coord], hp.upper[coord])
         x = state.w.at[coord].add(sign / sqrt_lam)
         x = jnp.clip(x, hp.lower, hp.upper)
@@ -355,45 +350,24 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> OnePointLearner:
             num_failures=state.num_failures + (status != CONVERGED).astype(jnp.int32),
         )
 
-    return OnePointLearner(init, query, update)
+    def hyperparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHParams:
+        hp = box_ftrl_hparams(eta, lower, upper, optimism_cap=optimism_cap)
+        if hp.lower.shape != (dim,):
+            raise ValueError(f"lower, upper: expected shape ({dim},), got {hp.lower.shape}")
+        return hp
 
-
-def linear_step(learner: OnePointLearner, loss_vectors: jax.Array):
-    """A runner step for one-point linear losses ``f_t(x) = <l_t, x>`` (tests and benchmarks).
-
-    The env state is the round index (int32); ``loss_vectors`` is ``(T, d)`` (closed over).
-    Metrics: ``loss`` (the value paid), ``w`` (the iterate before the update), ``coord``,
-    ``sign`` and ``status``.
-    """
-
-    def step(learner_state, t, key):
-        points, aux = learner.query(learner_state, key)
-        ell = loss_vectors[t]
-        values = points @ ell
-        new_state = learner.update(learner_state, aux, values)
-        metrics = {
-            "loss": values[0],
-            "w": learner_state.w,
-            "coord": aux.coord,
-            "sign": aux.sign,
-            "status": new_state.status,
-        }
-        return new_state, t + 1, metrics
-
-    return step
+    return Learner(init=init, query=query, update=update, hyperparams=hyperparams)
 
 
 __all__ = [
     "BoxFTRLHParams",
     "BoxFTRLState",
     "OnePointAux",
-    "OnePointLearner",
     "barrier_sqrt_hessian",
     "box_ftrl",
     "box_ftrl_hparams",
     "capped_buffer_difference",
     "face_distances",
-    "linear_step",
     "point_from_theta",
     "scaled_optimality",
     "solve_theta",

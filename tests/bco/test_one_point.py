@@ -8,20 +8,43 @@ import numpy as np
 import pytest
 
 from bandits_jax.bco import one_point as op
+from bandits_jax.bco.domains import Box
+from bandits_jax.bco.interact import hindsight_loss, interact, summarize
+from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.reference.bco_box_numpy import run_box_ftrl_numpy
-from bandits_jax.sim.runner import init_run, play
+from bandits_jax.sim.runner import init_run, play, rollout
 
 D = 4
 T = 60
 LEARNER = op.box_ftrl(D)
 
 
+def _recording_step(loss_vectors):
+    """Round function on ``f_t(x) = <l_t, x>`` that records the draws and iterates (for the
+    comparison with the numpy reference, which needs the same ``(i_t, eps_t)``)."""
+
+    def step(learner_state, t, key):
+        points, aux = LEARNER.query(learner_state, key)
+        values = points @ loss_vectors[t]
+        new_state = LEARNER.update(learner_state, aux, values)
+        metrics = {
+            "loss": values[0],
+            "w": learner_state.w,
+            "coord": aux.coord,
+            "sign": aux.sign,
+            "status": new_state.status,
+        }
+        return new_state, t + 1, metrics
+
+    return step
+
+
 @functools.partial(jax.jit, static_argnums=(3,))
 def _run(hparams, losses, key, num_rounds):
     """Plays Algorithm 4 on linear losses; returns the per-round metrics and the final state."""
     state = LEARNER.init(hparams, key)
-    step = op.linear_step(LEARNER, losses)
+    step = _recording_step(losses)
     run, metrics = play(step, init_run(state, jnp.zeros((), jnp.int32), key), num_rounds)
     return dict(metrics, final=run.learner)
 
@@ -229,3 +252,28 @@ def test_float32_path():
     assert np.all(np.isfinite(w))
     assert np.all(w > np.asarray(lower)) and np.all(w < np.asarray(upper))
     assert np.all(np.asarray(m["status"]) == CONVERGED)
+
+
+def test_runs_through_interact_on_linear_env_with_box():
+    # The shared runner step and the linear loss family on a box that excludes the origin.
+    box = Box(jnp.array([1.0, -2.0, 0.0, 3.0]), jnp.array([2.0, -1.0, 0.5, 4.0]))
+    env = bco_losses.linear(D, domain=box, base_norm=1.0, amplitude=0.2, omega=0.05)
+    hp = LEARNER.hyperparams(0.1, box.lower, box.upper)
+    num_rounds = 200
+    step = interact(LEARNER, env)
+
+    @jax.jit
+    @jax.vmap
+    def run(key):
+        k_env, k_run = jax.random.split(key)
+        env_state = env.init(k_env)
+        metrics = rollout(step, LEARNER.init(hp, None), env_state, k_run, num_rounds)
+        centre_loss = hindsight_loss(env, env_state, 0.5 * (box.lower + box.upper), num_rounds)
+        return summarize(env, env_state, metrics, num_rounds), centre_loss
+
+    summary, centre_loss = run(jax.random.split(jax.random.key(0), 4))
+    assert bool(jnp.all(summary["all_in_domain"]))
+    assert int(jnp.sum(summary["num_nonfinite"])) == 0
+    # It learns: its mean regret is well below that of always playing the centre.
+    centre_regret = float(jnp.mean(centre_loss - summary["best_loss"]))
+    assert 0 < float(jnp.mean(summary["regret"])) < 0.8 * centre_regret
