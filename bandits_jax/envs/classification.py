@@ -1,0 +1,311 @@
+"""Classification data as a contextual bandit (EOFD-MLogB paper, section 4, "Setup").
+
+The protocol of Cesa-Bianchi et al. (2013) that section 4 uses for MNIST: every round the learner
+sees ``num_candidates`` examples with distinct labels, one drawn uniformly from each of the
+classes shown, in a random order; choosing the example of the target class pays 1, any other
+pays 0 (K = 1, rewards ``[1]``). The target class and the candidate count are parameters; with
+fewer candidates than classes, the target class is always shown and the others are a uniformly
+random subset.
+
+Normalisation (the paper only says "normalized features" plus a bias): each raw feature vector
+``x`` is scaled to unit Euclidean norm, a bias coordinate 1 is appended, and the result is divided
+by ``sqrt(2)``::
+
+    a = [x / ||x||_2, 1] / sqrt(2),      so that ||a||_2 = 1 and a[-1] = 1/sqrt(2)
+
+(an all-zero ``x`` gives ``a = [0, ..., 0, 1/sqrt(2)]``). The division by ``sqrt(2)`` keeps
+actions in the unit ball that the analysis assumes (||x|| <= 1); it rescales W* by a constant and
+changes nothing else. ``d`` is the number of raw features plus one: 65 for scikit-learn's 8x8
+digits, 785 for MNIST.
+
+Multinomial variant (K >= 2, of this library's design, so that the K >= 2 learners meet real
+features): the classes are grouped into K + 1 outcome levels by ``outcome_of_class`` (default for
+digits with K = 4: digit ``c`` has level ``c // 2``, so {0,1} -> 0, ..., {8,9} -> 4). Choosing an
+example of class ``c`` yields outcome ``y = outcome_of_class[c]`` with probability
+``1 - label_noise`` and a uniformly random outcome in {0..K} otherwise, paying ``rewards[y-1]``
+(0 for y = 0). Its expected reward, used for regret, is
+``(1 - label_noise) * r[outcome_of_class[c]] + label_noise * mean(r_0..r_K)`` with ``r_0 = 0``.
+The binary protocol is the special case ``outcome_of_class = 1[c == target]``, ``rewards = [1]``,
+``label_noise = 0``.
+
+The environment follows the MLogB environment protocol of ``bandits_jax.envs`` (a NamedTuple of
+pure functions ``init``, ``observe``, ``outcome``, ``expected_rewards``); the data set is closed
+over as a constant (uint8 pixels where possible), the state holds only the current candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "ClassificationEnv",
+    "ClassificationState",
+    "classification_bandit",
+    "normalise_features",
+    "load_digits",
+    "digits",
+    "digits_multinomial",
+    "mnist",
+]
+
+
+class ClassificationState(NamedTuple):
+    """The current round's candidates.
+
+    Attributes:
+      labels: int32 ``(N,)`` class of each candidate.
+      actions: ``(N, d)`` their normalised features.
+    """
+
+    labels: jax.Array
+    actions: jax.Array
+
+
+class ClassificationEnv(NamedTuple):
+    """An MLogB environment built from a labelled data set (pure functions of PRNG keys).
+
+    Attributes:
+      init: ``init(key) -> state``.
+      observe: ``observe(state, key) -> (state, actions (N, d), mask (N,) bool)``.
+      outcome: ``outcome(state, x, key) -> y`` in ``{0..K}`` (int32) for a shown candidate ``x``.
+      expected_rewards: ``expected_rewards(state, actions) -> (N,)`` for the shown candidates.
+      num_outcomes: ``K``.
+      dim: ``d`` (raw features + 1).
+      max_actions: ``N``, the candidates per round (all shown: the mask is all True).
+      num_classes: number of classes in the data.
+      rewards: ``(K,)`` numpy rewards of outcomes 1..K.
+    """
+
+    init: Callable[[jax.Array], ClassificationState]
+    observe: Callable[..., Any]
+    outcome: Callable[..., jax.Array]
+    expected_rewards: Callable[..., jax.Array]
+    num_outcomes: int
+    dim: int
+    max_actions: int
+    num_classes: int
+    rewards: np.ndarray
+
+
+def normalise_features(raw: np.ndarray) -> np.ndarray:
+    """The documented normalisation in numpy: ``[x / ||x||, 1] / sqrt(2)`` per row (float64)."""
+    raw = np.asarray(raw, dtype=np.float64)
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
+    unit = np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
+    return np.concatenate([unit, np.ones((raw.shape[0], 1))], axis=1) / math.sqrt(2.0)
+
+
+def _compact(raw: np.ndarray) -> np.ndarray:
+    """Keeps integer pixels in [0, 255] as uint8 (MNIST: 47 MB instead of 377 MB in float64)."""
+    raw = np.asarray(raw)
+    if raw.dtype == np.uint8:
+        return raw
+    if raw.size and np.all(raw == np.round(raw)) and raw.min() >= 0 and raw.max() <= 255:
+        return raw.astype(np.uint8)
+    return raw.astype(np.float64)
+
+
+def classification_bandit(
+    features: np.ndarray,
+    labels: np.ndarray,
+    *,
+    target: int = 1,
+    num_candidates: int | None = None,
+    rewards: Any = None,
+    outcome_of_class: Any = None,
+    label_noise: float = 0.0,
+    dtype: Any = None,
+) -> ClassificationEnv:
+    """Builds the classification-to-bandit environment.
+
+    Args:
+      features: raw ``(n, p)`` features (e.g. pixels); normalised as the module docstring says.
+      labels: ``(n,)`` integer classes ``0..C-1``; every class needs at least one example.
+      target: the rewarded class of the binary protocol (ignored if ``outcome_of_class`` given).
+      num_candidates: candidates per round, distinct classes, ``<= C``; default ``C``.
+      rewards: ``(K,)`` rewards of outcomes 1..K; default ``[1.0]``.
+      outcome_of_class: ``(C,)`` outcome level in ``{0..K}`` of each class; default
+        ``1[c == target]`` (then ``rewards`` must have length 1).
+      label_noise: probability in ``[0, 1]`` that the outcome is uniform on ``{0..K}``.
+      dtype: float dtype of the actions; default JAX's default float.
+
+    Returns:
+      A :class:`ClassificationEnv`.
+    """
+    labels = np.asarray(labels)
+    raw = _compact(features)
+    if raw.ndim != 2:
+        raise ValueError(f"features: expected a 2-D (n, p) array, got shape {raw.shape}")
+    if labels.shape != (raw.shape[0],):
+        raise ValueError(f"labels: expected shape ({raw.shape[0]},), got {labels.shape}")
+    if labels.size == 0 or labels.min() < 0 or labels.dtype.kind not in "iu":
+        raise ValueError("labels: expected non-negative integer classes")
+    num_classes = int(labels.max()) + 1
+    counts = np.bincount(labels, minlength=num_classes)
+    if np.any(counts == 0):
+        raise ValueError(f"labels: classes {np.flatnonzero(counts == 0).tolist()} have no example")
+    n_cand = num_classes if num_candidates is None else int(num_candidates)
+    if not 1 <= n_cand <= num_classes:
+        raise ValueError(
+            f"num_candidates: expected 1..{num_classes} (distinct classes), got {n_cand}"
+        )
+    r = np.asarray([1.0] if rewards is None else rewards, dtype=np.float64).reshape(-1)
+    K = r.shape[0]
+    binary = outcome_of_class is None
+    if binary:
+        if not 0 <= int(target) < num_classes:
+            raise ValueError(f"target: expected a class in 0..{num_classes - 1}, got {target}")
+        if K != 1:
+            raise ValueError(f"rewards: the binary protocol has K = 1, got length {K}")
+        level = (np.arange(num_classes) == int(target)).astype(np.int32)
+    else:
+        level = np.asarray(outcome_of_class)
+        if level.shape != (num_classes,):
+            raise ValueError(
+                f"outcome_of_class: expected shape ({num_classes},), got {level.shape}"
+            )
+        if level.min() < 0 or level.max() > K:
+            raise ValueError(
+                f"outcome_of_class: expected levels in 0..{K}, got [{level.min()}, {level.max()}]"
+            )
+        level = level.astype(np.int32)
+    if not 0.0 <= float(label_noise) <= 1.0:
+        raise ValueError(f"label_noise: expected a probability in [0, 1], got {label_noise}")
+    dtype = jnp.dtype(jnp.result_type(float) if dtype is None else dtype)
+
+    # Per-class index table, padded: example j of class c is by_class[c, j], j < counts[c].
+    width = int(counts.max())
+    by_class = np.zeros((num_classes, width), np.int32)
+    for c in range(num_classes):
+        idx = np.flatnonzero(labels == c)
+        by_class[c, : idx.size] = idx
+    inv_norm = np.linalg.norm(raw.astype(np.float64), axis=1)
+    inv_norm = np.divide(1.0, inv_norm, out=np.zeros_like(inv_norm), where=inv_norm > 0)
+
+    raw_j = jnp.asarray(raw)
+    scale_j = jnp.asarray(inv_norm / math.sqrt(2.0), dtype)
+    by_class_j, counts_j = jnp.asarray(by_class), jnp.asarray(counts, jnp.int32)
+    level_j = jnp.asarray(level)
+    r_full = np.concatenate([[0.0], r])
+    mean_r = float(r_full.mean())
+    p_noise = float(label_noise)
+    reward_of_class = jnp.asarray((1.0 - p_noise) * r_full[level] + p_noise * mean_r, dtype)
+    # The always-shown classes (the target in the binary protocol) and the pool for the others.
+    fixed = np.asarray([int(target)] if binary else [], np.int32)
+    pool = np.setdiff1d(np.arange(num_classes, dtype=np.int32), fixed)
+    fixed_j, pool_j = jnp.asarray(fixed), jnp.asarray(pool)
+    n_extra = n_cand - fixed.size
+    dim = raw.shape[1] + 1
+    bias = jnp.asarray(1.0 / math.sqrt(2.0), dtype)
+
+    def featurise(idx):
+        x = raw_j[idx].astype(dtype) * scale_j[idx][:, None]
+        return jnp.concatenate([x, jnp.broadcast_to(bias, (idx.shape[0], 1))], axis=1)
+
+    def init(key):
+        del key
+        return ClassificationState(jnp.zeros((n_cand,), jnp.int32), jnp.zeros((n_cand, dim), dtype))
+
+    def observe(state, key):
+        del state
+        k_classes, k_order, k_examples = jax.random.split(key, 3)
+        extra = jax.random.permutation(k_classes, pool_j)[:n_extra]
+        classes = jax.random.permutation(k_order, jnp.concatenate([fixed_j, extra]))
+        pick = jax.random.randint(k_examples, (n_cand,), 0, counts_j[classes])
+        actions = featurise(by_class_j[classes, pick])
+        return ClassificationState(classes, actions), actions, jnp.ones((n_cand,), bool)
+
+    def _labels_of(state, actions):
+        # Which shown candidate each row is: exact rows, so the nearest is at distance 0.
+        d2 = jnp.sum((actions[:, None, :] - state.actions[None, :, :]) ** 2, axis=-1)
+        return state.labels[jnp.argmin(d2, axis=1)]
+
+    def outcome(state, x, key):
+        label = _labels_of(state, x[None, :])[0]
+        k_flip, k_uniform = jax.random.split(key)
+        noisy = jax.random.bernoulli(k_flip, p_noise)
+        y_rand = jax.random.randint(k_uniform, (), 0, K + 1)
+        return jnp.where(noisy, y_rand, level_j[label]).astype(jnp.int32)
+
+    def expected_rewards(state, actions):
+        return reward_of_class[_labels_of(state, actions)]
+
+    return ClassificationEnv(
+        init, observe, outcome, expected_rewards, K, dim, n_cand, num_classes, r
+    )
+
+
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled 8x8 digits (1797 examples, pixels 0..16, no download)."""
+    try:
+        from sklearn.datasets import load_digits as _load
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "The digits data set comes with scikit-learn, an optional dependency: "
+            "pip install 'bandits_jax[data]' (or pip install scikit-learn)."
+        ) from e
+    data = _load()
+    return np.asarray(data.data), np.asarray(data.target, np.int32)
+
+
+def digits(*, target: int = 1, num_candidates: int = 10, dtype: Any = None) -> ClassificationEnv:
+    """Section 4's binary protocol on scikit-learn's digits (d = 64 + 1, K = 1)."""
+    x, y = load_digits()
+    return classification_bandit(x, y, target=target, num_candidates=num_candidates, dtype=dtype)
+
+
+def digits_multinomial(
+    *,
+    num_outcomes: int = 4,
+    rewards: Any = None,
+    label_noise: float = 0.1,
+    num_candidates: int = 10,
+    dtype: Any = None,
+) -> ClassificationEnv:
+    """The multinomial (K >= 2) digits variant: digit ``c`` has outcome level
+    ``floor(c (K + 1) / 10)`` (K = 4: pairs {0,1}..{8,9}), rewards default ``[1..K] / K``."""
+    if num_outcomes < 2:
+        raise ValueError(
+            f"num_outcomes: expected >= 2 (use digits() for K = 1), got {num_outcomes}"
+        )
+    x, y = load_digits()
+    K = int(num_outcomes)
+    r = np.arange(1, K + 1) / K if rewards is None else rewards
+    level = (np.arange(10) * (K + 1)) // 10
+    return classification_bandit(
+        x,
+        y,
+        rewards=r,
+        outcome_of_class=level,
+        label_noise=label_noise,
+        num_candidates=num_candidates,
+        dtype=dtype,
+    )
+
+
+def mnist(
+    path: Any = None,
+    *,
+    target: int = 1,
+    num_candidates: int = 10,
+    split: str = "train",
+    cache_dir: Any = None,
+    dtype: Any = None,
+) -> ClassificationEnv:
+    """Section 4's MNIST protocol (d = 784 + 1, K = 1); files: :mod:`bandits_jax.envs.mnist`."""
+    from bandits_jax.envs.mnist import load_mnist
+
+    data = load_mnist(path, split=split, cache_dir=cache_dir)
+    return classification_bandit(
+        data.images,
+        data.labels.astype(np.int32),
+        target=target,
+        num_candidates=num_candidates,
+        dtype=dtype,
+    )

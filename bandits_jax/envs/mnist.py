@@ -1,0 +1,284 @@
+"""MNIST loader: the standard IDX files (gzipped or not) or an ``.npz``, no network.
+
+The classification-to-bandit experiments of section 4 of the EOFD-MLogB paper use MNIST
+(d = 784 + 1 with the bias). This library never downloads anything: put the files in a directory
+and pass it (``path=``), or put them in the cache directory (``$BANDITS_JAX_DATA/mnist`` or
+``~/.cache/bandits_jax/mnist``). Accepted layouts:
+
+* the four IDX files of LeCun et al. under their usual names, each optionally gzipped::
+
+      train-images-idx3-ubyte[.gz]  train-labels-idx1-ubyte[.gz]
+      t10k-images-idx3-ubyte[.gz]   t10k-labels-idx1-ubyte[.gz]
+
+  (``train-images.idx3-ubyte`` with a dot is accepted too);
+* one ``mnist.npz`` with arrays ``x_train, y_train, x_test, y_test`` (the Keras layout).
+
+The IDX format (http://yann.lecun.com/exdb/mnist/): two zero bytes, a type code (0x08 uint8,
+0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64), the number of dimensions, then
+each dimension as a big-endian uint32, then the data in row-major big-endian order. Every way a
+file can be malformed (short header, wrong magic, unknown type, data shorter or longer than the
+header says, a broken gzip stream) raises :class:`IDXFormatError` naming the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pathlib
+import struct
+import zlib
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "IDXFormatError",
+    "MNISTNotFoundError",
+    "MNIST",
+    "default_cache_dir",
+    "read_idx",
+    "write_idx",
+    "load_mnist",
+]
+
+_IDX_TYPES = {
+    0x08: np.dtype(np.uint8),
+    0x09: np.dtype(np.int8),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+_IDX_CODES = {np.dtype(v).newbyteorder("="): k for k, v in _IDX_TYPES.items()}
+
+_SPLIT_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+
+class IDXFormatError(ValueError):
+    """An IDX (or MNIST .npz) file is malformed or truncated."""
+
+
+class MNISTNotFoundError(FileNotFoundError):
+    """The MNIST files are not where the loader looked."""
+
+
+class MNIST(NamedTuple):
+    """Images as uint8 ``(n, rows * cols)`` and labels as uint8 ``(n,)``."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    image_shape: tuple[int, int]
+
+
+def default_cache_dir() -> pathlib.Path:
+    """``$BANDITS_JAX_DATA/mnist`` if that variable is set, else ``~/.cache/bandits_jax/mnist``."""
+    root = os.environ.get("BANDITS_JAX_DATA")
+    if root:
+        return pathlib.Path(root).expanduser() / "mnist"
+    return pathlib.Path("~/.cache/bandits_jax/mnist").expanduser()
+
+
+def _read_bytes(path: pathlib.Path) -> bytes:
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise IDXFormatError(f"{path}: corrupt or truncated gzip stream ({e})") from None
+    return raw
+
+
+def read_idx(path: str | os.PathLike) -> np.ndarray:
+    """Reads one IDX file (gzipped or not) into a native-endian numpy array.
+
+    Args:
+      path: the file.
+
+    Returns:
+      The array, with the shape and element type the header declares.
+
+    Raises:
+      IDXFormatError: the header or data length is inconsistent, or the gzip stream is broken.
+    """
+    path = pathlib.Path(path)
+    raw = _read_bytes(path)
+    if len(raw) < 4:
+        raise IDXFormatError(f"{path}: {len(raw)} bytes, too short for an IDX header (need 4+)")
+    if raw[0] != 0 or raw[1] != 0:
+        raise IDXFormatError(
+            f"{path}: not an IDX file (first two bytes should be 0x00 0x00, got "
+            f"0x{raw[0]:02x} 0x{raw[1]:02x})"
+        )
+    code, ndim = raw[2], raw[3]
+    if code not in _IDX_TYPES:
+        raise IDXFormatError(
+            f"{path}: unknown IDX type code 0x{code:02x} (expected one of "
+            f"{', '.join(f'0x{c:02x}' for c in _IDX_TYPES)})"
+        )
+    if ndim == 0:
+        raise IDXFormatError(f"{path}: IDX header declares 0 dimensions")
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise IDXFormatError(
+            f"{path}: truncated header: {ndim} dimensions need {header} bytes, file has {len(raw)}"
+        )
+    shape = struct.unpack(f">{ndim}I", raw[4:header])
+    dtype = _IDX_TYPES[code]
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    got = len(raw) - header
+    if got != expected:
+        what = "truncated" if got < expected else "has trailing bytes"
+        raise IDXFormatError(
+            f"{path}: data {what}: header says shape {tuple(shape)} of {dtype.name} "
+            f"({expected} bytes), file holds {got} bytes after the header"
+        )
+    arr = np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape)
+    return arr.astype(dtype.newbyteorder("="))
+
+
+def write_idx(path: str | os.PathLike, array: np.ndarray, *, compress: bool | None = None) -> None:
+    """Writes ``array`` as an IDX file (gzipped when ``compress`` or the name ends in ``.gz``).
+
+    Args:
+      path: destination.
+      array: uint8, int8, int16, int32, float32 or float64 array with 1 to 255 dimensions.
+      compress: force gzip on or off; default from the file name.
+    """
+    path = pathlib.Path(path)
+    array = np.asarray(array)
+    dtype = array.dtype.newbyteorder("=")
+    if dtype not in _IDX_CODES:
+        raise ValueError(
+            f"array: IDX supports uint8, int8, int16, int32, float32, float64; got {array.dtype}"
+        )
+    if not 1 <= array.ndim <= 255:
+        raise ValueError(f"array: expected 1 to 255 dimensions, got {array.ndim}")
+    code = _IDX_CODES[dtype]
+    payload = (
+        bytes([0, 0, code, array.ndim])
+        + struct.pack(f">{array.ndim}I", *array.shape)
+        + np.ascontiguousarray(array, dtype=_IDX_TYPES[code]).tobytes()
+    )
+    if compress is None:
+        compress = path.suffix == ".gz"
+    if compress:
+        payload = gzip.compress(payload)
+    with open(path, "wb") as f:
+        f.write(payload)
+
+
+def _find_split(directory: pathlib.Path, stem: str) -> pathlib.Path | None:
+    alt = stem.replace("-idx", ".idx")
+    for name in (stem, stem + ".gz", alt, alt + ".gz"):
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _check_pair(images: np.ndarray, labels: np.ndarray, where: str) -> MNIST:
+    if images.ndim == 2:
+        side = int(round(np.sqrt(images.shape[1])))
+        if side * side != images.shape[1]:
+            raise IDXFormatError(f"{where}: images of shape {images.shape} are not square")
+        images = images.reshape(images.shape[0], side, side)
+    if images.ndim != 3:
+        raise IDXFormatError(
+            f"{where}: images should have 3 dimensions (n, rows, cols), got shape {images.shape}"
+        )
+    if labels.ndim != 1:
+        raise IDXFormatError(f"{where}: labels should have 1 dimension, got shape {labels.shape}")
+    if images.shape[0] != labels.shape[0]:
+        raise IDXFormatError(f"{where}: {images.shape[0]} images but {labels.shape[0]} labels")
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise IDXFormatError(
+            f"{where}: labels should be digits 0..9, got range [{labels.min()}, {labels.max()}]"
+        )
+    if images.dtype != np.uint8:
+        if images.size and (images.min() < 0 or images.max() > 255):
+            raise IDXFormatError(f"{where}: pixel values outside [0, 255]")
+        images = images.astype(np.uint8)
+    n, rows, cols = images.shape
+    return MNIST(images.reshape(n, rows * cols), labels.astype(np.uint8), (rows, cols))
+
+
+def _load_npz(path: pathlib.Path, split: str) -> MNIST:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            xk, yk = f"x_{split}", f"y_{split}"
+            if xk not in z.files or yk not in z.files:
+                raise IDXFormatError(
+                    f"{path}: expected arrays {xk!r} and {yk!r} (Keras mnist.npz layout), "
+                    f"found {sorted(z.files)}"
+                )
+            images, labels = z[xk], z[yk]
+    except IDXFormatError:
+        raise
+    except (OSError, ValueError, EOFError, zlib.error) as e:
+        raise IDXFormatError(f"{path}: unreadable .npz ({e})") from None
+    return _check_pair(images, labels, str(path))
+
+
+def _missing_message(searched: list[pathlib.Path], split: str) -> str:
+    img, lab = _SPLIT_FILES[split]
+    places = "\n".join(f"  {p}" for p in searched)
+    return (
+        f"MNIST ({split} split) not found. Looked in:\n{places}\n"
+        f"Put either the IDX files {img}[.gz] and {lab}[.gz] (from "
+        "http://yann.lecun.com/exdb/mnist/ or a mirror) or a Keras-style mnist.npz "
+        f"(x_{split}, y_{split}) in one of those directories, or pass path=... "
+        "(CLI: --mnist PATH). Set BANDITS_JAX_DATA to move the cache directory. "
+        "Nothing is downloaded at run time."
+    )
+
+
+def load_mnist(
+    path: str | os.PathLike | None = None,
+    *,
+    split: str = "train",
+    cache_dir: str | os.PathLike | None = None,
+) -> MNIST:
+    """Loads MNIST from a directory of IDX files, an ``.npz`` file, or the cache directory.
+
+    Args:
+      path: a directory holding the IDX files or ``mnist.npz``, or the ``.npz`` file itself.
+        If ``None``, ``cache_dir`` (default :func:`default_cache_dir`) is searched.
+      split: ``"train"`` (60000 images) or ``"test"`` (10000 images).
+      cache_dir: where to look when ``path`` is ``None``.
+
+    Returns:
+      :class:`MNIST` with uint8 images flattened to ``(n, 784)`` and uint8 labels.
+
+    Raises:
+      MNISTNotFoundError: no usable files where it looked (the message says where to put them).
+      IDXFormatError: the files are malformed or truncated.
+    """
+    if split not in _SPLIT_FILES:
+        raise ValueError(f"split: expected 'train' or 'test', got {split!r}")
+    if path is not None:
+        p = pathlib.Path(path).expanduser()
+        if p.is_file():
+            if p.suffix == ".npz":
+                return _load_npz(p, split)
+            raise MNISTNotFoundError(
+                f"path: {p} is a file but not an .npz; give the directory of the IDX files"
+            )
+        candidates = [p]
+    else:
+        candidates = [pathlib.Path(cache_dir).expanduser() if cache_dir else default_cache_dir()]
+    for directory in candidates:
+        if not directory.is_dir():
+            continue
+        img_stem, lab_stem = _SPLIT_FILES[split]
+        img, lab = _find_split(directory, img_stem), _find_split(directory, lab_stem)
+        if img is not None and lab is not None:
+            images, labels = read_idx(img), read_idx(lab)
+            return _check_pair(images, labels, f"{img} / {lab}")
+        npz = directory / "mnist.npz"
+        if npz.is_file():
+            return _load_npz(npz, split)
+    raise MNISTNotFoundError(_missing_message(candidates, split))

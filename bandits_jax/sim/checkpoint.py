@@ -1,0 +1,149 @@
+"""Checkpoints of run states as plain arrays in ``.npz`` files (no pickle).
+
+A checkpoint stores the leaves of a pytree (a :class:`bandits_jax.sim.runner.RunState`, metrics,
+anything made of arrays) as ``leaf_00000, leaf_00001, ...`` plus their tree paths and a JSON
+metadata string, all as numpy arrays; it is read back with ``allow_pickle=False``. Since the tree
+structure itself is not stored (that would need pickle), :func:`restore` takes a template tree of
+the same structure (e.g. the freshly initialised state) and checks that the paths, shapes and
+dtypes match, so a checkpoint from another configuration is refused with a clear message instead of
+silently loaded. Typed PRNG keys (``jax.random.key``) are stored as their key data and rewrapped.
+Writes are atomic (temporary file, then ``os.replace``), so an interrupted write leaves the
+previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import tempfile
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["CheckpointError", "save", "restore", "read_meta"]
+
+PyTree = Any
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, unreadable or does not match the run it should resume."""
+
+
+def _is_key(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _shape_dtype(x: Any) -> tuple[tuple[int, ...], Any]:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # arrays and jax.ShapeDtypeStruct
+        return tuple(x.shape), x.dtype
+    x = np.asarray(x)
+    return x.shape, x.dtype
+
+
+def _paths_and_leaves(tree: PyTree) -> tuple[list[str], list[Any]]:
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [jax.tree_util.keystr(p) for p, _ in flat], [leaf for _, leaf in flat]
+
+
+def save(path: str | os.PathLike, tree: PyTree, meta: dict | None = None) -> None:
+    """Writes ``tree``'s leaves and ``meta`` (JSON-serialisable) to ``path`` atomically.
+
+    Args:
+      path: destination ``.npz`` file; its directory is created if needed.
+      tree: pytree of arrays (jax or numpy); sharded arrays are gathered to the host.
+      meta: small JSON-serialisable dict stored alongside (e.g. rounds done, configuration).
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paths, leaves = _paths_and_leaves(tree)
+    arrays: dict[str, np.ndarray] = {}
+    kinds = []
+    for i, leaf in enumerate(leaves):
+        if _is_key(leaf):
+            kinds.append("key:" + str(jax.random.key_impl(leaf)))
+            leaf = jax.random.key_data(leaf)
+        else:
+            kinds.append("array")
+        arrays[f"leaf_{i:05d}"] = np.asarray(jax.device_get(leaf))
+    arrays["__paths__"] = np.asarray(paths, dtype=np.str_)
+    arrays["__kinds__"] = np.asarray(kinds, dtype=np.str_)
+    arrays["__meta__"] = np.asarray(json.dumps(meta or {}, sort_keys=True))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _open(path: pathlib.Path):
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no checkpoint there")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise CheckpointError(f"{path}: unreadable checkpoint ({e})") from None
+
+
+def read_meta(path: str | os.PathLike) -> dict:
+    """The metadata dict stored by :func:`save`."""
+    path = pathlib.Path(path)
+    with _open(path) as z:
+        return json.loads(str(z["__meta__"]))
+
+
+def restore(path: str | os.PathLike, like: PyTree) -> tuple[PyTree, dict]:
+    """Reads a checkpoint into the structure of ``like``.
+
+    Args:
+      path: a file written by :func:`save`.
+      like: a template with the same tree structure, leaf shapes and dtypes (values ignored;
+        ``jax.ShapeDtypeStruct`` leaves, e.g. from ``jax.eval_shape``, will do).
+
+    Returns:
+      ``(tree, meta)``: the stored tree as jax arrays (typed keys rewrapped) and the metadata.
+
+    Raises:
+      CheckpointError: missing/unreadable file, or a different structure, shape or dtype.
+    """
+    path = pathlib.Path(path)
+    want_paths, want_leaves = _paths_and_leaves(like)
+    _, treedef = jax.tree_util.tree_flatten(like)
+    with _open(path) as z:
+        try:
+            got_paths = [str(p) for p in z["__paths__"]]
+            kinds = [str(k) for k in z["__kinds__"]]
+            meta = json.loads(str(z["__meta__"]))
+            stored = [z[f"leaf_{i:05d}"] for i in range(len(got_paths))]
+        except (KeyError, ValueError, OSError, EOFError) as e:
+            raise CheckpointError(f"{path}: incomplete checkpoint ({e})") from None
+    if got_paths != want_paths:
+        raise CheckpointError(
+            f"{path}: stored tree has leaves {got_paths[:6]}{'...' if len(got_paths) > 6 else ''}"
+            f" but the run expects {want_paths[:6]}{'...' if len(want_paths) > 6 else ''}"
+        )
+    leaves = []
+    for name, kind, arr, want in zip(got_paths, kinds, stored, want_leaves, strict=True):
+        if kind.startswith("key:"):
+            if not _is_key(want):
+                raise CheckpointError(
+                    f"{path}: {name} is a typed PRNG key, the run expects an array"
+                )
+            leaf = jax.random.wrap_key_data(jnp.asarray(arr), impl=kind[4:])
+        else:
+            leaf = jnp.asarray(arr)
+        want_shape, want_dtype = _shape_dtype(want)
+        if leaf.shape != want_shape or leaf.dtype != want_dtype:
+            raise CheckpointError(
+                f"{path}: {name} stored as {leaf.dtype}{list(leaf.shape)}, the run expects "
+                f"{want_dtype}{list(want_shape)} (a checkpoint of another configuration?)"
+            )
+        leaves.append(leaf)
+    return jax.tree_util.tree_unflatten(treedef, leaves), meta

@@ -1,0 +1,372 @@
+"""Long runs in chunks of rounds: a ``lax.scan`` per chunk, progress, checkpoints, resume.
+
+A run of ``T`` rounds is played as ``ceil(T / chunk_size)`` calls of one compiled chunk function
+(``bandits_jax.sim.runner.play`` over ``chunk_size`` rounds, plus one more compiled length for a
+shorter last chunk). Between chunks the host
+
+* reports progress (rounds done, rounds per second, time left) on stderr,
+* writes the chunk's metrics (``metrics_00000.npz``, ...) and then the run state
+  (``state.npz``: learner, environment and PRNG key as arrays, see :mod:`.checkpoint`), the state
+  being written last so that it is the commit point.
+
+Resuming loads ``state.npz`` and the metric files and plays the remaining chunks with the same
+compiled function, so an interrupted run and an uninterrupted one give bit-identical metrics and
+states (the chunk size must be the same; it is recorded and checked, as is a user configuration).
+
+The chunk function is compiled ahead of time (``jit(...).lower(...).compile()``), so compile time
+is reported separately from run time: ``ChunkStats.run_seconds`` is the wall time of the chunks
+alone, which is what per-round timings should use.
+
+States may be a single run (``batched=False``), a batch of runs with a leading run axis on every
+leaf (``batched=True``; metrics then have shape ``(runs, rounds, ...)``), sharded over a device
+mesh (see :mod:`.sharding`), or a tuple of such batches played by a tuple of step functions in the
+same compiled call (several learners in one sweep).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import pathlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TextIO
+
+import jax
+import numpy as np
+
+from bandits_jax.sim import checkpoint
+from bandits_jax.sim.runner import StepFn, play
+
+__all__ = ["ChunkFn", "ChunkStats", "ChunkedResult", "Progress", "run_chunked"]
+
+PyTree = Any
+
+
+class Progress:
+    """A text progress bar: rounds done, rounds per second (compile excluded), time left.
+
+    One bar may span several runs (e.g. the trials and learners of one setting): each run calls
+    :meth:`advance` after every chunk with the chunk's rounds and wall seconds.
+
+    Args:
+      total: rounds in all.
+      label: shown before the bar.
+      stream: where to write (default ``sys.stderr``); ``None`` or ``enabled=False`` silences it.
+      min_interval: on a non-terminal stream, seconds between printed lines.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        label: str = "",
+        *,
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        min_interval: float = 5.0,
+    ):
+        self.total = int(total)
+        self.label = label
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled
+        self.min_interval = min_interval
+        self.done = 0
+        self.timed_rounds = 0
+        self.timed_seconds = 0.0
+        self._last_print = -math.inf
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def skip(self, rounds: int) -> None:
+        """Counts rounds done earlier (restored from a checkpoint): not part of the rate."""
+        self.done += int(rounds)
+        self._show(force=True)
+
+    def advance(self, rounds: int, seconds: float) -> None:
+        """Counts ``rounds`` just played in ``seconds`` of wall time."""
+        self.done += int(rounds)
+        self.timed_rounds += int(rounds)
+        self.timed_seconds += float(seconds)
+        self._show(force=self.done >= self.total)
+
+    @property
+    def rate(self) -> float:
+        """Rounds per second over the chunks timed so far (nan before the first)."""
+        return self.timed_rounds / self.timed_seconds if self.timed_seconds > 0 else math.nan
+
+    def line(self) -> str:
+        """The current bar as text."""
+        frac = min(1.0, self.done / self.total) if self.total else 1.0
+        width = 24
+        filled = int(round(frac * width))
+        rate = self.rate
+        left = (self.total - self.done) / rate if rate == rate and rate > 0 else math.nan
+        eta = "--:--" if left != left else _fmt_seconds(left)
+        rate_s = "-" if rate != rate else f"{rate:,.0f}"
+        head = f"{self.label} " if self.label else ""
+        return (
+            f"{head}[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} rounds"
+            f" | {rate_s} rounds/s | {eta} left"
+        )
+
+    def _show(self, force: bool = False) -> None:
+        if not self.enabled or self.stream is None:
+            return
+        now = time.monotonic()
+        if self._tty:
+            end = "\n" if self.done >= self.total else ""
+            self.stream.write("\r" + self.line() + end)
+            self.stream.flush()
+        elif force or now - self._last_print >= self.min_interval:
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+            self._last_print = now
+
+
+def _fmt_seconds(s: float) -> str:
+    s = int(round(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+
+
+class ChunkFn:
+    """``chunk(state, length) -> (state, metrics)``, compiled once per length (ahead of time).
+
+    Args:
+      step: a step function, or a tuple of them (then states are tuples, one batch each).
+      batched: states carry a leading run axis on every leaf (played with ``vmap``).
+      mesh: a 1-D ``jax.sharding.Mesh`` (axis ``"runs"``) to shard the run axis over (requires
+        ``batched``; the run count must be a multiple of the mesh size, see
+        :func:`bandits_jax.sim.sharding.pad_runs`).
+    """
+
+    def __init__(self, step: StepFn | Sequence[StepFn], *, batched: bool = False, mesh: Any = None):
+        self.multi = isinstance(step, (tuple, list))
+        self.steps = tuple(step) if self.multi else (step,)
+        self.batched = batched
+        self.mesh = mesh
+        if mesh is not None and not batched:
+            raise ValueError("mesh: sharding needs batched=True (a leading run axis)")
+        self.round_axis = 1 if batched else 0
+        self.compile_seconds = 0.0
+        self._compiled: dict[Any, Any] = {}
+
+    def _play_all(self, states, length: int):
+        outs = []
+        for step, s in zip(self.steps, states, strict=True):
+            fn = functools.partial(play, step, num_rounds=length)
+            outs.append(jax.vmap(fn)(s) if self.batched else fn(s))
+        new_states = tuple(o[0] for o in outs)
+        metrics = tuple(o[1] for o in outs)
+        return new_states, metrics
+
+    def _function(self, length: int) -> Callable:
+        def fn(state):
+            states = state if self.multi else (state,)
+            new_states, metrics = self._play_all(states, length)
+            if self.multi:
+                return new_states, metrics
+            return new_states[0], metrics[0]
+
+        if self.mesh is None:
+            return jax.jit(fn)
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        spec = PartitionSpec(self.mesh.axis_names[0])
+        sharded = jax.shard_map(fn, mesh=self.mesh, in_specs=(spec,), out_specs=spec)
+        sharding = NamedSharding(self.mesh, spec)
+        return jax.jit(sharded, in_shardings=(sharding,), out_shardings=sharding)
+
+    def place(self, state: PyTree) -> PyTree:
+        """Puts ``state`` where the compiled function wants it (sharded over the mesh)."""
+        if self.mesh is None:
+            return state
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        spec = PartitionSpec(self.mesh.axis_names[0])
+        return jax.device_put(state, NamedSharding(self.mesh, spec))
+
+    def _signature(self, state, length):
+        leaves, treedef = jax.tree_util.tree_flatten(state)
+        return (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
+
+    def compiled(self, state: PyTree, length: int):
+        """The executable for ``length`` rounds (compiled on first use; time recorded)."""
+        sig = self._signature(state, length)
+        if sig not in self._compiled:
+            t0 = time.perf_counter()
+            self._compiled[sig] = self._function(length).lower(self.place(state)).compile()
+            self.compile_seconds += time.perf_counter() - t0
+        return self._compiled[sig]
+
+    def eval_shape(self, state: PyTree, length: int) -> PyTree:
+        """Abstract ``(state, metrics)`` of a chunk (shapes and dtypes, no computation)."""
+        return jax.eval_shape(self._function(length), state)
+
+    def __call__(self, state: PyTree, length: int) -> tuple[PyTree, PyTree]:
+        return self.compiled(state, length)(self.place(state))
+
+
+class ChunkStats(NamedTuple):
+    """Timings of a chunked run.
+
+    Attributes:
+      rounds_done: rounds played in all (restored ones included).
+      rounds_timed: rounds played in this call.
+      run_seconds: wall time of the chunks played in this call, compile excluded.
+      compile_seconds: compile time spent in this call.
+      chunk_seconds: wall time of each chunk played in this call.
+      resumed_from: rounds restored from a checkpoint (0 if none).
+      finished: whether all rounds are done (False when stopped by ``stop_after_chunks``).
+    """
+
+    rounds_done: int
+    rounds_timed: int
+    run_seconds: float
+    compile_seconds: float
+    chunk_seconds: tuple[float, ...]
+    resumed_from: int
+    finished: bool
+
+
+class ChunkedResult(NamedTuple):
+    """``state`` after the last chunk played, host (numpy) ``metrics`` of all rounds done,
+    and :class:`ChunkStats`."""
+
+    state: PyTree
+    metrics: PyTree
+    stats: ChunkStats
+
+
+def _chunk_lengths(num_rounds: int, chunk_size: int) -> list[int]:
+    full, rest = divmod(num_rounds, chunk_size)
+    return [chunk_size] * full + ([rest] if rest else [])
+
+
+def _config_json(config: Any) -> str:
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def run_chunked(
+    chunk_fn: ChunkFn,
+    state: PyTree,
+    num_rounds: int,
+    *,
+    chunk_size: int,
+    checkpoint_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    config: Any = None,
+    progress: Progress | None = None,
+    keep: Callable[[PyTree], PyTree] | None = None,
+    stop_after_chunks: int | None = None,
+) -> ChunkedResult:
+    """Plays ``num_rounds`` rounds in chunks, with progress and optional checkpoints.
+
+    Args:
+      chunk_fn: a :class:`ChunkFn` for the run's step function(s).
+      state: the initial run state (``init_run(...)``, batched or a tuple as ``chunk_fn`` says).
+        When resuming it is the template the checkpoint is checked against.
+      num_rounds: rounds in all.
+      chunk_size: rounds per compiled call (a checkpoint after each).
+      checkpoint_dir: where ``state.npz`` and ``metrics_*.npz`` go; ``None`` for no checkpoints.
+      resume: continue from ``checkpoint_dir`` if it holds a checkpoint of this run (same
+        ``num_rounds``, ``chunk_size`` and ``config``); otherwise start afresh and overwrite.
+      config: JSON-serialisable description of the run, stored and compared on resume.
+      progress: a :class:`Progress` to advance (``None``: silent).
+      keep: applied to each chunk's metrics before they leave the device (e.g. select fields).
+        Must keep the round axis.
+      stop_after_chunks: play at most this many chunks in this call (as if interrupted), for
+        tests and for time-boxed jobs; the checkpoint lets a later call finish the run.
+
+    Returns:
+      :class:`ChunkedResult`; ``metrics`` leaves have the rounds done along
+      ``chunk_fn.round_axis``.
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size: expected >= 1, got {chunk_size}")
+    if num_rounds < 0:
+        raise ValueError(f"num_rounds: expected >= 0, got {num_rounds}")
+    keep = keep or (lambda m: m)
+    lengths = _chunk_lengths(num_rounds, chunk_size)
+    ckdir = pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None
+    meta_base = {
+        "num_rounds": int(num_rounds),
+        "chunk_size": int(chunk_size),
+        "config": _config_json(config),
+    }
+    pieces: list[PyTree] = []
+    start_chunk = 0
+    rounds_done = 0
+    if ckdir is not None and resume and (ckdir / "state.npz").is_file():
+        meta = checkpoint.read_meta(ckdir / "state.npz")
+        for k, v in meta_base.items():
+            if meta.get(k) != v:
+                raise checkpoint.CheckpointError(
+                    f"{ckdir}: checkpoint has {k}={meta.get(k)!r}, this run has {v!r}; "
+                    "resume with the same settings or start without --resume"
+                )
+        state, _ = checkpoint.restore(ckdir / "state.npz", state)
+        start_chunk = int(meta["chunks_done"])
+        rounds_done = int(meta["rounds_done"])
+        for k in range(start_chunk):
+            like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
+            piece, _ = checkpoint.restore(ckdir / f"metrics_{k:05d}.npz", like)
+            pieces.append(jax.device_get(piece))
+        if progress is not None and rounds_done:
+            progress.skip(rounds_done)
+    elif ckdir is not None:
+        ckdir.mkdir(parents=True, exist_ok=True)
+        for old in ckdir.glob("metrics_*.npz"):
+            old.unlink()
+        stale = ckdir / "state.npz"
+        if stale.exists():
+            stale.unlink()
+
+    compile_before = chunk_fn.compile_seconds
+    chunk_seconds: list[float] = []
+    played = 0
+    for k in range(start_chunk, len(lengths)):
+        if stop_after_chunks is not None and played >= stop_after_chunks:
+            break
+        length = lengths[k]
+        exe = chunk_fn.compiled(state, length)  # compile outside the timed region
+        t0 = time.perf_counter()
+        state, metrics = exe(chunk_fn.place(state))
+        metrics = jax.device_get(keep(metrics))
+        jax.block_until_ready(state)
+        dt = time.perf_counter() - t0
+        chunk_seconds.append(dt)
+        pieces.append(metrics)
+        rounds_done += length
+        played += 1
+        if ckdir is not None:
+            checkpoint.save(ckdir / f"metrics_{k:05d}.npz", metrics)
+            checkpoint.save(
+                ckdir / "state.npz",
+                state,
+                {**meta_base, "chunks_done": k + 1, "rounds_done": rounds_done},
+            )
+        if progress is not None:
+            progress.advance(length, dt)
+
+    axis = chunk_fn.round_axis
+    if pieces:
+        all_metrics = jax.tree_util.tree_map(
+            lambda *xs: np.concatenate([np.asarray(x) for x in xs], axis=axis), *pieces
+        )
+    else:
+        empty = jax.eval_shape(keep, chunk_fn.eval_shape(state, 0)[1])
+        all_metrics = jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), empty)
+    stats = ChunkStats(
+        rounds_done=rounds_done,
+        rounds_timed=sum(lengths[start_chunk : start_chunk + played]),
+        run_seconds=float(sum(chunk_seconds)),
+        compile_seconds=chunk_fn.compile_seconds - compile_before,
+        chunk_seconds=tuple(chunk_seconds),
+        resumed_from=sum(lengths[:start_chunk]),
+        finished=rounds_done >= num_rounds,
+    )
+    return ChunkedResult(state, all_metrics, stats)

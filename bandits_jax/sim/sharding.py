@@ -1,0 +1,105 @@
+"""Sharding a batch of runs over devices: a 1-D mesh over the flattened run axis.
+
+A sweep flattens (learner grid point, trial, environment) into one run axis; the runs are
+independent, so the batch is split over a 1-D :class:`jax.sharding.Mesh` (axis ``"runs"``) and
+every device plays its slice with the same vmapped scan (``jax.shard_map`` in
+:class:`bandits_jax.sim.chunks.ChunkFn`): no communication between devices, and each run gets the
+same numbers as in the unsharded call. The run count is padded to a multiple of the device count
+by repeating the last run (:func:`pad_runs`); the padding is dropped afterwards.
+
+On one CPU, several host devices can be forced to use both (or all) cores; the flag must be set
+before ``jax`` is imported::
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=2 bandits-jax sweep ...
+
+(the CLI's ``--devices N`` sets it for you).
+
+Multi-host use (several machines, e.g. a GPU cluster). Start the same script on every host and
+call, before anything else touches JAX::
+
+    import jax
+    jax.distributed.initialize(
+        coordinator_address="host0:1234",  # one host's address, reachable from all
+        num_processes=N,                   # number of hosts
+        process_id=i,                      # this host's rank, 0..N-1
+    )                                      # (on Slurm / Cloud TPU the arguments are inferred)
+
+Then ``jax.devices()`` lists the devices of all hosts and :func:`run_mesh` builds the mesh over
+them. Every host builds the same full (padded) batch of initial states from the same seeds -- the
+states are small, so this is cheap -- and :func:`shard_runs` turns it into global arrays with
+``jax.make_array_from_callback``, each host materialising only the slices its own devices hold.
+Read results with ``jax.experimental.multihost_utils.process_allgather(metrics)`` (every host gets
+the full array) and let only ``jax.process_index() == 0`` write files. Checkpoints are then per
+host: save ``metrics.addressable_shards`` or gather first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+__all__ = ["AXIS", "run_mesh", "pad_runs", "unpad_runs", "shard_runs", "num_runs"]
+
+AXIS = "runs"
+PyTree = Any
+
+
+def run_mesh(devices: Any = None) -> Mesh:
+    """A 1-D mesh with axis ``"runs"`` over ``devices`` (default: all of ``jax.devices()``)."""
+    devs = np.asarray(jax.devices() if devices is None else list(devices))
+    if devs.size == 0:
+        raise ValueError("devices: expected at least one device")
+    return Mesh(devs.reshape(-1), (AXIS,))
+
+
+def num_runs(tree: PyTree) -> int:
+    """The length of the leading run axis (checked to be the same on every leaf)."""
+    sizes = {int(np.shape(x)[0]) if np.ndim(x) else None for x in jax.tree_util.tree_leaves(tree)}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(f"tree: every leaf needs the same leading run axis, got sizes {sizes}")
+    return sizes.pop()
+
+
+def pad_runs(tree: PyTree, multiple: int) -> tuple[PyTree, int]:
+    """Pads the run axis to a multiple of ``multiple`` by repeating the last run.
+
+    Returns:
+      ``(padded_tree, original_run_count)``.
+    """
+    n = num_runs(tree)
+    extra = (-n) % multiple
+    if extra == 0:
+        return tree, n
+
+    def pad(x):
+        reps = jax.numpy.repeat(x[-1:], extra, axis=0)
+        return jax.numpy.concatenate([x, reps], axis=0)
+
+    return jax.tree_util.tree_map(pad, tree), n
+
+
+def unpad_runs(tree: PyTree, n: int) -> PyTree:
+    """Drops padded runs: keeps the first ``n`` along the leading axis."""
+    return jax.tree_util.tree_map(lambda x: x[:n], tree)
+
+
+def shard_runs(tree: PyTree, mesh: Mesh) -> PyTree:
+    """Places a batch of runs (padded to a multiple of ``mesh.size``) over the mesh.
+
+    Works across hosts too: each process only builds the slices its devices hold.
+    """
+    n = num_runs(tree)
+    if n % mesh.size:
+        raise ValueError(f"tree: {n} runs is not a multiple of the {mesh.size} devices; pad_runs")
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+
+    def place(x):  # pragma: no cover - multi-host only
+        host = np.asarray(jax.device_get(x))
+        return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
+
+    return jax.tree_util.tree_map(place, tree)

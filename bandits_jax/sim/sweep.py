@@ -1,0 +1,417 @@
+"""Sweeps: learners x hyperparameter grid x trials x environments in one compiled call.
+
+An :class:`Experiment` is one (learner, environment) pair with a batch of ``G`` hyperparameter
+settings (numeric hyperparameters live in the learner state, so a grid is a batch of states).
+For ``N`` seeds its ``G * N`` runs are flattened into one run axis, grid-major (run
+``g * N + n`` is grid point ``g`` on seed ``n``); seed ``n`` gives the same environment draw and
+the same round keys to every grid point and every learner (common random numbers), so
+differences between settings are not sampling noise. All experiments of a sweep are played by
+one :class:`bandits_jax.sim.chunks.ChunkFn` (a tuple of step functions, each ``vmap``-ed over its
+runs), optionally sharded over a device mesh (:mod:`.sharding`) and chunked with progress and
+checkpoints.
+
+Honest tuning (:func:`tune_and_evaluate`): the best grid point of each experiment is chosen by
+mean final regret on *tuning* seeds, and the number reported is its regret on disjoint
+*evaluation* seeds, never the minimum over the grid on the seeds it was chosen on.
+
+Exploration diagnostic: step functions that report ``bonus_spread`` and ``estimate_spread`` per
+round (the spread over the action set of the optimistic bonus and of the estimated reward, as
+``bandits_jax.mlogb.interact`` does) get ``bonus_ratio`` = median over rounds and trials of
+``bonus_spread / estimate_spread`` in the table. A ratio far below 1 (e.g. 1e-4 with the
+section-4 recipe (l, e) = (0.75, 0.75) on the K = 1 synthetic stream) means the bonus cannot
+change which action wins: the learner is effectively greedy and beta does not matter.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.sim import sharding as sh
+from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
+from bandits_jax.sim.runner import RunState, StepFn
+
+__all__ = [
+    "Experiment",
+    "ExperimentResult",
+    "SweepResult",
+    "grid_product",
+    "stack_trees",
+    "seed_keys",
+    "build_runs",
+    "run_sweep",
+    "select_grid",
+    "table",
+    "tune_and_evaluate",
+    "format_table",
+    "write_csv",
+    "write_json",
+    "get_metric",
+    "GREEDY_RATIO",
+]
+
+PyTree = Any
+DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread")
+GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
+
+
+class Experiment(NamedTuple):
+    """One learner on one environment over a batch of hyperparameter settings.
+
+    Attributes:
+      learner: label of the learner (e.g. ``"EOFD"``).
+      env: label of the environment (e.g. ``"synthetic d=100 K=4"``).
+      step: ``step(learner_state, env_state, key)`` (e.g. ``mlogb.interact(learner, env)``).
+      init_learner: ``hparams -> learner_state`` (e.g. ``learner.init``).
+      hparams: hyperparameters with a leading grid axis of length ``G`` on every leaf.
+      grid: labels of the grid points, ``name -> (G,)`` values (e.g. ``{"l": ..., "e": ...}``).
+      init_env: ``key -> env_state``.
+    """
+
+    learner: str
+    env: str
+    step: StepFn
+    init_learner: Callable[[PyTree], PyTree]
+    hparams: PyTree
+    grid: Mapping[str, Any]
+    init_env: Callable[[jax.Array], PyTree]
+
+    @property
+    def grid_size(self) -> int:
+        return sh.num_runs(self.hparams)
+
+
+class ExperimentResult(NamedTuple):
+    """Metrics of one experiment as host arrays of shape ``(G, N, T, ...)``."""
+
+    learner: str
+    env: str
+    grid: dict[str, np.ndarray]
+    seeds: np.ndarray
+    metrics: dict[str, np.ndarray]
+
+
+class SweepResult(NamedTuple):
+    """All experiments of a sweep, with timings (``run_seconds`` excludes compilation)."""
+
+    experiments: tuple[ExperimentResult, ...]
+    num_rounds: int
+    run_seconds: float
+    compile_seconds: float
+    devices: int
+
+
+def grid_product(**axes: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The Cartesian product of axes, flattened: ``grid_product(l=[0, 1], e=[2, 3])`` gives
+    ``{"l": [0, 0, 1, 1], "e": [2, 3, 2, 3]}`` (last axis fastest)."""
+    names = list(axes)
+    rows = list(itertools.product(*(list(axes[n]) for n in names)))
+    return {n: np.asarray([r[i] for r in rows]) for i, n in enumerate(names)}
+
+
+def stack_trees(trees: Sequence[PyTree]) -> PyTree:
+    """Stacks same-structured trees along a new leading axis (e.g. hyperparameters per beta)."""
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+
+
+def _concat_trees(trees: Sequence[PyTree]) -> PyTree:
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *trees)
+
+
+def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
+    """``(env_keys, run_keys)`` for each seed: the environment draw and the rounds' keys."""
+    keys = jnp.stack([jax.random.key(int(s)) for s in seeds])
+    both = jax.vmap(lambda k: jax.random.split(k, 2))(keys)
+    return both[:, 0], both[:, 1]
+
+
+def build_runs(exp: Experiment, seeds: Sequence[int]) -> RunState:
+    """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major."""
+    G, N = exp.grid_size, len(seeds)
+    env_keys, run_keys = seed_keys(seeds)
+    learner = jax.vmap(exp.init_learner)(exp.hparams)  # (G, ...)
+    env = jax.vmap(exp.init_env)(env_keys)  # (N, ...)
+
+    def per_grid(x):  # (G, ...) -> (G * N, ...)
+        return jnp.repeat(x, N, axis=0)
+
+    def per_seed(x):  # (N, ...) -> (G * N, ...)
+        return jnp.concatenate([x] * G, axis=0)
+
+    return RunState(
+        learner=jax.tree_util.tree_map(per_grid, learner),
+        env=jax.tree_util.tree_map(per_seed, env),
+        key=per_seed(run_keys),
+        t=jnp.zeros((G * N,), jnp.int32),
+    )
+
+
+def get_metric(metrics: Any, name: str) -> Any:
+    """A field of a metrics dict or NamedTuple, ``None`` if absent."""
+    if isinstance(metrics, Mapping):
+        return metrics.get(name)
+    return getattr(metrics, name, None)
+
+
+def _keep_fields(fields: Sequence[str]) -> Callable[[Any], dict]:
+    def keep(metrics):
+        return {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
+
+    return keep
+
+
+def run_sweep(
+    experiments: Sequence[Experiment],
+    *,
+    num_rounds: int,
+    seeds: Sequence[int],
+    mesh: Any = None,
+    chunk_size: int | None = None,
+    fields: Sequence[str] = DEFAULT_FIELDS,
+    progress: Progress | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    config: Any = None,
+) -> SweepResult:
+    """Plays every experiment's grid on every seed, all in one compiled call per chunk.
+
+    Args:
+      experiments: the (learner, environment) pairs with their grids.
+      num_rounds: rounds per run.
+      seeds: trial seeds (each gives an environment draw and the rounds' keys).
+      mesh: a :func:`bandits_jax.sim.sharding.run_mesh` to shard the runs over; ``None``: one
+        device.
+      chunk_size: rounds per compiled call (default: all rounds in one call).
+      fields: metric fields kept per round (absent ones are skipped).
+      progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`.
+
+    Returns:
+      :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment.
+    """
+    if not experiments:
+        raise ValueError("experiments: expected at least one")
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds: expected at least one")
+    states, counts = [], []
+    for exp in experiments:
+        runs = build_runs(exp, seeds)
+        if mesh is not None:
+            runs, n = sh.pad_runs(runs, mesh.size)
+            runs = sh.shard_runs(runs, mesh)
+        else:
+            n = exp.grid_size * len(seeds)
+        states.append(runs)
+        counts.append(n)
+    chunk_fn = ChunkFn(tuple(e.step for e in experiments), batched=True, mesh=mesh)
+    config = {
+        "user": config,
+        "seeds": seeds,
+        "experiments": [
+            [e.learner, e.env, {k: _py(v) for k, v in e.grid.items()}] for e in experiments
+        ],
+        "fields": list(fields),
+    }
+    res = run_chunked(
+        chunk_fn,
+        tuple(states),
+        num_rounds,
+        chunk_size=chunk_size or max(num_rounds, 1),
+        checkpoint_dir=checkpoint_dir,
+        resume=resume,
+        config=config,
+        progress=progress,
+        keep=lambda ms: tuple(_keep_fields(fields)(m) for m in ms),
+    )
+    out = []
+    for exp, n, metrics in zip(experiments, counts, res.metrics, strict=True):
+        G, N = exp.grid_size, len(seeds)
+        shaped = {
+            k: np.asarray(v)[:n].reshape((G, N) + np.shape(v)[1:]) for k, v in metrics.items()
+        }
+        grid = {k: np.asarray(v).reshape(G) for k, v in exp.grid.items()}
+        out.append(ExperimentResult(exp.learner, exp.env, grid, np.asarray(seeds), shaped))
+    return SweepResult(
+        tuple(out),
+        num_rounds,
+        res.stats.run_seconds,
+        res.stats.compile_seconds,
+        1 if mesh is None else mesh.size,
+    )
+
+
+def select_grid(exp: Experiment, indices: Sequence[int]) -> Experiment:
+    """The experiment restricted to some grid points."""
+    idx = np.asarray(indices, int)
+    hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[idx], exp.hparams)
+    grid = {k: np.asarray(v).reshape(-1)[idx] for k, v in exp.grid.items()}
+    return exp._replace(hparams=hp, grid=grid)
+
+
+def _bonus_ratio(metrics: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    b, e = metrics.get("bonus_spread"), metrics.get("estimate_spread")
+    if b is None or e is None:
+        return None
+    b, e = np.asarray(b, np.float64), np.asarray(e, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(e > 0, b / e, np.nan)  # round 1: W = 0, no estimate spread
+    flat = ratio.reshape(ratio.shape[0], -1)  # (G, trials * rounds)
+    out = np.full(flat.shape[0], np.nan)
+    for g in range(flat.shape[0]):
+        vals = flat[g][np.isfinite(flat[g])]
+        if vals.size:
+            out[g] = np.median(vals)
+    return out
+
+
+def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") -> list[dict]:
+    """Tidy rows, one per (learner, environment, grid point): mean and sample std over trials of
+    the final cumulative regret, regret per round, and the exploration diagnostic."""
+    exps = result.experiments if isinstance(result, SweepResult) else result
+    rows = []
+    for r in exps:
+        regret = np.asarray(r.metrics["regret"], np.float64)  # (G, N, T)
+        final = regret.sum(axis=-1)
+        N, T = final.shape[1], regret.shape[-1]
+        ratio = _bonus_ratio(r.metrics)
+        for g in range(final.shape[0]):
+            row: dict[str, Any] = {"learner": r.learner, "env": r.env}
+            if split:
+                row["split"] = split
+            row.update({k: _py(v[g]) for k, v in r.grid.items()})
+            row.update(
+                trials=N,
+                rounds=T,
+                final_regret_mean=float(final[g].mean()),
+                final_regret_std=float(final[g].std(ddof=1)) if N > 1 else 0.0,
+                regret_per_round=float(final[g].mean() / max(T, 1)),
+            )
+            if ratio is not None:
+                row["bonus_ratio"] = float(ratio[g])
+                row["greedy"] = bool(ratio[g] < GREEDY_RATIO) if np.isfinite(ratio[g]) else None
+            rows.append(row)
+    return rows
+
+
+def _py(x: Any) -> Any:
+    x = np.asarray(x)
+    return x.item() if x.ndim == 0 else x.tolist()
+
+
+class TuneResult(NamedTuple):
+    """Tuning rows (every grid point on tuning seeds), evaluation rows (the chosen point of each
+    experiment on evaluation seeds), the chosen grid index per experiment, and both sweeps."""
+
+    tuning: list[dict]
+    evaluation: list[dict]
+    chosen: tuple[int, ...]
+    tuning_sweep: SweepResult
+    evaluation_sweep: SweepResult
+
+
+def tune_and_evaluate(
+    experiments: Sequence[Experiment],
+    *,
+    num_rounds: int,
+    tuning_seeds: Sequence[int],
+    eval_seeds: Sequence[int],
+    **kwargs: Any,
+) -> TuneResult:
+    """Chooses each experiment's best grid point on tuning seeds, reports it on eval seeds.
+
+    Args:
+      experiments, num_rounds: as in :func:`run_sweep`.
+      tuning_seeds: seeds the choice is made on (lowest mean final regret).
+      eval_seeds: disjoint seeds the chosen configuration is reported on.
+      **kwargs: passed to both :func:`run_sweep` calls (``mesh``, ``chunk_size``, ...);
+        ``checkpoint_dir`` gets ``/tuning`` and ``/evaluation`` appended.
+    """
+    overlap = set(map(int, tuning_seeds)) & set(map(int, eval_seeds))
+    if overlap:
+        raise ValueError(
+            f"eval_seeds: must be disjoint from tuning_seeds, shared {sorted(overlap)}"
+        )
+    ck = kwargs.pop("checkpoint_dir", None)
+    tune = run_sweep(
+        experiments,
+        num_rounds=num_rounds,
+        seeds=tuning_seeds,
+        checkpoint_dir=None if ck is None else os.path.join(ck, "tuning"),
+        **kwargs,
+    )
+    chosen = []
+    for r in tune.experiments:
+        final = np.asarray(r.metrics["regret"], np.float64).sum(-1).mean(-1)
+        chosen.append(int(np.nanargmin(final)))
+    picked = [select_grid(e, [g]) for e, g in zip(experiments, chosen, strict=True)]
+    ev = run_sweep(
+        picked,
+        num_rounds=num_rounds,
+        seeds=eval_seeds,
+        checkpoint_dir=None if ck is None else os.path.join(ck, "evaluation"),
+        **kwargs,
+    )
+    return TuneResult(
+        table(tune, split="tuning"), table(ev, split="evaluation"), tuple(chosen), tune, ev
+    )
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """A plain-text table of rows (columns default to the union of keys, in order)."""
+    if not rows:
+        return "(no rows)"
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    body = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join([line, "-" * len(line), *body])
+
+
+def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Writes rows as CSV (columns: union of keys in order)."""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in columns})
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Writes ``obj`` as JSON (numpy scalars/arrays converted, NaN as null)."""
+
+    def clean(x):
+        if isinstance(x, Mapping):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if isinstance(x, np.ndarray):
+            return clean(x.tolist())
+        if isinstance(x, np.generic):
+            return clean(x.item())
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x
+
+    with open(path, "w") as f:
+        json.dump(clean(obj), f, indent=2)
+        f.write("\n")
