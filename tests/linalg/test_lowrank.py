@@ -17,10 +17,9 @@ def test_solve_and_norms_match_dense():
     V, mu, lam, G = _problem()
     Z = lam * np.eye(V.shape[0]) + (V * mu) @ V.T
     np.testing.assert_allclose(lowrank.dense(V, mu, lam), Z, atol=1e-12)
-    np.testing.assert_allclose(lowrank.solve(V, mu, lam, G[0]), np.linalg.solve(Z, G[0]), rtol=1e-10)
-    np.testing.assert_allclose(
-        lowrank.solve(V, mu, lam, G.T), np.linalg.solve(Z, G.T), rtol=1e-10
-    )
+    want = np.linalg.solve(Z, G[0])
+    np.testing.assert_allclose(lowrank.solve(V, mu, lam, G[0]), want, rtol=1e-10)
+    np.testing.assert_allclose(lowrank.solve(V, mu, lam, G.T), np.linalg.solve(Z, G.T), rtol=1e-10)
     inv = np.einsum("nd,de,ne->n", G, np.linalg.inv(Z), G)
     np.testing.assert_allclose(lowrank.inv_quad(V, mu, lam, G), inv, rtol=1e-10)
     np.testing.assert_allclose(lowrank.quad(V, mu, lam, G), np.einsum("nd,de,ne->n", G, Z, G))

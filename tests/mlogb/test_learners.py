@@ -20,7 +20,7 @@ def _hp(K, dtype=jnp.float64, **kw):
     return mlogb.hyperparams(rewards=list(np.linspace(1 / K, 1, K)), dtype=dtype, **kw)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _learners(K, d, m):
     return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m), mlogb.oful(num_outcomes=K, dim=d)
 
@@ -59,11 +59,7 @@ def test_scores_match_dense_formula(K):
     X = np.random.default_rng(5).normal(size=(7, d))
     for learner in (le, lo):
         s = _feed(learner, learner.init(hp), K, d, 10, seed=3)
-        Z = (
-            np.asarray(lowrank.dense(s.V, s.mu, hp.lam))
-            if hasattr(s, "V")
-            else np.asarray(s.H)
-        )
+        Z = np.asarray(lowrank.dense(s.V, s.mu, hp.lam)) if hasattr(s, "V") else np.asarray(s.H)
         Zinv = np.linalg.inv(Z)
         beta = 0.3  # the fixed radius of _hp
         W, r = np.asarray(s.W), np.asarray(hp.rewards)
@@ -111,7 +107,9 @@ def test_jit_equals_eager_and_state_dtypes():
         x, y = jnp.asarray([0.3, -1.0, 0.5], dtype), 2
         eager, jitted = le.update(s, x, y), jax.jit(le.update)(s, x, y)
         jax.tree_util.tree_map(
-            lambda a, b: np.testing.assert_allclose(a, b, rtol=tol, atol=tol), eager, jitted
+            lambda a, b, tol=tol: np.testing.assert_allclose(a, b, rtol=tol, atol=tol),
+            eager,
+            jitted,
         )
         for leaf in jax.tree_util.tree_leaves(jitted):
             if jnp.issubdtype(leaf.dtype, jnp.floating):
@@ -138,12 +136,13 @@ def test_vmap_over_trials_and_grid_equals_loops():
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
     env_states = jax.vmap(env.init)(keys)
     grid = _hp(K, lam=np.array([0.5, 2.0]), S=np.array([1.0, 3.0]))
-    batched = make_rollout(step, T, trials=True, grid=True)(jax.vmap(le.init)(grid), env_states, keys)
+    run = make_rollout(step, T, trials=True, grid=True)
+    batched = run(jax.vmap(le.init)(grid), env_states, keys)
     single = jax.jit(lambda s, e, k: rollout(step, s, e, k, T))
     for g in range(2):
-        hp_g = jax.tree_util.tree_map(lambda a: a[g], grid)
+        hp_g = jax.tree_util.tree_map(lambda a, g=g: a[g], grid)
         for i in range(3):
-            es = jax.tree_util.tree_map(lambda a: a[i], env_states)
+            es = jax.tree_util.tree_map(lambda a, i=i: a[i], env_states)
             ref = single(le.init(hp_g), es, keys[i])
             np.testing.assert_allclose(batched.regret[g, i], ref.regret, rtol=1e-9, atol=1e-12)
             np.testing.assert_array_equal(batched.choice[g, i], ref.choice)

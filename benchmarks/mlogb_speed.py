@@ -1,0 +1,190 @@
+"""Per-round wall time of EOFD-MLogB (JAX) vs its numpy reference and vs OFUL-MLogB (JAX).
+
+Run as ``python -m benchmarks.mlogb_speed`` (``--quick`` for a run of under a minute,
+``--json PATH`` to write the figures). float64 by default (``--float32`` for the JAX side).
+
+Method: each case replays one recorded stream (action sets of 10-30 unit vectors padded to 30,
+outcome uniforms, ``W*`` with ``||W*||_F = S``) so that JAX and numpy do the same work: select by
+the optimistic rule, then update. JAX times exclude compilation (one warm-up call) and are the
+median over repeats of a whole ``lax.scan`` divided by the number of rounds; numpy times are the
+median per-round time of a Python loop over rounds (``bandits_jax.reference.mlogb_numpy``, which
+follows the paper: a full SVD per sketch update). Vmapped throughput compares 64 trials in one
+call with one trial, both on the synthetic environment, in learner-rounds per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bandits_jax import envs, mlogb  # noqa: E402
+from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
+from bandits_jax.reference import mlogb_numpy as ref  # noqa: E402
+from bandits_jax.sim import init_run, make_rollout, play  # noqa: E402
+
+FULL_CASES = [(100, 4, 40), (400, 1, 40), (785, 1, 78), (10000, 1, 100)]
+OFUL_MAX_D = 1600  # K d beyond which the dense Kd x Kd baseline is not run
+
+
+def _stream(K, d, T, seed=0, S=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, 30, d))
+    X /= np.linalg.norm(X, axis=2, keepdims=True)
+    mask = np.arange(30)[None, :] < rng.integers(10, 31, size=(T, 1))
+    W = rng.normal(size=(K, d))
+    return X, mask, rng.uniform(size=T), W * (S / np.linalg.norm(W))
+
+
+def _time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _jax_per_round(learner, hp, stream, dtype, repeats):
+    X, mask, U, W = stream
+    T, N, d = X.shape
+    K = W.shape[0]
+    rewards = np.asarray(hp.rewards)
+    env = replay_mlogb(num_outcomes=K, dim=d, max_actions=N)
+    es = replay_state(
+        jnp.asarray(X, dtype), mask, jnp.asarray(U, dtype), jnp.asarray(W, dtype), rewards
+    )
+    s0 = init_run(learner.init(hp), es, jax.random.PRNGKey(0))
+    run = jax.jit(lambda s: play(mlogb.interact(learner, env), s, T))
+    t0 = time.perf_counter()
+    jax.block_until_ready(run(s0))
+    compile_s = time.perf_counter() - t0
+    return _time(lambda: run(s0), repeats) / T, compile_s
+
+
+def _numpy_per_round(np_learner, stream, repeats_rounds):
+    X, mask, U, W = stream
+    rewards = np.asarray(np_learner.rewards)
+    times = []
+    for t in range(min(repeats_rounds, X.shape[0])):
+        t0 = time.perf_counter()
+        i = np_learner.select(X[t], mask[t])
+        x = X[t, i]
+        s, s0 = ref.sigma(W @ x)
+        y = ref.sample_outcome(s, s0, U[t])
+        np_learner.update(x, y)
+        times.append(time.perf_counter() - t0)
+    del rewards
+    return statistics.median(times)
+
+
+def _vmapped(learner, hp, K, d, rounds, trials, repeats):
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=hp.lam.dtype)
+    step = mlogb.interact(learner, env)
+    out = {}
+    for n in (1, trials):
+        keys = jax.random.split(jax.random.PRNGKey(1), n)
+        es = jax.vmap(env.init)(keys)
+        run = make_rollout(step, rounds, trials=True)
+        s = learner.init(hp)
+        jax.block_until_ready(run(s, es, keys))
+        call = lambda s=s, es=es, keys=keys, run=run: run(s, es, keys)  # noqa: E731
+        out[n] = n * rounds / _time(call, repeats)
+    return out
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="reduced run (< 1 minute)")
+    p.add_argument("--json", type=str, default=None, help="write the figures to this path")
+    p.add_argument("--float32", action="store_true", help="JAX side in float32")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per timed scan")
+    p.add_argument("--trials", type=int, default=64, help="vmapped trials")
+    args = p.parse_args(argv)
+
+    dtype = jnp.float32 if args.float32 else jnp.float64
+    rounds = args.rounds or (10 if args.quick else 40)
+    repeats = 3 if args.quick else 5
+    np_rounds = 6 if args.quick else 20
+    vmap_cases = {(100, 4, 40)} if args.quick else {(100, 4, 40), (400, 1, 40), (785, 1, 78)}
+    rows = []
+    for d, K, m in FULL_CASES:
+        stream = _stream(K, d, rounds)
+        rec = mlogb.section4(num_outcomes=K, dim=d, S=1.0, horizon=10_000, dtype=dtype)
+        hp = rec.hparams
+        row = {"d": d, "K": K, "m": m}
+        eofd = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+        row["jax_eofd_s"], row["jax_eofd_compile_s"] = _jax_per_round(
+            eofd, hp, stream, dtype, repeats
+        )
+        kw = dict(
+            lam=float(hp.lam),
+            eta=float(hp.eta),
+            S=1.0,
+            rewards=np.asarray(hp.rewards),
+            beta="theory",
+            delta=float(hp.delta),
+        )
+        row["numpy_eofd_s"] = _numpy_per_round(ref.NumpyEOFD(K, d, m, **kw), stream, np_rounds)
+        if K * d <= OFUL_MAX_D:
+            oful = mlogb.oful(num_outcomes=K, dim=d)
+            oful_stream = tuple(a[: max(4, rounds // 4)] for a in stream[:3]) + (stream[3],)
+            row["jax_oful_s"], _ = _jax_per_round(oful, hp, oful_stream, dtype, repeats)
+        if (d, K, m) in vmap_cases:
+            v = _vmapped(eofd, hp, K, d, rounds, args.trials, repeats)
+            row["rounds_per_s_1"], row[f"rounds_per_s_{args.trials}"] = v[1], v[args.trials]
+        rows.append(row)
+        _print_row(row, args.trials)
+
+    result = {
+        "dtype": "float32" if args.float32 else "float64",
+        "rounds": rounds,
+        "backend": jax.default_backend(),
+        "devices": [str(dv) for dv in jax.devices()],
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "jax": jax.__version__,
+        "cases": rows,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.json}")
+    return result
+
+
+_HEADER_DONE = []
+
+
+def _print_row(row, trials):
+    if not _HEADER_DONE:
+        print(
+            f"{'d':>6} {'K':>2} {'m':>4} | {'jax eofd':>10} {'np eofd':>10} {'np/jax':>7} | "
+            f"{'jax oful':>10} {'eofd/oful':>9} | {'vmap x' + str(trials) + ' speedup':>16}"
+        )
+        _HEADER_DONE.append(True)
+    ms = lambda s: f"{1e3 * s:8.3f}ms"  # noqa: E731
+    oful = row.get("jax_oful_s")
+    vm = row.get(f"rounds_per_s_{trials}")
+    print(
+        f"{row['d']:>6} {row['K']:>2} {row['m']:>4} | {ms(row['jax_eofd_s'])} "
+        f"{ms(row['numpy_eofd_s'])} {row['numpy_eofd_s'] / row['jax_eofd_s']:7.1f} | "
+        f"{ms(oful) if oful else '       n/a'} "
+        f"{(row['jax_eofd_s'] / oful) if oful else float('nan'):9.3f} | "
+        f"{(vm / row['rounds_per_s_1']) if vm else float('nan'):16.2f}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
