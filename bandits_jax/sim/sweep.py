@@ -169,6 +169,20 @@ def _keep_fields(fields: Sequence[str]) -> Callable[[Any], dict]:
     return keep
 
 
+_CHUNK_FNS: dict[Any, ChunkFn] = {}
+
+
+def _chunk_fn(steps: tuple[StepFn, ...], mesh: Any) -> ChunkFn:
+    """One :class:`ChunkFn` per (step functions, mesh), so that repeated sweeps of the same
+    experiments (tuning, then evaluation) reuse compiled executables."""
+    key = (steps, mesh)
+    if key not in _CHUNK_FNS:
+        if len(_CHUNK_FNS) >= 16:
+            _CHUNK_FNS.pop(next(iter(_CHUNK_FNS)))
+        _CHUNK_FNS[key] = ChunkFn(steps, batched=True, mesh=mesh)
+    return _CHUNK_FNS[key]
+
+
 def run_sweep(
     experiments: Sequence[Experiment],
     *,
@@ -212,7 +226,7 @@ def run_sweep(
             n = exp.grid_size * len(seeds)
         states.append(runs)
         counts.append(n)
-    chunk_fn = ChunkFn(tuple(e.step for e in experiments), batched=True, mesh=mesh)
+    chunk_fn = _chunk_fn(tuple(e.step for e in experiments), mesh)
     config = {
         "user": config,
         "seeds": seeds,
