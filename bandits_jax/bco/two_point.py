@@ -164,7 +164,6 @@ def hyperparams(
         raise ValueError("domain: hyperparams needs a concrete domain (build it outside jit)")
     if not float(R) > 0:
         raise ValueError(f"domain: expected R > 0, got {float(R)}")
-    delta_v, xi_v = est.exploration(d, horizon, smoothness, float(R), float(r), dtype, delta)
     sp = sch.schedule_params(
         kind,
         d,
@@ -177,6 +176,7 @@ def hyperparams(
         offset=offset,
         dtype=dtype,
     )
+    delta_v, xi_v = est.exploration(d, horizon, smoothness, float(R), float(r), dtype, delta)
     return TwoPointHParams(domain, jnp.asarray(delta_v, dtype), jnp.asarray(xi_v, dtype), sp)
 
 

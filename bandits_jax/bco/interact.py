@@ -1,0 +1,112 @@
+"""One round of two-point BCO for the shared runner, and regret bookkeeping (BCO paper eq. 5.1,
+Theorem 1's regret, eqs. 1.1, 3.4, 3.5).
+
+``interact(learner, env)`` returns the runner's step function
+``(learner_state, env_state, key) -> (learner_state, env_state, metrics)``; rounds are scanned and
+trials vmapped by ``bandits_jax.sim.runner`` (no second runner here). The loss charged in round
+``t`` is the mean of the two queried values, ``(f_t(x_t) + f_t(x'_t)) / 2`` (Theorem 1, eq. 5.1).
+
+Per-round metrics (each a scalar per round):
+
+* ``loss``: the charged loss; ``loss_centre``: ``f_t`` at the centre of the two queries (the
+  learner's ``w_t``; not observed by the learner, for diagnostics only);
+* ``comparator_loss``: ``f_t(v_t)`` for the env's dynamic comparator; ``path``:
+  ``||v_t - v_{t-1}||`` (0 at the first round);
+* ``grad_var``: ``sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2`` (the summand of eq. 1.1, 0 at the
+  first round); ``min_loss_plus``: ``min_{X+} f_t`` (for ``F_T``);
+* ``in_domain``: whether both queries lie in ``X``; ``status``: the learner's status after the
+  update (``bandits_jax.linalg.roots`` codes).
+
+:func:`summarize` turns the metrics of one run (or, via ``vmap``, of a batch of trials) into the
+static regret against the best fixed point in hindsight (closed form or converged offline solve),
+the dynamic regret against the env's comparator sequence, and ``V_T, W_T, F_T, P_T``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from bandits_jax.bco import domains as dom
+from bandits_jax.linalg.roots import CONVERGED
+from bandits_jax.sim.runner import StepFn
+
+Array = jax.Array
+
+
+def interact(learner: Any, env: Any) -> StepFn:
+    """The runner step for a two-point learner on a ``BCOEnv`` (see module docstring)."""
+    domain = env.domain
+    scale = float(dom.outer_radius(domain))
+    atol = 64 * float(jnp.finfo(dom.dtype_of(domain)).eps) * scale
+
+    def step(learner_state, env_state, key):
+        t = env_state.t
+        points, aux = learner.query(learner_state, key)
+        values = env.loss(env_state, t, points)
+        new_state = learner.update(learner_state, aux, values)
+        v_t = env.comparator(env_state, t)
+        v_prev = env.comparator(env_state, jnp.maximum(t - 1, 0))
+        metrics = {
+            "loss": jnp.mean(values),
+            "loss_centre": env.loss(env_state, t, jnp.mean(points, axis=0)),
+            "comparator_loss": env.loss(env_state, t, v_t),
+            "path": jnp.where(t > 0, jnp.linalg.norm(v_t - v_prev), 0.0),
+            "grad_var": env.grad_variation(env_state, t),
+            "min_loss_plus": env.min_loss_plus(env_state, t),
+            "in_domain": jnp.all(dom.contains(domain, points, 0.0, atol)),
+            "status": new_state.status,
+        }
+        return new_state, env.step(env_state), metrics
+
+    return step
+
+
+def hindsight_loss(env: Any, env_state0: Any, x: Array, num_rounds: int) -> Array:
+    """``sum_{t < T} f_t(x)`` for a fixed point ``x`` (``env_state0`` is the initial state)."""
+    ts = jnp.arange(num_rounds, dtype=jnp.int32)
+    return jnp.sum(jax.vmap(lambda t: env.loss(env_state0, t, x))(ts))
+
+
+def summarize(env: Any, env_state0: Any, metrics: dict, num_rounds: int) -> dict:
+    """Regret and problem quantities of ONE run (``vmap`` it over trials).
+
+    Args:
+      env: the ``BCOEnv``.
+      env_state0: the env state the run started from (same trial).
+      metrics: the per-round metrics of :func:`interact` (leading axis ``num_rounds``).
+      num_rounds: ``T`` (static).
+
+    Returns:
+      dict of scalars: ``regret`` (static, vs ``argmin_X sum_t f_t``), ``dynamic_regret`` (eq.
+      5.1, vs the env's comparator), ``best_point_status``, ``V_T`` (eq. 1.1), ``W_T`` (eq. 3.4;
+      NaN where unavailable), ``F_T`` (eq. 3.5), ``P_T``, ``cum_loss``, ``best_loss``,
+      ``num_nonfinite`` (rounds whose update was rejected), ``all_in_domain``.
+    """
+    x_star, status = env.best_fixed_point(env_state0, num_rounds)
+    best = hindsight_loss(env, env_state0, x_star, num_rounds)
+    cum = jnp.sum(metrics["loss"])
+    return {
+        "regret": cum - best,
+        "dynamic_regret": cum - jnp.sum(metrics["comparator_loss"]),
+        "best_point_status": status,
+        "V_T": jnp.sum(metrics["grad_var"]),
+        "W_T": env.grad_variance(env_state0, num_rounds),
+        "F_T": best - jnp.sum(metrics["min_loss_plus"]),
+        "P_T": jnp.sum(metrics["path"]),
+        "cum_loss": cum,
+        "best_loss": best,
+        "num_nonfinite": jnp.sum(metrics["status"] != CONVERGED),
+        "all_in_domain": jnp.all(metrics["in_domain"]),
+    }
+
+
+def regret_curve(env: Any, env_state0: Any, metrics: dict, horizons: tuple[int, ...]) -> Array:
+    """Static regret of the first ``T_k`` rounds (its own best fixed point) for each ``T_k``."""
+    out = []
+    for T in horizons:
+        x_star, _ = env.best_fixed_point(env_state0, T)
+        out.append(jnp.sum(metrics["loss"][:T]) - hindsight_loss(env, env_state0, x_star, T))
+    return jnp.stack(out)

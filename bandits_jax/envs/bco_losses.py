@@ -1,0 +1,565 @@
+"""Loss sequences for two-point BCO with knobs for the gradient variation (BCO paper, eq. 1.1).
+
+Every family is an oblivious sequence ``f_t`` given as a pure function of ``(t, x, env state)``:
+the per-round data (centre ``c_t``, loss vector ``l_t``, regression pair ``(a_t, y_t)``) is a
+deterministic function of the round index and the state's PRNG key (``fold_in(key, t)``), so the
+whole sequence can be re-evaluated offline (best fixed point in hindsight, ``W_T``, ``F_T``).
+
+Drift pattern shared by the families (``t`` is 0-based): a base vector ``b`` (random direction,
+norm ``base_norm``) plus ``amplitude * p_t`` plus ``noise * z_t`` with ``z_t ~ N(0, I)`` i.i.d.:
+
+* ``switch_every = 0``: ``p_t = cos(omega t) u + sin(omega t) v`` (slow rotation in a random
+  plane; ``V_T ~ T (amplitude * omega)^2``);
+* ``switch_every = S > 0``: ``p_t = e_k``, a random unit direction redrawn every ``S`` rounds
+  (rarely switching; ``V_T ~ (T / S) * 2 amplitude^2``);
+* ``noise > 0``: i.i.d. perturbation, ``V_T ~ 2 d noise^2 T`` (the "``V_T`` grows like ``T``" case).
+
+Families (``X`` is a ball of radius ``R`` unless a box is given):
+
+* :func:`quadratic`: ``f_t(x) = lam/2 ||x - c_t||^2`` with ``c_t`` the drift; with
+  ``base_norm > R`` the centre lies outside the ball, so the constrained optimum has a non-zero
+  gradient (the regime where gradient variation separates the methods).
+* :func:`linear`: ``f_t(x) = <l_t, x>`` with ``l_t`` the drift (``L = 0``; learners use
+  ``L >= 1``).
+* :func:`regression`: online least squares ``1/2 (a_t.x - y_t)^2`` or logistic
+  ``log(1 + exp(-y_t a_t.x))`` with ``a_t ~ N(0, I/d)`` and a drifting parameter ``theta_t`` (the
+  drift without noise; ``noise`` is the label noise of least squares). Ball only.
+
+Reported quantities: ``V_T`` (eq. 1.1; exact for quadratics and linear losses, an upper bound
+for regression, flagged by ``variation_exact``), ``W_T`` (eq. 3.4; exact for linear losses, NaN
+otherwise: no closed form), ``F_T`` (eq. 3.5, with ``X+ = X + (G/L) B``, ``L >= 1``) and ``P_T``
+of the dynamic comparator ``v_t`` (the per-round minimiser over ``X`` for quadratics and linear
+losses; ``Pi_X(theta_t)`` for regression).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from bandits_jax.bco import domains as dom
+from bandits_jax.linalg.roots import CONVERGED, MAX_STEPS, NONFINITE
+
+Array = jax.Array
+
+
+class BCOEnvState(NamedTuple):
+    """Environment state (all arrays; a batch of trials is a leading axis on every leaf).
+
+    Attributes:
+      t: next round index (0-based, int32).
+      key: PRNG key from which per-round data are derived by ``fold_in``.
+      base: base vector ``b`` of the drift.
+      u, v: orthonormal pair spanning the rotation plane.
+      amplitude, omega, noise: drift knobs (scalars).
+    """
+
+    t: Array
+    key: Array
+    base: Array
+    u: Array
+    v: Array
+    amplitude: Array
+    omega: Array
+    noise: Array
+
+
+class BCOEnv(NamedTuple):
+    """A loss family: pure functions plus static constants.
+
+    Attributes:
+      init: ``key -> BCOEnvState``.
+      loss: ``(state, t, x) -> f_t(x)`` for ``x`` of shape ``(..., d)``.
+      grad: ``(state, t, x) -> grad f_t(x)``.
+      step: ``state -> state`` (advances ``t``).
+      comparator: ``(state, t) -> v_t`` (dynamic comparator).
+      grad_variation: ``(state, t) -> sup_x ||grad f_t - grad f_{t-1}||^2`` (0 at ``t = 0``).
+      min_loss_plus: ``(state, t) -> min_{X+} f_t`` (for ``F_T``).
+      best_fixed_point: ``(state, T) -> (x*, status)``, ``argmin_X sum_{t<T} f_t``.
+      grad_variance: ``(state, T) -> W_T`` (NaN where not available).
+      domain, d, lam, smoothness, lipschitz: constants (``lam = 0`` if not strongly convex;
+        ``lipschitz`` is a high-probability bound when ``noise > 0``).
+      variation_exact: whether ``grad_variation`` is exact (else an upper bound).
+      name: family name.
+    """
+
+    init: Callable
+    loss: Callable
+    grad: Callable
+    step: Callable
+    comparator: Callable
+    grad_variation: Callable
+    min_loss_plus: Callable
+    best_fixed_point: Callable
+    grad_variance: Callable
+    domain: Any
+    d: int
+    lam: float
+    smoothness: float
+    lipschitz: float
+    variation_exact: bool
+    name: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared drift
+# ---------------------------------------------------------------------------------------------
+
+_K_SWITCH, _K_NOISE, _K_DATA, _K_LABEL = 1, 2, 3, 4
+
+
+def _unit(z):
+    return z / jnp.linalg.norm(z)
+
+
+def _normal(key, shape, dtype):
+    """Standard normal draws made in float32 and cast, so that float32 and float64 runs of the
+    same family and key see the same sequence (up to rounding)."""
+    return jax.random.normal(key, shape, jnp.float32).astype(dtype)
+
+
+def _check_common(d, amplitude, omega, noise, base_norm, switch_every):
+    if not isinstance(d, int) or d < 1:
+        raise ValueError(f"d: expected a positive int, got {d!r}")
+    if not isinstance(switch_every, int) or switch_every < 0:
+        raise ValueError(f"switch_every: expected an int >= 0, got {switch_every!r}")
+    for name, val in (("amplitude", amplitude), ("omega", omega), ("noise", noise)):
+        if not (math.isfinite(float(val)) and float(val) >= 0):
+            raise ValueError(f"{name}: expected a finite value >= 0, got {val}")
+    if not (math.isfinite(float(base_norm)) and float(base_norm) >= 0):
+        raise ValueError(f"base_norm: expected a finite value >= 0, got {base_norm}")
+
+
+def _make_init(d, base_norm, amplitude, omega, noise, dtype):
+    def init(key: Array) -> BCOEnvState:
+        kb, ku, kv, kk = jax.random.split(key, 4)
+        base = base_norm * _unit(_normal(kb, (d,), dtype))
+        if d >= 2:
+            u = _unit(_normal(ku, (d,), dtype))
+            v = _normal(kv, (d,), dtype)
+            v = _unit(v - jnp.dot(v, u) * u)
+        else:
+            u = jnp.ones((1,), dtype)
+            v = jnp.zeros((1,), dtype)
+        return BCOEnvState(
+            t=jnp.zeros((), jnp.int32),
+            key=kk,
+            base=base,
+            u=u,
+            v=v,
+            amplitude=jnp.asarray(amplitude, dtype),
+            omega=jnp.asarray(omega, dtype),
+            noise=jnp.asarray(noise, dtype),
+        )
+
+    return init
+
+
+def _drift(es: BCOEnvState, t, switch_every: int, with_noise: bool = True) -> Array:
+    """``b + amplitude p_t (+ noise z_t)`` for round ``t`` (see module docstring).
+
+    ``with_noise`` is static: families built with ``noise == 0`` skip the per-round draw.
+    """
+    dtype = es.base.dtype
+    d = es.base.shape[-1]
+    if switch_every > 0:
+        k = t // switch_every
+        ks = jax.random.fold_in(jax.random.fold_in(es.key, _K_SWITCH), k)
+        p = _unit(_normal(ks, (d,), dtype))
+    else:
+        ang = es.omega * jnp.asarray(t, dtype)
+        p = jnp.cos(ang) * es.u + jnp.sin(ang) * es.v
+    out = es.base + es.amplitude * p
+    if with_noise:
+        kn = jax.random.fold_in(jax.random.fold_in(es.key, _K_NOISE), t)
+        out = out + es.noise * _normal(kn, (d,), dtype)
+    return out
+
+
+def _step(es: BCOEnvState) -> BCOEnvState:
+    return es._replace(t=es.t + 1)
+
+
+def _over_rounds(fn, es, T):
+    """``vmap`` of ``fn(es, t)`` over ``t = 0..T-1``."""
+    return jax.vmap(lambda t: fn(es, t))(jnp.arange(T, dtype=jnp.int32))
+
+
+def _dist_to_domain(domain, c):
+    return jnp.linalg.norm(c - dom.project(domain, c), axis=-1)
+
+
+def _high_prob_norm(base_norm, amplitude, noise, d):
+    return float(base_norm) + float(amplitude) + 3.0 * float(noise) * math.sqrt(d)
+
+
+def _resolve_domain(d, radius, domain, dtype):
+    if domain is None:
+        domain = dom.ball(radius, dtype=dtype)
+    dom.check_dim(domain, d)
+    return domain
+
+
+# ---------------------------------------------------------------------------------------------
+# Quadratics
+# ---------------------------------------------------------------------------------------------
+
+
+def quadratic(
+    d: int,
+    *,
+    lam: float = 1.0,
+    radius: float = 1.0,
+    base_norm: float = 2.0,
+    amplitude: float = 0.5,
+    omega: float = 0.0,
+    switch_every: int = 0,
+    noise: float = 0.0,
+    domain: dom.Domain | None = None,
+    dtype=None,
+) -> BCOEnv:
+    """``f_t(x) = lam/2 ||x - c_t||^2`` with drifting / switching / noisy centres (module doc).
+
+    ``lam``-strongly convex and ``lam``-smooth. ``V_T = lam^2 sum_t ||c_t - c_{t-1}||^2``
+    exactly (the gradient difference does not depend on ``x``).
+    """
+    _check_common(d, amplitude, omega, noise, base_norm, switch_every)
+    if not (math.isfinite(float(lam)) and float(lam) > 0):
+        raise ValueError(f"lam: expected lambda > 0, got {lam}")
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
+    domain = _resolve_domain(d, radius, domain, dtype)
+    R = float(dom.outer_radius(domain))
+    lam = float(lam)
+    G = lam * (R + _high_prob_norm(base_norm, amplitude, noise, d))
+    L_conv = max(lam, 1.0)
+
+    has_noise = float(noise) > 0
+
+    def centre(es, t):
+        return _drift(es, t, switch_every, has_noise)
+
+    def loss(es, t, x):
+        c = centre(es, t)
+        return 0.5 * lam * jnp.sum((x - c) ** 2, axis=-1)
+
+    def grad(es, t, x):
+        return lam * (x - centre(es, t))
+
+    def comparator(es, t):
+        return dom.project(domain, centre(es, t))
+
+    def grad_variation(es, t):
+        dc = centre(es, t) - centre(es, jnp.maximum(t - 1, 0))
+        return jnp.where(t > 0, lam**2 * jnp.sum(dc * dc), 0.0)
+
+    def min_loss_plus(es, t):
+        gap = jnp.maximum(_dist_to_domain(domain, centre(es, t)) - G / L_conv, 0.0)
+        return 0.5 * lam * gap**2
+
+    def best_fixed_point(es, T: int):
+        cbar = jnp.mean(_over_rounds(centre, es, T), axis=0)
+        return dom.project(domain, cbar), jnp.asarray(CONVERGED, jnp.int32)
+
+    def grad_variance(es, T: int):
+        return jnp.asarray(jnp.nan, es.base.dtype)
+
+    return BCOEnv(
+        init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
+        loss=loss,
+        grad=grad,
+        step=_step,
+        comparator=comparator,
+        grad_variation=grad_variation,
+        min_loss_plus=min_loss_plus,
+        best_fixed_point=best_fixed_point,
+        grad_variance=grad_variance,
+        domain=domain,
+        d=d,
+        lam=lam,
+        smoothness=lam,
+        lipschitz=G,
+        variation_exact=True,
+        name="quadratic",
+    )
+
+
+def noisy_iid(d: int, *, noise: float = 0.5, **kw) -> BCOEnv:
+    """Quadratics with i.i.d. noisy centres and no drift: ``V_T`` grows like ``T``."""
+    kw.setdefault("amplitude", 0.0)
+    env = quadratic(d, noise=noise, **kw)
+    return env._replace(name="noisy_iid")
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear losses
+# ---------------------------------------------------------------------------------------------
+
+
+def linear(
+    d: int,
+    *,
+    radius: float = 1.0,
+    base_norm: float = 1.0,
+    amplitude: float = 0.5,
+    omega: float = 0.0,
+    switch_every: int = 0,
+    noise: float = 0.0,
+    domain: dom.Domain | None = None,
+    dtype=None,
+) -> BCOEnv:
+    """``f_t(x) = <l_t, x>`` with slowly varying / switching / noisy ``l_t`` (module doc).
+
+    ``V_T = sum_t ||l_t - l_{t-1}||^2`` and ``W_T = sum_t ||l_t - mean(l)||^2`` exactly; the
+    best fixed point is the linear minimiser of ``sum_t l_t`` over ``X``.
+    """
+    _check_common(d, amplitude, omega, noise, base_norm, switch_every)
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
+    domain = _resolve_domain(d, radius, domain, dtype)
+    G = _high_prob_norm(base_norm, amplitude, noise, d)
+    L_conv = 1.0  # L = 0 for linear losses; the paper's L >= 1 convention
+
+    has_noise = float(noise) > 0
+
+    def vec(es, t):
+        return _drift(es, t, switch_every, has_noise)
+
+    def loss(es, t, x):
+        return jnp.sum(x * vec(es, t), axis=-1)
+
+    def grad(es, t, x):
+        return jnp.broadcast_to(vec(es, t), x.shape)
+
+    def comparator(es, t):
+        return dom.linear_minimiser(domain, vec(es, t))
+
+    def grad_variation(es, t):
+        dl = vec(es, t) - vec(es, jnp.maximum(t - 1, 0))
+        return jnp.where(t > 0, jnp.sum(dl * dl), 0.0)
+
+    def min_loss_plus(es, t):
+        l = vec(es, t)
+        return -dom.max_abs_value_on(domain, l) - (G / L_conv) * jnp.linalg.norm(l)
+
+    def best_fixed_point(es, T: int):
+        total = jnp.sum(_over_rounds(vec, es, T), axis=0)
+        return dom.linear_minimiser(domain, total), jnp.asarray(CONVERGED, jnp.int32)
+
+    def grad_variance(es, T: int):
+        ls = _over_rounds(vec, es, T)
+        return jnp.sum((ls - ls.mean(axis=0)) ** 2)
+
+    return BCOEnv(
+        init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
+        loss=loss,
+        grad=grad,
+        step=_step,
+        comparator=comparator,
+        grad_variation=grad_variation,
+        min_loss_plus=min_loss_plus,
+        best_fixed_point=best_fixed_point,
+        grad_variance=grad_variance,
+        domain=domain,
+        d=d,
+        lam=0.0,
+        smoothness=0.0,
+        lipschitz=G,
+        variation_exact=True,
+        name="linear",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Online regression streams
+# ---------------------------------------------------------------------------------------------
+
+
+def projected_gradient_solve(
+    value_and_grad: Callable[[Array], tuple[Array, Array]],
+    domain: dom.Domain,
+    x0: Array,
+    lipschitz_grad: Array,
+    *,
+    max_steps: int = 5000,
+    tol: float | None = None,
+) -> tuple[Array, Array]:
+    """Accelerated projected gradient (FISTA) on a smooth convex objective over ``X``.
+
+    Bounded ``lax.while_loop``; stops when the gradient-mapping step ``||x_{k+1} - y_k||`` is
+    below ``tol * (1 + ||x||)`` (default ``tol = 100 eps``). Returns ``(x, status)`` with
+    ``CONVERGED``/``MAX_STEPS``/``NONFINITE`` (falls back to the last finite iterate).
+    """
+    dtype = x0.dtype
+    tol = 100 * float(jnp.finfo(dtype).eps) if tol is None else tol
+    step = 1.0 / lipschitz_grad
+
+    def cond(c):
+        x, y, tk, k, gap, bad = c
+        return (k < max_steps) & (gap > tol * (1.0 + jnp.linalg.norm(x))) & ~bad
+
+    def body(c):
+        x, y, tk, k, _, _ = c
+        _, g = value_and_grad(y)
+        x_new = dom.project(domain, y - step * g)
+        t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * tk * tk))
+        y_new = x_new + ((tk - 1.0) / t_new) * (x_new - x)
+        gap = jnp.linalg.norm(x_new - y)
+        bad = ~(jnp.all(jnp.isfinite(x_new)) & jnp.isfinite(gap))
+        x_new = jnp.where(bad, x, x_new)
+        y_new = jnp.where(bad, x, y_new)
+        return x_new, y_new, t_new, k + 1, gap, bad
+
+    x0 = dom.project(domain, x0)
+    big = jnp.asarray(jnp.finfo(dtype).max, dtype)
+    init = (x0, x0, jnp.asarray(1.0, dtype), jnp.asarray(0, jnp.int32), big, jnp.asarray(False))
+    x, _, _, k, gap, bad = lax.while_loop(cond, body, init)
+    status = jnp.where(
+        bad, NONFINITE, jnp.where(gap > tol * (1.0 + jnp.linalg.norm(x)), MAX_STEPS, CONVERGED)
+    ).astype(jnp.int32)
+    return x, status
+
+
+def regression(
+    d: int,
+    *,
+    kind: str = "least_squares",
+    radius: float = 1.0,
+    base_norm: float = 2.0,
+    amplitude: float = 0.5,
+    omega: float = 0.0,
+    switch_every: int = 0,
+    noise: float = 0.1,
+    dtype=None,
+    solver_steps: int = 5000,
+) -> BCOEnv:
+    """Online least squares / logistic regression with a drifting parameter ``theta_t``.
+
+    ``a_t ~ N(0, I/d)``; least squares: ``y_t = a_t.theta_t + noise * eps_t``,
+    ``f_t(x) = 1/2 (a_t.x - y_t)^2``; logistic: ``y_t = +-1`` with ``P(y_t = 1) =
+    sigmoid(a_t.theta_t)``, ``f_t(x) = log(1 + exp(-y_t a_t.x))``. With ``base_norm > R``,
+    ``theta_t`` lies outside the ball. The best fixed point comes from
+    :func:`projected_gradient_solve`; ``grad_variation`` is an upper bound
+    (``(||M||_2 R + ||b||)^2`` with ``grad f_t - grad f_{t-1} = M x - b`` for least squares,
+    ``(||a_t|| + ||a_{t-1}||)^2`` for logistic).
+    """
+    if kind not in ("least_squares", "logistic"):
+        raise ValueError(f"kind: expected 'least_squares' or 'logistic', got {kind!r}")
+    _check_common(d, amplitude, omega, noise, base_norm, switch_every)
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
+    domain = dom.ball(radius, dtype=dtype)
+    R = float(radius)
+    a_max = 1.0 + 3.0 / math.sqrt(d)  # high-probability bound on ||a_t||
+    th = float(base_norm) + float(amplitude)
+    if kind == "least_squares":
+        G = a_max * (a_max * (R + th) + 3.0 * float(noise))
+        L_smooth = a_max**2
+    else:
+        G = a_max
+        L_smooth = a_max**2 / 4.0
+    L_conv = max(L_smooth, 1.0)
+    rplus = R + G / L_conv
+
+    def theta(es, t):
+        return _drift(es, t, switch_every, with_noise=False)
+
+    def data(es, t):
+        k = jax.random.fold_in(jax.random.fold_in(es.key, _K_DATA), t)
+        a = _normal(k, (d,), dtype) / math.sqrt(d)
+        kl = jax.random.fold_in(jax.random.fold_in(es.key, _K_LABEL), t)
+        z = jnp.dot(a, theta(es, t))
+        if kind == "least_squares":
+            y = z + es.noise * _normal(kl, (), dtype)
+        else:
+            y = jnp.where(
+                jax.random.uniform(kl, (), jnp.float32).astype(dtype) < jax.nn.sigmoid(z), 1.0, -1.0
+            )
+        return a, y.astype(dtype)
+
+    def loss(es, t, x):
+        a, y = data(es, t)
+        z = x @ a
+        if kind == "least_squares":
+            return 0.5 * (z - y) ** 2
+        return jax.nn.softplus(-y * z)
+
+    def grad(es, t, x):
+        a, y = data(es, t)
+        z = x @ a
+        if kind == "least_squares":
+            return (z - y)[..., None] * a
+        return (-y * jax.nn.sigmoid(-y * z))[..., None] * a
+
+    def comparator(es, t):
+        return dom.project(domain, theta(es, t))
+
+    def grad_variation(es, t):
+        a1, y1 = data(es, t)
+        a0, y0 = data(es, jnp.maximum(t - 1, 0))
+        if kind == "least_squares":
+            # M = a1 a1^T - a0 a0^T: its non-zero eigenvalues are those of diag(1,-1) Gram.
+            g11, g00, g10 = a1 @ a1, a0 @ a0, a1 @ a0
+            tr = g11 - g00
+            det = -(g11 * g00 - g10 * g10)
+            disc = jnp.sqrt(jnp.maximum(tr * tr / 4 - det, 0.0))
+            m_norm = jnp.maximum(jnp.abs(tr / 2 + disc), jnp.abs(tr / 2 - disc))
+            b_norm = jnp.linalg.norm(y1 * a1 - y0 * a0)
+            bound = (m_norm * R + b_norm) ** 2
+        else:
+            bound = (jnp.linalg.norm(a1) + jnp.linalg.norm(a0)) ** 2
+        return jnp.where(t > 0, bound, 0.0)
+
+    def min_loss_plus(es, t):
+        a, y = data(es, t)
+        reach = rplus * jnp.linalg.norm(a)
+        if kind == "least_squares":
+            return 0.5 * jnp.maximum(jnp.abs(y) - reach, 0.0) ** 2
+        return jax.nn.softplus(-reach)
+
+    def best_fixed_point(es, T: int):
+        a, y = _over_rounds(data, es, T)
+        if kind == "least_squares":
+            H = a.T @ a / T
+            b = a.T @ y / T
+
+            def vg(x):
+                g = H @ x - b
+                return 0.5 * x @ H @ x - b @ x, g
+
+            lip = jnp.linalg.eigvalsh(H)[-1]
+        else:
+
+            def vg(x):
+                z = a @ x
+                val = jnp.mean(jax.nn.softplus(-y * z))
+                g = a.T @ (-y * jax.nn.sigmoid(-y * z)) / T
+                return val, g
+
+            lip = jnp.linalg.eigvalsh(a.T @ a / T)[-1] / 4.0
+        x0 = jnp.zeros((d,), dtype)
+        return projected_gradient_solve(vg, domain, x0, lip, max_steps=solver_steps)
+
+    def grad_variance(es, T: int):
+        return jnp.asarray(jnp.nan, es.base.dtype)
+
+    return BCOEnv(
+        init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
+        loss=loss,
+        grad=grad,
+        step=_step,
+        comparator=comparator,
+        grad_variation=grad_variation,
+        min_loss_plus=min_loss_plus,
+        best_fixed_point=best_fixed_point,
+        grad_variance=grad_variance,
+        domain=domain,
+        d=d,
+        lam=0.0,
+        smoothness=L_smooth,
+        lipschitz=G,
+        variation_exact=False,
+        name=kind,
+    )
