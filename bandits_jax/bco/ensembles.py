@@ -1,0 +1,739 @@
+"""Online ensembles for two-point BCO: dynamic regret (Algorithm 5) and universal regret
+(Algorithm 6).
+
+Paper: BCO with gradient variation, Section 5, Appendix E.1 (eq. E.1-E.4, Lemma 15, Theorem 9,
+Algorithm 5) and Appendix E.2 (eq. E.6-E.9, Table 2, Theorem 10, Algorithm 6).
+
+Both ensembles are two-point learners with the shared protocol (``init``, ``query`` returning
+``(2, d)`` points ``w_t +- delta e_{i_t}`` around the combined decision
+``w_t = sum_i p_{t,i} w_{t,i}``, ``update``, ``hyperparams``). The coordinate estimator of eq.
+(2.2) is computed once per round at ``w_t`` and shared by all base learners. Base learners of one
+kind are stacked along a leading axis and updated with one ``vmap`` of
+:func:`bandits_jax.bco.two_point.oogd_step` (Algorithm 1's update, projected on ``(1 - xi) X``).
+
+Algorithm 5 (dynamic regret). ``N`` Algorithm-1 learners with fixed steps ``eta_i``, combined by
+Optimistic-Hedge (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4)
+``l_{t,i} = <g_t, w_{t,i}> + gamma ||w_{t,i} - w_{t-1,i}||^2`` with the hint
+``m_{t+1,i} = <g~_{t+1}, w_{t+1,i}> + gamma ||w_{t+1,i} - w_{t,i}||^2`` (known at the end of
+round ``t``).
+
+* Pool (E.1): ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``.
+  The cap makes several pool entries equal (errata 6): duplicates are removed (the pool keeps the
+  entries below the cap and the cap once). ``log d = 0`` at ``d = 1`` (and ``log dT`` can be 0)
+  would divide by zero: both logs are floored at 1 (unchanged for ``d >= 3``).
+* Theorem 9: ``gamma = 5 L sqrt(d^3 log dT)``, ``C0 = 16 R^2 L sqrt(d^3 log dT ln N)``
+  (``ln N`` floored at ``ln 2``).
+* Practical preset (``preset="practical"``): pool ``1e-3 * 2^k``, ``k < 10``, and ``gamma``,
+  ``C0`` scaled by 0.01 (the paper's values freeze the meta-weights).
+
+Algorithm 6 (universal regret). Base learners (Table 2), all Algorithm-1 style OOGD:
+
+* strongly convex pool (E.6) ``lambda_i = 2^{i-1} / T``, ``i <= ceil(log2 T) + 1``: surrogate
+  ``h_{t,i}(x) = <g_t, x> + lambda_i/4 ||x - w_t||^2`` (gradient ``g_t + lambda_i/2 (x - w_t)``
+  at ``w_{t,i}``), hint ``g~_{t+1} + lambda_i/2 (w_{t,i} - w_t)`` (Appendix E.2's ``M_t``), step
+  ``4 / (lambda_i t)`` (``schedules`` kind ``strongly_convex``, scale 4);
+* a convex and a linear learner: surrogate ``<g_t, x>``, hint ``g~_{t+1}``, step
+  ``2R / sqrt(d^2 + Vbar_{t-1})`` (kind ``convex``, scale 2, offset ``d^2``). As printed in Table
+  2 the two coincide (errata 7); both are kept (stacked, so the meta-learner sees N experts as
+  in the paper) and ``cvx_offsets`` lets them differ.
+
+Meta-learner: Optimistic-Adapt-ML-Prod on ``l_{t,i} = s <g_t, w_{t,i}> + 1/2`` with
+``s = meta_scale / (2 sqrt(10) d G R)`` (``meta_scale = 1`` is the paper's normalisation into
+``[0, 1]``; the practical preset uses 30), so ``r_{t,i} = s <g_t, w_t - w_{t,i}>``; hints (E.8)
+``m_{t+1,i} = 0`` for the strongly convex learners and ``s <g~_{t+1}, w_{t+1} - w_{t+1,i}>`` for
+the convex/linear ones. ``w_{t+1}`` depends on ``p_{t+1}``, which depends on ``m_{t+1}``
+(errata 7). With ``a_j = s <g~_{t+1}, w_{t+1,j}>`` and ``u = s <g~_{t+1}, w_{t+1}>`` the hints
+are ``m_i = u - a_i`` and the consistency condition is the scalar equation
+
+    psi(u) = u - sum_j p_j(u) a_j = 0,     p(u) = E.7's weights for the hints m(u),
+
+with ``psi(min a) <= 0 <= psi(max a)`` (``sum_j p_j a_j`` is a convex combination of the
+``a_j``). ``optimism="fixed_point"`` (default) solves it with the bounded bracketed Newton
+iteration of :mod:`bandits_jax.linalg.roots` (derivative by ``jax.jvp``; the bisection fallback
+keeps the sign change even where ``psi`` is not monotone) and surfaces its status in
+``state.status``; ``optimism="lagged"`` uses the documented lagged variant
+``w_{t+1} ~ sum_j p_{t,j} w_{t+1,j}`` (this round's weights on the new base iterates).
+
+Failures: a round whose observations or new iterates are not finite leaves the state unchanged
+and sets ``status = NONFINITE``; ``num_bad`` counts rounds whose status was not ``CONVERGED``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.bco import domains as dom
+from bandits_jax.bco import estimators as est
+from bandits_jax.bco import meta
+from bandits_jax.bco import schedules as sch
+from bandits_jax.bco.two_point import CoordAux, Learner, oogd_step
+from bandits_jax.linalg.roots import CONVERGED, NONFINITE, bracketed_newton
+
+Array = jax.Array
+
+PRESETS = ("theorem", "practical")
+OPTIMISM_MODES = ("fixed_point", "lagged")
+
+# Practical presets (float64 prototype, confirmed by tests/bco/test_ensembles.py).
+PRACTICAL_POOL_BASE = 1e-3
+PRACTICAL_POOL_SIZE = 10
+PRACTICAL_DYNAMIC_META_FACTOR = 0.01  # multiplies Theorem 9's gamma and C0
+PRACTICAL_UNIVERSAL_META_SCALE = 30.0  # multiplies Algorithm 6's meta-loss normaliser
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared pieces
+# ---------------------------------------------------------------------------------------------
+
+
+def _logs(d: int, horizon: float) -> tuple[float, float]:
+    """``log d`` and ``log(dT)`` floored at 1 (errata 6: ``log d = 0`` at ``d = 1``)."""
+    return max(math.log(d), 1.0), max(math.log(d * horizon), 1.0)
+
+
+def _check_d(d) -> int:
+    if not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d: expected a positive int, got {d!r}")
+    return int(d)
+
+
+def _check_preset(preset: str) -> None:
+    if preset not in PRESETS:
+        raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
+
+
+def _concrete_radii(domain, d: int) -> tuple[float, float]:
+    dom.check_dim(domain, d)
+    R = dom.outer_radius(domain)
+    r = dom.inner_radius(domain)
+    if isinstance(R, jax.core.Tracer) or isinstance(r, jax.core.Tracer):
+        raise ValueError("domain: hyperparams needs a concrete domain (build it outside jit)")
+    if not float(R) > 0:
+        raise ValueError(f"domain: expected R > 0, got {float(R)}")
+    return float(R), float(r)
+
+
+def _positive(name: str, value) -> float:
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name}: expected a positive finite value, got {v}")
+    return v
+
+
+def _check_values(values: Array) -> None:
+    if jnp.shape(values) != (2,):
+        raise ValueError(
+            f"values: expected shape (2,) (two-point feedback), got {jnp.shape(values)}"
+        )
+
+
+def _guard(ok: Array, new, old):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, old)
+
+
+def _combine(weights: Array, base_w: Array) -> Array:
+    return weights @ base_w
+
+
+def _stacked_oogd(domain, xi, w_hat, g, hint, eta_t, eta_next):
+    """One OOGD step for a stack of base learners (leading axis of every argument but domain)."""
+    return jax.vmap(lambda wh, gg, hh, e0, e1: oogd_step(domain, xi, wh, gg, hh, e0, e1))(
+        w_hat, g, hint, eta_t, eta_next
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 5: dynamic regret
+# ---------------------------------------------------------------------------------------------
+
+
+def theorem_step_pool(d: int, horizon, smoothness=1.0, radius=1.0) -> np.ndarray:
+    """Step-size pool (E.1), duplicates from the cap removed (module docstring)."""
+    T = float(horizon)
+    L = max(float(smoothness), 1.0)
+    log_d, log_dT = _logs(d, T)
+    cap = 1.0 / (20.0 * L * math.sqrt(d**3 * log_dT))
+    base = math.sqrt(float(radius) ** 2 / (d**3 * T * log_d))
+    n = math.ceil(math.log2(1.0 + math.sqrt(T * log_d) / (16.0 * L * math.sqrt(log_dT)))) + 1
+    below = [base * 2.0**i for i in range(n) if base * 2.0**i < cap]
+    return np.asarray(below + [cap])
+
+
+def practical_step_pool(size: int = PRACTICAL_POOL_SIZE, base: float = PRACTICAL_POOL_BASE):
+    """``base * 2^k`` for ``k < size`` (the practical preset)."""
+    return base * 2.0 ** np.arange(size)
+
+
+def theorem9_meta_constants(d: int, horizon, num_base: int, smoothness=1.0, radius=1.0):
+    """Theorem 9's ``(gamma, C0)`` (``ln N`` floored at ``ln 2``)."""
+    L = max(float(smoothness), 1.0)
+    _, log_dT = _logs(d, float(horizon))
+    gamma = 5.0 * L * math.sqrt(d**3 * log_dT)
+    c0 = 16.0 * float(radius) ** 2 * L * math.sqrt(d**3 * log_dT * math.log(max(num_base, 2)))
+    return gamma, c0
+
+
+class DynamicHParams(NamedTuple):
+    """Hyperparameters of Algorithm 5 (arrays; the pool size ``N`` is ``etas.shape[0]``).
+
+    Attributes:
+      domain: ``Ball`` or ``Box``.
+      delta, xi: exploration radius and shrinkage (``estimators.exploration``).
+      etas: (N,) fixed base step sizes.
+      gamma: the correction parameter of (E.4).
+      c0: Lemma 15's ``C0``.
+    """
+
+    domain: Any
+    delta: Array
+    xi: Array
+    etas: Array
+    gamma: Array
+    c0: Array
+
+
+class DynamicState(NamedTuple):
+    """State of Algorithm 5 before round ``t``.
+
+    Attributes:
+      w: combined decision ``w_t = sum_i p_{t,i} w_{t,i}``.
+      base_w, base_w_hat: (N, d) base decisions ``w_{t,i}`` and internal iterates ``w^_{t,i}``.
+      base_w_prev: (N, d) ``w_{t-1,i}`` (``= w_{1,i}`` at ``t = 1``) for the (E.4) correction.
+      g_tilde: optimism ``g~_t`` of eq. (2.2).
+      meta: :class:`bandits_jax.bco.meta.OptimisticHedgeState` (``weights`` are ``p_t``).
+      vbar: ``sum_{s<t} ||g_s - g~_s||^2`` (diagnostics).
+      status, num_bad: last status and count of rejected rounds (int32).
+      hp: :class:`DynamicHParams`.
+    """
+
+    w: Array
+    base_w: Array
+    base_w_hat: Array
+    base_w_prev: Array
+    g_tilde: Array
+    meta: meta.OptimisticHedgeState
+    vbar: Array
+    status: Array
+    num_bad: Array
+    hp: DynamicHParams
+
+
+def dynamic_hyperparams(
+    d: int,
+    domain,
+    *,
+    horizon,
+    smoothness=1.0,
+    preset: str = "theorem",
+    etas=None,
+    gamma=None,
+    c0=None,
+    delta=None,
+) -> DynamicHParams:
+    """Builds :class:`DynamicHParams` with eager validation.
+
+    Args:
+      d: dimension.
+      domain: ``Ball`` or ``Box`` (its dtype is the run's dtype).
+      horizon: ``T``.
+      smoothness: ``L`` (``max(L, 1)`` is used).
+      preset: ``"theorem"`` (pool E.1, Theorem 9's ``gamma, C0``) or ``"practical"`` (pool
+        ``1e-3 * 2^k``, ``gamma, C0`` times 0.01).
+      etas, gamma, c0: explicit values overriding the preset.
+      delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
+
+    Raises:
+      ValueError: naming the argument.
+    """
+    d = _check_d(d)
+    _check_preset(preset)
+    R, r = _concrete_radii(domain, d)
+    dtype = dom.dtype_of(domain)
+    if etas is None:
+        etas = (
+            theorem_step_pool(d, horizon, smoothness, R)
+            if preset == "theorem"
+            else (practical_step_pool())
+        )
+    etas = np.asarray(etas, np.float64)
+    if etas.ndim != 1 or etas.shape[0] < 1:
+        raise ValueError(f"etas: expected shape (N,) with N >= 1, got {etas.shape}")
+    if not np.all(np.isfinite(etas) & (etas > 0)):
+        raise ValueError(f"etas: expected positive finite step sizes, got {etas}")
+    g_th, c_th = theorem9_meta_constants(d, horizon, etas.shape[0], smoothness, R)
+    factor = 1.0 if preset == "theorem" else PRACTICAL_DYNAMIC_META_FACTOR
+    gamma = factor * g_th if gamma is None else gamma
+    c0 = factor * c_th if c0 is None else c0
+    if not (math.isfinite(float(gamma)) and float(gamma) >= 0):
+        raise ValueError(f"gamma: expected a finite value >= 0, got {float(gamma)}")
+    _positive("c0", c0)
+    delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
+
+    def arr(x):
+        return jnp.asarray(x, dtype)
+
+    return DynamicHParams(domain, arr(delta_v), arr(xi_v), arr(etas), arr(gamma), arr(c0))
+
+
+def dynamic_ensemble(d: int) -> Learner:
+    """Algorithm 5: gradient-variation dynamic regret with two-point feedback.
+
+    Args:
+      d: dimension (static).
+
+    Returns:
+      A :class:`bandits_jax.bco.two_point.Learner`; ``hyperparams(domain, *, horizon, ...)`` is
+      :func:`dynamic_hyperparams` for this ``d``.
+    """
+    d = _check_d(d)
+
+    def make_hparams(domain, **kw) -> DynamicHParams:
+        return dynamic_hyperparams(d, domain, **kw)
+
+    def init(hp: DynamicHParams, key: Array | None = None) -> DynamicState:
+        del key
+        if not isinstance(hp, DynamicHParams):
+            raise ValueError(f"hparams: expected DynamicHParams, got {type(hp).__name__}")
+        dom.check_dim(hp.domain, d)
+        n = hp.etas.shape[0]
+        dtype = hp.delta.dtype
+        zeros = jnp.zeros((n, d), dtype)
+        hedge = meta.optimistic_hedge_init(n, hp.c0, dtype=dtype)
+        return DynamicState(
+            w=jnp.zeros((d,), dtype),
+            base_w=zeros,
+            base_w_hat=zeros,
+            base_w_prev=zeros,
+            g_tilde=jnp.zeros((d,), dtype),
+            meta=hedge,
+            vbar=jnp.zeros((), dtype),
+            status=jnp.asarray(CONVERGED, jnp.int32),
+            num_bad=jnp.zeros((), jnp.int32),
+            hp=hp,
+        )
+
+    def query(state: DynamicState, key: Array) -> tuple[Array, CoordAux]:
+        i = est.sample_coordinate(key, d)
+        points, spacing = est.coordinate_queries(state.w, i, state.hp.delta)
+        return points, CoordAux(i, spacing)
+
+    def update(state: DynamicState, aux: CoordAux, values: Array) -> DynamicState:
+        _check_values(values)
+        hp = state.hp
+        values = jnp.asarray(values, state.w.dtype)
+        v = est.directional_derivative(values, aux.spacing)
+        g, g_tilde_next = est.coordinate_estimate(state.g_tilde, aux.i, v)
+        err_sq = est.coordinate_error_sq(state.g_tilde, aux.i, v)
+
+        # Meta feedback of round t (E.4); m_t is stored in the Hedge state.
+        move = jnp.sum((state.base_w - state.base_w_prev) ** 2, axis=-1)
+        losses = state.base_w @ g + hp.gamma * move
+        hedge = meta.optimistic_hedge_observe(state.meta, losses)
+
+        # Base learners: Algorithm 1 with fixed steps on the shared estimator.
+        n = hp.etas.shape[0]
+        base_w_hat, base_w = _stacked_oogd(
+            hp.domain,
+            hp.xi,
+            state.base_w_hat,
+            jnp.broadcast_to(g, (n, d)),
+            jnp.broadcast_to(g_tilde_next, (n, d)),
+            hp.etas,
+            hp.etas,
+        )
+        move_next = jnp.sum((base_w - state.base_w) ** 2, axis=-1)
+        hedge = meta.optimistic_hedge_predict(hedge, base_w @ g_tilde_next + hp.gamma * move_next)
+        w = _combine(hedge.weights, base_w)
+
+        ok = (
+            jnp.all(jnp.isfinite(values))
+            & jnp.isfinite(err_sq)
+            & jnp.all(jnp.isfinite(base_w))
+            & jnp.all(jnp.isfinite(hedge.weights))
+        )
+        new = (w, base_w, base_w_hat, state.base_w, g_tilde_next, hedge, state.vbar + err_sq)
+        old = (
+            state.w,
+            state.base_w,
+            state.base_w_hat,
+            state.base_w_prev,
+            state.g_tilde,
+            state.meta,
+            state.vbar,
+        )
+        w, base_w, base_w_hat, base_w_prev, g_tilde, hedge, vbar = _guard(ok, new, old)
+        status = jnp.where(ok, CONVERGED, NONFINITE).astype(jnp.int32)
+        return DynamicState(
+            w=w,
+            base_w=base_w,
+            base_w_hat=base_w_hat,
+            base_w_prev=base_w_prev,
+            g_tilde=g_tilde,
+            meta=hedge,
+            vbar=vbar,
+            status=status,
+            num_bad=state.num_bad + (status != CONVERGED).astype(jnp.int32),
+            hp=hp,
+        )
+
+    return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 6: universal regret
+# ---------------------------------------------------------------------------------------------
+
+
+def strongly_convex_pool(horizon) -> np.ndarray:
+    """(E.6): ``2^{i-1} / T`` for ``i = 1..ceil(log2 T) + 1``."""
+    T = float(horizon)
+    n = math.ceil(math.log2(T)) + 1 if T > 1 else 1
+    return 2.0 ** np.arange(n) / T
+
+
+class UniversalHParams(NamedTuple):
+    """Hyperparameters of Algorithm 6 (arrays).
+
+    Attributes:
+      domain: ``Ball`` or ``Box``.
+      delta, xi: exploration radius and shrinkage.
+      sc: stacked :class:`bandits_jax.bco.schedules.ScheduleParams` of the strongly convex pool
+        (leading axis ``N_sc``; kind ``strongly_convex``, scale 4, ``lam = lambda_i``).
+      cvx: stacked schedule parameters of the convex and linear learners (leading axis 2; kind
+        ``convex``, scale 2, offset ``d^2`` each by default).
+      loss_scale: ``s = meta_scale / (2 sqrt(10) d G R)``.
+      lr_cap: E.9's cap (1/8).
+    """
+
+    domain: Any
+    delta: Array
+    xi: Array
+    sc: sch.ScheduleParams
+    cvx: sch.ScheduleParams
+    loss_scale: Array
+    lr_cap: Array
+
+
+class UniversalState(NamedTuple):
+    """State of Algorithm 6 before round ``t``.
+
+    Attributes:
+      w: combined decision ``w_t``.
+      sc_w, sc_w_hat: (N_sc, d) strongly convex base decisions and internal iterates.
+      cvx_w, cvx_w_hat: (2, d) convex and linear base decisions and internal iterates.
+      g_tilde: optimism ``g~_t`` of eq. (2.2).
+      sched: schedule state (``t - 1``, ``Vbar_{t-1}``) shared by all base learners.
+      meta: :class:`bandits_jax.bco.meta.AdaptMLProdState` over the ``N_sc + 2`` learners (the
+        strongly convex pool first, then convex, linear).
+      fixed_point_steps: Newton steps of the last fixed-point solve (int32; 0 when lagged).
+      status, num_bad: last status (worst of the fixed-point solve and the finiteness guard) and
+        count of rounds whose status was not ``CONVERGED``.
+      hp: :class:`UniversalHParams`.
+    """
+
+    w: Array
+    sc_w: Array
+    sc_w_hat: Array
+    cvx_w: Array
+    cvx_w_hat: Array
+    g_tilde: Array
+    sched: sch.ScheduleState
+    meta: meta.AdaptMLProdState
+    fixed_point_steps: Array
+    status: Array
+    num_bad: Array
+    hp: UniversalHParams
+
+
+def universal_hyperparams(
+    d: int,
+    domain,
+    *,
+    horizon,
+    lipschitz,
+    smoothness=1.0,
+    preset: str = "theorem",
+    lams=None,
+    meta_scale=None,
+    cvx_offsets=None,
+    lr_cap=0.125,
+    delta=None,
+) -> UniversalHParams:
+    """Builds :class:`UniversalHParams` with eager validation.
+
+    Args:
+      d: dimension.
+      domain: ``Ball`` or ``Box``.
+      horizon: ``T``.
+      lipschitz: ``G`` (enters the meta-loss normaliser).
+      smoothness: ``L`` (``max(L, 1)`` is used for ``delta``).
+      preset: ``"theorem"`` (``meta_scale = 1``) or ``"practical"`` (``meta_scale = 30``).
+      lams: the strongly convex pool (default E.6).
+      meta_scale: explicit meta-loss multiplier overriding the preset.
+      cvx_offsets: the two offsets under the convex/linear learners' square roots (default
+        ``(d^2, d^2)``, Table 2).
+      lr_cap: E.9's cap.
+      delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
+
+    Raises:
+      ValueError: naming the argument.
+    """
+    d = _check_d(d)
+    _check_preset(preset)
+    R, r = _concrete_radii(domain, d)
+    dtype = dom.dtype_of(domain)
+    G = _positive("lipschitz", lipschitz)
+    _positive("horizon", horizon)
+    if lams is None:
+        lams = strongly_convex_pool(horizon)
+    lams = np.asarray(lams, np.float64)
+    if lams.ndim != 1 or lams.shape[0] < 1:
+        raise ValueError(f"lams: expected shape (N_sc,) with N_sc >= 1, got {lams.shape}")
+    if not np.all(np.isfinite(lams) & (lams > 0)):
+        raise ValueError(f"lams: expected lambda > 0, got {lams}")
+    if meta_scale is None:
+        meta_scale = 1.0 if preset == "theorem" else PRACTICAL_UNIVERSAL_META_SCALE
+    meta_scale = _positive("meta_scale", meta_scale)
+    if cvx_offsets is None:
+        cvx_offsets = (float(d * d), float(d * d))
+    if len(cvx_offsets) != 2:
+        raise ValueError(f"cvx_offsets: expected 2 values, got {len(cvx_offsets)}")
+    _positive("lr_cap", lr_cap)
+    delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
+
+    def stack(params):
+        return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *params)
+
+    sc = stack(
+        [
+            sch.schedule_params(
+                sch.STRONGLY_CONVEX,
+                d,
+                radius=R,
+                horizon=horizon,
+                lam=float(lam),
+                lipschitz=G,
+                scale=4.0,
+                dtype=dtype,
+            )
+            for lam in lams
+        ]
+    )
+    cvx = stack(
+        [
+            sch.schedule_params(
+                sch.CONVEX,
+                d,
+                radius=R,
+                horizon=horizon,
+                lipschitz=G,
+                scale=2.0,
+                offset=_positive("cvx_offsets", off),
+                dtype=dtype,
+            )
+            for off in cvx_offsets
+        ]
+    )
+    loss_scale = meta_scale / (2.0 * math.sqrt(10.0) * d * G * R)
+
+    def arr(x):
+        return jnp.asarray(x, dtype)
+
+    return UniversalHParams(domain, arr(delta_v), arr(xi_v), sc, cvx, arr(loss_scale), arr(lr_cap))
+
+
+def _solve_optimism(meta_state, a, num_sc: int, *, max_steps: int):
+    """Solves ``psi(u) = u - sum_j p_j(u) a_j = 0`` (module docstring); returns ``(m, result)``."""
+    dtype = a.dtype
+    is_cvx = jnp.arange(a.shape[0]) >= num_sc
+
+    def hints(u):
+        return jnp.where(is_cvx, u - a, 0.0)
+
+    def psi(u):
+        return u - meta.adapt_ml_prod_weights(meta_state, hints(u)) @ a
+
+    def fn(u):
+        return jax.jvp(psi, (u,), (jnp.ones_like(u),))
+
+    lo, hi = jnp.min(a), jnp.max(a)
+    eps = jnp.finfo(dtype).eps
+    scale = 1.0 + jnp.max(jnp.abs(a))
+    res = bracketed_newton(
+        fn, lo, hi, 0.5 * (lo + hi), max_steps=max_steps, ftol=4 * eps * scale, xtol=4 * eps
+    )
+    return hints(res.x), res
+
+
+def universal_ensemble(
+    d: int, *, optimism: str = "fixed_point", fixed_point_steps: int = 32
+) -> Learner:
+    """Algorithm 6: gradient-variation universal regret with two-point feedback.
+
+    Args:
+      d: dimension (static).
+      optimism: ``"fixed_point"`` (solve E.8's hint consistently with ``p_{t+1}``) or
+        ``"lagged"`` (module docstring).
+      fixed_point_steps: iteration cap of the fixed-point solve (static).
+
+    Returns:
+      A :class:`bandits_jax.bco.two_point.Learner`; ``hyperparams(domain, *, horizon, lipschitz,
+      ...)`` is :func:`universal_hyperparams` for this ``d``.
+    """
+    d = _check_d(d)
+    if optimism not in OPTIMISM_MODES:
+        raise ValueError(f"optimism: expected one of {OPTIMISM_MODES}, got {optimism!r}")
+    if not isinstance(fixed_point_steps, int) or fixed_point_steps < 1:
+        raise ValueError(f"fixed_point_steps: expected an int >= 1, got {fixed_point_steps!r}")
+
+    def make_hparams(domain, **kw) -> UniversalHParams:
+        return universal_hyperparams(d, domain, **kw)
+
+    def init(hp: UniversalHParams, key: Array | None = None) -> UniversalState:
+        del key
+        if not isinstance(hp, UniversalHParams):
+            raise ValueError(f"hparams: expected UniversalHParams, got {type(hp).__name__}")
+        dom.check_dim(hp.domain, d)
+        dtype = hp.delta.dtype
+        n_sc = hp.sc.lam.shape[0]
+        n_cvx = hp.cvx.lam.shape[0]
+        return UniversalState(
+            w=jnp.zeros((d,), dtype),
+            sc_w=jnp.zeros((n_sc, d), dtype),
+            sc_w_hat=jnp.zeros((n_sc, d), dtype),
+            cvx_w=jnp.zeros((n_cvx, d), dtype),
+            cvx_w_hat=jnp.zeros((n_cvx, d), dtype),
+            g_tilde=jnp.zeros((d,), dtype),
+            sched=sch.init_schedule(dtype),
+            meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
+            fixed_point_steps=jnp.zeros((), jnp.int32),
+            status=jnp.asarray(CONVERGED, jnp.int32),
+            num_bad=jnp.zeros((), jnp.int32),
+            hp=hp,
+        )
+
+    def query(state: UniversalState, key: Array) -> tuple[Array, CoordAux]:
+        i = est.sample_coordinate(key, d)
+        points, spacing = est.coordinate_queries(state.w, i, state.hp.delta)
+        return points, CoordAux(i, spacing)
+
+    def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
+        _check_values(values)
+        hp = state.hp
+        values = jnp.asarray(values, state.w.dtype)
+        n_sc = state.sc_w.shape[0]
+        v = est.directional_derivative(values, aux.spacing)
+        g, g_tilde_next = est.coordinate_estimate(state.g_tilde, aux.i, v)
+        err_sq = est.coordinate_error_sq(state.g_tilde, aux.i, v)
+        sched_next = sch.advance(state.sched, err_sq)
+        w_t = state.w
+
+        # Meta feedback of round t: r_{t,i} = s <g_t, w_t - w_{t,i}> (m_t is in the state).
+        base_w = jnp.concatenate([state.sc_w, state.cvx_w])
+        regrets = hp.loss_scale * ((w_t - base_w) @ g)
+        prod = meta.adapt_ml_prod_observe(state.meta, regrets)
+
+        # Strongly convex pool on h^sc (Table 2): gradient and hint at the base decision.
+        def sc_steps(params):
+            return (
+                sch.step_size(sch.STRONGLY_CONVEX, d, params, state.sched),
+                sch.step_size(sch.STRONGLY_CONVEX, d, params, sched_next),
+            )
+
+        eta_sc, eta_sc_next = jax.vmap(sc_steps)(hp.sc)
+        pull = 0.5 * hp.sc.lam[:, None] * (state.sc_w - w_t)
+        sc_w_hat, sc_w = _stacked_oogd(
+            hp.domain, hp.xi, state.sc_w_hat, g + pull, g_tilde_next + pull, eta_sc, eta_sc_next
+        )
+
+        # Convex and linear learners on <g_t, x>.
+        def cvx_steps(params):
+            return (
+                sch.step_size(sch.CONVEX, d, params, state.sched),
+                sch.step_size(sch.CONVEX, d, params, sched_next),
+            )
+
+        eta_cv, eta_cv_next = jax.vmap(cvx_steps)(hp.cvx)
+        n_cvx = state.cvx_w.shape[0]
+        cvx_w_hat, cvx_w = _stacked_oogd(
+            hp.domain,
+            hp.xi,
+            state.cvx_w_hat,
+            jnp.broadcast_to(g, (n_cvx, d)),
+            jnp.broadcast_to(g_tilde_next, (n_cvx, d)),
+            eta_cv,
+            eta_cv_next,
+        )
+
+        # Hints for round t+1 (E.8) and p_{t+1}.
+        base_w_next = jnp.concatenate([sc_w, cvx_w])
+        a = hp.loss_scale * (base_w_next @ g_tilde_next)
+        if optimism == "fixed_point":
+            hints, res = _solve_optimism(prod, a, n_sc, max_steps=fixed_point_steps)
+            fp_status, fp_steps = res.status, res.steps
+        else:
+            u = state.meta.weights @ a
+            hints = jnp.where(jnp.arange(a.shape[0]) >= n_sc, u - a, 0.0)
+            fp_status, fp_steps = jnp.asarray(CONVERGED, jnp.int32), jnp.zeros((), jnp.int32)
+        prod = meta.adapt_ml_prod_predict(prod, hints)
+        w_next = _combine(prod.weights, base_w_next)
+
+        ok = (
+            jnp.all(jnp.isfinite(values))
+            & jnp.isfinite(err_sq)
+            & jnp.all(jnp.isfinite(base_w_next))
+            & jnp.all(jnp.isfinite(prod.weights))
+            & jnp.all(jnp.isfinite(prod.log_potential))
+        )
+        new = (w_next, sc_w, sc_w_hat, cvx_w, cvx_w_hat, g_tilde_next, sched_next, prod)
+        old = (
+            state.w,
+            state.sc_w,
+            state.sc_w_hat,
+            state.cvx_w,
+            state.cvx_w_hat,
+            state.g_tilde,
+            state.sched,
+            state.meta,
+        )
+        w, sc_w, sc_w_hat, cvx_w, cvx_w_hat, g_tilde, sched, prod = _guard(ok, new, old)
+        status = jnp.where(ok, fp_status, NONFINITE).astype(jnp.int32)
+        return UniversalState(
+            w=w,
+            sc_w=sc_w,
+            sc_w_hat=sc_w_hat,
+            cvx_w=cvx_w,
+            cvx_w_hat=cvx_w_hat,
+            g_tilde=g_tilde,
+            sched=sched,
+            meta=prod,
+            fixed_point_steps=fp_steps,
+            status=status,
+            num_bad=state.num_bad + (status != CONVERGED).astype(jnp.int32),
+            hp=hp,
+        )
+
+    return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+
+
+__all__ = [
+    "DynamicHParams",
+    "DynamicState",
+    "OPTIMISM_MODES",
+    "PRESETS",
+    "UniversalHParams",
+    "UniversalState",
+    "dynamic_ensemble",
+    "dynamic_hyperparams",
+    "practical_step_pool",
+    "strongly_convex_pool",
+    "theorem9_meta_constants",
+    "theorem_step_pool",
+    "universal_ensemble",
+    "universal_hyperparams",
+]
