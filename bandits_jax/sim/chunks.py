@@ -222,6 +222,8 @@ class ChunkStats(NamedTuple):
       rounds_done: rounds played in all (restored ones included).
       rounds_timed: rounds played in this call.
       run_seconds: wall time of the chunks played in this call, compile excluded.
+      total_run_seconds: the same over all rounds done, restored chunks included (their times
+        are recorded in the checkpoint).
       compile_seconds: compile time spent in this call.
       chunk_seconds: wall time of each chunk played in this call.
       resumed_from: rounds restored from a checkpoint (0 if none).
@@ -231,6 +233,7 @@ class ChunkStats(NamedTuple):
     rounds_done: int
     rounds_timed: int
     run_seconds: float
+    total_run_seconds: float
     compile_seconds: float
     chunk_seconds: tuple[float, ...]
     resumed_from: int
@@ -305,6 +308,7 @@ def run_chunked(
     pieces: list[PyTree] = []
     start_chunk = 0
     rounds_done = 0
+    seconds_before = 0.0
     if ckdir is not None and resume and (ckdir / "state.npz").is_file():
         meta = checkpoint.read_meta(ckdir / "state.npz")
         for k, v in meta_base.items():
@@ -316,6 +320,7 @@ def run_chunked(
         state, _ = checkpoint.restore(ckdir / "state.npz", state)
         start_chunk = int(meta["chunks_done"])
         rounds_done = int(meta["rounds_done"])
+        seconds_before = float(meta.get("run_seconds", 0.0))
         for k in range(start_chunk):
             like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
             piece, _ = checkpoint.restore(ckdir / f"metrics_{k:05d}.npz", like)
@@ -352,7 +357,12 @@ def run_chunked(
             checkpoint.save(
                 ckdir / "state.npz",
                 state,
-                {**meta_base, "chunks_done": k + 1, "rounds_done": rounds_done},
+                {
+                    **meta_base,
+                    "chunks_done": k + 1,
+                    "rounds_done": rounds_done,
+                    "run_seconds": seconds_before + sum(chunk_seconds),
+                },
             )
         if progress is not None:
             progress.advance(length, dt)
@@ -369,6 +379,7 @@ def run_chunked(
         rounds_done=rounds_done,
         rounds_timed=sum(lengths[start_chunk : start_chunk + played]),
         run_seconds=float(sum(chunk_seconds)),
+        total_run_seconds=seconds_before + float(sum(chunk_seconds)),
         compile_seconds=chunk_fn.compile_seconds - compile_before,
         chunk_seconds=tuple(chunk_seconds),
         resumed_from=sum(lengths[:start_chunk]),

@@ -57,6 +57,7 @@ __all__ = [
     "write_json",
     "get_metric",
     "GREEDY_RATIO",
+    "bonus_ratio",
 ]
 
 PyTree = Any
@@ -271,7 +272,10 @@ def select_grid(exp: Experiment, indices: Sequence[int]) -> Experiment:
     return exp._replace(hparams=hp, grid=grid)
 
 
-def _bonus_ratio(metrics: Mapping[str, np.ndarray]) -> np.ndarray | None:
+def bonus_ratio(metrics: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """Per grid point, the median over trials and rounds of ``bonus_spread / estimate_spread``
+    (rounds with no estimate spread, e.g. round 1 where W = 0, are left out); ``None`` if the
+    metrics lack the spreads."""
     b, e = metrics.get("bonus_spread"), metrics.get("estimate_spread")
     if b is None or e is None:
         return None
@@ -296,7 +300,7 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
         regret = np.asarray(r.metrics["regret"], np.float64)  # (G, N, T)
         final = regret.sum(axis=-1)
         N, T = final.shape[1], regret.shape[-1]
-        ratio = _bonus_ratio(r.metrics)
+        ratio = bonus_ratio(r.metrics)
         for g in range(final.shape[0]):
             row: dict[str, Any] = {"learner": r.learner, "env": r.env}
             if split:

@@ -1,0 +1,178 @@
+"""Figures for the command line (matplotlib, Agg backend: no display needed).
+
+* :func:`regret_figure` -- the EOFD-MLogB paper's Figure 1: cumulative regret, mean over trials
+  with a one-sample-standard-deviation band, one panel per setting.
+* :func:`time_figure` -- its Figure 2: average per-round time, bars with one-std error bars.
+* :func:`heatmap_figure` -- a sweep's (l, e) grid: mean final regret and the exploration
+  diagnostic (log10 of the bonus / estimate spread ratio).
+* :func:`bench_figure` -- per-round times of a speed benchmark, log scale.
+
+matplotlib is an optional dependency (extra ``plot``); it is imported when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["regret_figure", "time_figure", "heatmap_figure", "bench_figure"]
+
+COLORS = {"EOFD": "tab:blue", "OFUL": "tab:orange"}
+
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "Figures need matplotlib, an optional dependency: pip install 'bandits_jax[plot]'"
+        ) from e
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(n, 3)
+    return math.ceil(n / cols), cols
+
+
+def regret_figure(
+    panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], path: str | os.PathLike
+) -> None:
+    """Cumulative regret curves with one-std bands.
+
+    Args:
+      panels: ``(title, {learner: (trials, T) per-round regret})`` per setting.
+      path: the PNG to write.
+    """
+    plt = _plt()
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    for ax, (title, curves) in zip(axes.flat, panels, strict=False):
+        for name, regret in curves.items():
+            cum = np.cumsum(np.asarray(regret, np.float64), axis=-1)
+            mean = cum.mean(axis=0)
+            std = cum.std(axis=0, ddof=1) if cum.shape[0] > 1 else np.zeros_like(mean)
+            t = np.arange(1, mean.size + 1)
+            color = COLORS.get(name)
+            ax.plot(t, mean, label=f"{name}-MLogB", color=color)
+            ax.fill_between(t, mean - std, mean + std, alpha=0.25, color=color, linewidth=0)
+        ax.set_title(title)
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative regret")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def time_figure(
+    panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]], path: str | os.PathLike
+) -> None:
+    """Per-round time bars (mean over trials, one-std error bars), one panel per setting.
+
+    Args:
+      panels: ``(title, {learner: per-trial seconds per round})``.
+      path: the PNG to write.
+    """
+    plt = _plt()
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
+    for ax, (title, times) in zip(axes.flat, panels, strict=False):
+        names = list(times)
+        ms = [1e3 * np.asarray(times[n], np.float64) for n in names]
+        means = [m.mean() for m in ms]
+        stds = [m.std(ddof=1) if m.size > 1 else 0.0 for m in ms]
+        ax.bar(
+            [f"{n}-MLogB" for n in names],
+            means,
+            yerr=stds,
+            capsize=4,
+            color=[COLORS.get(n, "tab:gray") for n in names],
+        )
+        ax.set_title(title)
+        ax.set_ylabel("time per round (ms)")
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def heatmap_figure(
+    panels: Sequence[tuple[str, np.ndarray]],
+    row_values: Sequence[Any],
+    col_values: Sequence[Any],
+    path: str | os.PathLike,
+    *,
+    row_label: str = "l",
+    col_label: str = "e",
+    cbar_label: str = "",
+    log10: bool = False,
+) -> None:
+    """One heatmap per panel over a 2-D grid (e.g. mean final regret over (l, e)).
+
+    Args:
+      panels: ``(title, (len(row_values), len(col_values)) values)``.
+      row_values, col_values: tick labels.
+      path: the PNG to write.
+      log10: plot ``log10(values)`` (non-positive values shown blank).
+    """
+    plt = _plt()
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.8 * rows), squeeze=False)
+    for ax, (title, values) in zip(axes.flat, panels, strict=False):
+        v = np.asarray(values, np.float64)
+        if log10:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(v > 0, np.log10(v), np.nan)
+        im = ax.imshow(v, origin="lower", aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(col_values)), [f"{c:g}" for c in col_values])
+        ax.set_yticks(range(len(row_values)), [f"{r:g}" for r in row_values])
+        ax.set_xlabel(col_label)
+        ax.set_ylabel(row_label)
+        ax.set_title(title, fontsize=9)
+        for (i, j), x in np.ndenumerate(v):
+            if np.isfinite(x):
+                ax.text(j, i, f"{x:.3g}", ha="center", va="center", fontsize=6, color="w")
+        fig.colorbar(im, ax=ax, label=("log10 " if log10 else "") + cbar_label)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> None:
+    """Grouped bars of the per-round times (keys ending in ``_s``, compile times excluded) of a
+    benchmark's cases (``benchmarks.mlogb_speed --json`` rows), log scale."""
+    plt = _plt()
+    keys = [
+        k
+        for k in dict.fromkeys(k for c in cases for k in c)
+        if k.endswith("_s") and "compile" not in k
+    ]
+    labels = [", ".join(f"{k}={c[k]}" for k in ("d", "K", "m") if k in c) for c in cases]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.8 * len(cases)), 3.8))
+    width = 0.8 / max(len(keys), 1)
+    for i, k in enumerate(keys):
+        vals = [1e3 * float(c[k]) if c.get(k) is not None else np.nan for c in cases]
+        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=k[:-2])
+    ax.set_xticks(np.arange(len(cases)) + width * (len(keys) - 1) / 2, labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("time per round (ms)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
