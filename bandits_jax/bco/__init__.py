@@ -16,6 +16,7 @@ from bandits_jax.bco.estimators import (
     sphere_estimate,
     sphere_queries,
 )
+from bandits_jax.bco.interact import hindsight_loss, interact, regret_curve, summarize
 from bandits_jax.bco.schedules import PRESETS, ScheduleParams, ScheduleState, step_size
 from bandits_jax.bco.two_point import (
     CoordAux,
@@ -47,11 +48,15 @@ __all__ = [
     "coordinate_queries",
     "directional_derivative",
     "exploration",
+    "hindsight_loss",
+    "interact",
     "oogd_step",
     "project",
+    "regret_curve",
     "sphere_estimate",
     "sphere_learner",
     "sphere_queries",
     "step_size",
+    "summarize",
     "two_point_learner",
 ]
