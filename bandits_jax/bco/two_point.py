@@ -326,3 +326,22 @@ def sphere_learner(d: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
         )
 
     return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+
+
+def from_preset(d: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner, TwoPointHParams]:
+    """Algorithm 1 with a named schedule preset (``schedules.PRESETS``) and its hyperparameters.
+
+    ``"theorem1"``/``"theorem2"``/``"theorem3"``/``"chiang2013"`` are the theorems' settings
+    (``scale = 1``); ``"practical_convex"`` is Theorem 1's form with offset ``d^2`` (the
+    Theorem 3/4 step, the one that shows gradient-variation behaviour for realistic ``T``);
+    ``"sphere_convex"`` gives Algorithm 3 with ``R / (G sqrt(d t))``. ``kw`` goes to
+    :func:`hyperparams` (``horizon`` is required; ``scale``/``offset`` override the preset).
+    """
+    if name not in sch.PRESETS:
+        raise ValueError(f"name: expected one of {tuple(sch.PRESETS)}, got {name!r}")
+    kind, scale, offset = sch.PRESETS[name]
+    kw.setdefault("scale", scale)
+    kw.setdefault("offset", offset)
+    factory = sphere_learner if name.startswith("sphere") else two_point_learner
+    learner = factory(d, schedule=kind)
+    return learner, learner.hyperparams(domain, **kw)

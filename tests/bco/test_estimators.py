@@ -174,3 +174,16 @@ def test_schedule_bad_input():
         sch.schedule_params("nope", 3, radius=1.0, horizon=10)
     with pytest.raises(ValueError, match="scale"):
         sch.schedule_params(sch.VARIANCE, 3, radius=1.0, horizon=10, scale=0.0)
+
+
+def test_presets_build():
+    from bandits_jax.bco import domains as dom
+    from bandits_jax.bco import two_point as tp
+
+    for name, (kind, _, offset) in sch.PRESETS.items():
+        _, hp = tp.from_preset(4, name, dom.ball(1.0), horizon=100, lam=1.0)
+        if kind == sch.CONVEX:
+            expect = 16.0 if offset == "d2" else sch.theorem1_offset(4, 1.0, 1.0, 100)
+            assert np.isclose(float(hp.schedule.offset), expect)
+    with pytest.raises(ValueError, match="name"):
+        tp.from_preset(4, "fastest", dom.ball(1.0), horizon=100)
