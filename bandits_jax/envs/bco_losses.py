@@ -56,7 +56,9 @@ class BCOEnvState(NamedTuple):
       key: PRNG key from which per-round data are derived by ``fold_in``.
       base: base vector ``b`` of the drift.
       u, v: orthonormal pair spanning the rotation plane.
-      amplitude, omega, noise: drift knobs (scalars).
+      amplitude, omega, noise: drift knobs (scalars; a batch of env states with different
+        knobs is a grid). The per-round noise draw is compiled in only if the family was built
+        with ``noise > 0``; otherwise the ``noise`` field has no effect.
     """
 
     t: Array
