@@ -16,7 +16,10 @@ from bandits_jax.bco.estimators import (
     sphere_estimate,
     sphere_queries,
 )
-from bandits_jax.bco.interact import hindsight_loss, interact, regret_curve, summarize
+
+# ``interact`` (the runner step) is reached as ``bandits_jax.bco.interact.interact``: re-exporting
+# the function here would shadow the submodule of the same name.
+from bandits_jax.bco.interact import hindsight_loss, regret_curve, summarize
 from bandits_jax.bco.schedules import PRESETS, ScheduleParams, ScheduleState, step_size
 from bandits_jax.bco.two_point import (
     CoordAux,
@@ -51,7 +54,6 @@ __all__ = [
     "exploration",
     "from_preset",
     "hindsight_loss",
-    "interact",
     "oogd_step",
     "project",
     "regret_curve",
