@@ -191,10 +191,12 @@ def barrier_sqrt_hessian(theta: jax.Array, lower: jax.Array, upper: jax.Array) -
 
 def scaled_optimality(theta, kappa, gamma):
     """``phi(theta) = h F_{t,i}(m + h tanh theta)`` and its derivative (module docstring)."""
-    c2 = jnp.cosh(2 * theta)
-    s2 = jnp.sinh(2 * theta)
+    # One exp for all hyperbolic functions (the solve's cost is dominated by transcendentals).
+    ep = jnp.exp(theta)
+    em = 1 / ep
+    ch, sh = 0.5 * (ep + em), 0.5 * (ep - em)
+    c2, s2 = ch * ch + sh * sh, 2 * sh * ch
     root = jnp.sqrt(2 * c2)
-    ch, sh = jnp.cosh(theta), jnp.sinh(theta)
     value = kappa + gamma * root * ch + s2
     deriv = gamma * (2 * s2 * ch / root + root * sh) + 2 * c2
     return value, deriv
@@ -264,6 +266,8 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
 
     def init(hparams: BoxFTRLHParams, key: jax.Array | None = None) -> BoxFTRLState:
         del key  # deterministic start
+        if not isinstance(hparams, BoxFTRLHParams):
+            raise ValueError(f"hparams: expected BoxFTRLHParams, got {type(hparams).__name__}")
         if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
             raise ValueError(
                 f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "

@@ -14,7 +14,7 @@ from bandits_jax.bco import two_point as tp
 from bandits_jax.bco.interact import interact, summarize
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
-from bandits_jax.sim.runner import rollout
+from bandits_jax.sim.runner import init_run, play, rollout
 
 D = 3
 T = 1000
@@ -309,3 +309,24 @@ def test_bad_input():
     dbad = _dynamic_update(dyn, daux, jnp.array([0.0, jnp.inf]))
     assert int(dbad.status) == NONFINITE
     assert np.all(np.isfinite(np.asarray(dbad.w)))
+
+
+def test_universal_float32_path():
+    env = bco_losses.quadratic(D, lam=1.0, base_norm=0.5, amplitude=0.1, dtype=jnp.float32)
+    hp = UNIVERSAL.hyperparams(
+        env.domain,
+        horizon=T,
+        lipschitz=env.lipschitz,
+        smoothness=env.smoothness,
+        preset="practical",
+    )
+    assert hp.delta.dtype == jnp.float32
+    run = jax.jit(
+        lambda s, key: play(interact(UNIVERSAL, env), init_run(s, env.init(key), key), 50)
+    )
+    final, metrics = run(UNIVERSAL.init(hp, None), jax.random.key(0))
+    leaves = jax.tree_util.tree_leaves(final.learner)
+    assert {str(x.dtype) for x in leaves} == {"float32", "int32"}
+    assert np.all(np.asarray(metrics["status"]) == CONVERGED)
+    assert bool(jnp.all(metrics["in_domain"]))
+    assert np.all(np.isfinite(np.asarray(final.learner.w)))

@@ -1,0 +1,265 @@
+"""Learner-rounds per second of Algorithm 1, Algorithm 4 and the universal ensemble (Algorithm 6):
+JAX (one trial, and 256 vmapped trials) vs the per-round numpy references.
+
+Run as ``python -m benchmarks.bco_speed`` (``--quick`` for a run of under a minute, ``--json PATH``
+to write the figures). float64 on both sides.
+
+Method. Every case plays a closed-form loss sequence evaluated the same way on both sides, so the
+figures measure the learners, not an environment: a drifting quadratic
+``f_t(x) = 1/2 ||x - c_t||^2`` with ``c_t = 2 u cos(omega t) + 2 v sin(omega t)`` on the unit ball
+(Algorithm 1, universal ensemble), and linear losses ``<l_t, x>`` with
+``l_t = u cos(omega t) + v sin(omega t)`` on ``[-1, 1]^d`` (Algorithm 4). JAX rounds run inside
+``bandits_jax.sim.runner.make_rollout`` (``lax.scan``; trials by ``vmap``); compile time is
+excluded (a warm-up call, reported separately) and the time is the median over repeats of a whole
+call. numpy times are one per-round Python loop (``bandits_jax.reference.bco_numpy.algorithm1``,
+``bandits_jax.reference.bco_box_numpy.BoxFTRLNumpy``), best of the repeats. The universal
+ensemble has no numpy reference (its row has JAX figures only).
+
+Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``; Algorithm 4 with
+``eta = 0.01 / d``; the universal ensemble with ``preset="practical"`` and horizon ``10^4``
+(``N = 15 + 2`` base learners), fixed-point hints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bandits_jax.bco import domains as dom  # noqa: E402
+from bandits_jax.bco import ensembles as ens  # noqa: E402
+from bandits_jax.bco import one_point as op  # noqa: E402
+from bandits_jax.bco import two_point as tp  # noqa: E402
+from bandits_jax.reference import bco_numpy  # noqa: E402
+from bandits_jax.reference.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
+from bandits_jax.sim.runner import make_rollout  # noqa: E402
+
+DIMS = (10, 100, 1000)
+TRIALS = 256
+OMEGA = 0.01
+HORIZON = 10_000  # enters delta, the schedules and the universal pool
+
+
+def _directions(d, seed):
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=d)
+    u /= np.linalg.norm(u)
+    v = rng.normal(size=d)
+    v -= (v @ u) * u
+    v /= np.linalg.norm(v)
+    return u, v
+
+
+def _quadratic_step(learner):
+    """Round function on the drifting quadratic; env state ``(t, u, v)``."""
+
+    def step(ls, es, key):
+        t, u, v = es
+        ang = OMEGA * t.astype(u.dtype)
+        c = 2.0 * (jnp.cos(ang) * u + jnp.sin(ang) * v)
+        points, aux = learner.query(ls, key)
+        values = 0.5 * jnp.sum((points - c) ** 2, axis=-1)
+        return learner.update(ls, aux, values), (t + 1, u, v), jnp.mean(values)
+
+    return step
+
+
+def _linear_step(learner):
+    """Round function on the rotating linear losses; env state ``(t, u, v)``."""
+
+    def step(ls, es, key):
+        t, u, v = es
+        ang = OMEGA * t.astype(u.dtype)
+        ell = jnp.cos(ang) * u + jnp.sin(ang) * v
+        points, aux = learner.query(ls, key)
+        values = points @ ell
+        return learner.update(ls, aux, values), (t + 1, u, v), values[0]
+
+    return step
+
+
+def _env_batch(d, n):
+    us, vs = zip(*[_directions(d, seed) for seed in range(n)], strict=True)
+    return (jnp.zeros((n,), jnp.int32), jnp.asarray(np.stack(us)), jnp.asarray(np.stack(vs)))
+
+
+def _median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _jax_rate(step, learner_state, d, trials, rounds, repeats):
+    """Learner-rounds per second of ``trials`` vmapped runs of ``rounds`` rounds, and compile s."""
+    run = make_rollout(step, rounds, trials=True)
+    es = _env_batch(d, trials)
+    keys = jax.random.split(jax.random.key(0), trials)
+    t0 = time.perf_counter()
+    jax.block_until_ready(run(learner_state, es, keys))
+    compile_s = time.perf_counter() - t0
+    seconds = _median_time(lambda: run(learner_state, es, keys), repeats)
+    return trials * rounds / seconds, compile_s
+
+
+def _numpy_alg1_rate(d, rounds, repeats, hp):
+    u, v = _directions(d, 0)
+
+    def loss(t, x):
+        ang = OMEGA * t
+        c = 2.0 * (np.cos(ang) * u + np.sin(ang) * v)
+        return 0.5 * float(np.sum((x - c) ** 2))
+
+    coords = np.random.default_rng(1).integers(0, d, size=rounds)
+    params = {"radius": 1.0, "lam": 1.0, "lipschitz": 1.0, "scale": 1.0, "offset": float(d * d)}
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        bco_numpy.algorithm1(
+            loss,
+            d,
+            coords,
+            domain=("ball", 1.0),
+            delta=float(hp.delta),
+            xi=float(hp.xi),
+            kind="variance",
+            params=params,
+        )
+        best = min(best, time.perf_counter() - t0)
+    return rounds / best
+
+
+def _numpy_alg4_rate(d, rounds, repeats, eta):
+    u, v = _directions(d, 0)
+    rng = np.random.default_rng(1)
+    coords = rng.integers(0, d, size=rounds)
+    signs = rng.choice([-1.0, 1.0], size=rounds)
+    best = np.inf
+    for _ in range(repeats):
+        learner = BoxFTRLNumpy(eta, -np.ones(d), np.ones(d))
+        t0 = time.perf_counter()
+        for t in range(rounds):
+            ang = OMEGA * t
+            learner.step(np.cos(ang) * u + np.sin(ang) * v, int(coords[t]), float(signs[t]))
+        best = min(best, time.perf_counter() - t0)
+    return rounds / best
+
+
+def _cases(d):
+    """``(name, step, learner_state, numpy_rate_fn or None)`` for dimension ``d``."""
+    ball = dom.ball(1.0)
+    alg1 = tp.two_point_learner(d, schedule="variance")
+    hp1 = alg1.hyperparams(ball, horizon=HORIZON)
+    alg4 = op.box_ftrl(d)
+    eta4 = 0.01 / d
+    hp4 = alg4.hyperparams(eta4, -jnp.ones(d), jnp.ones(d))
+    uni = ens.universal_ensemble(d)
+    hpu = uni.hyperparams(ball, horizon=HORIZON, lipschitz=3.0, preset="practical")
+    return [
+        (
+            "alg1",
+            _quadratic_step(alg1),
+            alg1.init(hp1, None),
+            lambda r, k: _numpy_alg1_rate(d, r, k, hp1),
+        ),
+        (
+            "alg4",
+            _linear_step(alg4),
+            alg4.init(hp4, None),
+            lambda r, k: _numpy_alg4_rate(d, r, k, eta4),
+        ),
+        ("universal", _quadratic_step(uni), uni.init(hpu, None), None),
+    ]
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="reduced run (< 1 minute)")
+    p.add_argument("--json", type=str, default=None, help="write the figures to this path")
+    p.add_argument("--trials", type=int, default=TRIALS, help="vmapped trials")
+    args = p.parse_args(argv)
+
+    repeats = 3 if args.quick else 5
+    rows = []
+    print(
+        f"{'learner':>9} {'d':>5} | {'jax 1':>10} {'jax x' + str(args.trials):>10} "
+        f"{'numpy':>10} | {'jax1/np':>8} {'jaxV/np':>8} {'V/1':>6} | {'compile s':>9}"
+    )
+    for d in DIMS:
+        # Rounds per timed call: fewer where a round is expensive (keeps --quick under a minute).
+        rounds_1 = 200 if args.quick else 1000
+        rounds_v = max(10, (20 if args.quick else 100) * 100 // max(d, 100))
+        rounds_np = max(20, (200 if args.quick else 1000) * 10 // d)
+        for name, step, state, np_rate in _cases(d):
+            r1, c1 = _jax_rate(step, state, d, 1, rounds_1, repeats)
+            rv, cv = _jax_rate(step, state, d, args.trials, rounds_v, repeats)
+            rn = np_rate(rounds_np, repeats) if np_rate is not None else None
+            row = {
+                "learner": name,
+                "d": d,
+                "jax_rounds_per_s_1": r1,
+                f"jax_rounds_per_s_{args.trials}": rv,
+                "numpy_rounds_per_s": rn,
+                "jax_1_over_numpy": r1 / rn if rn else None,
+                "jax_vmap_over_numpy": rv / rn if rn else None,
+                "vmap_over_1": rv / r1,
+                "compile_s_1": c1,
+                f"compile_s_{args.trials}": cv,
+                "rounds_timed": {"jax_1": rounds_1, "jax_vmap": rounds_v, "numpy": rounds_np},
+            }
+            rows.append(row)
+            _print_row(row, args.trials)
+
+    result = {
+        "dtype": "float64",
+        "trials": args.trials,
+        "quick": args.quick,
+        "backend": jax.default_backend(),
+        "devices": [str(dv) for dv in jax.devices()],
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "jax": jax.__version__,
+        "cases": rows,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.json}")
+    return result
+
+
+def _fmt_rate(x):
+    if x is None:
+        return f"{'n/a':>10}"
+    return f"{x:10.3g}"
+
+
+def _fmt_ratio(x, width=8):
+    return f"{'n/a':>{width}}" if x is None else f"{x:{width}.1f}"
+
+
+def _print_row(row, trials):
+    print(
+        f"{row['learner']:>9} {row['d']:>5} | {_fmt_rate(row['jax_rounds_per_s_1'])} "
+        f"{_fmt_rate(row[f'jax_rounds_per_s_{trials}'])} {_fmt_rate(row['numpy_rounds_per_s'])} | "
+        f"{_fmt_ratio(row['jax_1_over_numpy'])} {_fmt_ratio(row['jax_vmap_over_numpy'])} "
+        f"{_fmt_ratio(row['vmap_over_1'], 6)} | "
+        f"{row['compile_s_1'] + row[f'compile_s_{trials}']:9.2f}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
