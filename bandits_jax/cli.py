@@ -196,13 +196,14 @@ def cmd_reproduce(args) -> int:
     names = _split_list(args.settings) or list(DEFAULT_SETTINGS)
     notes = []
     if not args.settings and "mnist" not in names:
-        if mnist_available(args.mnist):
+        if args.mnist or mnist_available(None):  # an explicit --mnist must load or fail
             names.append("mnist")
         else:
+            from bandits_jax.envs.mnist import default_cache_dir
+
             notes.append(
-                'MNIST files not found: MNIST skipped (see `python -c "import '
-                'bandits_jax.envs.mnist as m; print(m.default_cache_dir())"` for where to put '
-                "them, or pass --mnist PATH)."
+                f"MNIST skipped: no files in {default_cache_dir()} (put train-images-idx3-ubyte"
+                "[.gz] and train-labels-idx1-ubyte[.gz], or mnist.npz, there or pass --mnist PATH)."
             )
     learners = _split_list(args.learners) or ["eofd", "oful"]
     dtype = _dtype(args)
@@ -395,7 +396,7 @@ def _reproduce_summary(report: dict, rows: list[dict], notes: list[str]) -> str:
         lines.append(
             f"  effectively greedy (ratio < {GREEDY_RATIO:g}): {', '.join(greedy)}. The bonus "
             "cannot change which action wins, so beta hardly matters there; see `bandits-jax "
-            "sweep --beta ...` for (l, e, beta) where exploration matters."
+            "sweep --beta-grid ...` for (l, e, beta) where exploration matters."
         )
     else:
         lines.append("  no learner/setting is effectively greedy by this measure.")
@@ -534,7 +535,8 @@ def cmd_sweep(args) -> int:
         config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "m": args.sketch},
     )
     ck = out / "checkpoints" / "sweep"
-    bar = Progress(total_runs * T, "tuning", enabled=not args.quiet)
+    # The bar counts rounds of the batched sweep (every run advances together).
+    bar = Progress(T, f"tuning ({total_runs} runs)", enabled=not args.quiet)
     tune = sweep.run_sweep(
         exps, num_rounds=T, seeds=tune_seeds, progress=bar, checkpoint_dir=ck / "tuning", **common
     )
@@ -544,7 +546,8 @@ def cmd_sweep(args) -> int:
         for r in tune.experiments:
             chosen.append(int(np.nanargmin(np.asarray(r.metrics["regret"]).sum(-1).mean(-1))))
         picked = [sweep.select_grid(e, [g]) for e, g in zip(exps, chosen, strict=True)]
-        bar = Progress(len(picked) * len(eval_seeds) * T, "evaluation", enabled=not args.quiet)
+        n_eval = len(picked) * len(eval_seeds)
+        bar = Progress(T, f"evaluation ({n_eval} runs)", enabled=not args.quiet)
         ev = sweep.run_sweep(
             picked,
             num_rounds=T,

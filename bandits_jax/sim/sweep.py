@@ -207,7 +207,8 @@ def run_sweep(
         device.
       chunk_size: rounds per compiled call (default: all rounds in one call).
       fields: metric fields kept per round (absent ones are skipped).
-      progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`.
+      progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`
+        (the progress bar counts rounds of the whole batch: give it ``num_rounds`` as total).
 
     Returns:
       :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment.

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
     seeds = [0, 1]  # 3 x 2 = 6 runs: padded to 8 over 4 devices
     plain = sweep.run_sweep([exp], num_rounds=T, seeds=seeds)
     mesh = sharding.run_mesh()
-    sharded = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=3,
+    sharded = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=4,
                               checkpoint_dir=os.environ["CKPT"])
     assert sharded.devices == 4
     worst = 0.0
