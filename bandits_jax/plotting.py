@@ -154,25 +154,29 @@ def heatmap_figure(
 
 
 def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> None:
-    """Grouped bars of the per-round times (keys ending in ``_s``, compile times excluded) of a
-    benchmark's cases (``benchmarks.mlogb_speed --json`` rows), log scale."""
+    """Grouped bars of a benchmark's cases, log scale: per-round times (keys ending in ``_s``,
+    compile times excluded) when the cases have them (``benchmarks.mlogb_speed``), else
+    throughputs (keys with ``rounds_per_s``, ``benchmarks.bco_speed``)."""
     plt = _plt()
-    keys = [
-        k
-        for k in dict.fromkeys(k for c in cases for k in c)
-        if k.endswith("_s") and "compile" not in k
-    ]
-    labels = [", ".join(f"{k}={c[k]}" for k in ("d", "K", "m") if k in c) for c in cases]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.8 * len(cases)), 3.8))
+    keys = list(dict.fromkeys(k for c in cases for k in c))
+    times = [k for k in keys if k.endswith("_s") and "compile" not in k and "per_s" not in k]
+    if times:
+        keys, scale, ylabel = times, 1e3, "time per round (ms)"
+    else:
+        keys = [k for k in keys if "rounds_per_s" in k]
+        scale, ylabel = 1.0, "rounds per second"
+    labels = [", ".join(f"{k}={c[k]}" for k in ("learner", "d", "K", "m") if k in c) for c in cases]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(cases)), 3.8))
     width = 0.8 / max(len(keys), 1)
     for i, k in enumerate(keys):
-        vals = [1e3 * float(c[k]) if c.get(k) is not None else np.nan for c in cases]
-        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=k[:-2])
-    ax.set_xticks(np.arange(len(cases)) + width * (len(keys) - 1) / 2, labels)
+        vals = [scale * float(c[k]) if c.get(k) is not None else np.nan for c in cases]
+        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=k)
+    ax.set_xticks(np.arange(len(cases)) + width * (len(keys) - 1) / 2, labels, fontsize=7)
+    ax.tick_params(axis="x", labelrotation=20)
     ax.set_yscale("log")
-    ax.set_ylabel("time per round (ms)")
+    ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
