@@ -47,6 +47,7 @@ __all__ = [
     "grid_product",
     "stack_trees",
     "seed_keys",
+    "learner_keys",
     "build_runs",
     "run_sweep",
     "select_grid",
@@ -76,6 +77,11 @@ class Experiment(NamedTuple):
       hparams: hyperparameters with a leading grid axis of length ``G`` on every leaf.
       grid: labels of the grid points, ``name -> (G,)`` values (e.g. ``{"l": ..., "e": ...}``).
       init_env: ``key -> env_state``.
+      regret: optional ``metrics -> per-round regret`` (traced, per round) for step functions
+        whose metrics have no ``regret`` field; e.g. for ``bandits_jax.bco.interact`` the
+        dynamic regret ``lambda m: m["loss"] - m["comparator_loss"]``.
+      learner_uses_key: ``init_learner`` is ``(hparams, key) -> state`` (the BCO protocol); the
+        key comes from the trial seed (:func:`learner_keys`).
     """
 
     learner: str
@@ -85,6 +91,8 @@ class Experiment(NamedTuple):
     hparams: PyTree
     grid: Mapping[str, Any]
     init_env: Callable[[jax.Array], PyTree]
+    regret: Callable[[Any], Any] | None = None
+    learner_uses_key: bool = False
 
     @property
     def grid_size(self) -> int:
@@ -135,11 +143,15 @@ def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
     return both[:, 0], both[:, 1]
 
 
+def learner_keys(seeds: Sequence[int]) -> jax.Array:
+    """Keys for learners whose ``init`` takes one (BCO), independent of :func:`seed_keys`."""
+    return jnp.stack([jax.random.fold_in(jax.random.key(int(s)), 7) for s in seeds])
+
+
 def build_runs(exp: Experiment, seeds: Sequence[int]) -> RunState:
     """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major."""
     G, N = exp.grid_size, len(seeds)
     env_keys, run_keys = seed_keys(seeds)
-    learner = jax.vmap(exp.init_learner)(exp.hparams)  # (G, ...)
     env = jax.vmap(exp.init_env)(env_keys)  # (N, ...)
 
     def per_grid(x):  # (G, ...) -> (G * N, ...)
@@ -148,8 +160,16 @@ def build_runs(exp: Experiment, seeds: Sequence[int]) -> RunState:
     def per_seed(x):  # (N, ...) -> (G * N, ...)
         return jnp.concatenate([x] * G, axis=0)
 
+    if exp.learner_uses_key:
+        lk = learner_keys(seeds)
+        init = jax.vmap(jax.vmap(exp.init_learner, in_axes=(None, 0)), in_axes=(0, None))
+        learner = jax.tree_util.tree_map(
+            lambda x: x.reshape((G * N,) + x.shape[2:]), init(exp.hparams, lk)
+        )
+    else:
+        learner = jax.tree_util.tree_map(per_grid, jax.vmap(exp.init_learner)(exp.hparams))
     return RunState(
-        learner=jax.tree_util.tree_map(per_grid, learner),
+        learner=learner,
         env=jax.tree_util.tree_map(per_seed, env),
         key=per_seed(run_keys),
         t=jnp.zeros((G * N,), jnp.int32),
@@ -163,9 +183,12 @@ def get_metric(metrics: Any, name: str) -> Any:
     return getattr(metrics, name, None)
 
 
-def _keep_fields(fields: Sequence[str]) -> Callable[[Any], dict]:
+def _keep_fields(fields: Sequence[str], regret: Callable | None) -> Callable[[Any], dict]:
     def keep(metrics):
-        return {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
+        kept = {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
+        if regret is not None:  # metrics here carry the (runs, rounds) axes: map per round
+            kept["regret"] = jax.vmap(jax.vmap(regret))(metrics)
+        return kept
 
     return keep
 
@@ -246,7 +269,9 @@ def run_sweep(
         resume=resume,
         config=config,
         progress=progress,
-        keep=lambda ms: tuple(_keep_fields(fields)(m) for m in ms),
+        keep=lambda ms: tuple(
+            _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
+        ),
     )
     out = []
     for exp, n, metrics in zip(experiments, counts, res.metrics, strict=True):
