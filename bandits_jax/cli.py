@@ -379,8 +379,8 @@ def _reproduce_summary(report: dict, rows: list[dict], notes: list[str]) -> str:
         if ratio:
             lines.append(
                 f"{name}: EOFD/OFUL final regret {ratio['final_regret']:.3f}, per-round time "
-                f"{ratio['time_per_round']:.3f} ({100 * (1 - ratio['time_per_round']):.0f}% less"
-                " time)"
+                f"{ratio['time_per_round']:.3f} ({abs(100 * (1 - ratio['time_per_round'])):.0f}% "
+                f"{'less' if ratio['time_per_round'] < 1 else 'more'} time)"
             )
     greedy = [
         f"{r['setting']}/{r['learner']} ({r['bonus_ratio']:.1e})"

@@ -41,6 +41,11 @@ SCRIPT = textwrap.dedent(
         assert a.shape == b.shape == (3, 2, T), (field, a.shape, b.shape)
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13, err_msg=field)
         worst = max(worst, float(np.max(np.abs(a - b))))
+    # Resuming the sharded sweep from its (complete) checkpoint reads back the same arrays.
+    again = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=4,
+                            checkpoint_dir=os.environ["CKPT"], resume=True)
+    for field, a in sharded.experiments[0].metrics.items():
+        np.testing.assert_array_equal(a, again.experiments[0].metrics[field], err_msg=field)
     print("OK max_abs_diff", worst)
     """
 )
