@@ -190,8 +190,8 @@ def cmd_reproduce(args) -> int:
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    T = args.rounds or (100 if args.quick else 2000)
-    trials = args.trials or (3 if args.quick else 10)
+    T = args.rounds or (200 if args.quick else 2000)
+    trials = args.trials or (4 if args.quick else 10)
     chunk = _chunk_size(T, args.chunk)
     names = _split_list(args.settings) or list(DEFAULT_SETTINGS)
     notes = []
@@ -782,9 +782,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="EOFD-MLogB vs OFUL-MLogB on the section-4 settings: cumulative regret "
         "(mean, one-std band over trials) and per-round time bars.",
     )
-    r.add_argument("--quick", action="store_true", help="reduced run (T=100, 3 trials)")
-    r.add_argument("--rounds", type=int, default=None, help="T (default 2000; quick 100)")
-    r.add_argument("--trials", type=int, default=None, help="trials (default 10; quick 3)")
+    r.add_argument("--quick", action="store_true", help="reduced run (T=200, 4 trials)")
+    r.add_argument("--rounds", type=int, default=None, help="T (default 2000; quick 200)")
+    r.add_argument("--trials", type=int, default=None, help="trials (default 10; quick 4)")
     r.add_argument(
         "--settings",
         default=None,
