@@ -37,3 +37,18 @@ def quad(V: jax.Array, mu: jax.Array, lam: jax.Array, g: jax.Array) -> jax.Array
 def dense(V: jax.Array, mu: jax.Array, lam: jax.Array) -> jax.Array:
     """Forms ``Z`` densely (tests and small problems only)."""
     return lam * jnp.eye(V.shape[0], dtype=V.dtype) + (V * mu) @ V.T
+
+
+def diag_lowrank_solve(diag: jax.Array, A: jax.Array, J: jax.Array, g: jax.Array) -> jax.Array:
+    """Returns ``(diag(diag) + A J A^T)^{-1} g`` for ``diag > 0``, A (n, k), J (k, k) PSD.
+
+    Push-through form of the Woodbury identity,
+    ``(L + A J A^T)^{-1} = L^{-1} - L^{-1} A (I + J A^T L^{-1} A)^{-1} J A^T L^{-1}``, valid for a
+    singular J (``I + J G`` with G PSD is always invertible); O(n k^2 + k^3).
+    """
+    k = J.shape[0]
+    Ad = A / diag[:, None]
+    rhs = J @ (Ad.T @ g)
+    inner = jnp.eye(k, dtype=A.dtype) + J @ (A.T @ Ad)
+    sol = rhs / inner[0, 0] if k == 1 else jnp.linalg.solve(inner, rhs)
+    return (g - A @ sol) / diag

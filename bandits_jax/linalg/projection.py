@@ -20,6 +20,7 @@ not on the relative error of ``nu``, which is tiny when ``w'`` only just leaves 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -44,6 +45,48 @@ class DualSolution(NamedTuple):
     status: jax.Array
 
 
+def effective_norm_sq(w_sq: jax.Array, S: jax.Array) -> jax.Array:
+    """``||w'||^2`` when the projection is active, else ``S^2`` (the loop then stops at once)."""
+    return jnp.where(w_sq > S**2, w_sq, S**2)
+
+
+def solve_dual(
+    f_and_df: Callable[[jax.Array], tuple[jax.Array, jax.Array]],
+    w_sq: jax.Array,
+    S: jax.Array,
+    curvature: jax.Array,
+    *,
+    max_steps: int = 50,
+) -> DualSolution:
+    """Finds ``nu >= 0`` with ``f(nu) = S^2`` for any representation of eq. (25)'s ``f``.
+
+    Args:
+      f_and_df: ``nu -> (f(nu), f'(nu))``, built with ``effective_norm_sq(w_sq, S)`` as
+        ``f(0)`` (so an inactive projection gives ``f(0) = S^2``).
+      w_sq: ``||w'||^2``.
+      S: the ball radius.
+      curvature: an upper bound on the largest eigenvalue of ``Zt``; then
+        ``nu <= curvature (||w'||/S - 1)`` brackets the root.
+      max_steps: iteration cap.
+    """
+    dtype = jnp.result_type(w_sq, S, curvature)
+    eps = jnp.finfo(dtype).eps
+    active = w_sq > S**2
+
+    def psi(nu):
+        f, df = f_and_df(nu)
+        root_f = jnp.sqrt(f)
+        return S / root_f - 1.0, -0.5 * S * df / (f * root_f)
+
+    hi = curvature * (jnp.sqrt(effective_norm_sq(w_sq, S)) / S - 1.0)
+    zero = jnp.zeros((), dtype)
+    res = bracketed_newton(psi, zero, hi, zero, max_steps=max_steps, ftol=8 * eps, xtol=4 * eps)
+    nu = jnp.where(active, res.x, 0.0)
+    status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)
+    steps = jnp.where(active, res.steps, 0).astype(jnp.int32)
+    return DualSolution(nu=nu, active=active, steps=steps, status=status)
+
+
 def dual_root(
     w_sq: jax.Array,
     a: jax.Array,
@@ -54,40 +97,19 @@ def dual_root(
     max_steps: int = 50,
 ) -> DualSolution:
     """Solves eq. (24) for ``nu`` given ``||w'||^2``, ``a = Vt^T w'`` and ``mu`` (eq. 25)."""
-    dtype = jnp.result_type(w_sq, a, mu, lam, S)
-    eps = jnp.finfo(dtype).eps
-    active = w_sq > S**2
-    # When inactive, pretend ||w'|| = S so the loop stops at once with nu = 0.
-    w_sq_eff = jnp.where(active, w_sq, S**2)
-    r0 = jnp.maximum(w_sq_eff - jnp.sum(a * a), 0.0)
+    r0 = jnp.maximum(effective_norm_sq(w_sq, S) - jnp.sum(a * a), 0.0)
     a2 = a * a
     c = mu + lam
 
-    def fn(nu):
+    def f_and_df(nu):
         p = lam + nu
         q = c + nu
         f = r0 * lam**2 / p**2 + jnp.sum(a2 * c**2 / q**2)
         df = -2.0 * r0 * lam**2 / p**3 - 2.0 * jnp.sum(a2 * c**2 / q**3)
-        root_f = jnp.sqrt(f)
-        psi = S / root_f - 1.0
-        dpsi = -0.5 * S * df / (f * root_f)
-        return psi, dpsi
+        return f, df
 
-    c_max = jnp.maximum(jnp.max(c), lam) if mu.size else lam
-    hi = c_max * (jnp.sqrt(w_sq_eff) / S - 1.0)
-    res = bracketed_newton(
-        fn,
-        jnp.zeros((), dtype),
-        hi,
-        jnp.zeros((), dtype),
-        max_steps=max_steps,
-        ftol=8.0 * eps,
-        xtol=4.0 * eps,
-    )
-    nu = jnp.where(active, res.x, 0.0)
-    status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)
-    steps = jnp.where(active, res.steps, 0).astype(jnp.int32)
-    return DualSolution(nu=nu, active=active, steps=steps, status=status)
+    curvature = jnp.maximum(jnp.max(c), lam) if mu.size else lam
+    return solve_dual(f_and_df, w_sq, S, curvature, max_steps=max_steps)
 
 
 def project_coeffs(

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 
 class FDState(NamedTuple):
@@ -82,17 +83,30 @@ def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FDState:
     )
 
 
-def extend(V: jax.Array, X: jax.Array) -> Extension:
-    """Extends the basis ``V`` by the column space of ``X`` (D, k); see the module docstring."""
+def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
+    """Extends the basis ``V`` by the column space of ``X`` (D, k); see the module docstring.
+
+    Args:
+      V: (D, m) basis. X: (D, k) block.
+      C: ``V^T X`` if the caller already has it (e.g. fused with another product).
+    """
     dtype = V.dtype
-    C = V.T @ X
+    if C is None:
+        C = V.T @ X
     R = X - V @ C
-    # Classical Gram-Schmidt loses orthogonality when X is nearly in span(V): one more pass.
-    C2 = V.T @ R
-    R = R - V @ C2
-    C = C + C2
-    scale = jnp.sqrt(jnp.sum(X * X)) + jnp.finfo(dtype).tiny
-    tol = jnp.sqrt(jnp.finfo(dtype).eps) * scale
+    x_norms = jnp.sqrt(jnp.sum(X * X, axis=0))
+    # Classical Gram-Schmidt loses orthogonality when a column of X is nearly in span(V): one
+    # more pass then ("twice is enough", Kahan-Parlett criterion ||r|| < ||x|| / 2). The test
+    # is per call, so unbatched runs skip the two extra passes over V when they are not needed.
+    need = jnp.any(jnp.sqrt(jnp.sum(R * R, axis=0)) < 0.5 * x_norms)
+
+    def reorth(RC):
+        R, C = RC
+        C2 = V.T @ R
+        return R - V @ C2, C + C2
+
+    R, C = lax.cond(need, reorth, lambda RC: RC, (R, C))
+    tol = jnp.sqrt(jnp.finfo(dtype).eps) * (jnp.sqrt(jnp.sum(x_norms**2)) + jnp.finfo(dtype).tiny)
     k = X.shape[1]
     if k == 1:
         s = jnp.sqrt(jnp.sum(R * R))
@@ -127,20 +141,26 @@ def core(mu: jax.Array, ext: Extension, M: jax.Array) -> jax.Array:
     return 0.5 * (S + S.T)
 
 
-def absorb(state: FDState, ext: Extension, M: jax.Array) -> tuple[FDState, jax.Array]:
-    """Block FD update absorbing ``X M X^T`` (M PSD, k x k), Algorithm 1 lines 3-7.
+class Truncation(NamedTuple):
+    """The small part of an FD update: the new ``V`` is ``[V, Q] U``.
 
-    Args:
-      state: the sketch ``(V_t, mu_t, rho_{1:t-1})``.
-      ext: :func:`extend` of ``V_t`` by ``X``.
-      M: (k, k) PSD middle factor (``grad sigma(W_{t+1} x_t)`` for EOFD-MLogB, eq. 12-13).
-
-    Returns:
-      ``(new_state, sigma2)`` with ``sigma2`` the discarded squared singular value
-      ``sigma_bar_{m+1}^2`` (0 when it does not exist).
+    Attributes:
+      U: (m + k, m) top eigenvectors of the core, descending.
+      mu: (m,) shrunk weights ``sigma_i^2 - sigma_{m+1}^2`` (eq. 15).
+      sigma2: the discarded mass ``sigma_bar_{m+1}^2`` (0 when it does not exist).
     """
-    V, mu, rho = state
-    m = V.shape[1]
+
+    U: jax.Array
+    mu: jax.Array
+    sigma2: jax.Array
+
+
+def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
+    """Eigendecomposition and truncation of the core (Algorithm 1 lines 3-6, eq. 14-15).
+
+    Only (m + k)-sized work; :func:`absorb` then maps ``U`` through ``[V, Q]``.
+    """
+    m = mu.shape[0]
     S = core(mu, ext, M)
     k = ext.T.shape[0]
     # Degenerate directions get a sentinel below every genuine (>= 0) eigenvalue.
@@ -148,15 +168,46 @@ def absorb(state: FDState, ext: Extension, M: jax.Array) -> tuple[FDState, jax.A
     invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
     S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
     evals, evecs = jnp.linalg.eigh(S)  # ascending
-    top = evals[k:][::-1]
-    U = evecs[:, k:][:, ::-1]
     sigma2 = jnp.maximum(evals[k - 1], 0.0)
-    mu_new = jnp.maximum(top - sigma2, 0.0)
-    V_new = apply_basis(V, ext, U)
-    return FDState(V=V_new, mu=mu_new, rho=rho + sigma2), sigma2
+    mu_new = jnp.maximum(evals[k:][::-1] - sigma2, 0.0)
+    return Truncation(U=evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2)
+
+
+def absorb(
+    state: FDState, ext: Extension, M: jax.Array, extra: jax.Array | None = None
+) -> tuple[FDState, jax.Array, jax.Array | None]:
+    """Block FD update absorbing ``X M X^T`` (M PSD, k x k), Algorithm 1.
+
+    Args:
+      state: the sketch ``(V_t, mu_t, rho_{1:t-1})``.
+      ext: :func:`extend` of ``V_t`` by ``X``.
+      M: (k, k) PSD middle factor (``grad sigma(W_{t+1} x_t)`` for EOFD-MLogB, eq. 12-13).
+      extra: optional (m + k,) coordinates in ``[V, Q]`` to map to R^D in the same matrix
+        product that forms the new ``V`` (at large D each pass over V costs as much as the
+        arithmetic, so a caller's ``[V, Q] c`` rides along for free).
+
+    Returns:
+      ``(new_state, sigma2, mapped)`` with ``sigma2`` the discarded squared singular value
+      ``sigma_bar_{m+1}^2`` and ``mapped = [V, Q] extra`` (or None).
+    """
+    tr = truncate(state.mu, ext, M)
+    V_new, mapped = map_basis(state.V, ext, tr.U, extra)
+    return FDState(V=V_new, mu=tr.mu, rho=state.rho + tr.sigma2), tr.sigma2, mapped
+
+
+def map_basis(
+    V: jax.Array, ext: Extension, U: jax.Array, extra: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array | None]:
+    """``([V, Q] U, [V, Q] extra)`` in one matrix product (one pass over V)."""
+    if extra is None:
+        return apply_basis(V, ext, U), None
+    m = U.shape[1]
+    out = apply_basis(V, ext, jnp.concatenate([U, extra[:, None]], axis=1))
+    return out[:, :m], out[:, m]
 
 
 def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array]:
     """Absorbs ``B B^T`` for a generic D x k block ``B`` (Algorithm 1 with ``M = I``)."""
     ext = extend(state.V, B)
-    return absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
+    new, sigma2, _ = absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
+    return new, sigma2

@@ -3,17 +3,23 @@
 He et al., Algorithm 2 (with Algorithm 1 for the sketch), eq. (16)-(25). Per round, with
 ``X = I_K kron x_t`` and the sketch ``Z_t = lam I + V diag(mu) V^T``:
 
-1. one orthonormal extension ``X = V C + Q T`` (``linalg.sketch.extend``) serves the whole round;
-2. the surrogate ``Zt = Z_t + eta grad^2 l_t(W_t)`` (eq. 20-22) is the eigendecomposition of the
-   (m+K) x (m+K) core ``diag(mu, 0) + eta [C;T] grad sigma(W_t x) [C;T]^T`` in the basis
-   ``[V, Q]``; its eigenvectors are never formed as a D x (m+K) matrix: the gradient
-   ``vec((sigma - y) x^T) = X (sigma - y)`` lies in that span, so the Woodbury step (eq. 8) and the
-   Lemma 2 projection (eq. 23-25) work on (m+K)-vectors and cost O(D (m+K));
-3. Algorithm 1 absorbs ``grad^2 l_t(W_{t+1})`` with an eigendecomposition of the same-basis core
-   (eq. 12-15): O(D (m+K) m) for the new ``V``, no SVD of a D-long matrix.
+1. one orthonormal extension ``X = V C + Q T`` (``linalg.sketch.extend``) serves the whole round:
+   both low-rank terms (the surrogate at ``W_t``, the sketch term at ``W_{t+1}``) and the gradient
+   ``vec((sigma - y) x^T) = X (sigma - y)`` lie in ``span[V, Q]``;
+2. the surrogate ``Zt = Z_t + eta grad^2 l_t(W_t)`` (eq. 20-22) restricted to that span is
+   ``lam I + diag(mu, 0) + A (eta grad sigma) A^T`` with ``A = [C; T]``: a diagonal plus a rank-K
+   term. The Woodbury step (eq. 8) and Lemma 2's dual function (eq. 25, the same ``f(nu)``) are
+   evaluated with the push-through Woodbury identity on (m+K)-vectors, so the surrogate needs
+   neither its eigenvectors as a D x (m+K) matrix nor even its eigendecomposition (the paper's
+   SVD of eq. 21 is what the numpy reference does; the tests check both agree);
+3. Algorithm 1 absorbs ``grad^2 l_t(W_{t+1})`` with one eigendecomposition of the
+   (m+K) x (m+K) core in the same basis (eq. 12-15): O(D (m+K) m) for the new ``V``.
 
-Multiplying ``eta D`` inside a square root (eq. 21) is replaced by putting ``eta grad sigma`` in
-the core directly, so errata 4's negative-eigenvalue trap never arises.
+Per round the D x m matrix ``V`` is read four times (one fused ``V^T [X, w]``, the residual, one
+product forming both the new ``V`` and the new ``w``, the next round's scores) and twice more only
+when the residual needs a second Gram-Schmidt pass: at large D these memory-bound passes, not the
+flops, set the time. Putting ``eta grad sigma`` in the core directly (instead of
+``P (eta D)^{1/2}`` of eq. 21) means errata 4's negative-eigenvalue trap never arises.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bandits_jax.linalg import projection, sketch
+from bandits_jax.linalg import lowrank, projection, sketch
+from bandits_jax.linalg.roots import NONFINITE
 from bandits_jax.mlogb import bonus, confidence, model
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
@@ -34,7 +41,6 @@ from bandits_jax.mlogb.learner import (
     check_static,
     check_update_args,
     empty_info,
-    guard,
 )
 
 
@@ -63,13 +69,14 @@ class EOFDState(NamedTuple):
 def lemma1_matrices(V: jax.Array, mu: jax.Array, lam: jax.Array, actions: jax.Array, K: int):
     """``A(x)`` of Lemma 1, eq. (18), for every row of ``actions`` (N, d): (N, K, K).
 
-    ``C[n, k, i] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
+    ``C[n, i, k] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
     """
     d = actions.shape[1]
     Vr = V.reshape(K, d, V.shape[1])
-    C = jnp.einsum("nd,idk->nki", actions, Vr)
+    # One (N, d) x (d, m) product per block: no transposed copy of V.
+    C = jnp.stack([actions @ Vr[i] for i in range(K)], axis=1)  # (N, K, m)
     w = 1.0 / (mu + lam) - 1.0 / lam
-    A = jnp.einsum("nki,k,nkj->nij", C, w, C)
+    A = jnp.einsum("nik,k,njk->nij", C, w, C)
     xx = jnp.sum(actions * actions, axis=1) / lam
     return A + xx[:, None, None] * jnp.eye(K, dtype=actions.dtype)
 
@@ -141,66 +148,108 @@ def eofd(
         w = state.W.reshape(-1)
         beta_used = beta_of(state)
 
-        # One extension of [V] by span(I_K kron x) serves the whole round.
+        # One extension of [V] by span(I_K kron x) serves the whole round; V^T w rides along in
+        # the same pass over V (the passes over the D x m matrix V dominate at large D).
         X = jnp.kron(jnp.eye(K, dtype=dtype), x[:, None])  # (D, K)
-        ext = sketch.extend(V, X)
-        coords = ext.coords  # (m+K, K)
+        P = V.T @ jnp.concatenate([X, w[:, None]], axis=1)
+        Vw = P[:, K]
+        ext = sketch.extend(V, X, P[:, :K])
+        A = ext.coords  # (m+K, K): X in the basis [V, Q]
+        bw = jnp.concatenate([Vw, ext.Q.T @ w])  # [V, Q]^T w
 
-        # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) in the basis [V, Q] (eq. 20-22).
+        # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
+        # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
+        # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
+        # is the numpy reference's route).
         s = model.sigma(state.W @ x)
-        core_t = sketch.core(mu, ext, eta * model.jacobian(s))
-        e_t, U_t = jnp.linalg.eigh(core_t)
-        e_t = jnp.maximum(e_t, 0.0)
+        J = eta * model.jacobian(s)
+        diag = jnp.concatenate([mu, jnp.zeros((K,), dtype)]) + lam
 
-        # Gradient step (eq. 8): grad = X (sigma - y) = [V, Q] coords (sigma - y).
-        g = coords @ (s - model.onehot(y, K, dtype))
-        step = U_t @ ((U_t.T @ g) / (lam + e_t))
-        w_prime = w - eta * sketch.apply_basis(V, ext, step)
+        def zt_solve(shift, v):
+            return lowrank.diag_lowrank_solve(diag + shift, A, J, v)
 
-        # Projection (Lemma 2): a = Vt^T w' = U_t^T [V, Q]^T w'.
-        b = sketch.basis_coords(V, ext, w_prime)
-        a = U_t.T @ b
-        sol = projection.dual_root(
-            jnp.sum(w_prime * w_prime), a, e_t, lam, hp.S, max_steps=max_newton_steps
-        )
-        alpha, c = projection.project_coeffs(a, e_t, lam, sol.nu)
-        corr = U_t @ c
-        w_new = alpha * w_prime + sketch.apply_basis(V, ext, corr)
-        W_new = w_new.reshape(K, d)
+        # Gradient step (eq. 8): grad = X (sigma - y) = [V, Q] A (sigma - y),
+        # w' = w - eta [V, Q] step.
+        g = A @ (s - model.onehot(y, K, dtype))
+        step = zt_solve(0.0, g)
+        b = bw - eta * step  # [V, Q]^T w'
+        w_sq = jnp.maximum(jnp.sum(w * w) - 2.0 * eta * (bw @ step) + eta**2 * (step @ step), 0.0)
 
-        # Eq. (36) running sum with Z_t (before the sketch absorbs the new term):
-        # V^T w_new = alpha V^T w' + corr[:m] since V^T Q = 0.
+        # Projection (Lemma 2, eq. 23-25). The part of w' outside span[V, Q] scales by
+        # lam/(lam+nu); inside, y(nu) = (M + nu I)^{-1} M b = b - nu (M + nu I)^{-1} b with
+        # M = Zt restricted, so f(nu) = r0 lam^2/(lam+nu)^2 + ||y(nu)||^2 is eq. (25) and
+        # f'(nu) = -2 r0 lam^2/(lam+nu)^3 - 2 y^T (M + nu I)^{-1} y.
+        r0 = jnp.maximum(projection.effective_norm_sq(w_sq, hp.S) - b @ b, 0.0)
+
+        def f_and_df(nu):
+            yv = b - nu * zt_solve(nu, b)
+            p = lam + nu
+            f = r0 * lam**2 / p**2 + yv @ yv
+            df = -2.0 * r0 * lam**2 / p**3 - 2.0 * (yv @ zt_solve(nu, yv))
+            return f, df
+
+        curvature = jnp.max(diag) + jnp.trace(J @ (A.T @ A))  # >= lambda_max(Zt)
+        sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=max_newton_steps)
+        nu = sol.nu
+        alpha = lam / (lam + nu)
+        y_nu = b - nu * zt_solve(nu, b)
+        # w_new = alpha (w' - [V,Q] b) + [V,Q] y_nu = alpha w + [V,Q] coef. W_new x needs no pass
+        # over V: (([V,Q] coef) as K x d) x = A^T coef, since X = [V, Q] A.
+        coef = y_nu - alpha * b - alpha * eta * step
+        z_new = alpha * (state.W @ x) + A.T @ coef
+
+        # Algorithm 1: absorb grad^2 l_t(W_{t+1}) (eq. 12-15) in the same basis.
+        tr = sketch.truncate(mu, ext, model.jacobian(model.sigma(z_new)))
+
+        # Eq. (36) running sum with Z_t (before the sketch absorbs the new term), from small
+        # quantities: [V,Q]^T (w_new - w) = (alpha - 1) bw + coef, and V^T Q = 0.
         m = V.shape[1]
-        dv = alpha * b[:m] + corr[:m] - V.T @ w
-        dw = w_new - w
-        step_z_sq = lam * jnp.sum(dw * dw) + jnp.sum(mu * dv * dv)
-        step_x = (W_new - state.W) @ x
+        dc = (alpha - 1.0) * bw + coef
+        dv = dc[:m]
+        step_z_sq = (
+            lam * jnp.sum(dc * dc)
+            + lam * (alpha - 1.0) ** 2 * jnp.maximum(jnp.sum(w * w) - bw @ bw, 0.0)
+            + jnp.sum(mu * dv * dv)
+        )
+        step_x = z_new - state.W @ x
         acc = state.acc + confidence.increment(
             hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
         )
 
-        # Algorithm 1: absorb grad^2 l_t(W_{t+1}) (eq. 12-15) in the same basis.
-        s_new = model.sigma(W_new @ x)
-        fd, _ = sketch.absorb(sketch.FDState(V, mu, state.rho), ext, model.jacobian(s_new))
+        # NaN guard on the small quantities only (V, w are finite by induction, Q is finite when
+        # x is): a rejected update maps the identity, so the D-sized work is done once either way.
+        small = (x, coef, alpha, z_new, tr.U, tr.mu, tr.sigma2, acc, sol.nu)
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in small]))
+        keep_U = jnp.eye(m + K, m, dtype=dtype)
+        U = jnp.where(ok, tr.U, keep_U)
+        coef = jnp.where(ok, coef, 0.0)
+        ext = ext._replace(Q=jnp.where(ok, ext.Q, 0.0))
+        V_new, dw = sketch.map_basis(V, ext, U, coef)
+        w_new = jnp.where(ok, alpha, 1.0) * w + dw
 
         info = UpdateInfo(
             projected=sol.active,
             nu=sol.nu,
             newton_steps=sol.steps,
-            status=sol.status,
+            status=jnp.where(ok, sol.status, NONFINITE).astype(jnp.int32),
             beta=beta_used,
         )
-        new = EOFDState(
-            W=W_new,
-            V=fd.V,
-            mu=fd.mu,
-            rho=fd.rho,
-            acc=acc,
-            t=state.t + 1,
-            hparams=hp,
-            info=info,
+        small_old = (state.mu, state.rho, state.acc, state.t, state.info)
+        small_new = (tr.mu, state.rho + tr.sigma2, acc, state.t + 1, info)
+        mu_n, rho_n, acc_n, t_n, info_n = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(ok, b, a), small_old, small_new
         )
-        return guard(state, new)
+        info_n = info_n._replace(status=info.status)
+        return EOFDState(
+            W=w_new.reshape(K, d),
+            V=V_new,
+            mu=mu_n,
+            rho=rho_n,
+            acc=acc_n,
+            t=t_n,
+            hparams=hp,
+            info=info_n,
+        )
 
     return MLogBLearner(
         init=init,
