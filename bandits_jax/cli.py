@@ -160,6 +160,7 @@ def _keep_mlogb(metrics):
         "regret": metrics.regret,
         "bonus_spread": metrics.bonus_spread,
         "estimate_spread": metrics.estimate_spread,
+        "explored": metrics.explored,
         "status": metrics.status,
     }
 
@@ -254,6 +255,7 @@ def cmd_reproduce(args) -> int:
             chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
             ls = learner.init(rec.hparams)
             regrets, per_round, bonus, estimate, failures, compile_s = [], [], [], [], 0, 0.0
+            explored = []
             for i in range(trials):
                 env_keys, run_keys = sweep.seed_keys([args.seed + i])
                 state = init_run(ls, setting.env.init(env_keys[0]), run_keys[0])
@@ -282,6 +284,7 @@ def cmd_reproduce(args) -> int:
                 regrets.append(np.asarray(res.metrics["regret"], np.float64))
                 bonus.append(res.metrics["bonus_spread"])
                 estimate.append(res.metrics["estimate_spread"])
+                explored.append(float(np.mean(res.metrics["explored"])))
                 failures += int(np.sum(np.asarray(res.metrics["status"]) >= 2))
                 per_round.append(res.stats.total_run_seconds / T)
             regrets_a = np.stack(regrets)
@@ -299,6 +302,7 @@ def cmd_reproduce(args) -> int:
                 "seconds_per_round_per_trial": per_round,
                 "compile_seconds": compile_s,
                 "bonus_ratio_median": ratio,
+                "explore_rate": float(np.mean(explored)),
                 "rejected_updates": failures,
                 "curve_rounds": rounds_x,
                 "cumulative_regret_mean": mean_y,
@@ -321,6 +325,7 @@ def cmd_reproduce(args) -> int:
                     "ms_per_round_std": 1e3 * stats["seconds_per_round_std"],
                     "compile_s": compile_s,
                     "bonus_ratio": ratio,
+                    "explore_rate": stats["explore_rate"],
                 }
             )
         if "EOFD" in entry["learners"] and "OFUL" in entry["learners"]:
@@ -649,6 +654,7 @@ def _sweep_summary(tuning_rows, eval_rows, timing, T, betas) -> str:
         "final_regret_mean",
         "final_regret_std",
         "bonus_ratio",
+        "explore_rate",
         "greedy",
     ]
     best = sorted(tuning_rows, key=lambda r: (r["learner"], r["env"], r["final_regret_mean"]))

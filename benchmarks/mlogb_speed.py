@@ -8,7 +8,8 @@ outcome uniforms, ``W*`` with ``||W*||_F = S``) so that JAX and numpy do the sam
 the optimistic rule, then update. JAX times exclude compilation (one warm-up call) and are the
 median over repeats of a whole ``lax.scan`` divided by the number of rounds; numpy times are the
 median per-round time of a Python loop over rounds (``bandits_jax.reference.mlogb_numpy``, which
-follows the paper: a full SVD per sketch update). Vmapped throughput compares 64 trials in one
+follows the paper: a full SVD per sketch update), measured in a separate process so that XLA's
+spinning worker threads do not slow numpy's BLAS. Vmapped throughput compares 64 trials in one
 call with one trial, both on the synthetic environment, in learner-rounds per second.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import statistics
@@ -72,20 +74,27 @@ def _jax_per_round(learner, hp, stream, dtype, repeats):
     return _time(lambda: run(s0), repeats) / T, compile_s
 
 
-def _numpy_per_round(np_learner, stream, repeats_rounds):
-    X, mask, U, W = stream
-    rewards = np.asarray(np_learner.rewards)
+def _numpy_worker(K, d, m, kw, rounds, seed):
+    """numpy EOFD per-round time on the same stream, in a fresh process (see _numpy_per_round)."""
+    X, mask, U, W = _stream(K, d, rounds, seed=seed)
+    learner = ref.NumpyEOFD(K, d, m, **kw)
     times = []
-    for t in range(min(repeats_rounds, X.shape[0])):
+    for t in range(rounds):
         t0 = time.perf_counter()
-        i = np_learner.select(X[t], mask[t])
+        i = learner.select(X[t], mask[t])
         x = X[t, i]
         s, s0 = ref.sigma(W @ x)
-        y = ref.sample_outcome(s, s0, U[t])
-        np_learner.update(x, y)
+        learner.update(x, ref.sample_outcome(s, s0, U[t]))
         times.append(time.perf_counter() - t0)
-    del rewards
     return statistics.median(times)
+
+
+def _numpy_per_round(K, d, m, kw, rounds, seed=0):
+    """Runs :func:`_numpy_worker` in a spawned process: XLA's CPU worker threads, once started
+    in this process, keep spinning and slow OpenBLAS calls made here by large, noisy factors."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        return pool.apply(_numpy_worker, (K, d, m, kw, rounds, seed))
 
 
 def _vmapped(learner, hp, K, d, rounds, trials, repeats):
@@ -135,7 +144,7 @@ def main(argv=None) -> dict:
             beta="theory",
             delta=float(hp.delta),
         )
-        row["numpy_eofd_s"] = _numpy_per_round(ref.NumpyEOFD(K, d, m, **kw), stream, np_rounds)
+        row["numpy_eofd_s"] = _numpy_per_round(K, d, m, kw, np_rounds)
         if K * d <= OFUL_MAX_D:
             oful = mlogb.oful(num_outcomes=K, dim=d)
             oful_stream = tuple(a[: max(4, rounds // 4)] for a in stream[:3]) + (stream[3],)

@@ -1,13 +1,22 @@
-"""Bandit convex optimisation with gradient variation (two-point feedback).
+"""Bandit convex optimisation with gradient variation.
 
 Paper: ../shared/papers/bco-gradient-variation.txt. Modules: ``domains`` (Assumption 1 geometry,
 projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with optimism, the
 sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and the Chiang et al.
 2013 baseline), ``two_point`` (Algorithms 1 and 3), ``interact`` (runner step and regret
-bookkeeping).
+bookkeeping), ``one_point`` (Algorithms 2/4 on boxes), ``meta`` (Optimistic-Hedge and
+Optimistic-Adapt-ML-Prod) and ``ensembles`` (Algorithms 5/6).
 """
 
 from bandits_jax.bco.domains import Ball, Box, ball, box, project
+from bandits_jax.bco.ensembles import (
+    DynamicState,
+    UniversalState,
+    dynamic_ensemble,
+    dynamic_hyperparams,
+    universal_ensemble,
+    universal_hyperparams,
+)
 from bandits_jax.bco.estimators import (
     coordinate_estimate,
     coordinate_queries,
@@ -20,6 +29,15 @@ from bandits_jax.bco.estimators import (
 # ``interact`` (the runner step) is reached as ``bandits_jax.bco.interact.interact``: re-exporting
 # the function here would shadow the submodule of the same name.
 from bandits_jax.bco.interact import hindsight_loss, regret_curve, summarize
+from bandits_jax.bco.meta import (
+    AdaptMLProdState,
+    OptimisticHedgeState,
+    adapt_ml_prod_init,
+    adapt_ml_prod_update,
+    optimistic_hedge_init,
+    optimistic_hedge_update,
+)
+from bandits_jax.bco.one_point import BoxFTRLState, box_ftrl, box_ftrl_hparams
 from bandits_jax.bco.schedules import PRESETS, ScheduleParams, ScheduleState, step_size
 from bandits_jax.bco.two_point import (
     CoordAux,
@@ -35,6 +53,21 @@ from bandits_jax.bco.two_point import (
 )
 
 __all__ = [
+    "AdaptMLProdState",
+    "BoxFTRLState",
+    "DynamicState",
+    "OptimisticHedgeState",
+    "UniversalState",
+    "adapt_ml_prod_init",
+    "adapt_ml_prod_update",
+    "box_ftrl",
+    "box_ftrl_hparams",
+    "dynamic_ensemble",
+    "dynamic_hyperparams",
+    "optimistic_hedge_init",
+    "optimistic_hedge_update",
+    "universal_ensemble",
+    "universal_hyperparams",
     "Ball",
     "Box",
     "CoordAux",

@@ -29,6 +29,8 @@ class MLogBMetrics(NamedTuple):
       bonus_spread, estimate_spread: max - min over the action set of the optimistic bonus and of
         the estimate (selection-index space). Their ratio tells whether exploration can change a
         decision: a tiny ratio means the learner is effectively greedy.
+      explored: whether the optimistic choice differs from the greedy choice (argmax of the
+        estimate alone): the direct measure of exploration of which the spread ratio is a proxy.
     """
 
     regret: jax.Array
@@ -42,6 +44,7 @@ class MLogBMetrics(NamedTuple):
     status: jax.Array
     bonus_spread: jax.Array
     estimate_spread: jax.Array
+    explored: jax.Array
 
 
 def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
@@ -74,6 +77,7 @@ def interact(learner: MLogBLearner, env: Any):
             status=info.status,
             bonus_spread=_spread(bon, mask),
             estimate_spread=_spread(est, mask),
+            explored=idx != bonus.argmax_tie(est, mask),
         )
         return ls_new, es, metrics
 

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 PyTree = Any
-DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread")
+DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored")
 GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
 
 
@@ -339,6 +339,8 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
                 final_regret_std=float(final[g].std(ddof=1)) if N > 1 else 0.0,
                 regret_per_round=float(final[g].mean() / max(T, 1)),
             )
+            if "explored" in r.metrics:
+                row["explore_rate"] = float(np.asarray(r.metrics["explored"][g]).mean())
             if ratio is not None:
                 row["bonus_ratio"] = float(ratio[g])
                 row["greedy"] = bool(ratio[g] < GREEDY_RATIO) if np.isfinite(ratio[g]) else None

@@ -30,3 +30,17 @@ def test_inv_quad_clipped_at_zero():
     V, mu, lam, _ = _problem()
     mu = np.full_like(mu, 1e18)
     assert float(lowrank.inv_quad(V, mu, lam, V[:, 0])) >= 0.0
+
+
+def test_diag_lowrank_solve_matches_dense():
+    rng = np.random.default_rng(4)
+    n = 7
+    diag = rng.uniform(0.5, 3.0, size=n)
+    for k in (1, 3):
+        A = rng.normal(size=(n, k))
+        B = rng.normal(size=(k, k))
+        J = B @ B.T
+        J[:, -1] = J[-1, :] = 0.0  # singular J is allowed
+        g = rng.normal(size=n)
+        want = np.linalg.solve(np.diag(diag) + A @ J @ A.T, g)
+        np.testing.assert_allclose(lowrank.diag_lowrank_solve(diag, A, J, g), want, rtol=1e-10)

@@ -223,3 +223,48 @@ def test_bad_static_and_shapes():
         le.update(s, jnp.ones(4), 1)
     with pytest.raises(ValueError, match="y must"):
         le.update(s, jnp.ones(3), 5)
+
+
+@pytest.mark.parametrize("K,d,m", [(1, 6, 2), (3, 3, 4)])
+def test_one_eofd_update_equals_dense_algorithm2_step(K, d, m):
+    """Eq. (8) with the dense surrogate Zt = Z_t + eta grad^2 l_t(W_t), then the dense QCQP (9),
+    then Algorithm 1 at W_{t+1} by the paper's SVD: the sketched update must agree."""
+    le, _ = _learners(K, d, m)
+    hp = _hp(K, S=0.6, eta=2.0)
+    s = _feed(le, le.init(hp), K, d, 9, seed=11)
+    rng = np.random.default_rng(12)
+    x, y = rng.normal(size=d), K
+    lam, eta, S = 0.8, 2.0, 0.6
+    V, mu, W = np.asarray(s.V), np.asarray(s.mu), np.asarray(s.W)
+    Z = lam * np.eye(K * d) + (V * mu) @ V.T
+    sig = lambda z: np.exp(z) / (1 + np.exp(z).sum())  # noqa: E731
+    sg = sig(W @ x)
+    J = np.diag(sg) - np.outer(sg, sg)
+    Zt = Z + eta * np.kron(J, np.outer(x, x))
+    e_y = np.eye(K)[y - 1]
+    wp = W.reshape(-1) - eta * np.linalg.solve(Zt, np.kron(sg - e_y, x))
+    assert np.linalg.norm(wp) > S  # the projection is active in this case
+    lo, hi = 0.0, 1.0
+    w_of = lambda nu: np.linalg.solve(Zt + nu * np.eye(K * d), Zt @ wp)  # noqa: E731
+    while np.linalg.norm(w_of(hi)) > S:
+        hi *= 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.linalg.norm(w_of(mid)) > S else (lo, mid)
+    w_new = w_of(hi)
+    s1 = jax.jit(le.update)(s, jnp.asarray(x), y)
+    np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
+    # Algorithm 1 at W_{t+1} (eq. 12-15) by the paper's full SVD.
+    sn = sig(w_new.reshape(K, d) @ x)
+    Jn = np.diag(sn) - np.outer(sn, sn)
+    ev, P = np.linalg.eigh(Jn)
+    B = np.kron(P * np.sqrt(np.clip(ev, 0, None)), x[:, None])
+    _, sv, Vh = np.linalg.svd(np.concatenate([V * np.sqrt(mu), B], axis=1).T)
+    mu_ref = sv[:m] ** 2 - sv[m] ** 2
+    np.testing.assert_allclose(np.asarray(s1.mu), mu_ref, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        (np.asarray(s1.V) * np.asarray(s1.mu)) @ np.asarray(s1.V).T,
+        (Vh[:m].T * mu_ref) @ Vh[:m],
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(float(s1.rho), float(s.rho) + sv[m] ** 2, rtol=1e-9)

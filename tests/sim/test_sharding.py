@@ -40,7 +40,8 @@ SCRIPT = textwrap.dedent(
         b = sharded.experiments[0].metrics[field]
         assert a.shape == b.shape == (3, 2, T), (field, a.shape, b.shape)
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13, err_msg=field)
-        worst = max(worst, float(np.max(np.abs(a - b))))
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        worst = max(worst, float(np.max(diff)))
     # Resuming the sharded sweep from its (complete) checkpoint reads back the same arrays.
     again = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=4,
                             checkpoint_dir=os.environ["CKPT"], resume=True)
