@@ -31,16 +31,17 @@ import jax.numpy as jnp
 
 from bandits_jax.linalg import lowrank, projection, sketch
 from bandits_jax.linalg.roots import NONFINITE
-from bandits_jax.mlogb import bonus, confidence, model
+from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
     UpdateInfo,
-    check_actions,
+    assemble,
     check_hparams,
     check_static,
     check_update_args,
     empty_info,
+    radius_of,
 )
 
 
@@ -120,23 +121,10 @@ def eofd(
         )
 
     def beta_of(state: EOFDState) -> jax.Array:
-        return confidence.radius(
-            state.hparams, state.t, state.rho, state.acc, num_outcomes=K, dim=d, rank=m_eff
-        )
+        return radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
 
-    def score_parts(state: EOFDState, actions: jax.Array):
-        check_actions(actions, d)
-        actions = actions.astype(state.W.dtype)
-        hp = state.hparams
-        A = lemma1_matrices(state.V, state.mu, hp.lam, actions, K)
-        return bonus.parts(state.W, actions, A, hp.rewards, beta_of(state))
-
-    def scores(state: EOFDState, actions: jax.Array) -> jax.Array:
-        return bonus.optimistic_reward(K, *score_parts(state, actions))
-
-    def select(state: EOFDState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
+    def a_matrices(state: EOFDState, actions: jax.Array) -> jax.Array:
+        return lemma1_matrices(state.V, state.mu, state.hparams.lam, actions, K)
 
     def update(state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
         check_update_args(x, y, K, d)
@@ -251,12 +239,6 @@ def eofd(
             info=info_n,
         )
 
-    return MLogBLearner(
-        init=init,
-        scores=scores,
-        score_parts=score_parts,
-        select=select,
-        update=update,
-        num_outcomes=K,
-        dim=d,
+    return assemble(
+        num_outcomes=K, dim=d, rank=m_eff, init=init, a_matrices=a_matrices, update=update
     )

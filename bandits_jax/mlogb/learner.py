@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.linalg.roots import NONFINITE
+from bandits_jax.mlogb import bonus, confidence
 
 
 class UpdateInfo(NamedTuple):
@@ -120,3 +121,54 @@ def guard(old, new):
     kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, b, a), old, new)
     info = kept.info._replace(status=jnp.where(ok, new.info.status, NONFINITE).astype(jnp.int32))
     return kept._replace(info=info)
+
+
+def radius_of(state, *, num_outcomes: int, dim: int, rank: int) -> jax.Array:
+    """The confidence radius ``beta`` a state selects with (see :mod:`.confidence`)."""
+    return confidence.radius(
+        state.hparams, state.t, state.rho, state.acc, num_outcomes=num_outcomes, dim=dim, rank=rank
+    )
+
+
+def assemble(
+    *,
+    num_outcomes: int,
+    dim: int,
+    rank: int,
+    init: Callable[[Any], Any],
+    a_matrices: Callable[[Any, jax.Array], jax.Array],
+    update: Callable[[Any, jax.Array, jax.Array], Any],
+) -> MLogBLearner:
+    """Builds the learner's scoring functions around its ``A(x)`` matrices (eq. 10/19, Lemma 1).
+
+    Args:
+      num_outcomes, dim: K and d. rank: the sketch rank in the radius (``K d`` for OFUL).
+      init, update: the learner's own functions.
+      a_matrices: ``(state, actions (N, d)) -> (N, K, K)`` matrices
+        ``(I_K kron x)^T Z^{-1} (I_K kron x)``.
+    """
+    K, d = num_outcomes, dim
+
+    def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
+        actions = actions.astype(state.W.dtype)
+        beta = radius_of(state, num_outcomes=K, dim=d, rank=rank)
+        A = a_matrices(state, actions)
+        return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
+
+    def scores(state, actions: jax.Array) -> jax.Array:
+        return bonus.optimistic_reward(K, *score_parts(state, actions))
+
+    def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+        est, bon = score_parts(state, actions)
+        return bonus.argmax_tie(est + bon, mask)
+
+    return MLogBLearner(
+        init=init,
+        scores=scores,
+        score_parts=score_parts,
+        select=select,
+        update=update,
+        num_outcomes=K,
+        dim=d,
+    )

@@ -20,17 +20,18 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from bandits_jax.linalg import projection
-from bandits_jax.mlogb import bonus, confidence, model
+from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
     UpdateInfo,
-    check_actions,
+    assemble,
     check_hparams,
     check_static,
     check_update_args,
     empty_info,
     guard,
+    radius_of,
 )
 
 
@@ -76,28 +77,15 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBLea
         )
 
     def beta_of(state: OFULState) -> jax.Array:
-        return confidence.radius(
-            state.hparams, state.t, state.rho, state.acc, num_outcomes=K, dim=d, rank=D
-        )
+        return radius_of(state, num_outcomes=K, dim=d, rank=D)
 
-    def score_parts(state: OFULState, actions: jax.Array):
-        check_actions(actions, d)
-        actions = actions.astype(state.W.dtype)
+    def a_matrices(state: OFULState, actions: jax.Array) -> jax.Array:
+        # One Cholesky factor of H_t, then L^{-1} (I_K kron x_n) for all actions at once.
         N = actions.shape[0]
         L = jnp.linalg.cholesky(state.H)
-        # Columns (n, i): I_K kron x_n, column i.
-        X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions)
-        X = X.reshape(D, N * K)
+        X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions).reshape(D, N * K)
         Y = solve_triangular(L, X, lower=True).reshape(D, N, K)
-        A = jnp.einsum("dni,dnj->nij", Y, Y)
-        return bonus.parts(state.W, actions, A, state.hparams.rewards, beta_of(state))
-
-    def scores(state: OFULState, actions: jax.Array) -> jax.Array:
-        return bonus.optimistic_reward(K, *score_parts(state, actions))
-
-    def select(state: OFULState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
+        return jnp.einsum("dni,dnj->nij", Y, Y)
 
     def update(state: OFULState, x: jax.Array, y: jax.Array) -> OFULState:
         check_update_args(x, y, K, d)
@@ -147,12 +135,4 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBLea
         )
         return guard(state, new)
 
-    return MLogBLearner(
-        init=init,
-        scores=scores,
-        score_parts=score_parts,
-        select=select,
-        update=update,
-        num_outcomes=K,
-        dim=d,
-    )
+    return assemble(num_outcomes=K, dim=d, rank=D, init=init, a_matrices=a_matrices, update=update)
