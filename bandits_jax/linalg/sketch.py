@@ -8,8 +8,9 @@ How the SVD of ``[V mu^{1/2}, B]^T`` (eq. 14) is obtained: not by a full SVD of 
 matrix as in the paper, but exactly and more cheaply by
 
 1. projecting the new block's column space ``X`` (``B = X G``) on ``V``: ``C = V^T X``;
-2. orthonormalising the residual ``R = X - V C`` (one re-orthogonalisation pass, then a thin SVD,
-   or a norm when k = 1), which gives ``Q`` (D x k) with ``[V, Q]`` orthonormal and
+2. orthonormalising the residual ``R = X - V C`` through its k x k Gram matrix (or, when ``X``
+   is close to ``span V``, explicitly with one re-orthogonalisation pass and a thin SVD), which
+   gives ``Q`` (D x k, kept implicit as ``(X - V C) T_pinv``) with ``[V, Q]`` orthonormal and
    ``X = V C + Q T``;
 3. an eigendecomposition of the small (m+k) x (m+k) core
    ``S = diag(mu, 0) + [C; T] G G^T [C; T]^T``, whose eigenvalues are the squared singular values
@@ -52,16 +53,21 @@ class FDState(NamedTuple):
 class Extension(NamedTuple):
     """Orthonormal extension ``X = V C + Q T`` of the sketch basis by a block's column space.
 
+    ``Q`` is kept implicit, ``Q = (X - V C) T_pinv``, so that no D-sized residual is formed
+    unless a second Gram-Schmidt pass is needed; :func:`residual_basis` materialises it.
+
     Attributes:
+      X: (D, k) the block's column space.
       C: (m, k) coordinates of ``X`` in ``V``.
-      Q: (D, k) orthonormal residual directions orthogonal to ``V``; zero where not ``valid``.
       T: (k, k) coordinates of ``X`` in ``Q`` (rows of invalid directions are zero).
-      valid: (k,) bool, False for degenerate residual directions.
+      T_pinv: (k, k) with ``Q = (X - V C) T_pinv`` (columns of invalid directions are zero).
+      valid: (k,) bool, False for degenerate residual directions (then ``Q``'s column is 0).
     """
 
+    X: jax.Array
     C: jax.Array
-    Q: jax.Array
     T: jax.Array
+    T_pinv: jax.Array
     valid: jax.Array
 
     @property
@@ -86,50 +92,77 @@ def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FDState:
 def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
     """Extends the basis ``V`` by the column space of ``X`` (D, k); see the module docstring.
 
+    The residual ``R = X - V C`` is orthonormalised through its k x k Gram matrix
+    ``X^T X - C^T C`` (no D-sized work) while that is accurate, i.e. while every residual keeps
+    at least half of its column's norm. Otherwise (``X`` close to ``span V``) ``R`` is formed
+    and re-orthogonalised once ("twice is enough", Kahan-Parlett), then a thin SVD is used.
+    The test is a ``lax.cond`` per call, so unbatched runs skip the passes over V when they are
+    not needed; under ``vmap`` both branches run and the result is the same.
+
     Args:
       V: (D, m) basis. X: (D, k) block.
       C: ``V^T X`` if the caller already has it (e.g. fused with another product).
     """
     dtype = V.dtype
+    k = X.shape[1]
     if C is None:
         C = V.T @ X
-    R = X - V @ C
-    x_norms = jnp.sqrt(jnp.sum(X * X, axis=0))
-    # Classical Gram-Schmidt loses orthogonality when a column of X is nearly in span(V): one
-    # more pass then ("twice is enough", Kahan-Parlett criterion ||r|| < ||x|| / 2). The test
-    # is per call, so unbatched runs skip the two extra passes over V when they are not needed.
-    need = jnp.any(jnp.sqrt(jnp.sum(R * R, axis=0)) < 0.5 * x_norms)
-
-    def reorth(RC):
-        R, C = RC
-        C2 = V.T @ R
-        return R - V @ C2, C + C2
-
-    R, C = lax.cond(need, reorth, lambda RC: RC, (R, C))
-    tol = jnp.sqrt(jnp.finfo(dtype).eps) * (jnp.sqrt(jnp.sum(x_norms**2)) + jnp.finfo(dtype).tiny)
-    k = X.shape[1]
+    xx = X.T @ X
+    x_sq = jnp.diag(xx)
+    G = xx - C.T @ C
     if k == 1:
-        s = jnp.sqrt(jnp.sum(R * R))
-        valid = (s > tol)[None]
-        Q = jnp.where(valid, R / jnp.where(valid, s, 1.0), 0.0)
-        T = jnp.where(valid, s, 0.0)[:, None]
+        g_min = G[0, 0]
     else:
-        U, s, Vh = jnp.linalg.svd(R, full_matrices=False)
-        valid = s > tol
-        Q = jnp.where(valid[None, :], U, 0.0)
-        T = jnp.where(valid[:, None], s[:, None] * Vh, 0.0)
-    return Extension(C=C, Q=Q, T=T, valid=valid)
+        ev, Ve = jnp.linalg.eigh(0.5 * (G + G.T))
+        g_min = ev[0]
+    need = (g_min < 0.25 * jnp.min(x_sq)) | jnp.any(jnp.diag(G) < 0.25 * x_sq)
+
+    def explicit(C):
+        R = X - V @ C
+        C2 = V.T @ R
+        R = R - V @ C2
+        if k == 1:
+            s = jnp.sqrt(jnp.sum(R * R))[None]
+            Vh = jnp.ones((1, 1), dtype)
+        else:
+            _, s, Vh = jnp.linalg.svd(R, full_matrices=False)
+        return C + C2, s, Vh
+
+    def implicit(C):
+        if k == 1:
+            return C, jnp.sqrt(jnp.maximum(G[0], 0.0)), jnp.ones((1, 1), dtype)
+        return C, jnp.sqrt(jnp.maximum(ev, 0.0)), Ve.T
+
+    C, s, Vh = lax.cond(need, explicit, implicit, C)
+    tol = jnp.sqrt(jnp.finfo(dtype).eps) * (jnp.sqrt(jnp.sum(x_sq)) + jnp.finfo(dtype).tiny)
+    valid = s > tol
+    T = jnp.where(valid[:, None], s[:, None] * Vh, 0.0)
+    T_pinv = jnp.where(valid[None, :], Vh.T / jnp.where(valid, s, 1.0)[None, :], 0.0)
+    return Extension(X=X, C=C, T=T, T_pinv=T_pinv, valid=valid)
+
+
+def residual_basis(V: jax.Array, ext: Extension) -> jax.Array:
+    """Materialises ``Q = (X - V C) T_pinv`` (D, k) (tests and generic callers)."""
+    return (ext.X - V @ ext.C) @ ext.T_pinv
 
 
 def apply_basis(V: jax.Array, ext: Extension, coef: jax.Array) -> jax.Array:
-    """Maps coordinates in ``[V, Q]`` (shape (m + k,) or (m + k, j)) to R^D."""
+    """Maps coordinates in ``[V, Q]`` (shape (m + k,) or (m + k, j)) to R^D in one pass over V:
+    ``V c_V + Q c_Q = V (c_V - C T_pinv c_Q) + X (T_pinv c_Q)``."""
     m = V.shape[1]
-    return V @ coef[:m] + ext.Q @ coef[m:]
+    g = ext.T_pinv @ coef[m:]
+    return V @ (coef[:m] - ext.C @ g) + ext.X @ g
+
+
+def q_coords(ext: Extension, Xw: jax.Array, Vw: jax.Array) -> jax.Array:
+    """``Q^T w`` from ``X^T w`` and ``V^T w`` (no D-sized work)."""
+    return ext.T_pinv.T @ (Xw - ext.C.T @ Vw)
 
 
 def basis_coords(V: jax.Array, ext: Extension, w: jax.Array) -> jax.Array:
     """Returns ``[V, Q]^T w`` for ``w`` of shape (D,)."""
-    return jnp.concatenate([V.T @ w, ext.Q.T @ w])
+    Vw = V.T @ w
+    return jnp.concatenate([Vw, q_coords(ext, ext.X.T @ w, Vw)])
 
 
 def core(mu: jax.Array, ext: Extension, M: jax.Array) -> jax.Array:

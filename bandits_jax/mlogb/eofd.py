@@ -143,13 +143,14 @@ def eofd(
         Vw = P[:, K]
         ext = sketch.extend(V, X, P[:, :K])
         A = ext.coords  # (m+K, K): X in the basis [V, Q]
-        bw = jnp.concatenate([Vw, ext.Q.T @ w])  # [V, Q]^T w
+        Wx = state.W @ x  # = X^T w
+        bw = jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)])  # [V, Q]^T w
 
         # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
         # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
         # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
         # is the numpy reference's route).
-        s = model.sigma(state.W @ x)
+        s = model.sigma(Wx)
         J = eta * model.jacobian(s)
         diag = jnp.concatenate([mu, jnp.zeros((K,), dtype)]) + lam
 
@@ -184,7 +185,7 @@ def eofd(
         # w_new = alpha (w' - [V,Q] b) + [V,Q] y_nu = alpha w + [V,Q] coef. W_new x needs no pass
         # over V: (([V,Q] coef) as K x d) x = A^T coef, since X = [V, Q] A.
         coef = y_nu - alpha * b - alpha * eta * step
-        z_new = alpha * (state.W @ x) + A.T @ coef
+        z_new = alpha * Wx + A.T @ coef
 
         # Algorithm 1: absorb grad^2 l_t(W_{t+1}) (eq. 12-15) in the same basis.
         tr = sketch.truncate(mu, ext, model.jacobian(model.sigma(z_new)))
@@ -199,19 +200,24 @@ def eofd(
             + lam * (alpha - 1.0) ** 2 * jnp.maximum(jnp.sum(w * w) - bw @ bw, 0.0)
             + jnp.sum(mu * dv * dv)
         )
-        step_x = z_new - state.W @ x
+        step_x = z_new - Wx
         acc = state.acc + confidence.increment(
             hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
         )
 
         # NaN guard on the small quantities only (V, w are finite by induction, Q is finite when
-        # x is): a rejected update maps the identity, so the D-sized work is done once either way.
+        # x is): a rejected update maps the identity ([V, Q] [I; 0] = V with X, C zeroed), so the
+        # D-sized work is done once either way.
         small = (x, coef, alpha, z_new, tr.U, tr.mu, tr.sigma2, acc, sol.nu)
         ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in small]))
         keep_U = jnp.eye(m + K, m, dtype=dtype)
         U = jnp.where(ok, tr.U, keep_U)
         coef = jnp.where(ok, coef, 0.0)
-        ext = ext._replace(Q=jnp.where(ok, ext.Q, 0.0))
+        ext = ext._replace(
+            X=jnp.where(ok, ext.X, 0.0),
+            C=jnp.where(ok, ext.C, 0.0),
+            T_pinv=jnp.where(ok, ext.T_pinv, 0.0),
+        )
         V_new, dw = sketch.map_basis(V, ext, U, coef)
         w_new = jnp.where(ok, alpha, 1.0) * w + dw
 

@@ -59,3 +59,25 @@ def test_blocks_inside_sketch_span_are_absorbed_exactly():
     np.testing.assert_allclose(V.T @ V, np.eye(m), atol=1e-9)
     np.testing.assert_allclose((V * mu) @ V.T, M, atol=1e-9)
     assert float(rho) < 1e-9
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("near_span", [False, True])
+def test_extension_is_orthonormal_and_exact(k, near_span):
+    # Both branches: the Gram route (residual large) and the explicit re-orthogonalised route
+    # (X within 1e-6 of span V, where the Gram route would lose orthogonality).
+    rng = np.random.default_rng(k + 10 * near_span)
+    D, m = 30, 6
+    V, _ = np.linalg.qr(rng.normal(size=(D, m)))
+    X = rng.normal(size=(D, k))
+    if near_span:
+        X = V @ rng.normal(size=(m, k)) + 1e-6 * X
+    ext = jax.jit(sketch.extend)(V, X)
+    Q = np.asarray(sketch.residual_basis(V, ext))
+    basis = np.concatenate([V, Q], axis=1)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(m + k), atol=1e-9)
+    np.testing.assert_allclose(basis @ np.asarray(ext.coords), X, atol=1e-12)
+    c = rng.normal(size=m + k)
+    np.testing.assert_allclose(sketch.apply_basis(V, ext, c), basis @ c, atol=1e-12)
+    w = rng.normal(size=D)
+    np.testing.assert_allclose(sketch.basis_coords(V, ext, w), basis.T @ w, atol=1e-9)
