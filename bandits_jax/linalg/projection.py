@@ -25,8 +25,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
-from bandits_jax.linalg.roots import INACTIVE, bracketed_newton
+from bandits_jax.linalg.roots import INACTIVE, RootResult, bracketed_newton
 
 
 class DualSolution(NamedTuple):
@@ -80,7 +81,17 @@ def solve_dual(
 
     hi = curvature * (jnp.sqrt(effective_norm_sq(w_sq, S)) / S - 1.0)
     zero = jnp.zeros((), dtype)
-    res = bracketed_newton(psi, zero, hi, zero, max_steps=max_steps, ftol=8 * eps, xtol=4 * eps)
+
+    def newton(hi):
+        tol = dict(ftol=8 * eps, xtol=4 * eps)
+        return bracketed_newton(psi, zero, hi, zero, max_steps=max_steps, **tol)
+
+    def skip(hi):
+        return RootResult(zero, zero, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+
+    # Unbatched calls skip the loop (and its first evaluation) when the ball is not left; under
+    # vmap both branches run and the selects below give the same result.
+    res = lax.cond(active, newton, skip, hi)
     nu = jnp.where(active, res.x, 0.0)
     status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)
     steps = jnp.where(active, res.steps, 0).astype(jnp.int32)
