@@ -71,7 +71,13 @@ from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import meta
 from bandits_jax.bco import schedules as sch
-from bandits_jax.bco.two_point import CoordAux, Learner, oogd_step
+from bandits_jax.bco.two_point import (
+    CoordAux,
+    Learner,
+    coordinate_feedback,
+    coordinate_query,
+    oogd_step,
+)
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE, bracketed_newton
 
 Array = jax.Array
@@ -123,13 +129,6 @@ def _positive(name: str, value) -> float:
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{name}: expected a positive finite value, got {v}")
     return v
-
-
-def _check_values(values: Array) -> None:
-    if jnp.shape(values) != (2,):
-        raise ValueError(
-            f"values: expected shape (2,) (two-point feedback), got {jnp.shape(values)}"
-        )
 
 
 def _guard(ok: Array, new, old):
@@ -318,17 +317,11 @@ def dynamic_ensemble(d: int) -> Learner:
         )
 
     def query(state: DynamicState, key: Array) -> tuple[Array, CoordAux]:
-        i = est.sample_coordinate(key, d)
-        points, spacing = est.coordinate_queries(state.w, i, state.hp.delta)
-        return points, CoordAux(i, spacing)
+        return coordinate_query(state.w, state.hp.delta, key)
 
     def update(state: DynamicState, aux: CoordAux, values: Array) -> DynamicState:
-        _check_values(values)
         hp = state.hp
-        values = jnp.asarray(values, state.w.dtype)
-        v = est.directional_derivative(values, aux.spacing)
-        g, g_tilde_next = est.coordinate_estimate(state.g_tilde, aux.i, v)
-        err_sq = est.coordinate_error_sq(state.g_tilde, aux.i, v)
+        g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
 
         # Meta feedback of round t (E.4); m_t is stored in the Hedge state.
         move = jnp.sum((state.base_w - state.base_w_prev) ** 2, axis=-1)
@@ -618,18 +611,12 @@ def universal_ensemble(
         )
 
     def query(state: UniversalState, key: Array) -> tuple[Array, CoordAux]:
-        i = est.sample_coordinate(key, d)
-        points, spacing = est.coordinate_queries(state.w, i, state.hp.delta)
-        return points, CoordAux(i, spacing)
+        return coordinate_query(state.w, state.hp.delta, key)
 
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
-        _check_values(values)
         hp = state.hp
-        values = jnp.asarray(values, state.w.dtype)
         n_sc = state.sc_w.shape[0]
-        v = est.directional_derivative(values, aux.spacing)
-        g, g_tilde_next = est.coordinate_estimate(state.g_tilde, aux.i, v)
-        err_sq = est.coordinate_error_sq(state.g_tilde, aux.i, v)
+        g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
         sched_next = sch.advance(state.sched, err_sq)
         w_t = state.w
 

@@ -193,7 +193,26 @@ def _guard(ok: Array, new, old):
 
 def _check_values(values: Array) -> None:
     if jnp.shape(values) != (2,):
-        raise ValueError(f"values: expected shape (2,), got {jnp.shape(values)}")
+        raise ValueError(
+            f"values: expected shape (2,) (two-point feedback), got {jnp.shape(values)}"
+        )
+
+
+def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAux]:
+    """Algorithm 1's query around ``w``: a uniform coordinate ``i_t`` and the points
+    ``w +- delta e_{i_t}``; shared by Algorithm 1 and the ensembles built on its estimator."""
+    i = est.sample_coordinate(key, w.shape[-1])
+    points, spacing = est.coordinate_queries(w, i, delta)
+    return points, CoordAux(i, spacing)
+
+
+def coordinate_feedback(g_tilde: Array, aux: CoordAux, values: Array) -> tuple[Array, Array, Array]:
+    """From the two observed values: ``(g_t, g~_{t+1}, ||g_t - g~_t||^2)`` (eq. 2.2)."""
+    _check_values(values)
+    values = jnp.asarray(values, g_tilde.dtype)
+    v = est.directional_derivative(values, aux.spacing)
+    g, g_tilde_next = est.coordinate_estimate(g_tilde, aux.i, v)
+    return g, g_tilde_next, est.coordinate_error_sq(g_tilde, aux.i, v)
 
 
 def two_point_learner(d: int, *, schedule: str = sch.VARIANCE) -> Learner:
@@ -233,17 +252,11 @@ def two_point_learner(d: int, *, schedule: str = sch.VARIANCE) -> Learner:
         )
 
     def query(state: TwoPointState, key: Array) -> tuple[Array, CoordAux]:
-        i = est.sample_coordinate(key, d)
-        points, spacing = est.coordinate_queries(state.w, i, state.hp.delta)
-        return points, CoordAux(i, spacing)
+        return coordinate_query(state.w, state.hp.delta, key)
 
     def update(state: TwoPointState, aux: CoordAux, values: Array) -> TwoPointState:
-        _check_values(values)
         hp = state.hp
-        values = jnp.asarray(values, state.w.dtype)
-        v = est.directional_derivative(values, aux.spacing)
-        g, g_tilde_next = est.coordinate_estimate(state.g_tilde, aux.i, v)
-        err_sq = est.coordinate_error_sq(state.g_tilde, aux.i, v)
+        g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
         eta_t = sch.step_size(schedule, d, hp.schedule, state.sched)
         sched_next = sch.advance(state.sched, err_sq)
         eta_next = sch.step_size(schedule, d, hp.schedule, sched_next)
