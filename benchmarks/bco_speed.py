@@ -23,9 +23,6 @@ Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``;
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import time
 
@@ -43,6 +40,7 @@ from bandits_jax.bco import two_point as tp  # noqa: E402
 from bandits_jax.reference import bco_numpy  # noqa: E402
 from bandits_jax.reference.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
 from bandits_jax.sim.runner import make_rollout  # noqa: E402
+from benchmarks._report import finish  # noqa: E402
 
 DIMS = (10, 100, 1000)
 TRIALS = 256
@@ -222,22 +220,15 @@ def main(argv=None) -> dict:
             rows.append(row)
             _print_row(row, args.trials)
 
-    result = {
-        "dtype": "float64",
-        "trials": args.trials,
-        "quick": args.quick,
-        "backend": jax.default_backend(),
-        "devices": [str(dv) for dv in jax.devices()],
-        "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
-        "jax": jax.__version__,
-        "cases": rows,
-    }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {args.json}")
-    return result
+    return finish(
+        {
+            "dtype": "float64",
+            "trials": args.trials,
+            "quick": args.quick,
+            "cases": rows,
+        },
+        args.json,
+    )
 
 
 def _fmt_rate(x):

@@ -16,10 +16,7 @@ call with one trial, both on the synthetic environment, in learner-rounds per se
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
-import os
-import platform
 import statistics
 import time
 
@@ -34,6 +31,7 @@ from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
 from bandits_jax.reference import mlogb_numpy as ref  # noqa: E402
 from bandits_jax.sim import init_run, make_rollout, play  # noqa: E402
+from benchmarks._report import finish  # noqa: E402
 
 FULL_CASES = [(100, 4, 40), (400, 1, 40), (785, 1, 78), (10000, 1, 100)]
 OFUL_MAX_D = 1600  # K d beyond which the dense Kd x Kd baseline is not run
@@ -155,21 +153,14 @@ def main(argv=None) -> dict:
         rows.append(row)
         _print_row(row, args.trials)
 
-    result = {
-        "dtype": "float32" if args.float32 else "float64",
-        "rounds": rounds,
-        "backend": jax.default_backend(),
-        "devices": [str(dv) for dv in jax.devices()],
-        "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
-        "jax": jax.__version__,
-        "cases": rows,
-    }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {args.json}")
-    return result
+    return finish(
+        {
+            "dtype": "float32" if args.float32 else "float64",
+            "rounds": rounds,
+            "cases": rows,
+        },
+        args.json,
+    )
 
 
 _HEADER_DONE = []

@@ -198,6 +198,15 @@ def _check_values(values: Array) -> None:
         )
 
 
+def _check_factory(d, schedule: str) -> int:
+    """Eager checks of a learner factory's static arguments."""
+    if not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d: expected a positive int, got {d!r}")
+    if schedule not in sch.KINDS:
+        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
+    return int(d)
+
+
 def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAux]:
     """Algorithm 1's query around ``w``: a uniform coordinate ``i_t`` and the points
     ``w +- delta e_{i_t}``; shared by Algorithm 1 and the ensembles built on its estimator."""
@@ -227,11 +236,7 @@ def two_point_learner(d: int, *, schedule: str = sch.VARIANCE) -> Learner:
     Returns:
       A :class:`Learner`; ``hyperparams(domain, *, horizon, ...)`` as in :func:`hyperparams`.
     """
-    if not isinstance(d, int | np.integer) or d < 1:
-        raise ValueError(f"d: expected a positive int, got {d!r}")
-    if schedule not in sch.KINDS:
-        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
-    d = int(d)
+    d = _check_factory(d, schedule)
 
     def make_hparams(domain, **kw) -> TwoPointHParams:
         return hyperparams(d, schedule, domain, **kw)
@@ -293,11 +298,7 @@ def sphere_learner(d: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     ``"variance"``, which here is ``R / sqrt(d^2 + sum_{s<t} ||g_s||^2)`` (AdaGrad-norm: the
     optimism is ``0``, so ``Vbar`` accumulates ``||g_s||^2``).
     """
-    if not isinstance(d, int | np.integer) or d < 1:
-        raise ValueError(f"d: expected a positive int, got {d!r}")
-    if schedule not in sch.KINDS:
-        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
-    d = int(d)
+    d = _check_factory(d, schedule)
 
     def make_hparams(domain, **kw) -> TwoPointHParams:
         return hyperparams(d, schedule, domain, **kw)

@@ -212,6 +212,11 @@ def _resolve_domain(d, radius, domain, dtype):
 # ---------------------------------------------------------------------------------------------
 
 
+def _no_grad_variance(es, T: int):
+    """W_T (eq. 3.4) is exact only for linear losses; other families report NaN."""
+    return jnp.asarray(jnp.nan, es.base.dtype)
+
+
 def quadratic(
     d: int,
     *,
@@ -267,9 +272,6 @@ def quadratic(
         cbar = jnp.mean(_over_rounds(centre, es, T), axis=0)
         return dom.project(domain, cbar), jnp.asarray(CONVERGED, jnp.int32)
 
-    def grad_variance(es, T: int):
-        return jnp.asarray(jnp.nan, es.base.dtype)
-
     return BCOEnv(
         init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
         loss=loss,
@@ -279,7 +281,7 @@ def quadratic(
         grad_variation=grad_variation,
         min_loss_plus=min_loss_plus,
         best_fixed_point=best_fixed_point,
-        grad_variance=grad_variance,
+        grad_variance=_no_grad_variance,
         domain=domain,
         d=d,
         lam=lam,
@@ -544,9 +546,6 @@ def regression(
         x0 = jnp.zeros((d,), dtype)
         return projected_gradient_solve(vg, domain, x0, lip, max_steps=solver_steps)
 
-    def grad_variance(es, T: int):
-        return jnp.asarray(jnp.nan, es.base.dtype)
-
     return BCOEnv(
         init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
         loss=loss,
@@ -556,7 +555,7 @@ def regression(
         grad_variation=grad_variation,
         min_loss_plus=min_loss_plus,
         best_fixed_point=best_fixed_point,
-        grad_variance=grad_variance,
+        grad_variance=_no_grad_variance,
         domain=domain,
         d=d,
         lam=0.0,
