@@ -1,27 +1,45 @@
-"""Multinomial logistic bandits: EOFD-MLogB and its full-Hessian parent OFUL-MLogB.
+"""Multinomial logistic bandits: EOFD-MLogB and its full-Hessian parent OFUL-MLogB, and the
+baselines in the same protocol (uniform random, greedy online Newton, LinUCB).
 
 Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Frequent Directions".
 """
 
 from bandits_jax.mlogb.bonus import argmax_tie
 from bandits_jax.mlogb.eofd import EOFDState, eofd
+from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams, Section4, hyperparams, section4
 from bandits_jax.mlogb.interact import MLogBMetrics, interact
 from bandits_jax.mlogb.learner import MLogBLearner, UpdateInfo
+from bandits_jax.mlogb.linucb import LinUCBHyperparams, LinUCBState, linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import OFULState, oful
+from bandits_jax.mlogb.uniform import (
+    UniformHyperparams,
+    UniformState,
+    uniform,
+    uniform_hyperparams,
+)
 
 __all__ = [
     "EOFDState",
+    "LinUCBHyperparams",
+    "LinUCBState",
     "MLogBHyperparams",
     "MLogBLearner",
     "MLogBMetrics",
     "OFULState",
     "Section4",
+    "UniformHyperparams",
+    "UniformState",
     "UpdateInfo",
     "argmax_tie",
     "eofd",
+    "greedy",
     "hyperparams",
     "interact",
+    "linucb",
+    "linucb_hyperparams",
     "oful",
     "section4",
+    "uniform",
+    "uniform_hyperparams",
 ]

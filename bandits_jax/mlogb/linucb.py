@@ -1,0 +1,209 @@
+"""LinUCB: ridge regression on the action features, the standard peer of the MLogB learners.
+
+Li, Chu, Langford and Schapire (2010), "A contextual-bandit approach to personalized news article
+recommendation" (LinUCB with one shared parameter, i.e. the ``A = lam I + sum x x^T`` form of
+Abbasi-Yadkori, Pal and Szepesvari 2011, OFUL for linear bandits). The model ignores the
+multinomial structure: the observed outcome ``y`` becomes the scalar reward ``r_y``
+(``rewards[y-1]`` for ``y >= 1``, 0 for ``y = 0``), and
+
+    A_t = lam I + sum_{s<t} x_s x_s^T,   b_t = sum_{s<t} r_{y_s} x_s,   theta_t = A_t^{-1} b_t,
+    index(x) = theta_t^T x + alpha ||x||_{A_t^{-1}}   (estimate + bonus).
+
+``A_t^{-1}`` is kept by Sherman-Morrison, ``A^{-1} - u u^T / (1 + x^T u)`` with ``u = A^{-1} x``:
+O(d^2) per round with matrix-vector products only, where a rank-one Cholesky update is also
+O(d^2) but a loop of d dependent steps (slow inside ``lax.scan``). The recursion is that of
+recursive least squares with no forgetting, whose rounding errors do not grow geometrically; the
+state is re-symmetrised each round and the squared norm clamped at 0. ``theta`` is recomputed as
+``A^{-1} b`` (b is an exact running sum), so it carries no error of its own recursion. Measured
+drift in float32 against a float64 dense solve (unit-norm actions with anisotropic scales, up to
+d = 50, T = 5000, cond(A) up to 1e5): relative errors of ``A^{-1}``, ``theta`` and the squared
+bonus at most 2e-6, i.e. rounding level, and ``A^{-1}`` stays positive definite; prefer float64
+when cond(A) approaches 1/eps(float32) ~ 1e7.
+
+What ``W`` means here: the protocol's ``W`` is (K, d). LinUCB has one parameter vector for every
+K, so ``W[0] = theta`` and the other rows are 0 (``state.theta`` reads it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.linalg.roots import CONVERGED
+from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.learner import (
+    MLogBLearner,
+    UpdateInfo,
+    check_actions,
+    check_static,
+    check_update_args,
+    guard,
+)
+
+
+class LinUCBHyperparams(NamedTuple):
+    """Hyperparameters of :func:`linucb` (leading axes, if any, are grid axes).
+
+    Attributes:
+      lam: ridge regulariser ``lam > 0`` (``A_1 = lam I``).
+      alpha: bonus multiplier ``alpha >= 0`` (0 is greedy ridge regression).
+      rewards: (..., K) outcome rewards ``r_1..r_K`` (``r_0 = 0``).
+    """
+
+    lam: jax.Array
+    alpha: jax.Array
+    rewards: jax.Array
+
+
+class LinUCBState(NamedTuple):
+    """State of :func:`linucb`.
+
+    Attributes:
+      W: (K, d); row 0 is ``theta_t = A_t^{-1} b_t``, the other rows are 0.
+      A_inv: (d, d) ``A_t^{-1}``. b: (d,) ``sum r_{y_s} x_s``.
+      rho: 0 (no sketch). t: completed updates (int32).
+      hparams: :class:`LinUCBHyperparams`. info: :class:`UpdateInfo` of the last update
+        (``beta`` holds the ``alpha`` used at selection).
+    """
+
+    W: jax.Array
+    A_inv: jax.Array
+    b: jax.Array
+    rho: jax.Array
+    t: jax.Array
+    hparams: LinUCBHyperparams
+    info: UpdateInfo
+
+    @property
+    def theta(self) -> jax.Array:
+        """The ridge estimate ``theta_t`` (d,)."""
+        return self.W[..., 0, :]
+
+
+def linucb_hyperparams(*, lam, alpha, rewards=None, dtype=None) -> LinUCBHyperparams:
+    """Builds :class:`LinUCBHyperparams`, validated eagerly.
+
+    Args:
+      lam: finite ``> 0``; alpha: finite ``>= 0``; scalars or arrays (broadcast to grid axes).
+      rewards: (K,) or (..., K) non-negative rewards; ``None`` means ``[1.]`` (K = 1).
+      dtype: floating dtype of the state (default: JAX's default float).
+
+    Raises:
+      ValueError: naming the offending argument.
+    """
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype
+    lam_a = np.asarray(lam, dtype=float)
+    if not np.all(np.isfinite(lam_a)) or np.any(lam_a <= 0):
+        raise ValueError(f"lam must be finite and > 0, got {lam!r}")
+    alpha_a = np.asarray(alpha, dtype=float)
+    if not np.all(np.isfinite(alpha_a)) or np.any(alpha_a < 0):
+        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
+    r = np.asarray([1.0] if rewards is None else rewards, dtype=float)
+    if r.ndim < 1 or r.shape[-1] < 1:
+        raise ValueError(f"rewards must have shape (K,) with K >= 1, got shape {r.shape}")
+    if not np.all(np.isfinite(r)) or np.any(r < 0):
+        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    batch = np.broadcast_shapes(lam_a.shape, alpha_a.shape, r.shape[:-1])
+    return LinUCBHyperparams(
+        lam=jnp.asarray(np.broadcast_to(lam_a, batch), dtype),
+        alpha=jnp.asarray(np.broadcast_to(alpha_a, batch), dtype),
+        rewards=jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype),
+    )
+
+
+def _info(beta: jax.Array) -> UpdateInfo:
+    return UpdateInfo(
+        projected=jnp.zeros((), bool),
+        nu=jnp.zeros((), beta.dtype),
+        newton_steps=jnp.zeros((), jnp.int32),
+        status=jnp.asarray(CONVERGED, jnp.int32),
+        beta=beta,
+    )
+
+
+def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
+    """LinUCB on the action features with scalar rewards ``r_y``.
+
+    Args:
+      num_outcomes: K >= 1 (only the scalar reward ``r_y`` of the outcome is used); dim: d.
+
+    Returns:
+      An :class:`~bandits_jax.mlogb.learner.MLogBLearner` whose ``init`` takes
+      :func:`linucb_hyperparams`. ``score_parts`` returns ``(theta^T x, alpha ||x||_{A^{-1}})``;
+      ``scores`` their sum (the optimistic reward).
+    """
+    K, d = check_static(num_outcomes, dim)
+
+    def init(hp: LinUCBHyperparams) -> LinUCBState:
+        if hp.rewards.shape != (K,):
+            raise ValueError(
+                f"rewards must have shape ({K},) for num_outcomes={K} "
+                f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
+            )
+        for name in ("lam", "alpha"):
+            if getattr(hp, name).shape != ():
+                raise ValueError(
+                    f"{name} must be a scalar per learner (vmap over grids), "
+                    f"got {getattr(hp, name).shape}"
+                )
+        dtype = hp.lam.dtype
+        state = LinUCBState(
+            W=jnp.zeros((K, d), dtype),
+            A_inv=jnp.eye(d, dtype=dtype) / hp.lam,
+            b=jnp.zeros((d,), dtype),
+            rho=jnp.zeros((), dtype),
+            t=jnp.zeros((), jnp.int32),
+            hparams=hp,
+            info=_info(jnp.zeros((), dtype)),
+        )
+        # One buffer per leaf, none shared with the caller's hparams (donate_argnums works).
+        return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), state)
+
+    def score_parts(state: LinUCBState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
+        X = actions.astype(state.W.dtype)
+        sq = jnp.sum((X @ state.A_inv) * X, axis=1)
+        return X @ state.W[0], state.hparams.alpha * jnp.sqrt(jnp.maximum(sq, 0.0))
+
+    def scores(state: LinUCBState, actions: jax.Array) -> jax.Array:
+        est, bon = score_parts(state, actions)
+        return est + bon
+
+    def select(state: LinUCBState, actions: jax.Array, mask: jax.Array | None = None):
+        est, bon = score_parts(state, actions)
+        return bonus.argmax_tie(est + bon, mask)
+
+    def update(state: LinUCBState, x: jax.Array, y: jax.Array) -> LinUCBState:
+        check_update_args(x, y, K, d)
+        dtype = state.W.dtype
+        x = x.astype(dtype)
+        hp = state.hparams
+        r = jnp.concatenate([jnp.zeros((1,), dtype), hp.rewards])[y]
+        u = state.A_inv @ x
+        A_inv = state.A_inv - jnp.outer(u, u) / (1.0 + x @ u)
+        A_inv = 0.5 * (A_inv + A_inv.T)
+        b = state.b + r * x
+        theta = A_inv @ b
+        new = LinUCBState(
+            W=jnp.zeros_like(state.W).at[0].set(theta),
+            A_inv=A_inv,
+            b=b,
+            rho=state.rho,
+            t=state.t + 1,
+            hparams=hp,
+            info=_info(hp.alpha),
+        )
+        return guard(state, new)
+
+    return MLogBLearner(
+        init=init,
+        scores=scores,
+        score_parts=score_parts,
+        select=select,
+        update=update,
+        num_outcomes=K,
+        dim=d,
+    )

@@ -1,0 +1,166 @@
+"""Uniform random choice: the floor every MLogB learner must beat.
+
+A :class:`~bandits_jax.mlogb.learner.MLogBLearner` that ignores what it observes and picks an
+action uniformly at random among the valid (masked) ones. The protocol's ``score_parts`` and
+``select`` take no key, so the state carries one: the estimate part of the scores is a vector of
+i.i.d. uniforms drawn from the state's key (the bonus part is 0), so the runner's
+``argmax_tie(estimate + bonus, mask)`` is the argmax of i.i.d. continuous draws restricted to the
+mask, i.e. a uniform choice among valid actions. ``update`` advances the key, so each round draws
+afresh; ``select`` called twice on the same state returns the same action.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.linalg.roots import CONVERGED, NONFINITE
+from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.learner import (
+    MLogBLearner,
+    UpdateInfo,
+    check_actions,
+    check_static,
+    check_update_args,
+)
+
+
+class UniformHyperparams(NamedTuple):
+    """Hyperparameters of :func:`uniform` (leading axes, if any, are grid axes).
+
+    Attributes:
+      seed: uint32 seed of the state's PRNG key.
+      rewards: (..., K) outcome rewards (unused by the choice; they fix K and the float dtype, and
+        keep the field every MLogB hyperparameter set has).
+    """
+
+    seed: jax.Array
+    rewards: jax.Array
+
+
+class UniformState(NamedTuple):
+    """State of :func:`uniform`.
+
+    Attributes:
+      W: (K, d) zeros (the learner estimates nothing).
+      key: raw PRNG key data (``jax.random.key_data``) of the next round's draw.
+      rho: 0 (no sketch). t: completed updates (int32).
+      hparams: :class:`UniformHyperparams`. info: :class:`UpdateInfo` of the last update.
+    """
+
+    W: jax.Array
+    key: jax.Array
+    rho: jax.Array
+    t: jax.Array
+    hparams: UniformHyperparams
+    info: UpdateInfo
+
+
+def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperparams:
+    """Builds :class:`UniformHyperparams`, validated eagerly.
+
+    Args:
+      seed: an int in ``[0, 2**32)`` or an int array of them (a grid of seeds).
+      rewards: (K,) or (..., K) non-negative rewards; ``None`` means ``[1.]`` (K = 1).
+      dtype: floating dtype of the state (default: JAX's default float).
+
+    Raises:
+      ValueError: naming the offending argument.
+    """
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype
+    s = np.asarray(seed)
+    if not np.issubdtype(s.dtype, np.integer) or np.any(s < 0) or np.any(s >= 2**32):
+        raise ValueError(f"seed must be an int (or int array) in [0, 2**32), got {seed!r}")
+    r = np.asarray([1.0] if rewards is None else rewards, dtype=float)
+    if r.ndim < 1 or r.shape[-1] < 1:
+        raise ValueError(f"rewards must have shape (K,) with K >= 1, got shape {r.shape}")
+    if not np.all(np.isfinite(r)) or np.any(r < 0):
+        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    batch = np.broadcast_shapes(s.shape, r.shape[:-1])
+    return UniformHyperparams(
+        seed=jnp.asarray(np.broadcast_to(s, batch), jnp.uint32),
+        rewards=jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype),
+    )
+
+
+def _info(dtype, status) -> UpdateInfo:
+    return UpdateInfo(
+        projected=jnp.zeros((), bool),
+        nu=jnp.zeros((), dtype),
+        newton_steps=jnp.zeros((), jnp.int32),
+        status=jnp.asarray(status, jnp.int32),
+        beta=jnp.zeros((), dtype),
+    )
+
+
+def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
+    """Uniform random choice among the valid actions.
+
+    Args:
+      num_outcomes: K >= 1; dim: d >= 1.
+
+    Returns:
+      An :class:`~bandits_jax.mlogb.learner.MLogBLearner` whose ``init`` takes
+      :func:`uniform_hyperparams`. ``score_parts`` returns ``(u, 0)`` with ``u`` i.i.d. uniforms
+      on [0, 1) from the state's key; ``scores`` returns ``u``.
+    """
+    K, d = check_static(num_outcomes, dim)
+
+    def init(hp: UniformHyperparams) -> UniformState:
+        if hp.rewards.shape != (K,):
+            raise ValueError(
+                f"rewards must have shape ({K},) for num_outcomes={K} "
+                f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
+            )
+        if hp.seed.shape != ():
+            raise ValueError(
+                f"seed must be a scalar per learner (vmap over grids), got {hp.seed.shape}"
+            )
+        dtype = hp.rewards.dtype
+        state = UniformState(
+            W=jnp.zeros((K, d), dtype),
+            key=jax.random.key_data(jax.random.key(hp.seed)),
+            rho=jnp.zeros((), dtype),
+            t=jnp.zeros((), jnp.int32),
+            hparams=hp,
+            info=_info(dtype, CONVERGED),
+        )
+        # One buffer per leaf, none shared with the caller's hparams (donate_argnums works).
+        return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), state)
+
+    def score_parts(state: UniformState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
+        _, sub = jax.random.split(jax.random.wrap_key_data(state.key))
+        u = jax.random.uniform(sub, (actions.shape[0],), state.W.dtype)
+        return u, jnp.zeros_like(u)
+
+    def scores(state: UniformState, actions: jax.Array) -> jax.Array:
+        return score_parts(state, actions)[0]
+
+    def select(state: UniformState, actions: jax.Array, mask: jax.Array | None = None):
+        est, bon = score_parts(state, actions)
+        return bonus.argmax_tie(est + bon, mask)
+
+    def update(state: UniformState, x: jax.Array, y: jax.Array) -> UniformState:
+        check_update_args(x, y, K, d)
+        # x plays no part in the choice, but a non-finite one is still rejected, as everywhere.
+        ok = jnp.all(jnp.isfinite(x))
+        nxt, _ = jax.random.split(jax.random.wrap_key_data(state.key))
+        return state._replace(
+            key=jnp.where(ok, jax.random.key_data(nxt), state.key),
+            t=jnp.where(ok, state.t + 1, state.t),
+            info=_info(state.W.dtype, jnp.where(ok, CONVERGED, NONFINITE)),
+        )
+
+    return MLogBLearner(
+        init=init,
+        scores=scores,
+        score_parts=score_parts,
+        select=select,
+        update=update,
+        num_outcomes=K,
+        dim=d,
+    )

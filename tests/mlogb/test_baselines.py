@@ -1,0 +1,329 @@
+"""Baselines in the MLogB protocol (uniform, greedy, LinUCB): each against an independent
+computation, plus the suite every learner passes (jit == eager, dtypes, vmap grid == loop, the
+runner, NaN rejection, buffer donation)."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from bandits_jax import envs, mlogb
+from bandits_jax.linalg import roots
+from bandits_jax.sim import make_rollout, rollout
+
+NAMES = ("uniform", "greedy", "linucb")
+
+
+def _rewards(K):
+    return list(np.linspace(1 / K, 1, K))
+
+
+@functools.cache
+def _learner(name, K, d):
+    if name == "uniform":
+        return mlogb.uniform(num_outcomes=K, dim=d)
+    if name == "greedy":  # the EOFD base is covered by the trajectory test
+        return mlogb.greedy(num_outcomes=K, dim=d)
+    return mlogb.linucb(num_outcomes=K, dim=d)
+
+
+def _hp(name, K, dtype=jnp.float64, grid=False):
+    if name == "uniform":
+        return mlogb.uniform_hyperparams(
+            seed=np.array([1, 2]) if grid else 3, rewards=_rewards(K), dtype=dtype
+        )
+    if name == "greedy":
+        lam = np.array([0.5, 2.0]) if grid else 0.8
+        return mlogb.hyperparams(lam=lam, eta=1.5, S=1.0, rewards=_rewards(K), dtype=dtype)
+    lam, alpha = (np.array([0.5, 2.0]), np.array([0.1, 1.0])) if grid else (0.7, 0.4)
+    return mlogb.linucb_hyperparams(lam=lam, alpha=alpha, rewards=_rewards(K), dtype=dtype)
+
+
+def _stream(K, d, T, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, d))
+    X *= rng.uniform(0.5, 1.5, size=(T, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    return X, rng.integers(0, K + 1, size=T)
+
+
+def _feed(learner, state, X, Y):
+    """All updates in one compiled scan; returns the final state and every W_t."""
+
+    def body(s, xy):
+        s = learner.update(s, xy[0], xy[1])
+        return s, s.W
+
+    return jax.jit(lambda s: lax.scan(body, s, (jnp.asarray(X), jnp.asarray(Y))))(state)
+
+
+def _close(a, b, tol):
+    jax.tree_util.tree_map(
+        lambda u, v: np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=tol, atol=tol),
+        a,
+        b,
+    )
+
+
+# --- the suite every learner passes ----------------------------------------------------------
+
+
+@functools.cache
+def _update(name, K, d):
+    """One compiled (donating) update per learner, shared by the tests below."""
+    return jax.jit(_learner(name, K, d).update, donate_argnums=0)
+
+
+def _copy(tree):
+    return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), tree)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_jit_equals_eager_and_dtypes(name):
+    K, d = 2, 3
+    learner = _learner(name, K, d)
+    upd = _update(name, K, d)
+    X, Y = _stream(K, d, 2, seed=1)
+    A = jnp.asarray(_stream(K, d, 5, seed=2)[0])
+    eager, jitted = learner.init(_hp(name, K)), learner.init(_hp(name, K))
+    for x, y in zip(X, Y, strict=True):
+        x, y = jnp.asarray(x), jnp.int32(y)
+        eager, jitted = learner.update(eager, x, y), upd(jitted, x, y)
+        _close(eager, jitted, 1e-12)
+        _close(learner.score_parts(eager, A), jax.jit(learner.score_parts)(jitted, A), 1e-12)
+    assert jitted.W.shape == (K, d) and jitted.rho.shape == () and int(jitted.t) == 2
+    assert int(jitted.info.status) != roots.NONFINITE
+    # Both float dtypes are kept by init, update and scores (float32 runs: the LinUCB test
+    # below and the float32 tests of the base learners).
+    for dtype in (jnp.float32, jnp.float64):
+        s = learner.init(_hp(name, K, dtype))
+        out = jax.eval_shape(
+            lambda s, x: (learner.update(s, x, jnp.int32(1)), learner.score_parts(s, A)),
+            s,
+            jnp.ones(d, dtype),
+        )
+        for leaf in jax.tree_util.tree_leaves((s, out)):
+            if jnp.issubdtype(leaf.dtype, jnp.floating):
+                assert leaf.dtype == dtype
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_runner_vmap_over_grid_and_trials_equals_loops(name):
+    K, d, T = 2, 3, 30
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, min_actions=2, max_actions=5)
+    learner = _learner(name, K, d)
+    step = mlogb.interact(learner, env)
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+    env_states = jax.vmap(env.init)(keys)
+    grid = _hp(name, K, grid=True)
+    batched = make_rollout(step, T, trials=True, grid=True)(
+        jax.vmap(learner.init)(grid), env_states, keys
+    )
+    assert batched.regret.shape == (2, 2, T) and np.all(np.isfinite(batched.regret))
+    assert np.all(np.asarray(batched.status) != roots.NONFINITE)
+    single = jax.jit(lambda s, e, k: rollout(step, s, e, k, T))
+    for g in range(2):
+        hp_g = jax.tree_util.tree_map(lambda a, g=g: a[g], grid)
+        for i in range(2):
+            es = jax.tree_util.tree_map(lambda a, i=i: a[i], env_states)
+            ref = single(learner.init(hp_g), es, keys[i])
+            np.testing.assert_array_equal(batched.choice[g, i], ref.choice)
+            np.testing.assert_allclose(batched.regret[g, i], ref.regret, rtol=1e-9, atol=1e-12)
+    # The grid points differ (the hyperparameters reach the learner).
+    assert not np.array_equal(batched.choice[0], batched.choice[1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nonfinite_x_is_rejected_under_jit(name):
+    K, d = 2, 3
+    upd = _update(name, K, d)
+    s0 = upd(_learner(name, K, d).init(_hp(name, K)), jnp.array([0.3, -1.0, 0.5]), jnp.int32(1))
+    s1 = upd(_copy(s0), jnp.array([0.1, jnp.nan, 0.2]), jnp.int32(2))
+    assert int(s1.info.status) == roots.NONFINITE
+    assert int(s1.t) == int(s0.t) == 1
+    jax.tree_util.tree_map(np.testing.assert_array_equal, s1, s0._replace(info=s1.info))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_init_buffers_are_distinct_and_donatable(name):
+    K, d = 2, 3
+    hp = _hp(name, K)
+    s = _learner(name, K, d).init(hp)
+    ptrs = [leaf.unsafe_buffer_pointer() for leaf in jax.tree_util.tree_leaves((s, hp))]
+    assert len(set(ptrs)) == len(ptrs)
+    upd, x = _update(name, K, d), jnp.array([0.3, -1.0, 0.5])
+    s1 = upd(s, x, jnp.int32(1))
+    assert s.W.is_deleted()  # the buffers were donated...
+    assert int(upd(s1, x, jnp.int32(2)).t) == 2
+    np.asarray(hp.rewards)  # ...and the caller's hyperparameters survive
+
+
+# --- uniform ---------------------------------------------------------------------------------
+
+
+def test_uniform_choice_is_uniform_over_the_mask():
+    d, T = 4, 4000
+    learner = _learner("uniform", 1, d)
+    actions = jnp.asarray(np.random.default_rng(0).normal(size=(10, d)))
+    mask = jnp.array([1, 0, 1, 1, 0, 1, 1, 0, 1, 1], bool)
+
+    def body(s, _):
+        i = learner.select(s, actions, mask)
+        return learner.update(s, actions[i], 1), i
+
+    _, picks = jax.jit(lambda s: lax.scan(body, s, None, length=T))(learner.init(_hp("uniform", 1)))
+    counts = np.bincount(np.asarray(picks), minlength=10)
+    assert counts[~np.asarray(mask)].sum() == 0
+    obs = counts[np.asarray(mask)]
+    expected = T / obs.size
+    chi2 = np.sum((obs - expected) ** 2 / expected)
+    assert chi2 < 30.0, (chi2, counts)  # 6 degrees of freedom: P(chi2 > 30) < 5e-5
+
+
+def test_uniform_hyperparams_grid_and_validation():
+    hp = mlogb.uniform_hyperparams(seed=np.arange(3), rewards=[0.5, 1.0], dtype=jnp.float32)
+    assert hp.seed.shape == (3,) and hp.rewards.shape == (3, 2)
+    assert hp.rewards.dtype == jnp.float32
+    states = jax.vmap(_learner("uniform", 2, 3).init)(hp)
+    assert len({tuple(np.asarray(k)) for k in states.key}) == 3
+    for kwargs, word in (
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"rewards": [-1.0]}, "rewards"),
+        ({"rewards": [float("nan")]}, "rewards"),
+    ):
+        with pytest.raises(ValueError, match=word):
+            mlogb.uniform_hyperparams(**kwargs)
+    with pytest.raises(ValueError, match="rewards"):
+        _learner("uniform", 2, 3).init(mlogb.uniform_hyperparams())
+
+
+# --- greedy ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m", [None, 2])
+def test_greedy_trajectory_equals_its_base(m):
+    K, d = 2, 3
+    base = (
+        mlogb.oful(num_outcomes=K, dim=d)
+        if m is None
+        else mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+    )
+    if m is None:  # the common suite's greedy and its compiled update
+        greedy, upd_g = _learner("greedy", K, d), _update("greedy", K, d)
+    else:
+        greedy = mlogb.greedy(num_outcomes=K, dim=d, sketch_size=m)
+        upd_g = jax.jit(greedy.update)
+    hp = _hp("greedy", K)
+    sg, sb = greedy.init(hp), base.init(hp)
+    upd_b = jax.jit(base.update)
+    X, Y = _stream(K, d, 8, seed=5)
+    for x, y in zip(X, Y, strict=True):
+        x, y = jnp.asarray(x), jnp.int32(y)
+        sg, sb = upd_g(sg, x, y), upd_b(sb, x, y)
+        np.testing.assert_allclose(sg.W, sb.W, rtol=1e-12, atol=1e-14)
+        assert float(sg.info.beta) == 0.0 and int(sg.info.status) == int(sb.info.status)
+    assert float(jnp.abs(sg.W).max()) > 0.05  # the estimate moved
+
+
+@pytest.mark.parametrize("K,m", [(1, None), (3, None), (1, 2), (3, 4)])
+def test_greedy_scores_are_the_base_estimate_without_bonus(K, m):
+    d = 3
+    base = (
+        mlogb.oful(num_outcomes=K, dim=d)
+        if m is None
+        else mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+    )
+    greedy = mlogb.greedy(num_outcomes=K, dim=d, sketch_size=m)
+    hp = mlogb.hyperparams(lam=0.5, eta=2.0, S=1.0, rewards=_rewards(K), beta=0.3)
+    rng = np.random.default_rng(6)
+    s = base.init(hp)._replace(W=jnp.asarray(rng.normal(size=(K, d))))
+    A = jnp.asarray(rng.normal(size=(8, d)))
+    mask = jnp.array([1, 1, 0, 1, 1, 1, 0, 1], bool)
+    est, bon = greedy.score_parts(s, A)
+    est_b, bon_b = base.score_parts(s, A)
+    np.testing.assert_allclose(est, est_b, rtol=1e-12)
+    np.testing.assert_array_equal(bon, 0.0)
+    assert float(jnp.max(bon_b)) > 0.0  # the base learner does add a bonus
+    assert int(greedy.select(s, A, mask)) == int(mlogb.argmax_tie(est_b, mask))
+    # Independent formula: w^T x (K = 1), r^T sigma(W x) (K >= 2).
+    Z = np.asarray(A) @ np.asarray(s.W).T
+    if K == 1:
+        want = Z[:, 0]
+        np.testing.assert_allclose(greedy.scores(s, A), 1 / (1 + np.exp(-want)), rtol=1e-12)
+    else:
+        e = np.exp(Z)
+        want = (e / (1 + e.sum(axis=1, keepdims=True))) @ np.asarray(_rewards(K))
+    np.testing.assert_allclose(est, want, rtol=1e-12)
+
+
+def test_greedy_passes_keyword_arguments_to_its_base():
+    mlogb.greedy(num_outcomes=1, dim=3, max_newton_steps=5)
+    with pytest.raises(TypeError, match="no_such_option"):
+        mlogb.greedy(num_outcomes=1, dim=3, sketch_size=2, no_such_option=1)
+    with pytest.raises(ValueError, match="sketch_size"):
+        mlogb.greedy(num_outcomes=1, dim=3, sketch_size=0)
+
+
+# --- LinUCB ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("K", [1, 3])
+def test_linucb_equals_dense_ridge_solve(K):
+    d, T, lam, alpha = 4, 40, 0.7, 0.4
+    learner = _learner("linucb", K, d)
+    X, Y = _stream(K, d, T, seed=7)
+    s, _ = _feed(learner, learner.init(_hp("linucb", K)), X, Y)
+    r = np.concatenate([[0.0], _rewards(K)])[Y]
+    A = lam * np.eye(d) + X.T @ X
+    A_inv, theta = np.linalg.inv(A), np.linalg.solve(A, X.T @ r)
+    np.testing.assert_allclose(s.A_inv, A_inv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(s.theta, theta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(s.W[1:], 0.0)
+    assert int(s.info.status) == roots.CONVERGED and float(s.info.beta) == alpha
+    acts = _stream(K, d, 6, seed=8)[0]
+    est, bon = learner.score_parts(s, jnp.asarray(acts))
+    np.testing.assert_allclose(est, acts @ theta, rtol=1e-9, atol=1e-12)
+    bonus_dense = alpha * np.sqrt(np.einsum("nd,de,ne->n", acts, A_inv, acts))
+    np.testing.assert_allclose(bon, bonus_dense, rtol=1e-9)
+    np.testing.assert_allclose(learner.scores(s, jnp.asarray(acts)), acts @ theta + bonus_dense)
+
+
+def test_linucb_float32_tracks_float64():
+    K, d, T = 1, 4, 40  # the float64 scan is the one compiled by the dense test
+    learner = _learner("linucb", K, d)
+    X, Y = _stream(K, d, T, seed=9)
+    s32, _ = _feed(learner, learner.init(_hp("linucb", K, jnp.float32)), X.astype(np.float32), Y)
+    s64, _ = _feed(learner, learner.init(_hp("linucb", K)), X, Y)
+    assert s32.A_inv.dtype == jnp.float32 and s32.W.dtype == jnp.float32
+    np.testing.assert_allclose(s32.A_inv, s64.A_inv, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(s32.theta, s64.theta, rtol=1e-4, atol=1e-5)
+
+
+def test_linucb_hyperparams_grid_and_validation():
+    hp = mlogb.linucb_hyperparams(lam=[0.5, 1.0], alpha=0.3, rewards=[0.5, 1.0])
+    assert hp.lam.shape == hp.alpha.shape == (2,) and hp.rewards.shape == (2, 2)
+    for kwargs, word in (
+        ({"lam": 0.0}, "lam"),
+        ({"lam": float("nan")}, "lam"),
+        ({"alpha": -0.1}, "alpha"),
+        ({"alpha": float("inf")}, "alpha"),
+        ({"rewards": [-1.0]}, "rewards"),
+        ({"rewards": [float("nan")]}, "rewards"),
+    ):
+        with pytest.raises(ValueError, match=word):
+            mlogb.linucb_hyperparams(**{"lam": 1.0, "alpha": 0.5, **kwargs})
+    learner = _learner("linucb", 2, 3)
+    with pytest.raises(ValueError, match="rewards"):
+        learner.init(mlogb.linucb_hyperparams(lam=1.0, alpha=0.5))
+    with pytest.raises(ValueError, match="vmap"):
+        learner.init(hp)  # a grid must be vmapped
+    s = learner.init(_hp("linucb", 2))
+    with pytest.raises(ValueError, match="actions"):
+        learner.scores(s, jnp.ones((4, 5)))
+    with pytest.raises(ValueError, match="x contains NaN"):
+        learner.update(s, jnp.array([1.0, jnp.nan, 0.0]), 1)
+    with pytest.raises(ValueError, match="y must"):
+        learner.update(s, jnp.ones(3), 3)
