@@ -172,7 +172,7 @@ def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
         est, bon = score_parts(state, actions)
         return est + bon
 
-    def select(state: LinUCBState, actions: jax.Array, mask: jax.Array | None = None):
+    def select(state: LinUCBState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         est, bon = score_parts(state, actions)
         return bonus.argmax_tie(est + bon, mask)
 

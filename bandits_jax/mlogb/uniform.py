@@ -140,7 +140,7 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
     def scores(state: UniformState, actions: jax.Array) -> jax.Array:
         return score_parts(state, actions)[0]
 
-    def select(state: UniformState, actions: jax.Array, mask: jax.Array | None = None):
+    def select(state: UniformState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         est, bon = score_parts(state, actions)
         return bonus.argmax_tie(est + bon, mask)
 
