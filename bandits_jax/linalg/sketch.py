@@ -193,17 +193,47 @@ def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
 
     Only (m + k)-sized work; :func:`absorb` then maps ``U`` through ``[V, Q]``.
     """
-    m = mu.shape[0]
-    S = core(mu, ext, M)
     k = ext.T.shape[0]
-    # Degenerate directions get a sentinel below every genuine (>= 0) eigenvalue.
-    sentinel = -(1.0 + jnp.trace(S))
-    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
-    S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
-    evals, evecs = jnp.linalg.eigh(S)  # ascending
+    evals, evecs = _core_eigh(mu, ext, M)
     sigma2 = jnp.maximum(evals[k - 1], 0.0)
     mu_new = jnp.maximum(evals[k:][::-1] - sigma2, 0.0)
     return Truncation(U=evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2)
+
+
+def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Ascending eigenpairs of the core; degenerate directions get a sentinel below every
+    genuine (>= 0) eigenvalue."""
+    m = mu.shape[0]
+    S = core(mu, ext, M)
+    sentinel = -(1.0 + jnp.trace(S))
+    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
+    S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
+    return jnp.linalg.eigh(S)
+
+
+def truncate_adaptive(
+    mu: jax.Array, ext: Extension, M: jax.Array, rank: jax.Array, budget: jax.Array
+) -> tuple[Truncation, jax.Array]:
+    """:func:`truncate` with an active rank ``r <= m`` that grows to keep the discarded mass small.
+
+    The capacity ``m = mu.shape[0]`` is static; weights beyond the active rank are 0 (their
+    columns of ``U`` stay orthonormal, zero-weight directions). The new rank is the smallest
+    ``r'`` in ``[rank, m]`` whose discarded eigenvalue ``sigma_{r'+1}^2 <= budget`` (``r' = m``
+    if none); then ``mu_i = sigma_i^2 - sigma_{r'+1}^2`` for ``i < r'`` (eq. 15 at rank r').
+
+    Returns:
+      ``(truncation, new_rank)`` (int32). With ``rank = m`` this is :func:`truncate`.
+    """
+    m = mu.shape[0]
+    k = ext.T.shape[0]
+    evals, evecs = _core_eigh(mu, ext, M)
+    desc = jnp.maximum(evals[::-1], 0.0)  # sigma_1^2 >= sigma_2^2 >= ... (m + k)
+    # Discarding sigma_{j+1}^2 is within budget from some j on (desc is non-increasing).
+    first = jnp.sum(desc[: m + 1] > budget).astype(jnp.int32)
+    new_rank = jnp.clip(jnp.maximum(jnp.asarray(rank, jnp.int32), first), 0, m)
+    sigma2 = desc[new_rank]
+    mu_new = jnp.where(jnp.arange(m) < new_rank, jnp.maximum(desc[:m] - sigma2, 0.0), 0.0)
+    return Truncation(U=evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2), new_rank
 
 
 def absorb(

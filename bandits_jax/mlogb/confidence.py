@@ -11,6 +11,29 @@ Readings that the text leaves open, chosen and tested here:
   appendix's refined ``ln(K+1) (ln(K+1) + ln(n+1))`` and ``ln(n+1)``.
 - The running sum of eq. (36) can be negative when ``lam >= 24 eta K d`` (that is what makes the
   theorem work); the radius is clipped at 0.
+
+Robust regularisation (``regularization="robust"``, Robust Frequent Directions, Luo et al. 2019):
+``Z_t = (lam + rho_{1:t-1}/2) I + G_t`` with ``G_t = V_t diag(mu_t) V_t^T`` instead of
+``lam I + G_t``. With ``H_t = lam I + M_t`` and FD's ``G_t <= M_t <= G_t + rho I``
+(``rho = rho_{1:t-1}``) the sketch error becomes two-sided,
+``Z_t - rho/2 I <= H_t <= Z_t + rho/2 I``, and in the proof of Theorem 1 (Appendix B.2):
+
+1. Lemma 5/12 (``Z_s^{-1} <= Delta H_s^{-1}``): ``H <= G + (lam + rho) I <= Delta_Z Z`` with
+   ``Delta_Z = (lam + rho)/(lam + rho/2) < 2`` (the worst direction is ``G = 0``). ``Delta_Z``
+   replaces ``Delta`` in front of eq. (36)'s third line and of eq. (27).
+2. Lemma 6/13 bound ``log det`` of H, not of Z: ``Kd ln Delta^{lam/2} + m ln(...)`` is unchanged.
+3. Lemma 9 uses only ``Z_s >= lam I``, which still holds: the eq. (36) increment keeps
+   ``24 eta K d / lam``, and its norm is the robust ``Z_s`` the step was taken in (the Z of round s,
+   ``alpha_s = rho_{1:s-1}/2``, before that round's truncation).
+4. The telescoping step after (34) used FD's ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})``. Now
+   ``Z_{t+1} - Z_t - grad^2 l_t = sigma2_t/2 I - E_t`` with ``0 <= E_t <= sigma2_t I`` (the mass
+   the truncation removes), so the step loses at most ``sigma2_t/2 ||W_* - W_{t+1}||^2
+   <= 2 S^2 sigma2_t`` (both in the S-ball): the theory radius gains ``+ 2 S^2 rho_{1:n}``.
+   The order form reads this as ``+ 2 rho/lam`` (eq. 27 drops ``lam S^2 = O(1)``).
+
+So the robust analogue of ``Delta_t = 1 + rho/lam`` (paper: ``Z <= H <= Delta Z``) is
+``Delta_t = 1 + rho/(2 lam)``: ``Z <= Delta H`` and ``H <= Delta_Z Z <= Delta Z``
+(:func:`delta_factor`; the adaptive sketch size of EOFD-MLogB keeps it below a target).
 """
 
 from __future__ import annotations
@@ -21,6 +44,24 @@ import jax
 import jax.numpy as jnp
 
 BETA_MODES = {"fixed": 0, "theory": 1, "order": 2}
+REGULARIZATIONS = ("paper", "robust")
+
+
+def check_regularization(regularization: object) -> bool:
+    """Eager validation; returns True for the robust variant."""
+    if not isinstance(regularization, str) or regularization not in REGULARIZATIONS:
+        raise ValueError(f"regularization must be one of {REGULARIZATIONS}, got {regularization!r}")
+    return regularization == "robust"
+
+
+def delta_factor(rho: jax.Array, lam: jax.Array, robust: bool) -> jax.Array:
+    """The sketching factor ``Delta_t``: ``1 + rho/lam`` (paper), ``1 + rho/(2 lam)`` (robust)."""
+    return 1.0 + rho / (2.0 * lam if robust else lam)
+
+
+def discard_budget(rho: jax.Array, lam: jax.Array, target: float, robust: bool) -> jax.Array:
+    """Largest mass one truncation may discard so that :func:`delta_factor` stays <= target."""
+    return (2.0 * lam if robust else lam) * (target - 1.0) - rho
 
 
 def radius(
@@ -31,7 +72,8 @@ def radius(
     *,
     num_outcomes: int,
     dim: int,
-    rank: int,
+    rank: int | jax.Array,
+    robust: bool = False,
 ) -> jax.Array:
     """``beta`` for the next selection.
 
@@ -40,14 +82,21 @@ def radius(
       n: completed updates (int32).
       rho: accumulated sketching error ``rho_{1:n}``.
       acc: running sum of eq. (36)'s last line.
-      num_outcomes, dim: K and d. rank: ``m_eff`` (``K d`` for OFUL).
+      num_outcomes, dim: K and d. rank: ``m_eff`` (``K d`` for OFUL), or the active rank of an
+        adaptive sketch (an int32 array; Lemma 6 holds with the rank of ``G_t``).
+      robust: the robust regularisation (module docstring): ``Delta_Z`` in front of the sketch
+        terms and the telescoping defect ``2 S^2 rho`` (order form ``2 rho/lam``).
     """
     K, d, m = num_outcomes, dim, rank
     dtype = hp.lam.dtype
     n = n.astype(dtype)
     lam, eta, S, D = hp.lam, hp.eta, hp.S, hp.action_bound
     lnK1 = math.log(K + 1)
+    if not isinstance(m, int):
+        m = jnp.asarray(m).astype(dtype)
     delta_fac = 1.0 + rho / lam
+    # Lemma 5/12's factor (Z^{-1} <= front H^{-1}); Lemma 6's ln(1 + rho/lam) stays.
+    front = (lam + rho) / (lam + 0.5 * rho) if robust else delta_fac
     theory = (
         lam * S**2
         + 2.0
@@ -57,16 +106,19 @@ def radius(
         + 2.0 * eta * (2.0 + lnK1)
         + (math.sqrt(6.0) * eta / (12.0 * K * d))
         * lam
-        * delta_fac
+        * front
         * (K * d * jnp.log1p(2.0 * rho / lam) + m * jnp.log1p(2.0 * D**2 * n / (m * lam)))
         + acc
     )
     order = (
-        delta_fac
+        front
         * lnK1
         * (lnK1 + jnp.log1p(n))
         * (m * jnp.log1p(n) + K * d * jnp.log(delta_fac) - jnp.log(hp.delta))
     )
+    if robust:
+        theory = theory + 2.0 * S**2 * rho
+        order = order + 2.0 * rho / lam
     beta = jnp.where(
         hp.beta_mode == BETA_MODES["fixed"],
         hp.beta,
@@ -80,6 +132,9 @@ def increment(
 ) -> jax.Array:
     """One term of eq. (36)'s last sum, ``2 sqrt(6) eta L S ||(W_{s+1} - W_s) x_s||^2
     + (24 eta K d / lam - 1) ||W_{s+1} - W_s||^2_{Z_s}``.
+
+    ``step_z_sq`` is in the norm of the ``Z_s`` the step of round s was taken in (robust: with
+    ``alpha_s = rho_{1:s-1}/2``); the coefficient keeps ``lam`` (Lemma 9 needs ``Z_s >= lam I``).
     """
     K, d = num_outcomes, dim
     return (

@@ -20,6 +20,26 @@ product forming both the new ``V`` and the new ``w``, the next round's scores) a
 when the residual needs a second Gram-Schmidt pass: at large D these memory-bound passes, not the
 flops, set the time. Putting ``eta grad sigma`` in the core directly (instead of
 ``P (eta D)^{1/2}`` of eq. 21) means errata 4's negative-eigenvalue trap never arises.
+
+Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exactly):
+
+- ``regularization="robust"`` (Robust Frequent Directions, Luo, Chen, Zhang & Zhang, JMLR 2019):
+  ``Z_t = (lam + alpha_t) I + V diag(mu) V^T`` with ``alpha_t = rho_{1:t-1}/2``, half of the mass
+  the sketch discarded before round t (the ``rho`` the state holds when round t starts; round t's
+  own truncation enters ``Z_{t+1}``). The same ``lam_t = lam + alpha_t`` is used in every place Z
+  is: the surrogate and Woodbury step (eq. 8, 20-22), Lemma 2's projection (the part outside
+  ``span[V, Q]`` scales by ``lam_t/(lam_t + nu)``, eq. 23-25), Lemma 1's ``A(x)`` (eq. 16-19) and
+  the ``||W_{s+1} - W_s||_{Z_s}`` of eq. (36). FD's one-sided error ``G <= M <= G + rho I``
+  becomes two-sided, ``Z - rho/2 I <= lam I + M <= Z + rho/2 I``: the factor ``Delta_T`` of
+  Lemma 5/12 becomes ``(lam + rho)/(lam + rho/2) < 2``, the telescoping of Theorem 1 loses at most
+  ``2 S^2 rho_{1:T}``, and ``Delta_T = 1 + rho/(2 lam)`` bounds the distortion both ways
+  (derivation in :mod:`bandits_jax.mlogb.confidence`, applied to the theory/order radius).
+- an adaptive sketch size (the paper's closing remark): ``max_sketch_size=m_max`` and
+  ``delta_target=tau``. Arrays have the static capacity ``m_max``; the state's ``rank`` (int32,
+  starts at ``sketch_size``) is the active rank: weights beyond it are 0. At each truncation
+  the rank becomes the smallest ``r'`` in ``[rank, m_max]`` whose discarded eigenvalue keeps
+  ``Delta_t`` (``1 + rho/lam``, robust ``1 + rho/(2 lam)``) at or below ``tau`` (``m_max`` if
+  none), so the rank is non-decreasing. The radius uses the active rank.
 """
 
 from __future__ import annotations
@@ -28,6 +48,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bandits_jax.linalg import lowrank, projection, sketch
 from bandits_jax.linalg.roots import NONFINITE
@@ -50,7 +71,9 @@ class EOFDState(NamedTuple):
 
     Attributes:
       W: (K, d) estimate ``W_t``.
-      V: (K d, m_eff) sketch directions; mu: (m_eff,) weights; rho: ``rho_{1:t-1}``.
+      V: (K d, m_eff) sketch directions; mu: (m_eff,) weights; rho: ``rho_{1:t-1}``
+        (``m_eff`` is the capacity ``min(max_sketch_size, K d)`` of an adaptive sketch).
+      rank: active rank (int32): ``m_eff`` for a fixed sketch size; weights beyond it are 0.
       acc: running sum of eq. (36)'s last line (theory radius).
       t: completed updates (int32).
       hparams: :class:`MLogBHyperparams`.
@@ -61,6 +84,7 @@ class EOFDState(NamedTuple):
     V: jax.Array
     mu: jax.Array
     rho: jax.Array
+    rank: jax.Array
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
@@ -71,6 +95,7 @@ def lemma1_matrices(V: jax.Array, mu: jax.Array, lam: jax.Array, actions: jax.Ar
     """``A(x)`` of Lemma 1, eq. (18), for every row of ``actions`` (N, d): (N, K, K).
 
     ``C[n, i, k] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
+    ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation).
     """
     d = actions.shape[1]
     Vr = V.reshape(K, d, V.shape[1])
@@ -88,50 +113,85 @@ def eofd(
     dim: int,
     sketch_size: int,
     max_newton_steps: int = 50,
+    regularization: str = "paper",
+    max_sketch_size: int | None = None,
+    delta_target: float | None = None,
 ) -> MLogBLearner:
-    """EOFD-MLogB (Algorithm 2).
+    """EOFD-MLogB (Algorithm 2), optionally robust and/or with an adaptive sketch size.
 
     Args:
       num_outcomes: K >= 1 (K = 1 is the logistic bandit with decision rule eq. 16).
       dim: action dimension d.
       sketch_size: m >= 1; ``m_eff = min(m, K d)`` (errata 1: m >= K d reproduces OFUL-MLogB).
+        With ``max_sketch_size`` it is the initial active rank.
       max_newton_steps: cap of the Lemma 2 root loop.
+      regularization: ``"paper"`` (``Z = lam I + V diag(mu) V^T``, Algorithm 2) or ``"robust"``
+        (``Z = (lam + rho/2) I + V diag(mu) V^T``, Robust FD; see the module docstring).
+      max_sketch_size: capacity ``m_max >= sketch_size`` of an adaptive sketch (capped at K d);
+        needs ``delta_target``.
+      delta_target: ``tau >= 1``: the active rank grows so that ``Delta_t <= tau`` while it can
+        (``inf``: never grows; ``1``: grows whenever mass would be discarded).
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
+
+    Raises:
+      ValueError: naming the offending argument.
     """
     K, d = check_static(num_outcomes, dim, sketch_size)
+    robust = confidence.check_regularization(regularization)
+    adaptive = _check_adaptive(sketch_size, max_sketch_size, delta_target)
     D = K * d
-    m_eff = min(int(sketch_size), D)
+    m_eff = min(int(max_sketch_size if adaptive else sketch_size), D)
+    rank0 = min(int(sketch_size), m_eff)
+    tau = float(delta_target) if adaptive else None
 
     def init(hp: MLogBHyperparams) -> EOFDState:
         check_hparams(hp, K)
         dtype = hp.lam.dtype
         fd = sketch.init(D, m_eff, dtype)
-        zero = jnp.zeros((), dtype)
         return EOFDState(
             W=jnp.zeros((K, d), dtype),
             V=fd.V,
             mu=fd.mu,
             rho=fd.rho,
-            acc=zero,
+            rank=jnp.full((), rank0, jnp.int32),
+            acc=jnp.zeros((), dtype),
             t=jnp.zeros((), jnp.int32),
-            hparams=hp,
+            # Own copies: a donated state must not delete the caller's hyperparameter arrays.
+            hparams=jax.tree_util.tree_map(jnp.array, hp),
             info=empty_info(dtype),
         )
 
+    def z_scalar(state: EOFDState) -> jax.Array:
+        """Z's scalar part: ``lam`` (paper) or ``lam + rho_{1:t-1}/2`` (robust)."""
+        lam = state.hparams.lam
+        return lam + 0.5 * state.rho if robust else lam
+
     def beta_of(state: EOFDState) -> jax.Array:
-        return radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
+        if not (robust or adaptive):
+            return radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
+        rank = state.rank if adaptive else m_eff
+        return confidence.radius(
+            state.hparams,
+            state.t,
+            state.rho,
+            state.acc,
+            num_outcomes=K,
+            dim=d,
+            rank=rank,
+            robust=robust,
+        )
 
     def a_matrices(state: EOFDState, actions: jax.Array) -> jax.Array:
-        return lemma1_matrices(state.V, state.mu, state.hparams.lam, actions, K)
+        return lemma1_matrices(state.V, state.mu, z_scalar(state), actions, K)
 
     def update(state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
         check_update_args(x, y, K, d)
         hp = state.hparams
         dtype = state.W.dtype
         x = x.astype(dtype)
-        lam, eta = hp.lam, hp.eta
+        lam, eta = z_scalar(state), hp.eta
         V, mu = state.V, state.mu
         w = state.W.reshape(-1)
         beta_used = beta_of(state)
@@ -188,7 +248,12 @@ def eofd(
         z_new = alpha * Wx + A.T @ coef
 
         # Algorithm 1: absorb grad^2 l_t(W_{t+1}) (eq. 12-15) in the same basis.
-        tr = sketch.truncate(mu, ext, model.jacobian(model.sigma(z_new)))
+        M_new = model.jacobian(model.sigma(z_new))
+        if adaptive:
+            budget = confidence.discard_budget(state.rho, hp.lam, tau, robust)
+            tr, rank_new = sketch.truncate_adaptive(mu, ext, M_new, state.rank, budget)
+        else:
+            tr, rank_new = sketch.truncate(mu, ext, M_new), state.rank
 
         # Eq. (36) running sum with Z_t (before the sketch absorbs the new term), from small
         # quantities: [V,Q]^T (w_new - w) = (alpha - 1) bw + coef, and V^T Q = 0.
@@ -228,9 +293,9 @@ def eofd(
             status=jnp.where(ok, sol.status, NONFINITE).astype(jnp.int32),
             beta=beta_used,
         )
-        small_old = (state.mu, state.rho, state.acc, state.t, state.info)
-        small_new = (tr.mu, state.rho + tr.sigma2, acc, state.t + 1, info)
-        mu_n, rho_n, acc_n, t_n, info_n = jax.tree_util.tree_map(
+        small_old = (state.mu, state.rho, state.rank, state.acc, state.t, state.info)
+        small_new = (tr.mu, state.rho + tr.sigma2, rank_new, acc, state.t + 1, info)
+        mu_n, rho_n, rank_n, acc_n, t_n, info_n = jax.tree_util.tree_map(
             lambda a, b: jnp.where(ok, b, a), small_old, small_new
         )
         info_n = info_n._replace(status=info.status)
@@ -239,6 +304,7 @@ def eofd(
             V=V_new,
             mu=mu_n,
             rho=rho_n,
+            rank=rank_n,
             acc=acc_n,
             t=t_n,
             hparams=hp,
@@ -246,5 +312,37 @@ def eofd(
         )
 
     return assemble(
-        num_outcomes=K, dim=d, rank=m_eff, init=init, a_matrices=a_matrices, update=update
+        num_outcomes=K,
+        dim=d,
+        rank=m_eff,
+        init=init,
+        a_matrices=a_matrices,
+        update=update,
+        radius=beta_of,
     )
+
+
+def _check_adaptive(sketch_size: int, max_sketch_size: object, delta_target: object) -> bool:
+    """Eager validation of the adaptive sketch size; True when it is on."""
+    if max_sketch_size is None and delta_target is None:
+        return False
+    if max_sketch_size is None:
+        raise ValueError("delta_target needs max_sketch_size (the capacity of the sketch)")
+    if delta_target is None:
+        raise ValueError("max_sketch_size needs delta_target (the target for Delta_t)")
+    if (
+        not isinstance(max_sketch_size, int | np.integer)
+        or isinstance(max_sketch_size, bool)
+        or max_sketch_size < sketch_size
+    ):
+        raise ValueError(
+            f"max_sketch_size must be an int >= sketch_size = {sketch_size}, "
+            f"got {max_sketch_size!r}"
+        )
+    if (
+        not isinstance(delta_target, int | float | np.integer | np.floating)
+        or isinstance(delta_target, bool)
+        or not delta_target >= 1.0  # also rejects NaN
+    ):
+        raise ValueError(f"delta_target must be a number >= 1 (inf allowed), got {delta_target!r}")
+    return True

@@ -52,8 +52,9 @@ class MLogBLearner(NamedTuple):
 
 
 def empty_info(dtype) -> UpdateInfo:
-    z = jnp.zeros((), dtype)
-    return UpdateInfo(jnp.zeros((), bool), z, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), z)
+    """A fresh buffer per field (a donated state must not hold one buffer twice)."""
+    z = lambda dt: jnp.zeros((), dt)  # noqa: E731
+    return UpdateInfo(z(bool), z(dtype), z(jnp.int32), z(jnp.int32), z(dtype))
 
 
 def check_static(num_outcomes: Any, dim: Any, sketch_size: Any = None) -> tuple[int, int]:
@@ -138,6 +139,7 @@ def assemble(
     init: Callable[[Any], Any],
     a_matrices: Callable[[Any, jax.Array], jax.Array],
     update: Callable[[Any, jax.Array, jax.Array], Any],
+    radius: Callable[[Any], jax.Array] | None = None,
 ) -> MLogBLearner:
     """Builds the learner's scoring functions around its ``A(x)`` matrices (eq. 10/19, Lemma 1).
 
@@ -146,13 +148,14 @@ def assemble(
       init, update: the learner's own functions.
       a_matrices: ``(state, actions (N, d)) -> (N, K, K)`` matrices
         ``(I_K kron x)^T Z^{-1} (I_K kron x)``.
+      radius: ``state -> beta`` when not :func:`radius_of` with ``rank`` (robust/adaptive EOFD).
     """
     K, d = num_outcomes, dim
 
     def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)
         actions = actions.astype(state.W.dtype)
-        beta = radius_of(state, num_outcomes=K, dim=d, rank=rank)
+        beta = radius(state) if radius else radius_of(state, num_outcomes=K, dim=d, rank=rank)
         A = a_matrices(state, actions)
         return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
 

@@ -65,14 +65,14 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBLea
     def init(hp: MLogBHyperparams) -> OFULState:
         check_hparams(hp, K)
         dtype = hp.lam.dtype
-        zero = jnp.zeros((), dtype)
+        # A fresh buffer per leaf (and own hyperparameter copies), so the state can be donated.
         return OFULState(
             W=jnp.zeros((K, d), dtype),
             H=hp.lam * jnp.eye(D, dtype=dtype),
-            rho=zero,
-            acc=zero,
+            rho=jnp.zeros((), dtype),
+            acc=jnp.zeros((), dtype),
             t=jnp.zeros((), jnp.int32),
-            hparams=hp,
+            hparams=jax.tree_util.tree_map(jnp.array, hp),
             info=empty_info(dtype),
         )
 

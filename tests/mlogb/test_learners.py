@@ -51,6 +51,65 @@ def test_lemma1_matches_dense_spectral_norm(K, d, m):
         np.testing.assert_allclose(np.linalg.eigvalsh(A[n])[-1], lhs, rtol=1e-9)
 
 
+def dense_scores(W, Zinv, X, r, beta):
+    """Eq. (16) (K = 1) / eq. (19) (K >= 2) with a dense ``Z^{-1}``, one action at a time."""
+    K = W.shape[0]
+    out = []
+    for x in X:
+        IkX = np.kron(np.eye(K), x[:, None])
+        A = IkX.T @ Zinv @ IkX
+        z = W @ x
+        if K == 1:
+            out.append(1 / (1 + np.exp(-(z[0] + np.sqrt(beta * A[0, 0])))))
+        else:
+            sg = np.exp(z) / (1 + np.exp(z).sum())
+            J = np.diag(sg) - np.outer(sg, sg)
+            v = np.kron(J @ r, x)  # (grad sigma kron x) r
+            out.append(
+                r @ sg
+                + np.sqrt(beta) * np.sqrt(v @ Zinv @ v)
+                + 0.5 * r.sum() * beta * np.linalg.eigvalsh(A)[-1]
+            )
+    return np.array(out)
+
+
+def _sig(z):
+    return np.exp(z) / (1 + np.exp(z).sum())
+
+
+def dense_ons_step(Z, W, x, y, eta, S):
+    """Eq. (8) with the dense surrogate ``Zt = Z + eta grad^2 l(W)``, then the dense QCQP (9)
+    in the Zt-norm by bisection on its dual variable. Returns ``(w_new, ||w'||)``."""
+    K = W.shape[0]
+    sg = _sig(W @ x)
+    J = np.diag(sg) - np.outer(sg, sg)
+    Zt = Z + eta * np.kron(J, np.outer(x, x))
+    e_y = np.eye(K)[y - 1] if y > 0 else np.zeros(K)
+    wp = W.reshape(-1) - eta * np.linalg.solve(Zt, np.kron(sg - e_y, x))
+    if np.linalg.norm(wp) <= S:
+        return wp, np.linalg.norm(wp)
+    lo, hi = 0.0, 1.0
+    w_of = lambda nu: np.linalg.solve(Zt + nu * np.eye(len(wp)), Zt @ wp)  # noqa: E731
+    while np.linalg.norm(w_of(hi)) > S:
+        hi *= 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.linalg.norm(w_of(mid)) > S else (lo, mid)
+    return w_of(hi), np.linalg.norm(wp)
+
+
+def dense_fd_spectrum(V, mu, w_new, x):
+    """Algorithm 1's ``[V mu^{1/2}, B]^T`` at ``W_{t+1}`` (eq. 12-14) by the paper's full SVD:
+    returns the squared singular values (descending) and right singular vectors (rows)."""
+    K = len(w_new) // len(x)
+    sn = _sig(w_new.reshape(K, -1) @ x)
+    Jn = np.diag(sn) - np.outer(sn, sn)
+    ev, P = np.linalg.eigh(Jn)
+    B = np.kron(P * np.sqrt(np.clip(ev, 0, None)), x[:, None])
+    _, sv, Vh = np.linalg.svd(np.concatenate([V * np.sqrt(mu), B], axis=1).T)
+    return np.concatenate([sv**2, np.zeros(max(0, Vh.shape[0] - len(sv)))]), Vh
+
+
 @pytest.mark.parametrize("K", [1, 3])
 def test_scores_match_dense_formula(K):
     d, m = 4, 3
@@ -60,26 +119,9 @@ def test_scores_match_dense_formula(K):
     for learner in (le, lo):
         s = _feed(learner, learner.init(hp), K, d, 10, seed=3)
         Z = np.asarray(lowrank.dense(s.V, s.mu, hp.lam)) if hasattr(s, "V") else np.asarray(s.H)
-        Zinv = np.linalg.inv(Z)
-        beta = 0.3  # the fixed radius of _hp
-        W, r = np.asarray(s.W), np.asarray(hp.rewards)
+        want = dense_scores(np.asarray(s.W), np.linalg.inv(Z), X, np.asarray(hp.rewards), 0.3)
         got = np.asarray(learner.scores(s, jnp.asarray(X)))
-        for n, x in enumerate(X):
-            IkX = np.kron(np.eye(K), x[:, None])
-            A = IkX.T @ Zinv @ IkX
-            z = W @ x
-            if K == 1:
-                want = 1 / (1 + np.exp(-(z[0] + np.sqrt(beta * A[0, 0]))))
-            else:
-                sg = np.exp(z) / (1 + np.exp(z).sum())
-                J = np.diag(sg) - np.outer(sg, sg)
-                v = np.kron(J @ r, x)  # (grad sigma kron x) r
-                want = (
-                    r @ sg
-                    + np.sqrt(beta) * np.sqrt(v @ Zinv @ v)
-                    + 0.5 * r.sum() * beta * np.linalg.eigvalsh(A)[-1]
-                )
-            np.testing.assert_allclose(got[n], want, rtol=1e-9)
+        np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
 @pytest.mark.parametrize("K,d", [(1, 4), (3, 2)])
@@ -237,29 +279,13 @@ def test_one_eofd_update_equals_dense_algorithm2_step(K, d, m):
     lam, eta, S = 0.8, 2.0, 0.6
     V, mu, W = np.asarray(s.V), np.asarray(s.mu), np.asarray(s.W)
     Z = lam * np.eye(K * d) + (V * mu) @ V.T
-    sig = lambda z: np.exp(z) / (1 + np.exp(z).sum())  # noqa: E731
-    sg = sig(W @ x)
-    J = np.diag(sg) - np.outer(sg, sg)
-    Zt = Z + eta * np.kron(J, np.outer(x, x))
-    e_y = np.eye(K)[y - 1]
-    wp = W.reshape(-1) - eta * np.linalg.solve(Zt, np.kron(sg - e_y, x))
-    assert np.linalg.norm(wp) > S  # the projection is active in this case
-    lo, hi = 0.0, 1.0
-    w_of = lambda nu: np.linalg.solve(Zt + nu * np.eye(K * d), Zt @ wp)  # noqa: E731
-    while np.linalg.norm(w_of(hi)) > S:
-        hi *= 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if np.linalg.norm(w_of(mid)) > S else (lo, mid)
-    w_new = w_of(hi)
+    w_new, wp_norm = dense_ons_step(Z, W, x, y, eta, S)
+    assert wp_norm > S  # the projection is active in this case
     s1 = jax.jit(le.update)(s, jnp.asarray(x), y)
     np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
     # Algorithm 1 at W_{t+1} (eq. 12-15) by the paper's full SVD.
-    sn = sig(w_new.reshape(K, d) @ x)
-    Jn = np.diag(sn) - np.outer(sn, sn)
-    ev, P = np.linalg.eigh(Jn)
-    B = np.kron(P * np.sqrt(np.clip(ev, 0, None)), x[:, None])
-    _, sv, Vh = np.linalg.svd(np.concatenate([V * np.sqrt(mu), B], axis=1).T)
+    s2, Vh = dense_fd_spectrum(V, mu, w_new, x)
+    sv = np.sqrt(s2)
     mu_ref = sv[:m] ** 2 - sv[m] ** 2
     np.testing.assert_allclose(np.asarray(s1.mu), mu_ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(

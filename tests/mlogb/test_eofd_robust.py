@@ -1,0 +1,139 @@
+"""EOFD-MLogB with ``regularization="robust"`` (Z = (lam + rho/2) I + V diag(mu) V^T) against a
+dense computation of the same Z; its radius (confidence.py); validation; donation of every MLogB
+learner's state."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bandits_jax import mlogb
+from bandits_jax.linalg import roots
+from tests.mlogb.test_learners import (
+    _feed,
+    _hp,
+    dense_fd_spectrum,
+    dense_ons_step,
+    dense_scores,
+)
+
+
+@pytest.mark.parametrize("K,d,m", [(1, 6, 2), (3, 3, 4)])
+def test_one_robust_update_equals_dense_step(K, d, m):
+    """With the dense robust Z of the state: the ONS step and the Z-norm projection (dense
+    bisection on the dual), Algorithm 1 at W_{t+1}, scores via the dense Z^{-1}, and the eq. (36)
+    increment in the robust Z_t."""
+    lam, eta, S = 0.8, 2.0, 0.6
+    le = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, regularization="robust")
+    hp = _hp(K, S=S, eta=eta, lam=lam, beta="theory")
+    s = _feed(le, le.init(hp), K, d, 9, seed=11)
+    rho = float(s.rho)
+    assert rho > 0.1 * lam  # the robust shift matters
+    V, mu, W = np.asarray(s.V), np.asarray(s.mu), np.asarray(s.W)
+    Z = (lam + rho / 2) * np.eye(K * d) + (V * mu) @ V.T
+    X = np.random.default_rng(5).normal(size=(5, d))
+    x, y = np.random.default_rng(12).normal(size=d), K
+    w_new, wp_norm = dense_ons_step(Z, W, x, y, eta, S)
+    assert wp_norm > S  # the projection is active
+    s1 = jax.jit(le.update)(s, jnp.asarray(x), y)
+    np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
+    s2, Vh = dense_fd_spectrum(V, mu, w_new, x)
+    mu_ref = s2[:m] - s2[m]
+    np.testing.assert_allclose(np.asarray(s1.mu), mu_ref, rtol=1e-8, atol=1e-10)
+    G1 = (np.asarray(s1.V) * np.asarray(s1.mu)) @ np.asarray(s1.V).T
+    np.testing.assert_allclose(G1, (Vh[:m].T * mu_ref) @ Vh[:m], atol=1e-9)
+    np.testing.assert_allclose(float(s1.rho), rho + s2[m], rtol=1e-9)
+    # Eq. (36) increment: ||W_{t+1} - W_t||^2 in the robust Z_t of the step.
+    dw = w_new - W.reshape(-1)
+    inc = 2 * math.sqrt(6) * eta * 1.0 * S * np.sum((dw.reshape(K, d) @ x) ** 2) + (
+        24 * eta * K * d / lam - 1
+    ) * (dw @ Z @ dw)
+    np.testing.assert_allclose(float(s1.acc - s.acc), inc, rtol=1e-7)
+    # Scores of the new state with the dense robust Z_{t+1}^{-1} and a fixed radius.
+    s1f = s1._replace(hparams=_hp(K, S=S, eta=eta, lam=lam))  # beta fixed at 0.3
+    Z1 = (lam + float(s1.rho) / 2) * np.eye(K * d) + G1
+    want = dense_scores(w_new.reshape(K, d), np.linalg.inv(Z1), X, np.asarray(hp.rewards), 0.3)
+    np.testing.assert_allclose(np.asarray(le.scores(s1f, jnp.asarray(X))), want, rtol=1e-9)
+
+
+def _theory_radius(hp, n, rho, acc, K, d, m, robust):
+    """Eq. (36) (read as in confidence.py) with the robust changes derived there, in numpy."""
+    lam, eta, S, D = (float(getattr(hp, f)) for f in ("lam", "eta", "S", "action_bound"))
+    delta = float(hp.delta)
+    lnK1 = math.log(K + 1)
+    front = (lam + rho) / (lam + rho / 2) if robust else 1 + rho / lam
+    b = (
+        lam * S**2
+        + 2
+        * eta
+        * (D * S + lnK1 + 2 * math.log((K + 1) * n + 2))
+        * (1.25 + 4 * math.log(math.sqrt(1 + 2 * n) / delta))
+        + 2 * eta * (2 + lnK1)
+        + math.sqrt(6)
+        * eta
+        / (12 * K * d)
+        * lam
+        * front
+        * (K * d * math.log(1 + 2 * rho / lam) + m * math.log(1 + 2 * D**2 * n / (m * lam)))
+        + acc
+    )
+    return max(b + (2 * S**2 * rho if robust else 0.0), 0.0)
+
+
+@pytest.mark.parametrize("robust", [False, True])
+def test_theory_radius_robust_terms(robust):
+    K, d, m = 2, 3, 2
+    le = mlogb.eofd(
+        num_outcomes=K, dim=d, sketch_size=m, regularization="robust" if robust else "paper"
+    )
+    hp = _hp(K, lam=0.5, S=1.5, beta="theory")
+    s = _feed(le, le.init(hp), K, d, 12, seed=3)
+    assert float(s.rho) > 0.2
+    s1 = jax.jit(le.update)(s, jnp.ones(d) / 2, 1)
+    # info.beta is the radius the learner selected with before the update (state s).
+    want = _theory_radius(hp, int(s.t), float(s.rho), float(s.acc), K, d, m, robust)
+    np.testing.assert_allclose(float(s1.info.beta), want, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        ({"regularization": "ridge"}, "regularization"),
+        ({"regularization": None}, "regularization"),
+        ({"max_sketch_size": 4}, "delta_target"),
+        ({"delta_target": 2.0}, "max_sketch_size"),
+        ({"max_sketch_size": 1, "delta_target": 2.0}, "max_sketch_size"),
+        ({"max_sketch_size": 4.0, "delta_target": 2.0}, "max_sketch_size"),
+        ({"max_sketch_size": 4, "delta_target": 0.5}, "delta_target"),
+        ({"max_sketch_size": 4, "delta_target": float("nan")}, "delta_target"),
+        ({"max_sketch_size": 4, "delta_target": "2"}, "delta_target"),
+    ],
+)
+def test_bad_options(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        mlogb.eofd(num_outcomes=2, dim=3, sketch_size=2, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: mlogb.eofd(num_outcomes=2, dim=3, sketch_size=2),
+        lambda: mlogb.eofd(num_outcomes=2, dim=3, sketch_size=2, regularization="robust"),
+        lambda: mlogb.eofd(
+            num_outcomes=2, dim=3, sketch_size=1, max_sketch_size=4, delta_target=1.5
+        ),
+        lambda: mlogb.oful(num_outcomes=2, dim=3),
+    ],
+    ids=["paper", "robust", "adaptive", "oful"],
+)
+def test_state_donation(make):
+    learner = make()
+    hp = _hp(2)
+    x = jnp.asarray([0.3, -1.0, 0.5])
+    state = learner.init(hp)
+    got = jax.jit(learner.update, donate_argnums=0)(state, x, 2)
+    assert int(got.t) == 1 and int(got.info.status) != roots.NONFINITE
+    assert np.all(np.isfinite(np.asarray(got.W)))
+    learner.init(hp)  # the caller's hyperparameters survive the donation
