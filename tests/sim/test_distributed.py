@@ -87,6 +87,7 @@ def test_two_processes_equal_one(tmp_path):
     ]
     logs = []
     try:
+        ref = _one_process()  # while the two workers run
         for p in procs:
             logs.append(p.communicate(timeout=120)[0])
     finally:
@@ -97,7 +98,6 @@ def test_two_processes_equal_one(tmp_path):
         assert p.returncode == 0, log[-3000:]
     with open(out) as f:
         got = json.load(f)
-    ref = _one_process()
     np.testing.assert_allclose(
         np.asarray(got["regret"]), ref.experiments[0].metrics["regret"], rtol=1e-10, atol=1e-12
     )
