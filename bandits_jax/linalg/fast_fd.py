@@ -108,14 +108,15 @@ def update(state: FastFDState, B: jax.Array) -> FastFDState:
         raise ValueError("B: expected finite values, got NaN or inf")
     B = B.astype(state.buffer.dtype)
     ok = jnp.all(jnp.isfinite(B))
-    full = state.count + k > two_m
-    new = lax.cond(full & ok, shrink, lambda s: s, state)
-    buffer = lax.dynamic_update_slice(new.buffer, B, (jnp.zeros((), jnp.int32), new.count))
-    new = new._replace(buffer=buffer, count=new.count + k)
-    return jax.tree_util.tree_map(
-        lambda a, b: jnp.where(ok, a, b),
-        new,
-        state._replace(rejected=state.rejected + 1),
+    # A rejected block is written as zeros at ``count`` (those columns are zero already) and not
+    # counted: no select over the whole D x 2m buffer, which would cost a pass per round.
+    B = jnp.where(ok, B, 0.0)
+    new = lax.cond(ok & (state.count + k > two_m), shrink, lambda s: s, state)
+    zero = jnp.zeros((), jnp.int32)
+    return new._replace(
+        buffer=lax.dynamic_update_slice(new.buffer, B, (zero, new.count)),
+        count=new.count + jnp.where(ok, k, 0).astype(jnp.int32),
+        rejected=new.rejected + (~ok).astype(jnp.int32),
     )
 
 
