@@ -82,7 +82,8 @@ def _householder_groups(ds: jax.Array, y: jax.Array, tol: jax.Array):
     """Groups of tied sorted entries (consecutive gaps <= tol) and the block reflection ``H``
     (``H = H^T = H^{-1}``) that maps each group's part of ``y`` onto its first member.
 
-    Returns ``(y_new, apply_h)`` with ``y_new = H y`` and ``apply_h(X) = H X``."""
+    Returns ``(y_new, apply_h)`` with ``y_new = H y`` and ``apply_h(W, active) = H W`` for the
+    eigenvector matrix ``W`` of the deflated problem (see the comment there)."""
     n = ds.shape[0]
     idx = jnp.arange(n)
     tie = jnp.concatenate([jnp.zeros((1,), bool), (ds[1:] - ds[:-1]) <= tol])
@@ -98,9 +99,15 @@ def _householder_groups(ds: jax.Array, y: jax.Array, tol: jax.Array):
     coef = jnp.where(uu > 0, 2.0 / jnp.where(uu > 0, uu, 1.0), 0.0)
     y_new = jnp.where(use, jnp.where(leader, -s * norm, 0.0), y)
 
-    def apply_h(X):
-        t = jax.ops.segment_sum(u[:, None] * X, gid, num_segments=n)[gid]
-        return X - (coef * u)[:, None] * t
+    def apply_h(W, active):
+        # H W for the deflated eigenvector matrix W without a scatter: a column of an active
+        # root is zero on every non-leader (those are deflated), so within a group it only
+        # meets the leader's row; a deflated column is e_c. Hence (H W)[r, c] = W[r, c] -
+        # coef_r u_r S[r, c] with S[r, c] = sum_{j in g(r)} u_j W[j, c] given by gathers.
+        same = gid[:, None] == gid[None, :]
+        lead_part = (u[lead_pos])[:, None] * W[lead_pos, :]
+        S = jnp.where(active[None, :], lead_part, jnp.where(same, u[None, :], 0.0))
+        return W - (coef * u)[:, None] * S
 
     return y_new, apply_h
 
@@ -195,9 +202,8 @@ def _secular_roots(ds: jax.Array, w: jax.Array, active: jax.Array):
 def _rank_one_sorted(ds: jax.Array, y: jax.Array):
     """Eigen-decomposition of ``diag(ds) + y y^T`` with ``ds`` ascending.
 
-    Returns ``(lam, W, apply_h, converged)``: eigenvalues (not sorted), eigenvectors in the
-    deflated coordinates (columns), the map back ``H`` and the convergence flag; the
-    eigenvectors of the input are ``apply_h(W)``."""
+    Returns ``(lam, E, converged)``: eigenvalues (not sorted), eigenvectors (columns) and the
+    convergence flag."""
     n = ds.shape[0]
     dtype = ds.dtype
     eps = jnp.finfo(dtype).eps
@@ -213,25 +219,28 @@ def _rank_one_sorted(ds: jax.Array, y: jax.Array):
     # den[i, j] = ds_j - lam_i, accurate through the nearer pole.
     den = (ds[None, :] - origin[:, None]) - tau[:, None]
     both = active[:, None] & active[None, :]
-    # Gu-Eisenstat: z_hat_j^2 = prod_i (lam_i - ds_j) / prod_{i != j} (ds_i - ds_j), active i, j.
+    # Gu-Eisenstat: z_hat_j^2 = (lam_j - ds_j) prod_{i != j} (lam_i - ds_j) / (ds_i - ds_j) over
+    # active i, j (every factor is positive by interlacing); summed as logs, which cannot
+    # overflow.
+    eye = jnp.eye(n, dtype=bool)
+    dd = ds[None, :] - ds[:, None]  # ds_j - ds_i
+    ratio = jnp.where(eye, -den, den / jnp.where(both & ~eye, dd, 1.0))
     tiny = jnp.finfo(dtype).tiny
-    log_num = jnp.sum(jnp.where(both, jnp.log(jnp.maximum(jnp.abs(den), tiny)), 0.0), axis=0)
-    dd = ds[None, :] - ds[:, None]
-    off = both & ~jnp.eye(n, dtype=bool)
-    log_den = jnp.sum(jnp.where(off, jnp.log(jnp.maximum(jnp.abs(dd), tiny)), 0.0), axis=0)
-    z_hat = jnp.where(active, jnp.where(y < 0, -1.0, 1.0) * jnp.exp(0.5 * (log_num - log_den)), 0.0)
+    log_z2 = jnp.sum(jnp.where(both, jnp.log(jnp.maximum(jnp.abs(ratio), tiny)), 0.0), axis=0)
+    z_hat = jnp.where(active, jnp.where(y < 0, -1.0, 1.0) * jnp.exp(0.5 * log_z2), 0.0)
     safe = jnp.where(both, den, 1.0)
     Wt = jnp.where(both, z_hat[None, :] / safe, 0.0)  # row i: eigenvector of root i
     Wt = Wt / jnp.where(active, jnp.linalg.norm(Wt, axis=1), 1.0)[:, None]
     Wt = jnp.where(active[:, None], Wt, jnp.eye(n, dtype=dtype))
-    return lam, Wt.T, apply_h, converged
+    return lam, apply_h(Wt.T, active), converged
 
 
 def eigh_diag_plus_rank_one(d: jax.Array, z: jax.Array) -> SecularEigh:
     """Eigendecomposition of ``diag(d) + z z^T`` (any order of ``d``); see the module docstring."""
     perm = jnp.argsort(d)
-    lam, W, apply_h, ok = _rank_one_sorted(d[perm], z[perm])
-    E = jnp.zeros_like(W).at[perm].set(apply_h(W))
+    lam, E, ok = _rank_one_sorted(d[perm], z[perm])
+    inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(d.shape[0], dtype=perm.dtype))
+    E = E[inv]  # rows back to the input order (a gather, not an n x n scatter)
     order = jnp.argsort(lam)
     return SecularEigh(lam[order], E[:, order], ok)
 
