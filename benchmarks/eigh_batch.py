@@ -17,6 +17,7 @@ machine may be shared: numbers are from one run and can be noisy.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -99,7 +100,13 @@ def main(argv=None) -> dict:
             flush=True,
         )
     return finish(
-        {"benchmark": "eigh_batch", "dtype": jnp.dtype(dtype).name, "rows": rows}, args.json
+        {
+            "benchmark": "eigh_batch",
+            "loadavg_1min": os.getloadavg()[0],
+            "dtype": jnp.dtype(dtype).name,
+            "rows": rows,
+        },
+        args.json,
     )
 
 

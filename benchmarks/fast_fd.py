@@ -22,6 +22,7 @@ and can be noisy.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -95,6 +96,7 @@ def main(argv=None) -> dict:
 
     result = {
         "benchmark": "fast_fd",
+        "loadavg_1min": os.getloadavg()[0],
         "dtype": jnp.dtype(dtype).name,
         "D": D,
         "m": m,

@@ -128,3 +128,39 @@ def test_shape_errors():
         secular.eigh_diag_plus_lowrank(jnp.zeros(3), jnp.zeros((4, 1)), jnp.eye(1))
     with pytest.raises(ValueError, match="M:"):
         secular.eigh_diag_plus_lowrank(jnp.zeros(3), jnp.zeros((3, 2)), jnp.eye(1))
+
+
+@pytest.mark.parametrize("k,in_span", [(1, False), (3, False), (2, True)])
+def test_swaps_into_sketch_truncate(k, in_span):
+    """The FD truncation (Algorithm 1 lines 3-6) from the secular solver equals
+    ``sketch.truncate`` (which calls ``jnp.linalg.eigh`` on the dense core): same weights, same
+    discarded mass, same kept covariance ``U diag(mu) U^T``. ``in_span``: X inside span V, so
+    the residual directions are degenerate and carry the negative sentinel."""
+    from bandits_jax.linalg import sketch
+
+    D, m = 12, 5
+    rng = np.random.default_rng(k)
+    V = np.linalg.qr(rng.normal(size=(D, m)))[0]
+    mu = np.sort(rng.exponential(size=m))[::-1]
+    mu[-2:] = 0.0  # early rounds: zero weights
+    X = V @ rng.normal(size=(m, k)) if in_span else rng.normal(size=(D, k))
+    G = rng.normal(size=(k, k))
+    M = G @ G.T
+    ext = sketch.extend(jnp.asarray(V), jnp.asarray(X))
+    ref = sketch.truncate(jnp.asarray(mu), ext, jnp.asarray(M))
+
+    # the one-line swap: diag(base + sentinel on invalid rows) + coords M coords^T
+    A = ext.coords
+    base = jnp.concatenate([jnp.asarray(mu), jnp.zeros((k,))])
+    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
+    sentinel = -(1.0 + jnp.sum(base) + jnp.trace(A @ jnp.asarray(M) @ A.T))
+    evals, evecs, ok = _solve(base + jnp.where(invalid, sentinel, 0.0), A, jnp.asarray(M))
+    assert bool(ok)
+    sigma2 = jnp.maximum(evals[k - 1], 0.0)
+    mu_new = jnp.maximum(evals[k:][::-1] - sigma2, 0.0)
+    U = evecs[:, k:][:, ::-1]
+    np.testing.assert_allclose(mu_new, ref.mu, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sigma2, ref.sigma2, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        (U * mu_new) @ U.T, (ref.U * ref.mu) @ ref.U.T, rtol=1e-9, atol=1e-10
+    )
