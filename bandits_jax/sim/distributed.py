@@ -151,9 +151,8 @@ def run_sweep(
         start, stop, size = share(R, P, p)
         idx = np.clip(np.arange(start, start + size), 0, R - 1)  # padding repeats a run
         runs = jax.tree_util.tree_map(lambda x, i=idx: x[i], build_runs(exp, seeds))
-        if mesh is not None:
+        if mesh is not None:  # ChunkFn places the padded batch on the local mesh
             runs, _ = sh.pad_runs(runs, mesh.size)
-            runs = sh.shard_runs(runs, mesh)
         states.append(runs)
         shares.append((R, size))
     chunk_fn = ChunkFn(tuple(e.step for e in experiments), batched=True, mesh=mesh)
