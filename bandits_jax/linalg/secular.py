@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 __all__ = ["SecularEigh", "eigh_diag_plus_lowrank", "eigh_diag_plus_rank_one", "psd_factor"]
@@ -50,8 +51,9 @@ class SecularEigh(NamedTuple):
     Attributes:
       evals: (n,) eigenvalues, ascending (as ``jnp.linalg.eigh``).
       evecs: (n, n) orthonormal eigenvectors, one per column.
-      converged: bool, every secular root met its tolerance within ``MAX_STEPS`` iterations
-        (roots that did not still lie in their bracket, so the result stays usable).
+      converged: bool, the inputs were finite and every secular root met its tolerance within
+        ``MAX_STEPS`` iterations (roots that did not still lie in their bracket, so the result
+        stays usable).
     """
 
     evals: jax.Array
@@ -257,17 +259,22 @@ def eigh_diag_plus_lowrank(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularE
       d: (n,) diagonal. A: (n, K). M: (K, K) symmetric positive semi-definite.
 
     Returns:
-      :class:`SecularEigh` ``(evals, evecs, converged)``.
+      :class:`SecularEigh` ``(evals, evecs, converged)``. Non-finite inputs raise
+      ``ValueError`` when called eagerly; under ``jit`` they give ``converged = False``.
     """
     if d.ndim != 1 or A.ndim != 2 or A.shape[0] != d.shape[0]:
         raise ValueError(f"A: expected shape ({d.shape[0]}, K) for d of shape (n,), got {A.shape}")
     K = A.shape[1]
     if M.shape != (K, K):
         raise ValueError(f"M: expected shape ({K}, {K}), got {M.shape}")
+    for name, x in (("d", d), ("A", A), ("M", M)):
+        if not isinstance(x, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(x))):
+            raise ValueError(f"{name}: expected finite values, got NaN or inf")
     Z = A @ psd_factor(M)
     res = eigh_diag_plus_rank_one(d, Z[:, 0])
     lam, Q, ok = res
     for k in range(1, K):
         r = eigh_diag_plus_rank_one(lam, Q.T @ Z[:, k])
         lam, Q, ok = r.evals, Q @ r.evecs, ok & r.converged
-    return SecularEigh(lam, Q, ok)
+    finite = jnp.all(jnp.isfinite(d)) & jnp.all(jnp.isfinite(Z))
+    return SecularEigh(lam, Q, ok & finite)

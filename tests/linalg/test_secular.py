@@ -123,6 +123,13 @@ def test_psd_factor_reconstructs():
     np.testing.assert_allclose(L @ L.T, M, atol=1e-12)
 
 
+def test_nonfinite_input():
+    d, A, M = (jnp.asarray(x) for x in _case("random", 23, 1, np.random.default_rng(6)))
+    with pytest.raises(ValueError, match="d:"):
+        secular.eigh_diag_plus_lowrank(d.at[3].set(jnp.nan), A, M)
+    assert not bool(_solve(d, A.at[2, 0].set(jnp.nan), M).converged)  # flagged under jit
+
+
 def test_shape_errors():
     with pytest.raises(ValueError, match="A:"):
         secular.eigh_diag_plus_lowrank(jnp.zeros(3), jnp.zeros((4, 1)), jnp.eye(1))
