@@ -1,0 +1,136 @@
+"""Fast Frequent Directions: a 2m-column buffer and one small SVD every m rounds.
+
+Ghashami, Liberty, Phillips & Woodruff (2016), "Frequent Directions: simple and deterministic
+matrix sketching", SIAM J. Comput. 45(5), Algorithm 3 ("Fast-FD"), written for columns: the
+sketch of ``M_t = sum_s B_s B_s^T`` (``B_s``: D x k) is a factor ``S`` (D x 2m) with
+
+    S S^T <= M_t <= S S^T + rho I,      rho <= (tr M_t - tr S S^T) / (m + 1).
+
+Incoming columns are appended to the buffer; when a block does not fit, the buffer is shrunk
+first: with ``S = U diag(sigma) W^T``, the top m directions are kept with weights
+``sigma_i^2 - delta`` and the rest dropped, ``delta = sigma_{m+1}^2`` (added to ``rho``). Each
+shrink subtracts at least ``(m + 1) delta`` from the trace, which gives the bound on ``rho``.
+A shrink costs O(D m^2) and happens once every m / k blocks, so a round costs O(D m) amortised
+(O(D k) for the copy into the buffer between shrinks), against O(D m^2) per round for the
+per-round rule of :mod:`bandits_jax.linalg.sketch` (eq. 14-15 of EOFD-MLogB).
+
+The thin SVD is taken through the buffer's 2m x 2m Gram matrix (one product ``S^T S`` and one
+small ``eigh``), which loses accuracy only in directions whose weight is below ``eps sigma_1^2``.
+
+Reading it as the spectral state ``(V, mu, rho)`` of :class:`bandits_jax.linalg.sketch.FDState`:
+between shrinks the buffer holds up to 2m directions, so :func:`view` returns a D x 2m ``V``
+(orthonormal where ``mu > 0``, zero columns where ``mu = 0``) with ``V diag(mu) V^T = S S^T``,
+again through the Gram matrix (O(D m^2): for tests and occasional use). An EOFD learner on this
+rule would rather use the factor itself: every quantity EOFD needs from the sketch is
+``(lambda + rho) I + S S^T`` applied or inverted, and by Woodbury that only needs ``S^T x`` and
+the 2m x 2m matrix ``(lambda + rho) I + S^T S``, kept up to date by rank-k updates as columns
+arrive; no orthonormal basis is formed per round.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from bandits_jax.linalg.sketch import FDState
+
+__all__ = ["FastFDState", "init", "update", "shrink", "view", "covariance"]
+
+
+class FastFDState(NamedTuple):
+    """Fast-FD state.
+
+    Attributes:
+      buffer: (D, 2m) the factor ``S``; columns at and after ``count`` are zero.
+      count: int32, number of filled columns (m after a shrink, at most 2m).
+      rho: accumulated shrinkage ``sum delta`` (scalar).
+      rejected: int32, blocks rejected for non-finite values (the state is kept).
+    """
+
+    buffer: jax.Array
+    count: jax.Array
+    rho: jax.Array
+    rejected: jax.Array
+
+
+def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FastFDState:
+    """Empty sketch of ``dim``-dimensional columns with ``sketch_size = m`` kept directions."""
+    if not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim: expected a positive int, got {dim!r}")
+    if not isinstance(sketch_size, int) or sketch_size < 1:
+        raise ValueError(f"sketch_size: expected a positive int, got {sketch_size!r}")
+    return FastFDState(
+        buffer=jnp.zeros((dim, 2 * sketch_size), dtype),
+        count=jnp.zeros((), jnp.int32),
+        rho=jnp.zeros((), dtype),
+        rejected=jnp.zeros((), jnp.int32),
+    )
+
+
+def _gram_eigh(S: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Eigenvalues (descending, >= 0) and eigenvectors of ``S^T S``."""
+    G = S.T @ S
+    lam, W = jnp.linalg.eigh(0.5 * (G + G.T))
+    return jnp.maximum(lam[::-1], 0.0), W[:, ::-1]
+
+
+def shrink(state: FastFDState) -> FastFDState:
+    """Keeps the top m directions of the buffer, shrunk by ``delta = sigma_{m+1}^2``."""
+    S = state.buffer
+    m = S.shape[1] // 2
+    lam, W = _gram_eigh(S)
+    delta = lam[m]
+    # new columns S W_i sqrt(lam_i - delta) / sigma_i for i < m (= U_i sqrt(sigma_i^2 - delta))
+    scale = jnp.sqrt(jnp.maximum(lam[:m] - delta, 0.0)) / jnp.sqrt(
+        jnp.where(lam[:m] > 0, lam[:m], 1.0)
+    )
+    top = S @ (W[:, :m] * jnp.where(lam[:m] > 0, scale, 0.0)[None, :])
+    buffer = jnp.concatenate([top, jnp.zeros_like(top)], axis=1)
+    return state._replace(buffer=buffer, count=jnp.full((), m, jnp.int32), rho=state.rho + delta)
+
+
+def update(state: FastFDState, B: jax.Array) -> FastFDState:
+    """Absorbs ``B B^T`` (B: D x k, k <= m): appends B's columns, shrinking first if they do not
+    fit (``lax.cond``, so only one round in m / k pays for the SVD).
+
+    A block with non-finite entries raises ``ValueError`` when called eagerly; under ``jit`` it
+    is rejected (the state is kept, ``rejected`` counts it)."""
+    D, two_m = state.buffer.shape
+    m = two_m // 2
+    if B.ndim != 2 or B.shape[0] != D or not 1 <= B.shape[1] <= m:
+        raise ValueError(f"B: expected shape ({D}, k) with 1 <= k <= {m}, got {B.shape}")
+    k = B.shape[1]
+    if not isinstance(B, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(B))):
+        raise ValueError("B: expected finite values, got NaN or inf")
+    B = B.astype(state.buffer.dtype)
+    ok = jnp.all(jnp.isfinite(B))
+    # A rejected block is written as zeros at ``count`` (those columns are zero already) and not
+    # counted: no select over the whole D x 2m buffer, which would cost a pass per round.
+    B = jnp.where(ok, B, 0.0)
+    new = lax.cond(ok & (state.count + k > two_m), shrink, lambda s: s, state)
+    zero = jnp.zeros((), jnp.int32)
+    return new._replace(
+        buffer=lax.dynamic_update_slice(new.buffer, B, (zero, new.count)),
+        count=new.count + jnp.where(ok, k, 0).astype(jnp.int32),
+        rejected=new.rejected + (~ok).astype(jnp.int32),
+    )
+
+
+def covariance(state: FastFDState) -> jax.Array:
+    """The sketched covariance ``S S^T`` (D x D; small D only)."""
+    return state.buffer @ state.buffer.T
+
+
+def view(state: FastFDState) -> FDState:
+    """The sketch as a spectral state ``(V, mu, rho)`` with 2m directions, ``mu`` descending,
+    ``V diag(mu) V^T = S S^T`` (columns of V with ``mu = 0`` are zero); O(D m^2)."""
+    S = state.buffer
+    lam, W = _gram_eigh(S)
+    tol = S.shape[1] * jnp.finfo(S.dtype).eps * lam[0]
+    pos = lam > tol
+    V = S @ (W * jnp.where(pos, 1.0 / jnp.sqrt(jnp.where(pos, lam, 1.0)), 0.0)[None, :])
+    return FDState(V=V, mu=jnp.where(pos, lam, 0.0), rho=state.rho)
