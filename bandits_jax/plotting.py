@@ -222,8 +222,7 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
                 else:
                     x = np.asarray(p["V_T"])
                     label = (
-                        f"{name} (slope {fmt(p['slope_vs_V_T'])}, "
-                        f"top {fmt(p['slope_vs_V_T_top'])})"
+                        f"{name} (slope {fmt(p['slope_vs_V_T'])}, top {fmt(p['slope_vs_V_T_top'])})"
                     )
                 ax.errorbar(x, p["mean"], yerr=p["std"], marker="o", capsize=3, label=label)
             if study == "dimension":

@@ -66,14 +66,15 @@ class BCOLearnerSpec(NamedTuple):
     family: str
 
 
+_SC, _LAM = "strongly_convex", {"lam": 1.0}
 BCO_LEARNERS: dict[str, BCOLearnerSpec] = {
     "alg1_thm3": BCOLearnerSpec("two_point_learner", "variance", {}, "convex"),
     "alg1_thm1": BCOLearnerSpec("two_point_learner", "convex", {}, "convex"),
     "sphere": BCOLearnerSpec("sphere_learner", "sqrt_t", {}, "convex"),
-    "alg1_thm2": BCOLearnerSpec("two_point_learner", "strongly_convex", {"lam": 1.0}, "strongly_convex"),
-    "chiang2013": BCOLearnerSpec("two_point_learner", "chiang", {"lam": 1.0}, "strongly_convex"),
-    "sphere_thm8": BCOLearnerSpec("sphere_learner", "strongly_convex", {"lam": 1.0}, "strongly_convex"),
-}  # fmt: skip
+    "alg1_thm2": BCOLearnerSpec("two_point_learner", "strongly_convex", _LAM, _SC),
+    "chiang2013": BCOLearnerSpec("two_point_learner", "chiang", _LAM, _SC),
+    "sphere_thm8": BCOLearnerSpec("sphere_learner", "strongly_convex", _LAM, _SC),
+}
 
 QUICK = dict(
     dims=[5, 10, 20, 40],
@@ -147,12 +148,17 @@ class ChunkedRunner:
     ):
         self.root = None if root is None else pathlib.Path(root)
         self.chunk, self.resume, self.progress, self.config = chunk, resume, progress, config
+        self._fns: dict[int, tuple[Any, Any]] = {}  # id(step) -> (step, ChunkFn)
 
     def __call__(self, tag: str, step: Any, state: Any, T: int) -> dict:
         from bandits_jax.sim.chunks import ChunkFn, run_chunked
 
+        if id(step) not in self._fns:  # one ChunkFn per step: equal batches share executables
+            if len(self._fns) >= 8:
+                self._fns.pop(next(iter(self._fns)))
+            self._fns[id(step)] = (step, ChunkFn(step, batched=True))
         res = run_chunked(
-            ChunkFn(step, batched=True),
+            self._fns[id(step)][1],
             state,
             T,
             chunk_size=opt.chunk_size(T, self.chunk),
@@ -176,9 +182,50 @@ class Played(NamedTuple):
     best_point_ok: bool
 
 
+class _Game(NamedTuple):
+    """A learner on an env with its compiled pieces, shared by the tuning and evaluation runs
+    (so that equal batch sizes reuse one executable)."""
+
+    learner: Any
+    env: Any
+    step: Any
+    build: Any  # (hps, overrides, env_keys, run_keys) -> batched RunState
+    summarize: Any  # (env_states, metrics) -> per-run summaries
+
+
+def _game(name: str, env: Any, T: int) -> _Game:
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax.bco import interact as bint
+    from bandits_jax.sim.runner import RunState
+
+    learner = make_learner(name, env.d)
+
+    @jax.jit
+    def build(hps, overs, env_keys, run_keys):  # one compiled call, not dozens of small ones
+        C, N = jax.tree_util.tree_leaves(hps)[0].shape[0], env_keys.shape[0]
+        es_seed = jax.vmap(env.init)(env_keys)  # (N, ...)
+        dt = es_seed.base.dtype
+
+        def per_config(hp, over):
+            es = es_seed._replace(**{k: jnp.full((N,), v, dt) for k, v in over.items()})
+            ls = jax.tree_util.tree_map(
+                lambda x: jnp.broadcast_to(x, (N, *x.shape)), learner.init(hp, None)
+            )
+            return ls, es
+
+        ls, es = jax.vmap(per_config)(hps, overs)  # (C, N, ...)
+        flat = jax.tree_util.tree_map(lambda x: x.reshape((C * N, *x.shape[2:])), (ls, es))
+        keys = jnp.concatenate([run_keys] * C, axis=0)
+        return RunState(flat[0], flat[1], keys, jnp.zeros((C * N,), jnp.int32))
+
+    summ = jax.jit(jax.vmap(lambda e, m: bint.summarize(env, e, m, T)))
+    return _Game(learner, env, bint.interact(learner, env), build, summ)
+
+
 def play(
-    name: str,
-    env: Any,
+    game: _Game,
     configs: Sequence[tuple[Any, dict]],
     seeds: Sequence[int],
     T: int,
@@ -187,38 +234,19 @@ def play(
 ) -> Played:
     """Plays ``configs`` (``(hyperparameters, env-state overrides)`` each) on every seed in one
     batched call: runs ``c * N + n``."""
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax.bco import interact as bint
     from bandits_jax.linalg import roots
     from bandits_jax.sim import sweep
-    from bandits_jax.sim.runner import RunState
 
-    learner = make_learner(name, env.d)
     N, C = len(seeds), len(configs)
     env_keys, run_keys = sweep.seed_keys(seeds)
-    es_seed = jax.vmap(env.init)(env_keys)
-    dt = es_seed.base.dtype
-    es_parts, ls_parts = [], []
-    for hp, over in configs:
-        es = es_seed._replace(**{k: jnp.full((N,), v, dt) for k, v in over.items()})
-        es_parts.append(es)
-        ls0 = learner.init(hp, None)
-        ls_parts.append(jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (N, *x.shape)), ls0))
-
-    def cat(parts):
-        return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *parts)
-
-    es0 = cat(es_parts)
-    state = RunState(
-        learner=cat(ls_parts),
-        env=es0,
-        key=jnp.concatenate([run_keys] * C, axis=0),
-        t=jnp.zeros((C * N,), jnp.int32),
-    )
-    metrics = runner(tag, bint.interact(learner, env), state, T)
-    summ = jax.jit(jax.vmap(lambda e, m: bint.summarize(env, e, m, T)))(es0, metrics)
+    names = sorted({k for _, over in configs for k in over})
+    if any(set(over) != set(names) for _, over in configs):
+        raise ValueError("configs: every configuration must override the same fields")
+    hps = sweep.stack_trees([hp for hp, _ in configs])  # (C, ...)
+    overs = {k: np.asarray([over[k] for _, over in configs], np.float64) for k in names}
+    state = game.build(hps, overs, env_keys, run_keys)
+    metrics = runner(tag, game.step, state, T)
+    summ = game.summarize(state.env, metrics)
     status = np.asarray(metrics["status"]).reshape(C, N * T)
     return Played(
         regret=np.asarray(summ["regret"], np.float64).reshape(C, N),
@@ -245,19 +273,19 @@ def tuned_play(
 ) -> tuple[Played, list[float]]:
     """Honest tuning of the step-size scale per point: the best scale on ``tuning_seeds``
     (lowest mean final regret), reported on ``eval_seeds``. One scale: no tuning run."""
-    learner = make_learner(name, env.d)
-    hps = [hyperparams(name, learner, env, T, s, lipschitz) for s in scales]
+    game = _game(name, env, T)
+    hps = [hyperparams(name, game.learner, env, T, s, lipschitz) for s in scales]
     if len(scales) > 1:
         if set(tuning_seeds) & set(eval_seeds):
             raise ValueError("eval_seeds: must be disjoint from tuning_seeds")
         grid = [(hp, pt) for hp in hps for pt in points]  # scale-major
-        tuned = play(name, env, grid, tuning_seeds, T, runner, tag + "/tuning")
+        tuned = play(game, grid, tuning_seeds, T, runner, tag + "/tuning")
         means = tuned.regret.mean(axis=1).reshape(len(scales), len(points))
         chosen = [int(np.nanargmin(means[:, j])) for j in range(len(points))]
     else:
         chosen = [0] * len(points)
     configs = [(hps[c], pt) for c, pt in zip(chosen, points, strict=True)]
-    return play(name, env, configs, eval_seeds, T, runner, tag + "/evaluation"), [
+    return play(game, configs, eval_seeds, T, runner, tag + "/evaluation"), [
         float(scales[c]) for c in chosen
     ]
 

@@ -15,6 +15,7 @@ import pathlib
 import re
 import sys
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -239,16 +240,19 @@ def check_setting(name: str, *, bco: bool = False) -> str | None:
     return f"--settings: unknown setting {name!r}, expected {SETTINGS_HELP}{extra}"
 
 
+_UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+
+
 def check_mnist(errors: list[str], path: str | None) -> None:
     """MNIST must load now when the user asked for it (``--mnist`` or the ``mnist`` setting)."""
     from bandits_jax.envs.mnist import load_mnist
 
     try:
         load_mnist(path)
-    except (OSError, ValueError) as e:  # MNISTNotFoundError, IDXFormatError, bad zip
+    except _UNREADABLE as e:  # MNISTNotFoundError, IDXFormatError, a truncated zip
         where = f"--mnist {path}" if path else "--settings mnist"
         first = str(e).split("\n")[0]
-        errors.append(f"{where}: {first}")
+        errors.append(f"{where}: {first}" + ("" if path is None or path in first else f" ({path})"))
 
 
 def cached_mnist_usable(say_warning: bool = True) -> bool:
@@ -260,7 +264,7 @@ def cached_mnist_usable(say_warning: bool = True) -> bool:
         load_mnist(None)
     except MNISTNotFoundError:
         return False
-    except (OSError, ValueError) as e:
+    except _UNREADABLE as e:
         if say_warning:
             first = " ".join(str(e).split())
             print(

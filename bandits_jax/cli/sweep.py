@@ -126,9 +126,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         if m is not None:
             env = bco_cmd.make_env(bco_cmd.SETTING_FAMILY[m.group(1)], int(m.group(2)), T)
             learner = bco_cmd.make_learner(lname, env.d)
-            hps = [
-                bco_cmd.hyperparams(lname, learner, env, T, s) for s in plan["scales"]
-            ]
+            hps = [bco_cmd.hyperparams(lname, learner, env, T, s) for s in plan["scales"]]
             exps.append(
                 sweep.Experiment(
                     lname,
@@ -149,8 +147,9 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         K, d = setting.num_outcomes, setting.dim
         spec = rep.LEARNERS[lname]
         recipes = [
-            rep.Recipe(K, d, args.S, T, lg["l"], lg["e"], opt.beta_arg(b),
-                       rep.env_rewards(setting), dtype)  # fmt: skip
+            rep.Recipe(
+                K, d, args.S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting), dtype
+            )  # fmt: skip
             for b in betas
         ]
         hp = jax.tree_util.tree_map(
@@ -337,4 +336,3 @@ def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path
             ratio_panels, ls, es, paths[-1], cbar_label="bonus/estimate spread", log10=True
         )
     return paths
-

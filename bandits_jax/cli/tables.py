@@ -130,9 +130,7 @@ def pair_ratios(
                 "numerator": a,
                 "denominator": b,
                 "final_regret": ratio(sa["final_regret_mean"], sb["final_regret_mean"]),
-                "time_per_round": ratio(
-                    sa["seconds_per_round_mean"], sb["seconds_per_round_mean"]
-                ),
+                "time_per_round": ratio(sa["seconds_per_round_mean"], sb["seconds_per_round_mean"]),
             }
     return out
 
@@ -262,9 +260,7 @@ def sweep_summary(
             f"{timing['loop_run_seconds'] / max(timing['one_call_run_seconds'], 1e-12):.2f}x)"
         )
     grid_cols = [
-        c
-        for c in ("l", "e", "beta", "scale")
-        if any(c in r for r in [*tuning_rows, *eval_rows])
+        c for c in ("l", "e", "beta", "scale") if any(c in r for r in [*tuning_rows, *eval_rows])
     ]
     cols = [
         "learner",
@@ -387,8 +383,11 @@ def bco_summary(result: Mapping[str, Any]) -> str:
     lines = [
         f"BCO studies (gradient-variation paper): T = {cfg['T']}, "
         f"{cfg['seeds']} evaluation seeds, {cfg['dtype']} on {cfg['backend']}"
-        + (f"; step scale tuned over {cfg['scale_grid']} on separate tuning seeds"
-           if len(cfg.get("scale_grid", [])) > 1 else "")
+        + (
+            f"; step scale tuned over {cfg['scale_grid']} on separate tuning seeds"
+            if len(cfg.get("scale_grid", [])) > 1
+            else ""
+        )
         + "."
     ]
     for family, per in result.get("dimension", {}).items():
@@ -423,8 +422,11 @@ def bco_summary(result: Mapping[str, Any]) -> str:
     lines.append("")
     lines += status_lines(
         [
-            {**r, "setting": f"{r['study']} {r['family']} d={r['d']}"
-             + (f" a={r['amplitude']:g} noise={r['noise']:g}" if "amplitude" in r else "")}
+            {
+                **r,
+                "setting": f"{r['study']} {r['family']} d={r['d']}"
+                + (f" a={r['amplitude']:g} noise={r['noise']:g}" if "amplitude" in r else ""),
+            }
             for r in bco_rows(result)
         ]
     )
