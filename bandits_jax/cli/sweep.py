@@ -99,8 +99,6 @@ def validate(args: argparse.Namespace) -> None:
         pairs = [(l_, s) for s in settings for l_ in learners if _learner_family(l_) == _family(s)]
         if "mnist" in settings or args.mnist is not None:
             opt.check_mnist(errors, args.mnist)
-    if args.float32 and any(_family(s) != "mlogb" for s in settings):
-        errors.append("--float32: the BCO settings run in float64 only")
     opt.finish(errors, args)
     args.plan = {"ls": ls, "es": es, "betas": betas, "scales": scales, "pairs": pairs}
 
@@ -124,7 +122,9 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
     for lname, sname in plan["pairs"]:
         m = opt.BCO_SETTING.fullmatch(sname)
         if m is not None:
-            env = bco_cmd.make_env(bco_cmd.SETTING_FAMILY[m.group(1)], int(m.group(2)), T)
+            env = bco_cmd.make_env(
+                bco_cmd.SETTING_FAMILY[m.group(1)], int(m.group(2)), T, dtype=dtype
+            )
             learner = bco_cmd.make_learner(lname, env.d)
             hps = [bco_cmd.hyperparams(lname, learner, env, T, s) for s in plan["scales"]]
             exps.append(
