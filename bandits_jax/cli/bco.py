@@ -488,6 +488,8 @@ def validate(args: argparse.Namespace) -> None:
     opt.check_int(errors, args.rounds, "--rounds", minimum=1)
     opt.check_int(errors, args.trials, "--trials", minimum=1)
     opt.check_int(errors, args.tune_trials, "--tune-trials", minimum=1)
+    if args.tune_trials is not None and args.tune_trials > opt.EVAL_SEED_OFFSET:
+        errors.append(f"--tune-trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
     opt.check_int(errors, args.d_variation, "--d-variation", minimum=1)
     opt.check_float(errors, args.noise, "--noise", nonneg=True)
     if args.study not in (*STUDIES, "both"):
