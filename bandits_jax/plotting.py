@@ -6,6 +6,8 @@
 * :func:`heatmap_figure` -- a sweep's (l, e) grid: mean final regret and the exploration
   diagnostic (log10 of the bonus / estimate spread ratio).
 * :func:`bench_figure` -- per-round times of a speed benchmark, log scale.
+* :func:`bco_figure` -- the BCO studies: regret vs d and vs the gradient variation V_T (log-log,
+  fitted slopes in the legend).
 
 matplotlib is an optional dependency (extra ``plot``); it is imported when a figure is drawn.
 """
@@ -19,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["regret_figure", "time_figure", "heatmap_figure", "bench_figure"]
+__all__ = ["regret_figure", "time_figure", "heatmap_figure", "bench_figure", "bco_figure"]
 
-COLORS = {"EOFD": "tab:blue", "OFUL": "tab:orange"}
+COLORS = {"EOFD": "tab:blue", "OFUL": "tab:orange"}  # used when no colour is given
 
 
 def _plt():
@@ -43,14 +45,19 @@ def _grid(n: int) -> tuple[int, int]:
 
 
 def regret_figure(
-    panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], path: str | os.PathLike
+    panels: Sequence[tuple[str, Mapping[str, np.ndarray]]],
+    path: str | os.PathLike,
+    *,
+    colors: Mapping[str, str | None] | None = None,
 ) -> None:
     """Cumulative regret curves with one-std bands.
 
     Args:
-      panels: ``(title, {learner: (trials, T) per-round regret})`` per setting.
+      panels: ``(title, {legend label: (trials, T) per-round regret})`` per setting.
       path: the PNG to write.
+      colors: legend label -> matplotlib colour (missing or ``None``: the default cycle).
     """
+    colors = {**COLORS, **(colors or {})}
     plt = _plt()
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
@@ -60,8 +67,8 @@ def regret_figure(
             mean = cum.mean(axis=0)
             std = cum.std(axis=0, ddof=1) if cum.shape[0] > 1 else np.zeros_like(mean)
             t = np.arange(1, mean.size + 1)
-            color = COLORS.get(name)
-            ax.plot(t, mean, label=f"{name}-MLogB", color=color)
+            color = colors.get(name)
+            ax.plot(t, mean, label=name, color=color)
             ax.fill_between(t, mean - std, mean + std, alpha=0.25, color=color, linewidth=0)
         ax.set_title(title)
         ax.set_xlabel("round t")
@@ -76,14 +83,19 @@ def regret_figure(
 
 
 def time_figure(
-    panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]], path: str | os.PathLike
+    panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]],
+    path: str | os.PathLike,
+    *,
+    colors: Mapping[str, str | None] | None = None,
 ) -> None:
     """Per-round time bars (mean over trials, one-std error bars), one panel per setting.
 
     Args:
-      panels: ``(title, {learner: per-trial seconds per round})``.
+      panels: ``(title, {legend label: per-trial seconds per round})``.
       path: the PNG to write.
+      colors: legend label -> matplotlib colour (missing or ``None``: grey).
     """
+    colors = {**COLORS, **(colors or {})}
     plt = _plt()
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
@@ -93,12 +105,13 @@ def time_figure(
         means = [m.mean() for m in ms]
         stds = [m.std(ddof=1) if m.size > 1 else 0.0 for m in ms]
         ax.bar(
-            [f"{n}-MLogB" for n in names],
+            names,
             means,
             yerr=stds,
             capsize=4,
-            color=[COLORS.get(n, "tab:gray") for n in names],
+            color=[colors.get(n) or "tab:gray" for n in names],
         )
+        ax.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0)
         ax.set_title(title)
         ax.set_ylabel("time per round (ms)")
         ax.grid(axis="y", alpha=0.3)
@@ -177,6 +190,52 @@ def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) ->
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
+    """The BCO studies (``bandits-jax bco``): one column per loss family, regret vs d (top) and
+    vs V_T (bottom), mean with one-std error bars over seeds, fitted log-log slopes in the
+    legend. Studies absent from ``result`` leave their row out."""
+    plt = _plt()
+    studies = [s for s in ("dimension", "variation") if result.get(s)]
+    families = list(dict.fromkeys(f for s in studies for f in result[s]))
+    fig, axes = plt.subplots(
+        max(len(studies), 1),
+        max(len(families), 1),
+        figsize=(5.5 * max(len(families), 1), 4.2 * max(len(studies), 1)),
+        squeeze=False,
+    )
+    cfg = result["config"]
+
+    def fmt(v: Any) -> str:
+        return "-" if v is None or not np.isfinite(v) else f"{v:.2f}"
+
+    for row, study in enumerate(studies):
+        for col, family in enumerate(families):
+            ax = axes[row, col]
+            for name, p in result[study].get(family, {}).items():
+                if study == "dimension":
+                    x, label = p["d"], f"{name} (slope {fmt(p['slope_vs_d'])})"
+                else:
+                    x = np.asarray(p["V_T"])
+                    label = (
+                        f"{name} (slope {fmt(p['slope_vs_V_T'])}, top {fmt(p['slope_vs_V_T_top'])})"
+                    )
+                ax.errorbar(x, p["mean"], yerr=p["std"], marker="o", capsize=3, label=label)
+            if study == "dimension":
+                ax.set_xscale("log")
+                ax.set_xlabel("d")
+                ax.set_title(f"{family}: regret vs d (V_T ~ 0)")
+            else:
+                ax.set_xscale("symlog", linthresh=0.1)
+                ax.set_xlabel("V_T (eq. 1.1)")
+                ax.set_title(f"{family}: regret vs V_T (d = {cfg['d_variation']})")
+            ax.set_yscale("log")
+            ax.set_ylabel(f"regret at T = {cfg['T']}")
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

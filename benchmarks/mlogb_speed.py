@@ -180,8 +180,8 @@ def _print_row(row, trials):
         f"{row['d']:>6} {row['K']:>2} {row['m']:>4} | {ms(row['jax_eofd_s'])} "
         f"{ms(row['numpy_eofd_s'])} {row['numpy_eofd_s'] / row['jax_eofd_s']:7.1f} | "
         f"{ms(oful) if oful else '       n/a'} "
-        f"{(row['jax_eofd_s'] / oful) if oful else float('nan'):9.3f} | "
-        f"{(vm / row['rounds_per_s_1']) if vm else float('nan'):16.2f}",
+        f"{format(row['jax_eofd_s'] / oful, '9.3f') if oful else '-':>9} | "
+        f"{format(vm / row['rounds_per_s_1'], '16.2f') if vm else '-':>16}",
         flush=True,
     )
 

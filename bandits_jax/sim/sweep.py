@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.linalg import roots
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
 from bandits_jax.sim.runner import RunState, StepFn
@@ -59,11 +60,27 @@ __all__ = [
     "get_metric",
     "GREEDY_RATIO",
     "bonus_ratio",
+    "STATUS_NAMES",
+    "REJECTED_STATUSES",
+    "status_counts",
+    "rejected_count",
 ]
 
 PyTree = Any
-DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored")
+DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored", "status")
 GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
+
+# Per-round status codes of the learners' updates (``bandits_jax.linalg.roots``), by name.
+# INACTIVE (no projection needed) and CONVERGED are healthy; MAX_STEPS keeps a step that hit its
+# iteration cap; the codes in REJECTED_STATUSES mark updates that were rejected (the state kept
+# its last good value). A new code is one line in each table.
+STATUS_NAMES: dict[int, str] = {
+    roots.CONVERGED: "converged",
+    roots.MAX_STEPS: "max_steps",
+    roots.NONFINITE: "nonfinite",
+    roots.INACTIVE: "inactive",
+}
+REJECTED_STATUSES: frozenset[int] = frozenset({roots.NONFINITE})
 
 
 class Experiment(NamedTuple):
@@ -317,9 +334,28 @@ def bonus_ratio(metrics: Mapping[str, np.ndarray]) -> np.ndarray | None:
     return out
 
 
+def status_counts(status: Any) -> dict[str, int]:
+    """Counts of each status code in an array of per-round codes, by name
+    (:data:`STATUS_NAMES`); codes outside that table are counted under ``"other"``."""
+    codes, counts = np.unique(np.asarray(status).reshape(-1), return_counts=True)
+    out = {name: 0 for name in STATUS_NAMES.values()}
+    for c, n in zip(codes.tolist(), counts.tolist(), strict=True):
+        name = STATUS_NAMES.get(int(c), "other")
+        out[name] = out.get(name, 0) + int(n)
+    return out
+
+
+def rejected_count(status: Any) -> int:
+    """Rounds whose update was rejected (a code in :data:`REJECTED_STATUSES`)."""
+    s = np.asarray(status)
+    return int(sum(int(np.sum(s == code)) for code in REJECTED_STATUSES))
+
+
 def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") -> list[dict]:
     """Tidy rows, one per (learner, environment, grid point): mean and sample std over trials of
-    the final cumulative regret, regret per round, and the exploration diagnostic."""
+    the final cumulative regret, regret per round, the exploration diagnostic, and (when the
+    metrics carry ``status``) the rejected updates and a ``status_<name>`` count per status code
+    over all trials and rounds."""
     exps = result.experiments if isinstance(result, SweepResult) else result
     rows = []
     for r in exps:
@@ -341,6 +377,10 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
             )
             if "explored" in r.metrics:
                 row["explore_rate"] = float(np.asarray(r.metrics["explored"][g]).mean())
+            if "status" in r.metrics:
+                st = np.asarray(r.metrics["status"][g])
+                row["rejected"] = rejected_count(st)
+                row.update({f"status_{k}": v for k, v in status_counts(st).items()})
             if ratio is not None:
                 row["bonus_ratio"] = float(ratio[g])
                 row["greedy"] = bool(ratio[g] < GREEDY_RATIO) if np.isfinite(ratio[g]) else None
@@ -412,9 +452,12 @@ def tune_and_evaluate(
 
 
 def _fmt(v: Any) -> str:
+    """A table cell; a missing value (``None`` or NaN) is ``-``, never ``nan``."""
+    if v is None:
+        return "-"
     if isinstance(v, float):
         if v != v:
-            return "nan"
+            return "-"
         return f"{v:.4g}"
     return str(v)
 
@@ -425,7 +468,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
         return "(no rows)"
     if columns is None:
         columns = list(dict.fromkeys(k for r in rows for k in r))
-    cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     body = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in cells]
@@ -433,13 +476,20 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
 
 
 def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Writes rows as CSV (columns: union of keys in order)."""
+    """Writes rows as CSV (columns: union of keys in order; missing, ``None`` and NaN cells are
+    empty)."""
     columns = list(dict.fromkeys(k for r in rows for k in r))
+
+    def cell(v: Any) -> Any:
+        if v is None or (isinstance(v, float) and v != v):
+            return ""
+        return v
+
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
         for r in rows:
-            w.writerow({k: r.get(k, "") for k in columns})
+            w.writerow({k: cell(r.get(k)) for k in columns})
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -1,0 +1,201 @@
+"""``bandits-jax``: reproduce the EOFD-MLogB paper's experiments, run the BCO paper's studies,
+sweeps and benchmarks.
+
+Subcommands (each writes PNG figures, JSON/CSV numbers and a text summary to ``--out DIR``,
+default ``./results``, and prints where):
+
+* ``reproduce`` (:mod:`.reproduce`) -- the paper's Figures 1 and 2 (section 4): cumulative regret
+  with one-std bands over trials and per-round time bars for the learners of its registry
+  (EOFD-MLogB and OFUL-MLogB by default), on the synthetic (d, K) = (100, 4) and (400, 1)
+  streams and on the digits data (MNIST too when its files are found). ``--quick`` is a reduced
+  run of a minute or two on a laptop CPU.
+* ``sweep`` (:mod:`.sweep`) -- learners x grid x trials x settings in one compiled call (sharded
+  over all devices), tuned honestly: best configuration on tuning seeds, reported on separate
+  evaluation seeds; the exploration diagnostic and update status per configuration. MLogB
+  learners take the (l, e, beta) grid, BCO learners the step-size ``--scale-grid``.
+* ``bco`` (:mod:`.bco`) -- the BCO paper's studies: regret vs d and vs the gradient variation.
+* ``bench`` (:mod:`.bench`) -- the speed benchmarks (``python -m benchmarks.mlogb_speed`` and
+  ``benchmarks.bco_speed``) from a source checkout, collected into ``bench.csv``.
+
+Every option is validated before any work starts (:mod:`.options`): one line per problem on
+stderr (``bandits-jax: error: ...``), exit status 2. Runs are played in chunks of rounds with a
+progress bar and a checkpoint after each chunk (``DIR/checkpoints``); ``--resume`` continues an
+interrupted run bit-identically; a checkpoint that does not match is one error line too.
+
+Settings: ``synth-D-K`` (section 4's synthetic stream with dimension D and K outcomes, e.g.
+``synth-100-4``), ``digits`` (the classification protocol on scikit-learn's digits, d = 65),
+``digits-k4`` (its multinomial K = 4 variant), ``mnist`` (d = 785; files via ``--mnist`` or the
+cache directory, see ``bandits_jax.envs.mnist``); for BCO sweeps ``bco-linear-D`` and
+``bco-quadratic-D``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from bandits_jax.cli import bco, bench, reproduce, sweep
+from bandits_jax.cli.options import (
+    DEFAULT_SETTINGS,
+    EVAL_SEED_OFFSET,
+    PAPER_GRID,
+    Parser,
+    UsageError,
+    add_common,
+    apply_config,
+    join_negative_values,
+    value_options,
+)
+from bandits_jax.cli.reproduce import LEARNERS, Setting, make_setting
+
+__all__ = [
+    "main",
+    "build_parser",
+    "LEARNERS",
+    "PAPER_GRID",
+    "DEFAULT_SETTINGS",
+    "EVAL_SEED_OFFSET",
+    "Setting",
+    "make_setting",
+    "UsageError",
+]
+
+COMMANDS = {"reproduce": reproduce, "sweep": sweep, "bco": bco, "bench": bench}
+HELP = {
+    "reproduce": (
+        "the paper's Figures 1-2 (regret curves, per-round time)",
+        "The registry's MLogB learners (EOFD-MLogB vs OFUL-MLogB by default) on the section-4 "
+        "settings: cumulative regret (mean, one-std band over trials) and per-round time bars.",
+    ),
+    "sweep": (
+        "learners x grid x trials x settings in one compiled call",
+        "A hyperparameter sweep in one compiled call (sharded over all devices), tuned on "
+        "tuning seeds and reported on separate evaluation seeds.",
+    ),
+    "bco": (
+        "the BCO paper's studies: regret vs d and vs the gradient variation V_T",
+        "Algorithm 1 (theorem schedules), the Chiang et al. 2013 rate and the sphere estimator on "
+        "drifting linear and quadratic losses: regret vs d and vs V_T with log-log slopes.",
+    ),
+    "bench": (
+        "speed benchmarks (benchmarks.mlogb_speed, benchmarks.bco_speed)",
+        "Runs python -m benchmarks.mlogb_speed and benchmarks.bco_speed; cases in bench.csv.",
+    ),
+}
+
+
+def dtype_of(args: argparse.Namespace) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.float32 if args.float32 else jnp.float64
+
+
+def say(args: argparse.Namespace, text: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(text, flush=True)
+
+
+def write_outputs(out: pathlib.Path, written: list[pathlib.Path]) -> None:
+    print(f"\nResults in {out.resolve()}:")
+    for p in written:
+        print(f"  {p.resolve()}")
+
+
+def build_parser() -> Parser:
+    """The ``bandits-jax`` parser; ``parser.subcommands`` maps command names to subparsers."""
+    p = Parser(
+        prog="bandits-jax",
+        description="Reproduce the EOFD-MLogB experiments, run the BCO studies, sweeps and "
+        "benchmarks.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    subs = {}
+    for name, module in COMMANDS.items():
+        short, long = HELP[name]
+        s = sub.add_parser(name, help=short, description=long)
+        add_common(s)
+        module.add_arguments(s)
+        s.set_defaults(module=module)
+        subs[name] = s
+    p.subcommands = subs  # for --config defaults and value options
+    return p
+
+
+def _configure_devices(n: int | None) -> None:
+    if not n:
+        return
+    flag = f"--xla_force_host_platform_device_count={n}"
+    flags = re.sub(
+        r"--xla_force_host_platform_device_count=\d+", "", os.environ.get("XLA_FLAGS", "")
+    )
+    os.environ["XLA_FLAGS"] = (flags + " " + flag).strip()
+    import jax
+
+    if jax.device_count() != n and jax.default_backend() == "cpu":
+        print(
+            f"bandits-jax: note: --devices {n} ignored (JAX was started with "
+            f"{jax.device_count()} devices)",
+            file=sys.stderr,
+        )
+
+
+def _error(lines: Sequence[str]) -> int:
+    for line in lines:
+        print(f"bandits-jax: error: {line}", file=sys.stderr)
+    return 2
+
+
+def _is_run_error(e: BaseException) -> bool:
+    """Errors the library raises for a bad checkpoint or output directory (``CheckpointError``
+    and any ``ValueError``/``RuntimeError`` subclass defined in ``bandits_jax.sim``): one line,
+    not a traceback."""
+    from bandits_jax.sim.checkpoint import CheckpointError
+
+    if isinstance(e, CheckpointError):
+        return True
+    mod = type(e).__module__ or ""
+    return (
+        isinstance(e, (ValueError, RuntimeError, OSError))
+        and mod.startswith("bandits_jax.sim")
+        and type(e) not in (ValueError, RuntimeError, OSError)
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``bandits-jax`` console script (and ``python -m bandits_jax``)."""
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        argv_list = join_negative_values(argv_list, value_options(parser))
+        args = parser.parse_args(argv_list)
+        args = apply_config(parser, parser.subcommands[args.command], argv_list)
+        args.module.validate(args)  # every option, before any JAX work
+    except UsageError as e:
+        return _error(e.errors)
+    args.argv = None if argv is None else "bandits-jax " + " ".join(argv_list)
+    _configure_devices(args.devices)
+    import jax
+
+    if not args.float32:
+        jax.config.update("jax_enable_x64", True)
+    try:
+        return args.module.run(args)
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: the checkpoints of finished chunks are kept; rerun with --resume",
+            file=sys.stderr,
+        )
+        return 130
+    except Exception as e:
+        if _is_run_error(e):
+            return _error([" ".join(str(e).split())])
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

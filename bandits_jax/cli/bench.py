@@ -1,0 +1,87 @@
+"""``bandits-jax bench``: the speed benchmarks (``python -m benchmarks.mlogb_speed`` and
+``benchmarks.bco_speed``) from a source checkout, each in its own process; their cases are
+collected into ``bench.csv`` (one row per case, empty cells where a case has no value), with
+their JSON, a figure per benchmark and a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+
+from bandits_jax.cli import options as opt
+from bandits_jax.cli import tables
+
+BENCHMARKS = ("mlogb_speed", "bco_speed")
+
+
+def add_arguments(b: argparse.ArgumentParser) -> None:
+    b.add_argument("--quick", action="store_true", help="reduced benchmark")
+
+
+def source_root() -> pathlib.Path:
+    return pathlib.Path(__file__).resolve().parent.parent.parent
+
+
+def validate(args: argparse.Namespace) -> None:
+    errors: list[str] = []
+    opt.check_common(args, errors)
+    root = source_root()
+    if not (root / "benchmarks" / "mlogb_speed.py").is_file():
+        errors.append(
+            f"bench: the benchmarks live in the source checkout (benchmarks/ next to "
+            f"bandits_jax/), not found under {root}; run it from an editable install of a clone"
+        )
+    opt.finish(errors, args)
+    args.plan = {}
+
+
+def run(args: argparse.Namespace) -> int:
+    from bandits_jax import plotting
+    from bandits_jax.sim import sweep
+
+    from . import say, write_outputs
+
+    out = pathlib.Path(args.out)
+    root = source_root()
+    written, texts, rows = [], [], []
+    status = 0
+    for mod in BENCHMARKS:
+        if not (root / "benchmarks" / f"{mod}.py").is_file():
+            texts.append(f"benchmarks.{mod}: not present, skipped\n")
+            continue
+        js = out / f"bench_{mod}.json"
+        cmd = [sys.executable, "-m", f"benchmarks.{mod}", "--json", str(js.resolve())]
+        if args.quick:
+            cmd.append("--quick")
+        if args.float32 and mod == "mlogb_speed":  # bco_speed is float64 only
+            cmd.append("--float32")
+        say(args, "$ " + " ".join(cmd))
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr[-4000:])
+        texts.append(f"$ {' '.join(cmd)}\n{proc.stdout}")
+        if proc.returncode != 0:
+            texts.append(f"(exit status {proc.returncode})\n{proc.stderr[-4000:]}")
+            status = 1
+            continue
+        written.append(js)
+        try:
+            cases = json.loads(js.read_text()).get("cases", [])
+        except (OSError, ValueError):
+            cases = []
+        rows += tables.bench_rows(mod, cases)
+        if cases and args.plots:
+            png = out / f"bench_{mod}.png"
+            plotting.bench_figure(cases, png)
+            written.append(png)
+    if rows:
+        sweep.write_csv(out / "bench.csv", rows)
+        written.append(out / "bench.csv")
+        texts.append("All cases (- where a case has no value):\n" + sweep.format_table(rows))
+    (out / "bench_summary.txt").write_text("\n".join(texts) + "\n")
+    written.append(out / "bench_summary.txt")
+    write_outputs(out, written)
+    return status

@@ -1,0 +1,327 @@
+"""Parsing and validation of the command's options, before any work starts.
+
+Every command validates all of its options here (:func:`check_common` plus the command's own
+checks) before JAX compiles anything: each problem is one line ``bandits-jax: error: ...`` on
+stderr and the exit status is 2, never a traceback. ``--config FILE`` values are type-checked
+against the option they set (``{"float32": "false"}`` is an error, not a truthy string).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from typing import Any
+
+PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
+DEFAULT_SETTINGS = ("synth-100-4", "synth-400-1", "digits")
+EVAL_SEED_OFFSET = 10_000
+MLOGB_SETTING = re.compile(r"synth-(\d+)-(\d+)|digits|digits-k4|mnist")
+BCO_SETTING = re.compile(r"bco-(linear|quadratic)-(\d+)")
+SETTINGS_HELP = "synth-D-K (e.g. synth-100-4), digits, digits-k4 or mnist"
+
+
+class UsageError(Exception):
+    """One or more invalid options; ``errors`` holds one line per problem."""
+
+    def __init__(self, errors: Sequence[str]):
+        self.errors = [" ".join(str(e).split()) for e in errors]  # one line each
+        super().__init__("; ".join(self.errors))
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage dump)."""
+
+    def error(self, message: str):  # noqa: D102 - argparse API
+        raise UsageError([message])
+
+
+# ----------------------------------------------------------------------------- small parsers
+
+
+def split_list(text: str | Sequence[Any] | None) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``; lists pass through as strings."""
+    if text is None:
+        return []
+    if isinstance(text, str):
+        return [t.strip() for t in text.split(",") if t.strip()]
+    return [str(t) for t in text]
+
+
+def floats(text: Any) -> list[float]:
+    return [float(t) for t in split_list(text)]
+
+
+def beta_arg(b: Any) -> Any:
+    """``"theory"``/``"order"`` stay names, anything else becomes a float."""
+    if isinstance(b, str) and b not in ("theory", "order"):
+        return float(b)
+    return b
+
+
+def chunk_size(num_rounds: int, requested: int | None) -> int:
+    """The requested chunk (at most T), else about a tenth of the run (a divisor of T when one
+    is near, so that only one chunk length is compiled)."""
+    if requested is not None:
+        return max(1, min(requested, num_rounds))
+    target = max(1, math.ceil(num_rounds / 10))
+    for c in range(target, max(1, target // 2) - 1, -1):
+        if num_rounds % c == 0:
+            return c
+    return target
+
+
+def join_negative_values(argv: Sequence[str], value_options: set[str]) -> list[str]:
+    """``["--l-grid", "-0.5,0"]`` -> ``["--l-grid=-0.5,0"]``: argparse would take a value that
+    starts with ``-`` (other than one plain negative number) for an option."""
+    out: list[str] = []
+    i = 0
+    argv = list(argv)
+    while i < len(argv):
+        a = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if a in value_options and nxt is not None and re.match(r"-\.?\d", nxt):
+            out.append(f"{a}={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Option strings that take a value, over the parser and its subcommands."""
+    found: set[str] = set()
+    parsers = [parser, *getattr(parser, "subcommands", {}).values()]
+    for p in parsers:
+        for a in p._actions:
+            if a.option_strings and a.nargs is None and not isinstance(a, argparse._HelpAction):
+                found.update(a.option_strings)
+    return found
+
+
+# ----------------------------------------------------------------------------- --config
+
+
+def _is_flag(action: argparse.Action) -> bool:
+    return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+
+
+def config_value(key: str, value: Any, action: argparse.Action) -> tuple[Any, str | None]:
+    """Checks a ``--config`` value against the option it sets: ``(value, error or None)``."""
+    where = f"--config: {key!r}"
+    if _is_flag(action):
+        if not isinstance(value, bool):
+            return None, f"{where}: expected true or false, got {json.dumps(value)}"
+        return value if isinstance(action, argparse._StoreTrueAction) else not value, None
+    if action.type is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None, f"{where}: expected an integer, got {json.dumps(value)}"
+        return value, None
+    if action.type is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None, f"{where}: expected a number, got {json.dumps(value)}"
+        return float(value), None
+    if isinstance(value, list):
+        if not value or any(isinstance(v, (bool, list, dict)) or v is None for v in value):
+            return None, f"{where}: expected a non-empty list of numbers or names"
+        return ",".join(map(str, value)), None
+    if isinstance(value, bool) or value is None or isinstance(value, dict):
+        return None, f"{where}: expected a string, number or list, got {json.dumps(value)}"
+    return str(value), None
+
+
+def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: list[str]):
+    """Parses ``argv``; with ``--config FILE`` its keys become defaults (the command line wins).
+
+    Raises:
+      UsageError: unreadable file, not an object, unknown keys or values of the wrong type.
+    """
+    args = parser.parse_args(argv)
+    path = getattr(args, "config", None)
+    if not path:
+        return args
+    try:
+        cfg = json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError([f"--config {path}: {e}"]) from None
+    if not isinstance(cfg, dict):
+        raise UsageError([f"--config {path}: expected a JSON object"])
+    actions = {a.dest: a for a in command_parser._actions if a.option_strings}
+    cleaned, errors = {}, []
+    for k, v in cfg.items():
+        dest = k.replace("-", "_")
+        if dest not in actions or dest in ("config", "help"):
+            errors.append(f"--config {path}: unknown option {k!r}")
+            continue
+        value, err = config_value(k, v, actions[dest])
+        if err:
+            errors.append(err)
+        else:
+            cleaned[actions[dest].dest] = value
+    if errors:
+        raise UsageError(errors)
+    command_parser.set_defaults(**cleaned)
+    return parser.parse_args(argv)
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def check_int(errors: list[str], value: Any, option: str, *, minimum: int) -> None:
+    if value is not None and value < minimum:
+        errors.append(f"{option}: expected an integer >= {minimum}, got {value}")
+
+
+def check_float(
+    errors: list[str], value: Any, option: str, *, positive: bool = False, nonneg: bool = False
+) -> None:
+    if value is None:
+        return
+    if not math.isfinite(value):
+        errors.append(f"{option}: expected a finite number, got {value}")
+    elif positive and value <= 0:
+        errors.append(f"{option}: expected a number > 0, got {value}")
+    elif nonneg and value < 0:
+        errors.append(f"{option}: expected a number >= 0, got {value}")
+
+
+def check_float_list(
+    errors: list[str], text: Any, option: str, *, positive: bool = False
+) -> list[float]:
+    """Parses a comma list of finite floats; records an error (empty, unparsable, non-finite)."""
+    items = split_list(text)
+    if not items:
+        errors.append(f"{option}: expected a non-empty comma list of numbers, got {text!r}")
+        return []
+    try:
+        vals = [float(t) for t in items]
+    except ValueError:
+        errors.append(f"{option}: expected a comma list of numbers, got {text!r}")
+        return []
+    bad = [v for v in vals if not math.isfinite(v) or (positive and v <= 0)]
+    if bad:
+        what = "finite numbers > 0" if positive else "finite numbers"
+        errors.append(f"{option}: expected {what}, got {bad[0]}")
+        return []
+    return vals
+
+
+def check_beta(errors: list[str], b: Any, option: str) -> None:
+    if b in ("theory", "order"):
+        return
+    try:
+        v = float(b)
+    except (TypeError, ValueError):
+        errors.append(f"{option}: expected theory, order or a number >= 0, got {b!r}")
+        return
+    if not math.isfinite(v) or v < 0:
+        errors.append(f"{option}: expected theory, order or a finite number >= 0, got {b!r}")
+
+
+def check_setting(name: str, *, bco: bool = False) -> str | None:
+    """An error line for an unknown setting name (``None`` if valid)."""
+    m = MLOGB_SETTING.fullmatch(name)
+    if m:
+        if m.group(1) is not None and (int(m.group(1)) < 1 or int(m.group(2)) < 1):
+            return f"--settings: {name!r} needs D >= 1 and K >= 1"
+        return None
+    if bco:
+        m = BCO_SETTING.fullmatch(name)
+        if m:
+            return None if int(m.group(2)) >= 1 else f"--settings: {name!r} needs D >= 1"
+    extra = ", bco-linear-D or bco-quadratic-D" if bco else ""
+    return f"--settings: unknown setting {name!r}, expected {SETTINGS_HELP}{extra}"
+
+
+_UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+
+
+def check_mnist(errors: list[str], path: str | None) -> None:
+    """MNIST must load now when the user asked for it (``--mnist`` or the ``mnist`` setting)."""
+    from bandits_jax.envs.mnist import load_mnist
+
+    try:
+        load_mnist(path)
+    except _UNREADABLE as e:  # MNISTNotFoundError, IDXFormatError, a truncated zip
+        where = f"--mnist {path}" if path else "--settings mnist"
+        first = str(e).split("\n")[0]
+        errors.append(f"{where}: {first}" + ("" if path is None or path in first else f" ({path})"))
+
+
+def cached_mnist_usable(say_warning: bool = True) -> bool:
+    """Whether the default cache holds loadable MNIST files. Missing: ``False``; present but
+    unreadable: one warning line on stderr and ``False`` (a plain run must not break)."""
+    from bandits_jax.envs.mnist import MNISTNotFoundError, default_cache_dir, load_mnist
+
+    try:
+        load_mnist(None)
+    except MNISTNotFoundError:
+        return False
+    except _UNREADABLE as e:
+        if say_warning:
+            first = " ".join(str(e).split())
+            print(
+                f"bandits-jax: warning: MNIST files in {default_cache_dir()} are unreadable, "
+                f"MNIST skipped ({first})",
+                file=sys.stderr,
+            )
+        return False
+    return True
+
+
+def check_out(errors: list[str], out: str) -> None:
+    """``--out`` must be a directory we can create and write to."""
+    p = pathlib.Path(out)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        errors.append(f"--out {out}: not a writable directory ({e.strerror or e})")
+
+
+def check_common(args: argparse.Namespace, errors: list[str]) -> None:
+    """Checks of the options every command shares."""
+    check_int(errors, args.devices, "--devices", minimum=1)
+    check_int(errors, args.seed, "--seed", minimum=0)
+    check_int(errors, args.chunk, "--chunk", minimum=1)
+    check_int(errors, args.sketch, "--sketch", minimum=1)
+    check_float(errors, args.S, "--S", positive=True)
+    if args.mnist is not None and not pathlib.Path(args.mnist).exists():
+        errors.append(f"--mnist {args.mnist}: no such file or directory")
+
+
+def finish(errors: list[str], args: argparse.Namespace) -> None:
+    """Raises :class:`UsageError` if anything failed; else checks ``--out`` last (it creates
+    the directory, so only once everything else is valid)."""
+    if not errors:
+        check_out(errors, args.out)
+    if errors:
+        raise UsageError(errors)
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The options every command takes."""
+    p.add_argument("--out", default="results", help="output directory (default ./results)")
+    p.add_argument("--resume", action="store_true", help="continue from checkpoints")
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="on CPU, split the host into N devices (sets XLA_FLAGS before JAX starts)",
+    )
+    p.add_argument("--float32", action="store_true", help="float32 (default float64)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", dest="plots", action="store_false", help="skip PNGs")
+    p.add_argument("--seed", type=int, default=0, help="first trial seed")
+    p.add_argument("--S", type=float, default=1.0, help="parameter-norm bound S (1.0)")
+    p.add_argument("--mnist", default=None, help="directory or .npz with the MNIST files")
+    p.add_argument("--chunk", type=int, default=None, help="rounds per compiled chunk")
+    p.add_argument("--sketch", type=int, default=None, help="override m = floor(Kd/10)")

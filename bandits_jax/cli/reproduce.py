@@ -1,0 +1,371 @@
+"""``bandits-jax reproduce``: the EOFD-MLogB paper's Figures 1 and 2 (section 4).
+
+The learners come from one registry, :data:`LEARNERS` (key -> :class:`LearnerSpec`: label,
+factory, hyperparameter builder): a new row adds a learner to ``--learners``, the figures, the
+CSV/JSON tables and the summary; :data:`RATIO_PAIRS` lists the (numerator, denominator) pairs
+whose final-regret and time ratios the summary reports when both are run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import sys
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bandits_jax.cli import options as opt
+from bandits_jax.cli import tables
+
+# ----------------------------------------------------------------------------- settings
+
+
+class Setting(NamedTuple):
+    name: str
+    title: str
+    env: Any
+    num_outcomes: int
+    dim: int
+
+
+def make_setting(name: str, *, S: float, dtype: Any, mnist_path: str | None = None) -> Setting:
+    """Builds the environment of a named setting (names checked by ``options.check_setting``)."""
+    from bandits_jax import envs
+    from bandits_jax.envs import classification
+
+    m = re.fullmatch(r"synth-(\d+)-(\d+)", name)
+    if m:
+        d, K = int(m.group(1)), int(m.group(2))
+        env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
+        return Setting(name, f"synthetic (d, K) = ({d}, {K})", env, K, d)
+    if name == "digits":
+        env = classification.digits(dtype=dtype)
+        return Setting(name, "digits (d = 65, K = 1)", env, 1, env.dim)
+    if name == "digits-k4":
+        env = classification.digits_multinomial(num_outcomes=4, dtype=dtype)
+        return Setting(name, "digits multinomial (d = 65, K = 4)", env, 4, env.dim)
+    if name == "mnist":
+        env = classification.mnist(mnist_path, dtype=dtype)
+        return Setting(name, "MNIST (d = 785, K = 1)", env, 1, env.dim)
+    raise ValueError(f"setting: unknown {name!r}, expected {opt.SETTINGS_HELP}")
+
+
+def env_rewards(setting: Setting) -> Any:
+    r = getattr(setting.env, "rewards", None)
+    return None if r is None else np.asarray(r, np.float64).tolist()
+
+
+# ----------------------------------------------------------------------------- learners
+
+
+class Recipe(NamedTuple):
+    """What a hyperparameter builder sees. ``l`` and ``e`` are floats in ``reproduce`` and
+    arrays (one entry per grid point) in ``sweep``; ``beta`` is a float, "theory" or "order"."""
+
+    num_outcomes: int
+    dim: int
+    S: float
+    horizon: int
+    l: Any
+    e: Any
+    beta: Any
+    rewards: Any
+    dtype: Any
+
+
+class LearnerSpec(NamedTuple):
+    """One row of the learner registry.
+
+    Attributes:
+      label: short name in tables and JSON (e.g. ``"EOFD"``).
+      legend: name in figure legends (e.g. ``"EOFD-MLogB"``).
+      factory: ``(K, d, m, **opts) -> MLogBLearner`` (``m``: sketch size, ignored by learners
+        without a sketch).
+      hparams: ``Recipe -> hyperparameters`` for the learner's ``init``.
+      sketched: whether ``m`` applies (shown in the ``m`` column).
+      color: matplotlib colour of its curves (``None``: the default cycle).
+    """
+
+    label: str
+    legend: str
+    factory: Callable[..., Any]
+    hparams: Callable[[Recipe], Any]
+    sketched: bool = False
+    color: str | None = None
+
+
+def section4_recipe(r: Recipe) -> Any:
+    """The paper's section-4 recipe: lam = d^l-scaled, eta, beta (``mlogb.section4``)."""
+    from bandits_jax import mlogb
+
+    return mlogb.section4(
+        num_outcomes=r.num_outcomes,
+        dim=r.dim,
+        S=r.S,
+        horizon=r.horizon,
+        l=r.l,
+        e=r.e,
+        beta=r.beta,
+        rewards=r.rewards,
+        dtype=r.dtype,
+    )
+
+
+def _section4_hparams(r: Recipe) -> Any:
+    return section4_recipe(r).hparams
+
+
+def _eofd(K: int, d: int, m: int, **opts: Any) -> Any:
+    from bandits_jax import mlogb
+
+    return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **opts)
+
+
+def _oful(K: int, d: int, m: int, **opts: Any) -> Any:
+    from bandits_jax import mlogb
+
+    return mlogb.oful(num_outcomes=K, dim=d, **opts)
+
+
+LEARNERS: dict[str, LearnerSpec] = {
+    "eofd": LearnerSpec("EOFD", "EOFD-MLogB", _eofd, _section4_hparams, True, "tab:blue"),
+    "oful": LearnerSpec("OFUL", "OFUL-MLogB", _oful, _section4_hparams, False, "tab:orange"),
+}
+DEFAULT_LEARNERS = ("eofd", "oful")
+RATIO_PAIRS: tuple[tuple[str, str], ...] = (("eofd", "oful"),)
+
+
+def keep_mlogb(metrics: Any) -> dict[str, Any]:
+    """The per-round metrics ``reproduce`` keeps on the host."""
+    return {
+        "regret": metrics.regret,
+        "bonus_spread": metrics.bonus_spread,
+        "estimate_spread": metrics.estimate_spread,
+        "explored": metrics.explored,
+        "status": metrics.status,
+    }
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def add_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--quick", action="store_true", help="reduced run (T=200, 4 trials)")
+    r.add_argument("--rounds", type=int, default=None, help="T (default 2000; quick 200)")
+    r.add_argument("--trials", type=int, default=None, help="trials (default 10; quick 4)")
+    r.add_argument(
+        "--settings",
+        default=None,
+        help="comma list of synth-D-K, digits, digits-k4, mnist (default synth-100-4, "
+        "synth-400-1, digits, + mnist if found)",
+    )
+    r.add_argument(
+        "--learners",
+        default=None,
+        help=f"comma list of {', '.join(LEARNERS)} (default {','.join(DEFAULT_LEARNERS)})",
+    )
+    r.add_argument("--l", type=float, default=0.75, help="lambda exponent l (0.75)")
+    r.add_argument("--e", type=float, default=0.75, help="eta exponent e (0.75)")
+    r.add_argument("--beta", default="theory", help="theory, order or a fixed radius (theory)")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Checks every option and resolves defaults into ``args.plan``; raises ``UsageError``."""
+    errors: list[str] = []
+    opt.check_common(args, errors)
+    opt.check_int(errors, args.rounds, "--rounds", minimum=1)
+    opt.check_int(errors, args.trials, "--trials", minimum=1)
+    opt.check_float(errors, args.l, "--l")
+    opt.check_float(errors, args.e, "--e")
+    opt.check_beta(errors, args.beta, "--beta")
+    learners = opt.split_list(args.learners) if args.learners is not None else None
+    if learners is not None and not learners:
+        errors.append("--learners: expected a non-empty comma list")
+    for name in learners or []:
+        if name not in LEARNERS:
+            errors.append(f"--learners: unknown learner {name!r}, expected one of {list(LEARNERS)}")
+    settings = opt.split_list(args.settings) if args.settings is not None else None
+    if settings is not None and not settings:
+        errors.append("--settings: expected a non-empty comma list")
+    for name in settings or []:
+        if (err := opt.check_setting(name)) is not None:
+            errors.append(err)
+    names = settings or list(opt.DEFAULT_SETTINGS)
+    notes: list[str] = []
+    if not errors:
+        if "mnist" in names or args.mnist is not None:
+            opt.check_mnist(errors, args.mnist)
+            if "mnist" not in names:
+                names.append("mnist")  # an explicit --mnist adds it to the default settings
+        elif settings is None:
+            if opt.cached_mnist_usable():
+                names.append("mnist")
+            else:
+                from bandits_jax.envs.mnist import default_cache_dir
+
+                notes.append(
+                    f"MNIST skipped: no usable files in {default_cache_dir()} (put "
+                    "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz], or mnist.npz,"
+                    " there or pass --mnist PATH)."
+                )
+    opt.finish(errors, args)
+    T = args.rounds or (200 if args.quick else 2000)
+    args.plan = {
+        "T": T,
+        "trials": args.trials or (4 if args.quick else 10),
+        "chunk": opt.chunk_size(T, args.chunk),
+        "settings": names,
+        "learners": learners or list(DEFAULT_LEARNERS),
+        "notes": notes,
+    }
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    from bandits_jax import mlogb, plotting
+    from bandits_jax.sim import sweep
+    from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
+    from bandits_jax.sim.runner import init_run
+
+    from . import dtype_of, say, write_outputs
+
+    plan = args.plan
+    out = pathlib.Path(args.out)
+    T, trials, chunk, names, learners = (
+        plan["T"],
+        plan["trials"],
+        plan["chunk"],
+        plan["settings"],
+        plan["learners"],
+    )
+    dtype = dtype_of(args)
+    dtype_name = jax.numpy.dtype(dtype).name
+    say(
+        args,
+        f"reproduce: settings {names}, learners {learners}, T = {T}, {trials} trials, "
+        f"chunks of {chunk} rounds, {dtype_name}, (l, e) = ({args.l}, {args.e}),"
+        f" beta = {args.beta}",
+    )
+    report: dict[str, Any] = {
+        "command": " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv,
+        "rounds": T,
+        "trials": trials,
+        "chunk": chunk,
+        "dtype": dtype_name,
+        "l": args.l,
+        "e": args.e,
+        "beta": args.beta,
+        "S": args.S,
+        "backend": jax.default_backend(),
+        "settings": {},
+    }
+    regret_panels, time_panels, rows = [], [], []
+    colors = {}
+    for name in names:
+        setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
+        K, d = setting.num_outcomes, setting.dim
+        recipe = Recipe(K, d, args.S, T, args.l, args.e, opt.beta_arg(args.beta),
+                        env_rewards(setting), dtype)  # fmt: skip
+        m = args.sketch or section4_recipe(recipe).sketch_size
+        bar = Progress(len(learners) * trials * T, name, enabled=not args.quiet)
+        entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
+        curves, times, by_key = {}, {}, {}
+        for lname in learners:
+            spec = LEARNERS[lname]
+            learner = spec.factory(K, d, m)
+            chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
+            ls = learner.init(spec.hparams(recipe))
+            kept: dict[str, list] = {k: [] for k in ("regret", "bonus", "estimate", "explored")}
+            kept["status"], per_round, compile_s = [], [], 0.0
+            for i in range(trials):
+                env_keys, run_keys = sweep.seed_keys([args.seed + i])
+                state = init_run(ls, setting.env.init(env_keys[0]), run_keys[0])
+                res = run_chunked(
+                    chunk_fn,
+                    state,
+                    T,
+                    chunk_size=chunk,
+                    checkpoint_dir=out / "checkpoints" / name / lname / f"trial_{i:03d}",
+                    resume=args.resume,
+                    config={
+                        "setting": name,
+                        "learner": lname,
+                        "seed": args.seed + i,
+                        "l": args.l,
+                        "e": args.e,
+                        "beta": args.beta,
+                        "S": args.S,
+                        "m": m,
+                        "dtype": dtype_name,
+                    },
+                    progress=bar,
+                    keep=keep_mlogb,
+                )
+                compile_s += res.stats.compile_seconds
+                kept["regret"].append(np.asarray(res.metrics["regret"], np.float64))
+                kept["bonus"].append(res.metrics["bonus_spread"])
+                kept["estimate"].append(res.metrics["estimate_spread"])
+                kept["explored"].append(res.metrics["explored"])
+                kept["status"].append(res.metrics["status"])
+                per_round.append(res.stats.total_run_seconds / T)
+            regrets = np.stack(kept["regret"])
+            stats = tables.learner_stats(
+                regrets,
+                per_round,
+                bonus=np.stack(kept["bonus"]),
+                estimate=np.stack(kept["estimate"]),
+                explored=np.stack(kept["explored"]),
+                status=np.stack(kept["status"]),
+                compile_seconds=compile_s,
+            )
+            entry["learners"][spec.label] = stats
+            by_key[lname] = stats
+            curves[spec.legend], times[spec.legend] = regrets, per_round
+            colors[spec.legend] = spec.color
+            rows.append(
+                {
+                    "setting": name,
+                    "learner": spec.label,
+                    "d": d,
+                    "K": K,
+                    "m": m if spec.sketched else "",
+                    "trials": trials,
+                    "rounds": T,
+                    "final_regret_mean": stats["final_regret_mean"],
+                    "final_regret_std": stats["final_regret_std"],
+                    "ms_per_round_mean": 1e3 * stats["seconds_per_round_mean"],
+                    "ms_per_round_std": 1e3 * stats["seconds_per_round_std"],
+                    "compile_s": compile_s,
+                    "bonus_ratio": stats["bonus_ratio_median"],
+                    "explore_rate": stats["explore_rate"],
+                    "rejected_updates": stats["rejected_updates"],
+                    "max_steps": stats["max_steps"],
+                }
+            )
+        entry["ratios"] = tables.pair_ratios(by_key, RATIO_PAIRS)
+        entry.update(entry["ratios"])  # "eofd_over_oful": {...} at the top level, as before
+        report["settings"][name] = entry
+        regret_panels.append((setting.title, curves))
+        time_panels.append((setting.title, times))
+
+    written = []
+    if args.plots:
+        plotting.regret_figure(regret_panels, out / "reproduce_regret.png", colors=colors)
+        plotting.time_figure(time_panels, out / "reproduce_time.png", colors=colors)
+        written += [out / "reproduce_regret.png", out / "reproduce_time.png"]
+    sweep.write_json(out / "reproduce.json", report)
+    sweep.write_csv(out / "reproduce.csv", rows)
+    labels = {k: v.label for k, v in LEARNERS.items()}
+    summary = tables.reproduce_summary(report, rows, plan["notes"], labels)
+    (out / "reproduce_summary.txt").write_text(summary)
+    written += [out / "reproduce.json", out / "reproduce.csv", out / "reproduce_summary.txt"]
+    print("\n" + summary)
+    write_outputs(out, written)
+    return 0

@@ -1,0 +1,338 @@
+"""``bandits-jax sweep``: learners x hyperparameter grid x trials x settings in one compiled call
+(sharded over all devices), tuned honestly: best configuration on tuning seeds, reported on
+separate evaluation seeds; the exploration diagnostic and the update status per configuration.
+
+MLogB learners (``reproduce``'s registry) take the (l, e, beta) grid on the MLogB settings; BCO
+learners (``bandits_jax.cli.bco.BCO_LEARNERS``) take ``--scale-grid`` (step-size scale) on the
+BCO settings ``bco-linear-D`` (convex family) and ``bco-quadratic-D`` (strongly convex family),
+each learner on the settings of its family; their table reports the dynamic regret (eq. 5.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import time
+from typing import Any
+
+import numpy as np
+
+from bandits_jax.cli import bco as bco_cmd
+from bandits_jax.cli import options as opt
+from bandits_jax.cli import reproduce as rep
+from bandits_jax.cli import tables
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--config", default=None, help="JSON file with any of these options")
+    s.add_argument(
+        "--settings",
+        default="synth-20-1",
+        help="comma list of MLogB settings and bco-linear-D, bco-quadratic-D (default synth-20-1)",
+    )
+    s.add_argument(
+        "--learners",
+        default="eofd",
+        help=f"comma list of {', '.join(rep.LEARNERS)} and the BCO learners "
+        f"{', '.join(bco_cmd.BCO_LEARNERS)} (default eofd)",
+    )
+    grid = ",".join(f"{v:g}" for v in opt.PAPER_GRID)
+    s.add_argument("--l-grid", default=grid, help=f"l values (default the paper's {grid})")
+    s.add_argument("--e-grid", default=grid, help="e values (default the paper's grid)")
+    s.add_argument("--beta-grid", default="theory", help="beta values: theory, order, floats")
+    s.add_argument("--scale-grid", default="1", help="BCO step-size scales (default 1)")
+    s.add_argument("--rounds", type=int, default=200, help="T (default 200)")
+    s.add_argument("--trials", type=int, default=10, help="tuning seeds (default 10)")
+    s.add_argument("--eval-trials", type=int, default=10, help="evaluation seeds (default 10)")
+    s.add_argument("--no-shard", action="store_true", help="one device even if more exist")
+    s.add_argument("--compare-loop", action="store_true", help="also time the same runs one by one")
+
+
+def _family(setting: str) -> str:
+    m = opt.BCO_SETTING.fullmatch(setting)
+    return "mlogb" if m is None else bco_cmd.SETTING_FAMILY[m.group(1)]
+
+
+def _learner_family(name: str) -> str:
+    return "mlogb" if name in rep.LEARNERS else bco_cmd.BCO_LEARNERS[name].family
+
+
+def validate(args: argparse.Namespace) -> None:
+    errors: list[str] = []
+    opt.check_common(args, errors)
+    opt.check_int(errors, args.rounds, "--rounds", minimum=1)
+    opt.check_int(errors, args.trials, "--trials", minimum=1)
+    opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=0)
+    if args.eval_trials is not None and args.trials is not None:
+        if args.trials > opt.EVAL_SEED_OFFSET:
+            errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
+    settings = opt.split_list(args.settings)
+    if not settings:
+        errors.append("--settings: expected a non-empty comma list")
+    for name in settings:
+        if (err := opt.check_setting(name, bco=True)) is not None:
+            errors.append(err)
+    learners = opt.split_list(args.learners)
+    if not learners:
+        errors.append("--learners: expected a non-empty comma list")
+    known = [*rep.LEARNERS, *bco_cmd.BCO_LEARNERS]
+    for name in learners:
+        if name not in known:
+            errors.append(f"--learners: unknown learner {name!r}, expected one of {known}")
+    ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
+    es = opt.check_float_list(errors, args.e_grid, "--e-grid")
+    betas = opt.split_list(args.beta_grid)
+    if not betas:
+        errors.append(f"--beta-grid: expected a non-empty comma list, got {args.beta_grid!r}")
+    for b in betas:
+        opt.check_beta(errors, b, "--beta-grid")
+    scales = opt.check_float_list(errors, args.scale_grid, "--scale-grid", positive=True)
+    pairs = []
+    if not errors:
+        fams = {_family(s) for s in settings}
+        for lname in learners:
+            fam = _learner_family(lname)
+            if fam not in fams:
+                errors.append(
+                    f"--learners: {lname!r} has no setting of its family ({fam}) in --settings"
+                )
+        pairs = [(l_, s) for s in settings for l_ in learners if _learner_family(l_) == _family(s)]
+        if "mnist" in settings or args.mnist is not None:
+            opt.check_mnist(errors, args.mnist)
+    opt.finish(errors, args)
+    args.plan = {"ls": ls, "es": es, "betas": betas, "scales": scales, "pairs": pairs}
+
+
+# ----------------------------------------------------------------------------- experiments
+
+
+def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
+    """The sweep's experiments: one per (learner, setting) pair of the same family."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax import mlogb
+    from bandits_jax.bco import interact as bint
+    from bandits_jax.sim import sweep
+
+    plan = args.plan
+    lg = sweep.grid_product(l=plan["ls"], e=plan["es"])
+    betas = plan["betas"]
+    exps, settings = [], {}
+    for lname, sname in plan["pairs"]:
+        m = opt.BCO_SETTING.fullmatch(sname)
+        if m is not None:
+            env = bco_cmd.make_env(
+                bco_cmd.SETTING_FAMILY[m.group(1)], int(m.group(2)), T, dtype=dtype
+            )
+            learner = bco_cmd.make_learner(lname, env.d)
+            hps = [bco_cmd.hyperparams(lname, learner, env, T, s) for s in plan["scales"]]
+            exps.append(
+                sweep.Experiment(
+                    lname,
+                    sname,
+                    bint.interact(learner, env),
+                    learner.init,
+                    sweep.stack_trees(hps),
+                    {"scale": np.asarray(plan["scales"])},
+                    env.init,
+                    regret=lambda mt: mt["loss"] - mt["comparator_loss"],
+                    learner_uses_key=True,
+                )
+            )
+            continue
+        if sname not in settings:
+            settings[sname] = rep.make_setting(sname, S=args.S, dtype=dtype, mnist_path=args.mnist)
+        setting = settings[sname]
+        K, d = setting.num_outcomes, setting.dim
+        spec = rep.LEARNERS[lname]
+        recipes = [
+            rep.Recipe(
+                K, d, args.S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting), dtype
+            )  # fmt: skip
+            for b in betas
+        ]
+        hp = jax.tree_util.tree_map(
+            lambda *xs: jnp.concatenate(xs, axis=0), *[spec.hparams(r) for r in recipes]
+        )
+        m_ = args.sketch or rep.section4_recipe(recipes[0]).sketch_size
+        grid = {
+            "l": np.tile(lg["l"], len(betas)),
+            "e": np.tile(lg["e"], len(betas)),
+            "beta": np.repeat(np.asarray(betas, dtype=str), lg["l"].size),
+        }
+        learner = spec.factory(K, d, m_)
+        exps.append(
+            sweep.Experiment(
+                spec.label,
+                sname,
+                mlogb.interact(learner, setting.env),
+                learner.init,
+                hp,
+                grid,
+                setting.env.init,
+            )
+        )
+    return exps
+
+
+def _loop_timing(exps, seeds: list[int], T: int) -> dict:
+    """Wall time of the same runs one by one: one compiled single-run scan per experiment,
+    called once per (grid point, seed)."""
+    import jax
+
+    from bandits_jax.sim import sweep
+    from bandits_jax.sim.runner import rollout
+
+    env_keys, run_keys = sweep.seed_keys(seeds)
+    lkeys = sweep.learner_keys(seeds)
+    run_s = compile_s = 0.0
+    runs = 0
+
+    def init(exp, hp, n):
+        return exp.init_learner(hp, lkeys[n]) if exp.learner_uses_key else exp.init_learner(hp)
+
+    for exp in exps:
+        fn = jax.jit(lambda ls, es, k, step=exp.step: rollout(step, ls, es, k, T))
+        hp0 = jax.tree_util.tree_map(lambda x: x[0], exp.hparams)
+        ls0, es0 = init(exp, hp0, 0), exp.init_env(env_keys[0])
+        t0 = time.perf_counter()
+        exe = fn.lower(ls0, es0, run_keys[0]).compile()
+        compile_s += time.perf_counter() - t0
+        for g in range(exp.grid_size):
+            hp = jax.tree_util.tree_map(lambda x, g=g: x[g], exp.hparams)
+            for n in range(len(seeds)):
+                ls = init(exp, hp, n)
+                es = exp.init_env(env_keys[n])
+                t0 = time.perf_counter()
+                jax.block_until_ready(exe(ls, es, run_keys[n]))
+                run_s += time.perf_counter() - t0
+                runs += 1
+    return {"runs": runs, "run_seconds": run_s, "compile_seconds": compile_s}
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    from bandits_jax import plotting
+    from bandits_jax.sim import sharding, sweep
+    from bandits_jax.sim.chunks import Progress
+
+    from . import dtype_of, say, write_outputs
+
+    out = pathlib.Path(args.out)
+    T = args.rounds
+    dtype = dtype_of(args)
+    exps = experiments(args, T, dtype)
+    n_dev = jax.device_count()
+    mesh = sharding.run_mesh() if (n_dev > 1 and not args.no_shard) else None
+    tune_seeds = list(range(args.seed, args.seed + args.trials))
+    off = args.seed + opt.EVAL_SEED_OFFSET
+    eval_seeds = list(range(off, off + args.eval_trials))
+    total_runs = sum(e.grid_size for e in exps) * len(tune_seeds)
+    sizes = sorted({e.grid_size for e in exps})
+    say(
+        args,
+        f"sweep: {len(exps)} experiments (learners x settings) x {'/'.join(map(str, sizes))} "
+        f"grid points x {len(tune_seeds)} tuning seeds = {total_runs} runs of {T} rounds in one "
+        f"compiled call per chunk, on {1 if mesh is None else mesh.size} device(s)"
+        + (
+            f"; then the best point of each on {len(eval_seeds)} evaluation seeds"
+            if eval_seeds
+            else ""
+        ),
+    )
+    chunk = opt.chunk_size(T, args.chunk)
+    common = dict(
+        mesh=mesh,
+        chunk_size=chunk,
+        resume=args.resume,
+        config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "m": args.sketch},
+    )
+    ck = out / "checkpoints" / "sweep"
+    # The bar counts rounds of the batched sweep (every run advances together).
+    bar = Progress(T, f"tuning ({total_runs} runs)", enabled=not args.quiet)
+    tune = sweep.run_sweep(
+        exps, num_rounds=T, seeds=tune_seeds, progress=bar, checkpoint_dir=ck / "tuning", **common
+    )
+    tuning_rows = sweep.table(tune, split="tuning")
+    eval_rows, chosen = [], []
+    if eval_seeds:
+        for r in tune.experiments:
+            chosen.append(int(np.nanargmin(np.asarray(r.metrics["regret"]).sum(-1).mean(-1))))
+        picked = [sweep.select_grid(e, [g]) for e, g in zip(exps, chosen, strict=True)]
+        n_eval = len(picked) * len(eval_seeds)
+        bar = Progress(T, f"evaluation ({n_eval} runs)", enabled=not args.quiet)
+        ev = sweep.run_sweep(
+            picked,
+            num_rounds=T,
+            seeds=eval_seeds,
+            progress=bar,
+            checkpoint_dir=ck / "evaluation",
+            **common,
+        )
+        eval_rows = sweep.table(ev, split="evaluation")
+    timing = {
+        "runs": total_runs,
+        "one_call_run_seconds": tune.run_seconds,
+        "one_call_compile_seconds": tune.compile_seconds,
+        "devices": tune.devices,
+    }
+    if args.compare_loop:
+        say(args, "timing the same runs one by one ...")
+        loop = _loop_timing(exps, tune_seeds, T)
+        timing.update(
+            loop_run_seconds=loop["run_seconds"], loop_compile_seconds=loop["compile_seconds"]
+        )
+    rows = tuning_rows + eval_rows
+    sweep.write_csv(out / "sweep.csv", rows)
+    sweep.write_json(
+        out / "sweep.json",
+        {
+            "rounds": T,
+            "tuning_seeds": tune_seeds,
+            "eval_seeds": eval_seeds,
+            "timing": timing,
+            "chosen": chosen,
+            "rows": rows,
+        },
+    )
+    written = [out / "sweep.csv", out / "sweep.json"]
+    if args.plots:
+        written += _figures(out, tune, args.plan, plotting)
+    summary = tables.sweep_summary(tuning_rows, eval_rows, timing, T, args.plan["betas"])
+    (out / "sweep_summary.txt").write_text(summary)
+    written.append(out / "sweep_summary.txt")
+    print("\n" + summary)
+    write_outputs(out, written)
+    return 0
+
+
+def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path]:
+    """(l, e) heatmaps per MLogB experiment and beta; BCO experiments are in the tables."""
+    from bandits_jax.sim.sweep import bonus_ratio
+
+    ls, es, betas = plan["ls"], plan["es"], plan["betas"]
+    reg_panels, ratio_panels = [], []
+    nl, ne = len(ls), len(es)
+    for r in tune.experiments:
+        if "l" not in r.grid:
+            continue
+        final = np.asarray(r.metrics["regret"], np.float64).sum(-1).mean(-1)
+        ratio = bonus_ratio(r.metrics)
+        for bi, b in enumerate(betas):
+            sl = slice(bi * nl * ne, (bi + 1) * nl * ne)
+            title = f"{r.learner} {r.env} beta={b}"
+            reg_panels.append((title, final[sl].reshape(nl, ne)))
+            if ratio is not None:
+                ratio_panels.append((title, ratio[sl].reshape(nl, ne)))
+    paths = []
+    if reg_panels:
+        paths.append(out / "sweep_regret.png")
+        plotting.heatmap_figure(reg_panels, ls, es, paths[-1], cbar_label="mean final regret")
+    if ratio_panels:
+        paths.append(out / "sweep_exploration.png")
+        plotting.heatmap_figure(
+            ratio_panels, ls, es, paths[-1], cbar_label="bonus/estimate spread", log10=True
+        )
+    return paths

@@ -1,0 +1,439 @@
+"""Pure functions behind the command's tables and summaries (numpy in, dicts and text out).
+
+Status codes are counted by name (:data:`bandits_jax.sim.sweep.STATUS_NAMES`): a *rejected*
+update is one whose code is in :data:`bandits_jax.sim.sweep.REJECTED_STATUSES` (``NONFINITE``
+and any rejection code added there), ``MAX_STEPS`` marks a kept step whose iteration hit its cap,
+and ``INACTIVE`` (no projection needed) is healthy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from bandits_jax.sim.sweep import (
+    GREEDY_RATIO,
+    REJECTED_STATUSES,
+    STATUS_NAMES,
+    format_table,
+    rejected_count,
+    status_counts,
+)
+
+__all__ = [
+    "STATUS_NAMES",
+    "REJECTED_STATUSES",
+    "status_counts",
+    "rejected_count",
+    "median_ratio",
+    "downsample",
+    "ratio",
+    "learner_stats",
+    "pair_ratios",
+    "reproduce_summary",
+    "sweep_summary",
+    "bench_rows",
+    "bco_rows",
+    "bco_summary",
+    "loglog_slope",
+]
+
+
+def median_ratio(bonus: np.ndarray, estimate: np.ndarray) -> float:
+    """Median over trials and rounds of ``bonus / estimate`` where ``estimate > 0`` (NaN if
+    there is no such round)."""
+    bonus, estimate = np.asarray(bonus, np.float64), np.asarray(estimate, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(estimate > 0, bonus / estimate, np.nan)
+    r = r[np.isfinite(r)]
+    return float(np.median(r)) if r.size else float("nan")
+
+
+def downsample(x: np.ndarray, points: int = 400) -> tuple[list[int], list[float]]:
+    """At most ``points`` evenly spaced (1-based round, value) pairs, first and last kept."""
+    x = np.asarray(x)
+    idx = np.unique(np.linspace(0, x.size - 1, min(points, x.size)).round().astype(int))
+    return (idx + 1).tolist(), x[idx].tolist()
+
+
+def ratio(num: float, den: float) -> float | None:
+    """``num / den``, ``None`` when undefined (zero or non-finite denominator)."""
+    if den is None or num is None or not math.isfinite(den) or den == 0:
+        return None
+    return num / den
+
+
+def learner_stats(
+    regrets: np.ndarray,
+    seconds_per_round: Sequence[float],
+    *,
+    bonus: np.ndarray | None = None,
+    estimate: np.ndarray | None = None,
+    explored: np.ndarray | None = None,
+    status: np.ndarray | None = None,
+    compile_seconds: float = 0.0,
+) -> dict[str, Any]:
+    """Summary statistics of one learner on one setting.
+
+    Args:
+      regrets: ``(trials, T)`` per-round regret.
+      seconds_per_round: per-trial wall seconds per round.
+      bonus, estimate: ``(trials, T)`` spreads for the exploration diagnostic.
+      explored: ``(trials, T)`` whether the optimistic choice differed from the greedy one.
+      status: ``(trials, T)`` update status codes.
+      compile_seconds: compile time spent for this learner.
+    """
+    regrets = np.asarray(regrets, np.float64)
+    trials = regrets.shape[0]
+    final = regrets.sum(axis=1)
+    cum = np.cumsum(regrets, axis=1)
+    per_round = [float(s) for s in seconds_per_round]
+    rounds_x, mean_y = downsample(cum.mean(axis=0))
+    _, std_y = downsample(cum.std(axis=0, ddof=1) if trials > 1 else 0 * cum[0])
+    out: dict[str, Any] = {
+        "final_regret_mean": float(final.mean()),
+        "final_regret_std": float(final.std(ddof=1)) if trials > 1 else 0.0,
+        "final_regret_per_trial": final.tolist(),
+        "seconds_per_round_mean": float(np.mean(per_round)),
+        "seconds_per_round_std": float(np.std(per_round, ddof=1)) if trials > 1 else 0.0,
+        "seconds_per_round_per_trial": per_round,
+        "compile_seconds": float(compile_seconds),
+        "bonus_ratio_median": (
+            median_ratio(bonus, estimate) if bonus is not None and estimate is not None else None
+        ),
+        "explore_rate": None if explored is None else float(np.mean(explored)),
+        "curve_rounds": rounds_x,
+        "cumulative_regret_mean": mean_y,
+        "cumulative_regret_std": std_y,
+    }
+    if status is not None:
+        counts = status_counts(status)
+        out["status_counts"] = counts
+        out["rejected_updates"] = rejected_count(status)
+        out["max_steps"] = counts["max_steps"]
+    return out
+
+
+def pair_ratios(
+    stats: Mapping[str, Mapping[str, Any]], pairs: Sequence[tuple[str, str]]
+) -> dict[str, dict[str, Any]]:
+    """For each pair ``(a, b)`` of learner keys both present in ``stats``, the ratios a / b of
+    mean final regret and of mean time per round, keyed ``"a_over_b"`` (``None`` if undefined)."""
+    out = {}
+    for a, b in pairs:
+        if a in stats and b in stats:
+            sa, sb = stats[a], stats[b]
+            out[f"{a}_over_{b}"] = {
+                "numerator": a,
+                "denominator": b,
+                "final_regret": ratio(sa["final_regret_mean"], sb["final_regret_mean"]),
+                "time_per_round": ratio(sa["seconds_per_round_mean"], sb["seconds_per_round_mean"]),
+            }
+    return out
+
+
+def _ratio_line(name: str, la: str, lb: str, r: Mapping[str, Any]) -> str:
+    fr, tr = r["final_regret"], r["time_per_round"]
+    text = f"{name}: {la}/{lb} final regret " + ("-" if fr is None else f"{fr:.3f}")
+    if tr is None:
+        return text + ", per-round time -"
+    more = "less" if tr < 1 else "more"
+    return text + f", per-round time {tr:.3f} ({abs(100 * (1 - tr)):.0f}% {more} time)"
+
+
+def reproduce_summary(
+    report: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    notes: Sequence[str],
+    labels: Mapping[str, str],
+) -> str:
+    """The text summary of ``reproduce``: the table, the ratio line of each named pair, the
+    exploration diagnostic and the update status (rejected updates, MAX_STEPS).
+
+    Args:
+      report: the JSON report (``settings -> {..., "ratios": {key: pair_ratios entry}}``).
+      rows: the CSV rows (``setting``, ``learner``, ``bonus_ratio``, ``rejected_updates``, ...).
+      notes: extra lines appended at the end.
+      labels: learner key -> label, for the ratio lines.
+    """
+    names = ", ".join(dict.fromkeys(r["learner"] for r in rows))
+    lines = [
+        f"{names}; section 4 recipe (l, e) = ({report['l']}, {report['e']}), "
+        f"beta = {report['beta']}, S = {report['S']}; T = {report['rounds']} rounds, "
+        f"{report['trials']} trials, {report['dtype']} on {report['backend']}.",
+        "Per-round time: wall time of the compiled chunks / T per trial (compile excluded).",
+        "",
+        format_table(
+            rows,
+            [
+                "setting",
+                "learner",
+                "final_regret_mean",
+                "final_regret_std",
+                "ms_per_round_mean",
+                "ms_per_round_std",
+                "compile_s",
+                "bonus_ratio",
+                "rejected_updates",
+                "max_steps",
+            ],
+        ),
+        "",
+    ]
+    for name, entry in report["settings"].items():
+        for r in entry.get("ratios", {}).values():
+            a, b = r["numerator"], r["denominator"]
+            lines.append(_ratio_line(name, labels.get(a, a), labels.get(b, b), r))
+    greedy = [
+        f"{r['setting']}/{r['learner']} ({r['bonus_ratio']:.1e})"
+        for r in rows
+        if r.get("bonus_ratio") is not None
+        and math.isfinite(r["bonus_ratio"])
+        and r["bonus_ratio"] < GREEDY_RATIO
+    ]
+    lines.append("")
+    lines.append(
+        "Exploration diagnostic (bonus_ratio = median over rounds of the spread of the optimistic "
+        "bonus across the action set / the spread of the estimated rewards):"
+    )
+    if greedy:
+        lines.append(
+            f"  effectively greedy (ratio < {GREEDY_RATIO:g}): {', '.join(greedy)}. The bonus "
+            "cannot change which action wins, so beta hardly matters there; see `bandits-jax "
+            "sweep --beta-grid ...` for (l, e, beta) where exploration matters."
+        )
+    else:
+        lines.append("  no learner/setting is effectively greedy by this measure.")
+    lines += status_lines(rows, total_key="updates")
+    lines += list(notes)
+    return "\n".join(lines) + "\n"
+
+
+def status_lines(rows: Sequence[Mapping[str, Any]], *, total_key: str = "updates") -> list[str]:
+    """Lines naming the rows with rejected updates or MAX_STEPS (or saying there are none).
+
+    Rows carry ``rejected_updates`` (or ``rejected``), ``max_steps``, and ``trials * rounds``
+    updates; ``setting``/``env`` and ``learner`` name them."""
+    rej, cap = [], []
+    for r in rows:
+        where = f"{r.get('setting', r.get('env'))}/{r['learner']}"
+        n = r.get("trials", 1) * r.get("rounds", 0)
+        k = r.get("rejected_updates", r.get("rejected"))
+        if k:
+            rej.append(f"{where} {k} of {n}")
+        if r.get("max_steps"):
+            cap.append(f"{where} {r['max_steps']} of {n}")
+    names = ", ".join(STATUS_NAMES[c] for c in sorted(REJECTED_STATUSES))
+    out = ["Update status:"]
+    out.append(
+        f"  rejected {total_key} ({names}; the state kept its last good value): "
+        + ("; ".join(rej) if rej else "none")
+    )
+    out.append(
+        "  steps that hit the iteration cap (max_steps): " + ("; ".join(cap) if cap else "none")
+    )
+    return out
+
+
+def sweep_summary(
+    tuning_rows: Sequence[Mapping[str, Any]],
+    eval_rows: Sequence[Mapping[str, Any]],
+    timing: Mapping[str, Any],
+    T: int,
+    betas: Sequence[str],
+) -> str:
+    """The text summary of ``sweep`` (best configurations, honest estimate, exploration, status,
+    and where beta matters)."""
+    lines = [f"Sweep of {timing['runs']} runs x {T} rounds on {timing['devices']} device(s):"]
+    lines.append(
+        f"  one call: {timing['one_call_run_seconds']:.2f} s run + "
+        f"{timing['one_call_compile_seconds']:.2f} s compile"
+    )
+    if "loop_run_seconds" in timing:
+        lines.append(
+            f"  one by one: {timing['loop_run_seconds']:.2f} s run + "
+            f"{timing['loop_compile_seconds']:.2f} s compile "
+            f"(speed-up of the one call: "
+            f"{timing['loop_run_seconds'] / max(timing['one_call_run_seconds'], 1e-12):.2f}x)"
+        )
+    grid_cols = [
+        c for c in ("l", "e", "beta", "scale") if any(c in r for r in [*tuning_rows, *eval_rows])
+    ]
+    cols = [
+        "learner",
+        "env",
+        *grid_cols,
+        "final_regret_mean",
+        "final_regret_std",
+        "bonus_ratio",
+        "explore_rate",
+        "greedy",
+        "rejected",
+        "status_max_steps",
+    ]
+    best = sorted(tuning_rows, key=lambda r: (r["learner"], r["env"], r["final_regret_mean"]))
+    lines += ["", "Tuning seeds, 10 best configurations per experiment:"]
+    shown: list[Mapping[str, Any]] = []
+    for key in dict.fromkeys((r["learner"], r["env"]) for r in best):
+        shown += [r for r in best if (r["learner"], r["env"]) == key][:10]
+    lines.append(format_table(shown, cols))
+    if eval_rows:
+        lines += [
+            "",
+            "Honest estimate: the configuration chosen on the tuning seeds, on separate "
+            "evaluation seeds:",
+            format_table(eval_rows, cols),
+        ]
+    with_ratio = [r for r in tuning_rows if "greedy" in r]
+    n_greedy = sum(1 for r in with_ratio if r.get("greedy"))
+    lines += [""]
+    if with_ratio:
+        lines.append(
+            f"Exploration: {n_greedy} of {len(with_ratio)} configurations have a median bonus "
+            f"spread below {GREEDY_RATIO:g} of the estimate spread (effectively greedy)."
+        )
+    capped = [{**r, "max_steps": r.get("status_max_steps")} for r in [*tuning_rows, *eval_rows]]
+    lines += status_lines(capped)
+    mlogb_rows = [r for r in tuning_rows if "beta" in r]
+    if len(betas) > 1 and mlogb_rows:
+        groups: dict[Any, list[Mapping[str, Any]]] = {}
+        for r in mlogb_rows:
+            groups.setdefault((r["learner"], r["env"], r["l"], r["e"]), []).append(r)
+        sens = []
+        for (lrn, env, l_, e_), rs in groups.items():
+            vals = [r["final_regret_mean"] for r in rs]
+            bestr = min(rs, key=lambda r: r["final_regret_mean"])
+            sens.append((max(vals) - min(vals), lrn, env, l_, e_, bestr))
+        sens.sort(key=lambda s: -s[0])
+        lines.append("Where beta matters most (range of mean final regret over beta):")
+        for rng, lrn, env, l_, e_, bestr in sens[:8]:
+            lines.append(
+                f"  {lrn} {env} l={l_:g} e={e_:g}: range {rng:.3g}, best beta={bestr['beta']}"
+                f" ({bestr['final_regret_mean']:.3g})"
+            )
+        flat = sum(1 for s in sens if s[0] == 0.0)
+        lines.append(f"  {flat} of {len(sens)} (l, e) points give identical regret for every beta.")
+    return "\n".join(lines) + "\n"
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, (list, tuple, dict)):
+        return None  # nested values stay in the JSON
+    return v
+
+
+def bench_rows(benchmark: str, cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """CSV rows of a speed benchmark's ``cases``: one row per case, the benchmark's name first;
+    missing or non-finite cells are ``None`` (written as empty cells, printed as ``-``)."""
+    rows = []
+    for c in cases:
+        rows.append({"benchmark": benchmark, **{k: _clean(v) for k, v in c.items()}})
+    return rows
+
+
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of log y on log x over the points with x, y > 0 (NaN if < 2)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = (x > 0) & (y > 0) & np.isfinite(y) & np.isfinite(x)
+    if ok.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def bco_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Tidy rows of a BCO study result (see :mod:`bandits_jax.cli.bco`): one per (study,
+    family, learner, point)."""
+    rows = []
+    cfg = result["config"]
+    for study in ("dimension", "variation"):
+        for family, per in result.get(study, {}).items():
+            for name, p in per.items():
+                n = len(p["mean"])
+                for i in range(n):
+                    row: dict[str, Any] = {"study": study, "family": family, "learner": name}
+                    if study == "dimension":
+                        row["d"] = p["d"][i]
+                    else:
+                        row["d"] = cfg["d_variation"]
+                        row["amplitude"] = p["amplitude"][i]
+                        row["noise"] = p["noise"][i]
+                    row.update(
+                        V_T=p["V_T"][i],
+                        regret_mean=p["mean"][i],
+                        regret_std=p["std"][i],
+                        scale=p["scale"][i] if "scale" in p else None,
+                        trials=len(p["regret"][i]),
+                        rounds=cfg["T"],
+                        rejected=p["rejected"][i] if "rejected" in p else None,
+                        max_steps=p["max_steps"][i] if "max_steps" in p else None,
+                    )
+                    rows.append(row)
+    return rows
+
+
+def bco_summary(result: Mapping[str, Any]) -> str:
+    """The text tables of a BCO study: regret (mean +- std over seeds) per d and per V_T point
+    with the fitted log-log slopes, and the update status."""
+    cfg = result["config"]
+    lines = [
+        f"BCO studies (gradient-variation paper): T = {cfg['T']}, "
+        f"{cfg['seeds']} evaluation seeds, {cfg['dtype']} on {cfg['backend']}"
+        + (
+            f"; step scale tuned over {cfg['scale_grid']} on separate tuning seeds"
+            if len(cfg.get("scale_grid", [])) > 1
+            else ""
+        )
+        + "."
+    ]
+    for family, per in result.get("dimension", {}).items():
+        first = next(iter(per.values()))
+        lines.append(
+            f"\n[{family}] final regret vs d (mean +- std over seeds); V_T ~ "
+            f"{np.mean(first['V_T']):.2g}"
+        )
+        lines.append(
+            "learner".ljust(13) + "".join(f"d={d}".rjust(17) for d in first["d"]) + "  slope"
+        )
+        for name, p in per.items():
+            cells = "".join(
+                f"{m:9.1f} +-{s:6.1f}" for m, s in zip(p["mean"], p["std"], strict=True)
+            )
+            slope = p["slope_vs_d"]
+            lines.append(name.ljust(13) + cells + "  " + _num(slope, ".2f"))
+    for family, per in result.get("variation", {}).items():
+        first = next(iter(per.values()))
+        lines.append(f"\n[{family}] final regret vs V_T at d = {cfg['d_variation']}")
+        lines.append(
+            "V_T".ljust(13)
+            + "".join(f"{v:12.3g}" for v in first["V_T"])
+            + "   slope  slope(top 2 decades)"
+        )
+        for name, p in per.items():
+            lines.append(
+                name.ljust(13)
+                + "".join(f"{m:12.1f}" for m in p["mean"])
+                + f"   {_num(p['slope_vs_V_T'], '.2f')}  {_num(p['slope_vs_V_T_top'], '.2f')}"
+            )
+    lines.append("")
+    lines += status_lines(
+        [
+            {
+                **r,
+                "setting": f"{r['study']} {r['family']} d={r['d']}"
+                + (f" a={r['amplitude']:g} noise={r['noise']:g}" if "amplitude" in r else ""),
+            }
+            for r in bco_rows(result)
+        ]
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _num(v: Any, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return format(v, fmt)

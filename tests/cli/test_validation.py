@@ -1,0 +1,193 @@
+"""Bad options: one line on stderr, exit status 2, no traceback, and no JAX work started."""
+
+import json
+import zipfile
+
+import pytest
+
+from bandits_jax import cli
+from bandits_jax.cli import options as opt
+from bandits_jax.sim import chunks
+
+
+@pytest.fixture(autouse=True)
+def no_runs(monkeypatch):
+    """Validation must fail before anything is compiled or played."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a chunk was compiled before the options were validated")
+
+    monkeypatch.setattr(chunks.ChunkFn, "compiled", forbidden)
+
+
+def run_bad(argv, capsys):
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    return rc, lines
+
+
+CASES = [
+    (["reproduce", "--rounds", "0"], "--rounds"),
+    (["reproduce", "--rounds", "-3"], "--rounds"),
+    (["reproduce", "--trials", "0"], "--trials"),
+    (["reproduce", "--sketch", "0"], "--sketch"),
+    (["reproduce", "--chunk", "0"], "--chunk"),
+    (["reproduce", "--chunk", "-5"], "--chunk"),
+    (["reproduce", "--devices", "0"], "--devices"),
+    (["reproduce", "--seed", "-1"], "--seed"),
+    (["reproduce", "--S", "-1"], "--S"),
+    (["reproduce", "--S", "inf"], "--S"),
+    (["reproduce", "--l", "nan"], "--l"),
+    (["reproduce", "--beta", "-1"], "--beta"),
+    (["reproduce", "--beta", "nan"], "--beta"),
+    (["reproduce", "--beta", "optimistic"], "--beta"),
+    (["reproduce", "--learners", "eofd,linucbx"], "--learners"),
+    (["reproduce", "--learners", ","], "--learners"),
+    (["reproduce", "--settings", "synth-0-1"], "--settings"),
+    (["reproduce", "--settings", "cifar"], "--settings"),
+    (["reproduce", "--rounds", "ten"], "--rounds"),
+    (["reproduce", "--bogus"], "--bogus"),
+    (["sweep", "--l-grid", ","], "--l-grid"),
+    (["sweep", "--e-grid", "0,x"], "--e-grid"),
+    (["sweep", "--l-grid", "0,inf"], "--l-grid"),
+    (["sweep", "--beta-grid", ""], "--beta-grid"),
+    (["sweep", "--beta-grid", "theory,-2"], "--beta-grid"),
+    (["sweep", "--trials", "0"], "--trials"),
+    (["sweep", "--eval-trials", "-1"], "--eval-trials"),
+    (["sweep", "--learners", "nope"], "--learners"),
+    (["sweep", "--learners", "alg1_thm3"], "family"),  # no BCO setting in --settings
+    (["sweep", "--settings", "bco-cubic-3", "--learners", "alg1_thm3"], "--settings"),
+    (["sweep", "--settings", "bco-linear-3", "--learners", "sphere", "--scale-grid", "0"],
+     "--scale-grid"),
+    (["bco", "--study", "both,dimension"], "--study"),
+    (["bco", "--dims", "2.5"], "--dims"),
+    (["bco", "--amplitudes", "-1"], "--amplitudes"),
+    (["bco", "--learners", "oful"], "--learners"),
+    (["bco", "--rounds", "0"], "--rounds"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv,needle", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_option_is_one_line(argv, needle, tmp_path, capsys):
+    rc, lines = run_bad([*argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
+    assert rc == 2
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("bandits-jax: error: ") and needle in lines[0]
+    assert not (tmp_path / "out").exists()  # nothing created before validation passed
+
+
+def test_several_errors_one_line_each(tmp_path, capsys):
+    rc, lines = run_bad(
+        ["reproduce", "--rounds", "0", "--trials", "0", "--out", str(tmp_path)], capsys
+    )
+    assert rc == 2 and len(lines) == 2
+    assert "--rounds" in lines[0] and "--trials" in lines[1]
+
+
+@pytest.mark.parametrize(
+    "cfg,needle",
+    [
+        ({"float32": "false"}, "float32"),  # a string is not a boolean (it would be truthy)
+        ({"rounds": "10"}, "rounds"),
+        ({"rounds": 2.5}, "rounds"),
+        ({"trials": True}, "trials"),
+        ({"l-grid": []}, "l-grid"),
+        ({"l-grid": [0.5, None]}, "l-grid"),
+        ({"S": "big"}, "S"),
+        ({"bogus": 1}, "bogus"),
+        ({"rounds": 0}, "--rounds"),  # well-typed but out of range: the same check as argv
+    ],
+)
+def test_bad_config_is_one_line(cfg, needle, tmp_path, capsys):
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    rc, lines = run_bad(["sweep", "--config", str(path), "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and len(lines) == 1 and needle in lines[0], lines
+
+
+def test_config_not_an_object_or_not_json(tmp_path, capsys):
+    for text in ("[1, 2]", "{not json"):
+        path = tmp_path / "cfg.json"
+        path.write_text(text)
+        rc, lines = run_bad(["sweep", "--config", str(path), "--out", str(tmp_path)], capsys)
+        assert rc == 2 and len(lines) == 1 and "--config" in lines[0]
+
+
+def test_unwritable_out(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    rc, lines = run_bad(["reproduce", "--out", str(blocker / "sub"), "--quiet"], capsys)
+    assert rc == 2 and len(lines) == 1 and "--out" in lines[0]
+
+
+def test_missing_mnist(tmp_path, capsys, monkeypatch):
+    rc, lines = run_bad(["reproduce", "--mnist", str(tmp_path / "nowhere")], capsys)
+    assert rc == 2 and len(lines) == 1 and "--mnist" in lines[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, lines = run_bad(["reproduce", "--mnist", str(empty), "--out", str(tmp_path)], capsys)
+    assert rc == 2 and len(lines) == 1 and "--mnist" in lines[0] and "not found" in lines[0]
+    monkeypatch.setenv("BANDITS_JAX_DATA", str(empty))  # the mnist setting asked for by name
+    rc, lines = run_bad(["reproduce", "--settings", "mnist", "--out", str(tmp_path)], capsys)
+    assert rc == 2 and len(lines) == 1 and "mnist" in lines[0]
+
+
+def test_garbage_mnist_npz(tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "mnist.npz"
+    with zipfile.ZipFile(bad, "w") as z:  # a zip, truncated below
+        z.writestr("x_train.npy", b"\x00" * 1000)
+    bad.write_bytes(bad.read_bytes()[:300])
+    rc, lines = run_bad(["reproduce", "--mnist", str(bad), "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and len(lines) == 1 and str(bad) in lines[0]
+
+
+@pytest.mark.parametrize("garbage", [b"not a zip at all", b"PK\x03\x04truncated"])
+def test_garbage_mnist_in_default_cache_is_skipped(garbage, tmp_path, capsys, monkeypatch):
+    # The user did not ask for MNIST: a plain reproduce warns once and runs without it.
+    cache = tmp_path / "data" / "mnist"
+    cache.mkdir(parents=True)
+    (cache / "mnist.npz").write_bytes(garbage)
+    monkeypatch.setenv("BANDITS_JAX_DATA", str(tmp_path / "data"))
+    parser = cli.build_parser()
+    args = parser.parse_args(["reproduce", "--quick", "--out", str(tmp_path / "o")])
+    args.module.validate(args)
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and err[0].startswith("bandits-jax: warning:") and "MNIST" in err[0]
+    assert args.plan["settings"] == list(opt.DEFAULT_SETTINGS)
+    assert any("MNIST skipped" in n for n in args.plan["notes"])
+
+
+def test_negative_grid_values_without_equals(tmp_path):
+    parser = cli.build_parser()
+    argv = ["sweep", "--l-grid", "-0.5,0", "--e-grid", "-.25", "--out", str(tmp_path)]
+    argv = opt.join_negative_values(argv, opt.value_options(parser))
+    args = parser.parse_args(argv)
+    args.module.validate(args)
+    assert args.plan["ls"] == [-0.5, 0.0] and args.plan["es"] == [-0.25]
+    args = parser.parse_args(["reproduce", "--l", "-0.5", "--out", str(tmp_path)])
+    assert args.l == -0.5
+
+
+def test_join_negative_values_only_after_value_options():
+    opts = {"--l-grid", "--out"}
+    assert opt.join_negative_values(["--l-grid", "-0.5,0", "--quiet"], opts) == [
+        "--l-grid=-0.5,0",
+        "--quiet",
+    ]
+    assert opt.join_negative_values(["--quiet", "-1"], opts) == ["--quiet", "-1"]
+    assert opt.join_negative_values(["--out", "-dir"], opts) == ["--out", "-dir"]
+
+
+def test_config_values_typed(tmp_path):
+    parser = cli.build_parser()
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"float32": False, "rounds": 7, "l-grid": [-0.5, 0], "S": 2}))
+    args = opt.apply_config(parser, parser.subcommands["sweep"], ["sweep", "--config", str(path)])
+    assert args.float32 is False and args.rounds == 7 and args.l_grid == "-0.5,0"
+    assert args.S == 2.0
+    # the command line wins over the file
+    args = opt.apply_config(
+        parser, parser.subcommands["sweep"], ["sweep", "--config", str(path), "--rounds", "3"]
+    )
+    assert args.rounds == 3
