@@ -81,3 +81,32 @@ def test_extension_is_orthonormal_and_exact(k, near_span):
     np.testing.assert_allclose(sketch.apply_basis(V, ext, c), basis @ c, atol=1e-12)
     w = rng.normal(size=D)
     np.testing.assert_allclose(sketch.basis_coords(V, ext, w), basis.T @ w, atol=1e-9)
+
+
+@pytest.mark.parametrize("budget", [np.inf, 0.5, 0.0])
+def test_adaptive_truncation_rule(budget):
+    # Active rank 2 of capacity 5: the new rank is the smallest r' in [2, 5] whose discarded
+    # eigenvalue of G + X M X^T is <= budget (5 if none); rank = capacity is plain truncate.
+    rng = np.random.default_rng(3)
+    D, m, k, r = 10, 5, 2, 2
+    V, _ = np.linalg.qr(rng.normal(size=(D, m)))
+    mu = np.array([2.0, 1.0, 0, 0, 0])
+    X, Gm = rng.normal(size=(D, k)), rng.normal(size=(k, k))
+    M = Gm @ Gm.T / 2
+    ext = sketch.extend(V, X)
+    tr, rank = jax.jit(sketch.truncate_adaptive)(mu, ext, M, r, budget)
+    s, U = np.linalg.eigh((V * mu) @ V.T + X @ M @ X.T)
+    s, U = np.maximum(s[::-1], 0.0), U[:, ::-1]
+    ok = [j for j in range(r, m + 1) if s[j] <= budget]
+    want = ok[0] if ok else m
+    assert int(rank) == want
+    np.testing.assert_allclose(float(tr.sigma2), s[want], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(tr.mu)[want:], 0.0)
+    V_new = np.asarray(sketch.apply_basis(V, ext, tr.U))
+    G_ref = (U[:, :want] * (s[:want] - s[want])) @ U[:, :want].T
+    np.testing.assert_allclose((V_new * np.asarray(tr.mu)) @ V_new.T, G_ref, atol=1e-10)
+    full = sketch.truncate(jnp.asarray(mu), ext, jnp.asarray(M))
+    tr_m, rank_m = sketch.truncate_adaptive(mu, ext, M, m, budget)
+    assert int(rank_m) == m
+    np.testing.assert_allclose(tr_m.mu, full.mu, atol=1e-12)
+    np.testing.assert_allclose(tr_m.sigma2, full.sigma2, atol=1e-12)
