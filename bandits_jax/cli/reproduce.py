@@ -87,6 +87,8 @@ class LearnerSpec(NamedTuple):
       hparams: ``Recipe -> hyperparameters`` for the learner's ``init``.
       sketched: whether ``m`` applies (shown in the ``m`` column).
       color: matplotlib colour of its curves (``None``: the default cycle).
+      kind: for a tuned learner, its :data:`bandits_jax.mlogb.recipes.TUNED` entry: ``reproduce``
+        runs it at that tuned point instead of ``--l/--e/--beta`` (``sweep`` uses its grid).
     """
 
     label: str
@@ -95,6 +97,7 @@ class LearnerSpec(NamedTuple):
     hparams: Callable[[Recipe], Any]
     sketched: bool = False
     color: str | None = None
+    kind: str | None = None
 
 
 def section4_recipe(r: Recipe) -> Any:
@@ -130,12 +133,66 @@ def _oful(K: int, d: int, m: int, **opts: Any) -> Any:
     return mlogb.oful(num_outcomes=K, dim=d, **opts)
 
 
+def _tuned_spec(kind: str, label: str, legend: str, sketched: bool, color: str) -> LearnerSpec:
+    """A registry row for a kind of :mod:`bandits_jax.mlogb.recipes`."""
+
+    def factory(K: int, d: int, m: int, **opts: Any) -> Any:
+        from bandits_jax.mlogb import recipes
+
+        return recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m)
+
+    def hparams(r: Recipe) -> Any:
+        from bandits_jax.mlogb import recipes
+
+        return recipes.hparams_for(
+            kind,
+            num_outcomes=r.num_outcomes,
+            dim=r.dim,
+            S=r.S,
+            horizon=r.horizon,
+            l=r.l,
+            e=r.e,
+            beta=r.beta,
+            rewards=r.rewards,
+            dtype=r.dtype,
+        )
+
+    return LearnerSpec(label, legend, factory, hparams, sketched, color, kind)
+
+
 LEARNERS: dict[str, LearnerSpec] = {
     "eofd": LearnerSpec("EOFD", "EOFD-MLogB", _eofd, _section4_hparams, True, "tab:blue"),
     "oful": LearnerSpec("OFUL", "OFUL-MLogB", _oful, _section4_hparams, False, "tab:orange"),
+    "eofd-tuned": _tuned_spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True, "tab:cyan"),
+    "eofd-robust": _tuned_spec(
+        "eofd-robust", "EOFD robust", "EOFD-MLogB robust (practical)", True, "tab:green"
+    ),
+    "eofd-adaptive": _tuned_spec(
+        "eofd-adaptive", "EOFD adaptive", "EOFD-MLogB adaptive (tuned)", True, "tab:olive"
+    ),
+    "oful-tuned": _tuned_spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False, "tab:red"),
+    "greedy": _tuned_spec("greedy", "greedy", "greedy (robust EOFD estimate)", True, "tab:purple"),
+    "linucb": _tuned_spec("linucb", "LinUCB", "LinUCB (tuned)", False, "tab:brown"),
+    "uniform": _tuned_spec("uniform", "random", "uniform random", False, "tab:gray"),
 }
-DEFAULT_LEARNERS = ("eofd", "oful")
-RATIO_PAIRS: tuple[tuple[str, str], ...] = (("eofd", "oful"),)
+DEFAULT_LEARNERS = ("eofd", "oful", "eofd-robust", "greedy", "linucb", "uniform")
+RATIO_PAIRS: tuple[tuple[str, str], ...] = (
+    ("eofd", "oful"),
+    ("eofd-tuned", "oful-tuned"),
+    ("eofd-robust", "oful-tuned"),
+    ("eofd-adaptive", "oful-tuned"),
+    ("eofd-robust", "linucb"),
+)
+
+
+def tuned_point(spec: LearnerSpec, recipe: Recipe) -> Recipe:
+    """The recipe a learner runs with in ``reproduce``: its tuned point, else ``--l/--e/--beta``."""
+    if spec.kind is None:
+        return recipe
+    from bandits_jax.mlogb.recipes import TUNED
+
+    ex = TUNED[spec.kind]
+    return recipe._replace(l=ex.l, e=ex.e, beta=ex.beta)
 
 
 def keep_mlogb(metrics: Any) -> dict[str, Any]:
@@ -281,7 +338,8 @@ def run(args: argparse.Namespace) -> int:
             spec = LEARNERS[lname]
             learner = spec.factory(K, d, m)
             chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
-            ls = learner.init(spec.hparams(recipe))
+            point = tuned_point(spec, recipe)
+            ls = learner.init(spec.hparams(point))
             kept: dict[str, list] = {k: [] for k in ("regret", "bonus", "estimate", "explored")}
             kept["status"], per_round, compile_s = [], [], 0.0
             for i in range(trials):
@@ -298,9 +356,9 @@ def run(args: argparse.Namespace) -> int:
                         "setting": name,
                         "learner": lname,
                         "seed": args.seed + i,
-                        "l": args.l,
-                        "e": args.e,
-                        "beta": args.beta,
+                        "l": point.l,
+                        "e": point.e,
+                        "beta": point.beta,
                         "S": args.S,
                         "m": m,
                         "dtype": dtype_name,
@@ -325,7 +383,12 @@ def run(args: argparse.Namespace) -> int:
                 status=np.stack(kept["status"]),
                 compile_seconds=compile_s,
             )
-            entry["learners"][spec.label] = stats
+            entry["learners"][spec.label] = {
+                **stats,
+                "l": point.l,
+                "e": point.e,
+                "beta": point.beta,
+            }
             by_key[lname] = stats
             curves[spec.legend], times[spec.legend] = regrets, per_round
             colors[spec.legend] = spec.color
@@ -336,6 +399,9 @@ def run(args: argparse.Namespace) -> int:
                     "d": d,
                     "K": K,
                     "m": m if spec.sketched else "",
+                    "l": point.l,
+                    "e": point.e,
+                    "beta": point.beta,
                     "trials": trials,
                     "rounds": T,
                     "final_regret_mean": stats["final_regret_mean"],

@@ -44,6 +44,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--rounds", type=int, default=200, help="T (default 200)")
     s.add_argument("--trials", type=int, default=10, help="tuning seeds (default 10)")
     s.add_argument("--eval-trials", type=int, default=10, help="evaluation seeds (default 10)")
+    s.add_argument(
+        "--select",
+        default="each",
+        help="each: the best grid point per (learner, setting); across: one point per learner, "
+        "the least mean over settings of regret / that setting's best (how the tuned recipes "
+        "of bandits_jax.mlogb.recipes are chosen)",
+    )
     s.add_argument("--no-shard", action="store_true", help="one device even if more exist")
     s.add_argument("--compare-loop", action="store_true", help="also time the same runs one by one")
 
@@ -63,6 +70,8 @@ def validate(args: argparse.Namespace) -> None:
     opt.check_int(errors, args.rounds, "--rounds", minimum=1)
     opt.check_int(errors, args.trials, "--trials", minimum=1)
     opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=0)
+    if args.select not in ("each", "across"):
+        errors.append(f"--select: expected each or across, got {args.select!r}")
     if args.eval_trials is not None and args.trials is not None:
         if args.trials > opt.EVAL_SEED_OFFSET:
             errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
@@ -256,10 +265,12 @@ def run(args: argparse.Namespace) -> int:
         exps, num_rounds=T, seeds=tune_seeds, progress=bar, checkpoint_dir=ck / "tuning", **common
     )
     tuning_rows = sweep.table(tune, split="tuning")
-    eval_rows, chosen = [], []
+    eval_rows = []
+    finals = [np.asarray(r.metrics["regret"]).sum(-1).mean(-1) for r in tune.experiments]
+    chosen = tables.choose_grid_points(
+        [r.learner for r in tune.experiments], finals, across=args.select == "across"
+    )
     if eval_seeds:
-        for r in tune.experiments:
-            chosen.append(int(np.nanargmin(np.asarray(r.metrics["regret"]).sum(-1).mean(-1))))
         picked = [sweep.select_grid(e, [g]) for e, g in zip(exps, chosen, strict=True)]
         n_eval = len(picked) * len(eval_seeds)
         bar = Progress(T, f"evaluation ({n_eval} runs)", enabled=not args.quiet)
@@ -293,7 +304,12 @@ def run(args: argparse.Namespace) -> int:
             "tuning_seeds": tune_seeds,
             "eval_seeds": eval_seeds,
             "timing": timing,
+            "select": args.select,
             "chosen": chosen,
+            "chosen_points": [
+                {"learner": r.learner, "env": r.env, **{k: _plain(v[g]) for k, v in r.grid.items()}}
+                for r, g in zip(tune.experiments, chosen, strict=True)
+            ],
             "rows": rows,
         },
     )
@@ -301,11 +317,20 @@ def run(args: argparse.Namespace) -> int:
     if args.plots:
         written += _figures(out, tune, args.plan, plotting)
     summary = tables.sweep_summary(tuning_rows, eval_rows, timing, T, args.plan["betas"])
+    summary += tables.chosen_summary(
+        [(r.learner, r.env, {k: _plain(v[g]) for k, v in r.grid.items()})
+         for r, g in zip(tune.experiments, chosen, strict=True)],
+        args.select,
+    )  # fmt: skip
     (out / "sweep_summary.txt").write_text(summary)
     written.append(out / "sweep_summary.txt")
     print("\n" + summary)
     write_outputs(out, written)
     return 0
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
 
 
 def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path]:

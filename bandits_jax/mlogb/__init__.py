@@ -12,6 +12,7 @@ from bandits_jax.mlogb.interact import MLogBMetrics, interact
 from bandits_jax.mlogb.learner import MLogBLearner, UpdateInfo
 from bandits_jax.mlogb.linucb import LinUCBHyperparams, LinUCBState, linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import OFULState, oful
+from bandits_jax.mlogb.recipes import TUNED, Tuned, practical, tuned
 from bandits_jax.mlogb.uniform import (
     UniformHyperparams,
     UniformState,
@@ -28,6 +29,8 @@ __all__ = [
     "MLogBMetrics",
     "OFULState",
     "Section4",
+    "TUNED",
+    "Tuned",
     "UniformHyperparams",
     "UniformState",
     "UpdateInfo",
@@ -39,7 +42,9 @@ __all__ = [
     "linucb",
     "linucb_hyperparams",
     "oful",
+    "practical",
     "section4",
+    "tuned",
     "uniform",
     "uniform_hyperparams",
 ]
