@@ -175,3 +175,16 @@ def test_bco_rows_and_summary():
     text = tables.bco_summary(result)
     assert "dimension convex d=4/a 3 of 20" in text
     assert "nan" not in text
+
+
+def test_choose_grid_points_each_and_across():
+    finals = [np.array([3.0, 1.0, 2.0]), np.array([10.0, 30.0, 12.0]), np.array([5.0, 4.0, 6.0])]
+    names = ["A", "A", "B"]
+    assert tables.choose_grid_points(names, finals, across=False) == [1, 0, 1]
+    # Across A's two settings: relative regrets [3, 1, 2] and [1, 3, 1.2] -> means [2, 2, 1.6].
+    rel = [[f[g] / min(f) for g in range(3)] for f in finals[:2]]
+    best = min(range(3), key=lambda g: (rel[0][g] + rel[1][g]) / 2)
+    assert tables.choose_grid_points(names, finals, across=True) == [best, best, 1]
+    # NaN regret never wins.
+    got = tables.choose_grid_points(["C"], [np.array([np.nan, 2.0])], across=True)
+    assert got == [1]

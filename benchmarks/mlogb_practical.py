@@ -1,0 +1,112 @@
+"""Where the tuned MLogB learners stand: regret and time per round against OFUL and the baselines.
+
+Runs ``bandits-jax reproduce`` with every kind of :mod:`bandits_jax.mlogb.recipes` at its tuned
+point (chosen on separate tuning problems and seeds, see that module) on the reported settings
+synth-100-4, synth-400-1, digits and digits-k4 (T = 2000, 10 evaluation trials with seeds
+10000.., disjoint from the tuning seeds), then prints a markdown table (final regret mean +- sd,
+ms per round) with the goals of the EOFD issue checked per setting, and writes the JSON::
+
+    python -m benchmarks.mlogb_practical --json docs/bench/mlogb_practical.json
+
+``--quick`` (T = 300, 3 trials) checks the script end to end in a few minutes. float64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import tempfile
+
+from benchmarks._report import finish
+
+SETTINGS = ("synth-100-4", "synth-400-1", "digits", "digits-k4")
+LEARNERS = (
+    "eofd-tuned",
+    "eofd-robust",
+    "eofd-adaptive",
+    "oful-tuned",
+    "greedy",
+    "linucb",
+    "uniform",
+)
+EVAL_SEED = 10_000  # evaluation seeds: the tuning sweep used 0, 1, 2
+
+
+def goals(entry: dict) -> dict:
+    """The EOFD issue's goals on one setting: the better sketched variant (robust or adaptive)
+    within 10% of tuned OFUL's regret, at or below LinUCB's, at <= 10% of OFUL's time."""
+    L = entry["learners"]
+    oful, lin = L["OFUL tuned"], L["LinUCB"]
+    best = min(("EOFD robust", "EOFD adaptive"), key=lambda k: L[k]["final_regret_mean"])
+    b = L[best]
+    return {
+        "best_sketched": best,
+        "regret_over_oful": b["final_regret_mean"] / oful["final_regret_mean"],
+        "regret_over_linucb": b["final_regret_mean"] / lin["final_regret_mean"],
+        "time_over_oful": b["seconds_per_round_mean"] / oful["seconds_per_round_mean"],
+        "within_10pct_of_oful": b["final_regret_mean"] <= 1.1 * oful["final_regret_mean"],
+        "at_or_below_linucb": b["final_regret_mean"] <= lin["final_regret_mean"],
+        "time_at_most_10pct": b["seconds_per_round_mean"] <= 0.1 * oful["seconds_per_round_mean"],
+    }
+
+
+def markdown(report: dict) -> str:
+    names = list(report["settings"])
+    labels = list(next(iter(report["settings"].values()))["learners"])
+    head = "| learner | " + " | ".join(names) + " |"
+    lines = [head, "|---" * (len(names) + 1) + "|"]
+    for lab in labels:
+        cells = []
+        for n in names:
+            s = report["settings"][n]["learners"][lab]
+            cells.append(
+                f"{s['final_regret_mean']:.1f} +- {s['final_regret_std']:.1f} "
+                f"({1e3 * s['seconds_per_round_mean']:.2f} ms)"
+            )
+        lines.append(f"| {lab} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for n in names:
+        g = report["settings"][n]["goals"]
+        lines.append(
+            f"- {n}: {g['best_sketched']} / OFUL tuned regret {g['regret_over_oful']:.3f}, "
+            f"/ LinUCB {g['regret_over_linucb']:.3f}, time / OFUL {g['time_over_oful']:.3f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from bandits_jax.cli import main as cli_main
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--out", default=None, help="reproduce's output directory (default: temp)")
+    p.add_argument("--quick", action="store_true", help="T = 300, 3 trials")
+    p.add_argument("--float32", action="store_true", help="float32 (default float64)")
+    a = p.parse_args(argv)
+    out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_practical_"))
+    T, trials = (300, 3) if a.quick else (2000, 10)
+    args = [
+        "reproduce",
+        "--settings", ",".join(SETTINGS),
+        "--learners", ",".join(LEARNERS),
+        "--rounds", str(T),
+        "--trials", str(trials),
+        "--seed", str(EVAL_SEED),
+        "--out", str(out),
+        "--quiet",
+    ]  # fmt: skip
+    if a.float32:
+        args.append("--float32")
+    rc = cli_main(args)
+    if rc:
+        raise SystemExit(rc)
+    report = json.loads((out / "reproduce.json").read_text())
+    for entry in report["settings"].values():
+        entry["goals"] = goals(entry)
+    print(markdown(report))
+    return finish({"benchmark": "mlogb_practical", "reproduce": report}, a.json)
+
+
+if __name__ == "__main__":
+    main()
