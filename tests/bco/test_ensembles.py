@@ -160,7 +160,7 @@ def test_universal_fixed_point_hint_is_consistent():
     for k in range(30):
         state, _ = _one_universal_round(state, jax.random.key(k))
         assert int(state.status) == CONVERGED
-    hp = state.hp
+    hp = state.hparams
     base_w = np.concatenate([np.asarray(state.sc_w), np.asarray(state.cvx_w)])
     p = np.asarray(state.meta.weights)
     w = p @ base_w
@@ -301,7 +301,7 @@ def test_bad_input():
     state1, aux = _one_universal_round(state, jax.random.key(1))
     bad = _universal_update(state1, aux, jnp.array([jnp.nan, 0.0]))
     assert int(bad.status) == NONFINITE
-    assert int(bad.num_bad) == int(state1.num_bad) + 1
+    assert int(bad.num_failures) == int(state1.num_failures) + 1
     np.testing.assert_array_equal(bad.w, state1.w)
     np.testing.assert_array_equal(bad.meta.weights, state1.meta.weights)
     dyn = DYNAMIC.init(DYNAMIC.hyperparams(ball, horizon=T, preset="practical"), None)
