@@ -102,7 +102,7 @@ def _universal_hp(**kw):
 def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family():
     practical = _universal_run(_universal_hp(preset="practical"), KEYS)
     theorem = _universal_run(_universal_hp(preset="theorem"), KEYS)
-    assert int(jnp.sum(practical["num_nonfinite"])) == 0
+    assert int(jnp.sum(practical["num_failures"])) == 0
     assert bool(jnp.all(practical["all_in_domain"]))
 
     # Every base learner of Table 2 run alone (Algorithm 1 on the true losses).
@@ -202,7 +202,7 @@ def test_dynamic_ensemble_tracks_switching_comparator():
     singles = [*ens.practical_step_pool(), *theorem_pool]
     grid = _stack([practical] + [hp(etas=[eta] * n, preset="practical") for eta in singles])
     out = _batched_runner(DYNAMIC, SWITCH_ENV, grid=True)(grid, KEYS)
-    assert int(jnp.sum(out["num_nonfinite"])) == 0
+    assert int(jnp.sum(out["num_failures"])) == 0
     assert float(jnp.min(out["P_T"])) > 1.0  # the comparator does switch
     means = np.asarray(out["dynamic_regret"].mean(axis=1))
     ours_mean, single_means = means[0], means[1:]

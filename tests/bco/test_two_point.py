@@ -180,7 +180,7 @@ def test_queries_in_domain_and_status():
     for which in ("alg1", "sphere"):
         m, s, _ = _cached(which)
         assert bool(np.all(s["all_in_domain"]))
-        assert int(np.sum(s["num_nonfinite"])) == 0
+        assert int(np.sum(s["num_failures"])) == 0
         assert np.all(np.asarray(m["status"]) == CONVERGED)
 
 
