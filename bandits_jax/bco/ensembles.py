@@ -18,7 +18,7 @@ Optimistic-Hedge (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4)
 round ``t``).
 
 * Pool (E.1): ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``.
-  The cap makes several pool entries equal (errata 6): duplicates are removed (the pool keeps the
+  The cap makes several pool entries equal (errata 16): duplicates are removed (the pool keeps the
   entries below the cap, and the cap once if some entry reaches it; the min is taken entry by
   entry, so when every entry is below the cap the cap is not in the pool). ``log d = 0`` at
   ``d = 1`` (and ``log dT`` can be 0) would divide by zero: both logs are floored at 1
@@ -36,7 +36,7 @@ Algorithm 6 (universal regret). Base learners (Table 2), all Algorithm-1 style O
   ``4 / (lambda_i t)`` (``schedules`` kind ``strongly_convex``, scale 4);
 * a convex and a linear learner: surrogate ``<g_t, x>``, hint ``g~_{t+1}``, step
   ``2R / sqrt(d^2 + Vbar_{t-1})`` (kind ``convex``, scale 2, offset ``d^2``). As printed in Table
-  2 the two coincide (errata 7); both are kept (stacked, so the meta-learner sees N experts as
+  2 the two coincide (errata 17); both are kept (stacked, so the meta-learner sees N experts as
   in the paper) and ``cvx_offsets`` lets them differ.
 
 Meta-learner: Optimistic-Adapt-ML-Prod on ``l_{t,i} = s <g_t, w_{t,i}> + 1/2`` with
@@ -44,7 +44,7 @@ Meta-learner: Optimistic-Adapt-ML-Prod on ``l_{t,i} = s <g_t, w_{t,i}> + 1/2`` w
 ``[0, 1]``; the practical preset uses 30), so ``r_{t,i} = s <g_t, w_t - w_{t,i}>``; hints (E.8)
 ``m_{t+1,i} = 0`` for the strongly convex learners and ``s <g~_{t+1}, w_{t+1} - w_{t+1,i}>`` for
 the convex/linear ones. ``w_{t+1}`` depends on ``p_{t+1}``, which depends on ``m_{t+1}``
-(errata 7). With ``a_j = s <g~_{t+1}, w_{t+1,j}>`` and ``u = s <g~_{t+1}, w_{t+1}>`` the hints
+(errata 17). With ``a_j = s <g~_{t+1}, w_{t+1,j}>`` and ``u = s <g~_{t+1}, w_{t+1}>`` the hints
 are ``m_i = u - a_i`` and the consistency condition is the scalar equation
 
     psi(u) = u - sum_j p_j(u) a_j = 0,     p(u) = E.7's weights for the hints m(u),
@@ -108,7 +108,7 @@ PRACTICAL_UNIVERSAL_META_SCALE = 30.0  # multiplies Algorithm 6's meta-loss norm
 
 
 def _logs(d: int, horizon: float) -> tuple[float, float]:
-    """``log d`` and ``log(dT)`` floored at 1 (errata 6: ``log d = 0`` at ``d = 1``)."""
+    """``log d`` and ``log(dT)`` floored at 1 (errata 16: ``log d = 0`` at ``d = 1``)."""
     return max(math.log(d), 1.0), max(math.log(d * horizon), 1.0)
 
 

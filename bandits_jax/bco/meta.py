@@ -13,7 +13,7 @@ round from the weights it is about to output (Algorithm 6's fixed point):
 
 Optimistic-Hedge (E.3): ``p_{t+1} ∝ exp(-eps_t (L_t + m_{t+1}))`` with ``L_t = sum_{s<=t} l_s`` and
 Lemma 15's ``eps_t = sqrt(ln N / (C0^2 + sum_{s<=t} ||l_s - m_s||_inf^2))``. (Theorem 9 sums to
-``t - 1``; errata 6. Lemma 15's form is used: round ``t``'s error is known when ``p_{t+1}`` is
+``t - 1``; errata 16. Lemma 15's form is used: round ``t``'s error is known when ``p_{t+1}`` is
 formed.) ``N = 1`` gives ``eps = 0`` and ``p = 1``.
 
 Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety:
@@ -23,7 +23,7 @@ Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety
     eps_t     = min(1/8, sqrt(log N / sum_{s<=t} (r_s - m_s)^2)).
 
 E.9 divides by zero before any error has accrued (``t = 0``, or while every ``r_s = m_s``): we take
-the limit ``sqrt(log N / 0) = +inf``, i.e. ``eps = 1/8`` (errata 7), written with ``jnp.where``
+the limit ``sqrt(log N / 0) = +inf``, i.e. ``eps = 1/8`` (errata 17), written with ``jnp.where``
 so that no ``inf``/``nan`` is ever formed. ``N >= 2`` is required (``log 1 = 0`` would give
 ``eps = 0`` and ``0/0`` in the exponent ratio).
 """

@@ -28,7 +28,7 @@ Numerics (why the code does not solve in ``x`` directly):
     ``sqrt(2 cosh 2t) cosh t <= 1 + cosh 2t``). The distances to the faces are
     ``x - a = 2 h sigmoid(2 theta)`` and ``b - x = 2 h sigmoid(-2 theta)``, exact in relative
     precision even when ``w`` is one ulp from a face, so ``lam = f''`` never loses precision.
-  * Start (errata 5): ``w_1`` is the barrier's minimiser, the box centre (``theta = 0``), not the
+  * Start (errata 15): ``w_1`` is the barrier's minimiser, the box centre (``theta = 0``), not the
     paper's ``w_1 = 0`` (which needs ``a_i < 0 < b_i``).
   * Iterates stay strictly inside: ``w`` is clipped to ``[nextafter(a, b), nextafter(b, a)]``,
     which changes it only when the root is within an ulp of a face. Queries are clipped to
@@ -281,7 +281,7 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
                 f"{hparams.upper.shape}"
             )
         zeros = jnp.zeros_like(hparams.lower)
-        # Barrier minimiser = box centre (errata 5), theta = 0.
+        # Barrier minimiser = box centre (errata 15), theta = 0.
         w1 = point_from_theta(zeros, hparams.lower, hparams.upper)
         zero_i = jnp.zeros((), jnp.int32)
         return fresh_state(

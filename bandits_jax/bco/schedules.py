@@ -11,14 +11,14 @@ Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's sett
 * ``"convex"`` (Theorem 1): ``eta_t = scale * R / sqrt(offset + Vbar_{t-1})`` with the theorem's
   ``offset = 1152 d^3 R^2 L^2 log(dT)``. The text prints ``R^4 L^2``; ``Vbar`` has the units of a
   squared gradient, so the dimensionally consistent constant is ``R^2 L^2`` (identical for
-  ``R = 1``; ERRATA bco 1). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
+  ``R = 1``; errata 11). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
   ``T ~ 1e4`` the iterate hardly moves; the practical preset uses ``offset = d^2``, i.e. the
   Theorem 3/4 schedule.
 * ``"variance"`` (Theorems 3-4, gradient variance / small loss): ``eta_t = scale * R /
   sqrt(d^2 + Vbar_{t-1})`` (the ``offset`` parameter is ignored: it is ``d^2`` by definition).
 * ``"strongly_convex"`` (Theorems 2, 8): ``eta_t = scale / (lambda t)``.
 * ``"chiang"``: the strongly convex rate of Chiang et al. [2013], described in the paper only as
-  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (ERRATA bco 4). Reconstruction used here:
+  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (errata 14). Reconstruction used here:
   ``eta_t = scale / (lambda (1 + Vbar_{t-1} / (4 d^2 G^2)))``: ``Vbar`` is normalised by
   ``4 d^2 G^2``, the largest possible per-round increment ``||g_t - g~_t||^2`` (Lemma 6 (ix)), so
   the denominator grows by at most ``lambda`` per round and ``eta_t >= 1 / (lambda t)`` (it equals
@@ -106,7 +106,7 @@ class ScheduleState(NamedTuple):
 
 
 def theorem1_offset(d: int, radius, smoothness, horizon) -> float:
-    """``1152 d^3 R^2 L^2 log(dT)`` of Theorem 1 (``R^2`` for the printed ``R^4``; ERRATA 1)."""
+    """``1152 d^3 R^2 L^2 log(dT)`` of Theorem 1 (``R^2`` for the printed ``R^4``; errata 11)."""
     L = max(float(smoothness), 1.0)
     return 1152.0 * d**3 * float(radius) ** 2 * L**2 * math.log(d * float(horizon))
 

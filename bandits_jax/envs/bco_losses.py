@@ -107,6 +107,11 @@ class BCOEnv(NamedTuple):
     variation_exact: bool
     name: str
 
+    @property
+    def dim(self) -> int:
+        """The dimension ``d`` (the name every factory uses, as in the MLogB environments)."""
+        return self.d
+
 
 # ---------------------------------------------------------------------------------------------
 # Shared drift

@@ -58,7 +58,7 @@ def test_theorem_pool_has_no_duplicates_and_respects_cap():
         assert np.all(np.isfinite(pool)) and np.all(pool > 0)
         assert len(np.unique(pool)) == len(pool)
         assert np.all(np.diff(pool) > 0) and pool[-1] == pytest.approx(cap)
-    # The raw (E.1) pool at d = 5, T = 2000 has several entries equal to the cap (errata 6).
+    # The raw (E.1) pool at d = 5, T = 2000 has several entries equal to the cap (errata 16).
     d, horizon = 5, 2000
     n = (
         math.ceil(

@@ -70,7 +70,7 @@ def _paper_F(x, eta, grad_sum, c, lower, upper):
 
 
 def test_iterates_strictly_inside_box_and_queries_in_box():
-    # A box away from the origin (Algorithm 2's w_1 = 0 would be infeasible; errata 5) and a
+    # A box away from the origin (Algorithm 2's w_1 = 0 would be infeasible; errata 15) and a
     # large step so the iterate is pushed towards the faces.
     lower = jnp.array([1.0, -3.0, 0.5, 10.0])
     upper = jnp.array([2.0, -1.0, 0.6, 10.001])
