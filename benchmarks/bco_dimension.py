@@ -101,7 +101,7 @@ def run_family(env, learners, T, es0, keys, lipschitz=None):
             "regret": np.asarray(s["regret"]),
             "V_T": np.asarray(s["V_T"]),
             "F_T": np.asarray(s["F_T"]),
-            "num_nonfinite": int(np.sum(s["num_nonfinite"])),
+            "num_nonfinite": int(np.sum(s["num_failures"])),
             "all_in_domain": bool(np.all(s["all_in_domain"])),
             "best_point_ok": bool(np.all(np.asarray(s["best_point_status"]) == 0)),
         }
