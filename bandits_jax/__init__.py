@@ -3,6 +3,22 @@
 Subpackages: ``linalg`` (shared numerics), ``mlogb`` (multinomial logistic bandits, EOFD-MLogB and
 OFUL-MLogB), ``bco`` (bandit convex optimisation with gradient variation), ``envs``
 (environments), ``sim`` (one runner for every learner), ``reference`` (numpy references).
+``protocols`` holds the learner and environment protocols of both papers and the status codes.
 """
 
+from bandits_jax import bco, envs, linalg, mlogb, protocols, sim
+from bandits_jax.protocols import Status, count_status, raise_on_failure
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Status",
+    "bco",
+    "count_status",
+    "envs",
+    "linalg",
+    "mlogb",
+    "protocols",
+    "raise_on_failure",
+    "sim",
+]

@@ -169,16 +169,16 @@ def _cases(d):
         (
             "alg1",
             _quadratic_step(alg1),
-            alg1.init(hp1, None),
+            alg1.init(hp1),
             lambda r, k: _numpy_alg1_rate(d, r, k, hp1),
         ),
         (
             "alg4",
             _linear_step(alg4),
-            alg4.init(hp4, None),
+            alg4.init(hp4),
             lambda r, k: _numpy_alg4_rate(d, r, k, eta4),
         ),
-        ("universal", _quadratic_step(uni), uni.init(hpu, None), None),
+        ("universal", _quadratic_step(uni), uni.init(hpu), None),
     ]
 
 

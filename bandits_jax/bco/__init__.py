@@ -1,13 +1,16 @@
 """Bandit convex optimisation with gradient variation.
 
-Paper: ../shared/papers/bco-gradient-variation.txt. Modules: ``domains`` (Assumption 1 geometry,
-projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with optimism, the
-sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and the Chiang et al.
-2013 baseline), ``two_point`` (Algorithms 1 and 3), ``interact`` (runner step and regret
-bookkeeping), ``one_point`` (Algorithms 2/4 on boxes), ``meta`` (Optimistic-Hedge and
-Optimistic-Adapt-ML-Prod) and ``ensembles`` (Algorithms 5/6).
+Paper: "Improved Dimension Dependence for Bandit Convex Optimization with Gradient Variation".
+The learners follow ``bandits_jax.protocols.BCOLearner``. Modules: ``domains`` (Assumption 1
+geometry, projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with
+optimism, the sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and
+the Chiang et al. 2013 baseline, as optax stateful schedules), ``two_point`` (Algorithms 1 and 3,
+and their steps as optax transformations), ``interact`` (runner step and regret bookkeeping),
+``one_point`` (Algorithms 2/4 on boxes), ``meta`` (Optimistic-Hedge and Optimistic-Adapt-ML-Prod),
+``ensembles`` (Algorithms 5/6) and ``checks`` (validation, guards, tree stacking).
 """
 
+from bandits_jax.bco import ensembles, one_point, schedules, two_point
 from bandits_jax.bco.domains import Ball, Box, ball, box, project
 from bandits_jax.bco.ensembles import (
     DynamicState,
@@ -28,7 +31,7 @@ from bandits_jax.bco.estimators import (
 
 # ``interact`` (the runner step) is reached as ``bandits_jax.bco.interact.interact``: re-exporting
 # the function here would shadow the submodule of the same name.
-from bandits_jax.bco.interact import hindsight_loss, regret_curve, summarize
+from bandits_jax.bco.interact import BCOMetrics, BCOSummary, hindsight_loss, regret_curve, summarize
 from bandits_jax.bco.meta import (
     AdaptMLProdState,
     OptimisticHedgeState,
@@ -38,7 +41,14 @@ from bandits_jax.bco.meta import (
     optimistic_hedge_update,
 )
 from bandits_jax.bco.one_point import BoxFTRLState, box_ftrl, box_ftrl_hparams
-from bandits_jax.bco.schedules import PRESETS, ScheduleParams, ScheduleState, step_size
+from bandits_jax.bco.schedules import (
+    PRESETS,
+    ScheduleParams,
+    ScheduleState,
+    VariationSchedule,
+    stateful,
+    step_size,
+)
 from bandits_jax.bco.two_point import (
     CoordAux,
     Learner,
@@ -48,11 +58,23 @@ from bandits_jax.bco.two_point import (
     TwoPointState,
     from_preset,
     oogd_step,
+    optimistic_ogd,
+    projected_gd,
     sphere_learner,
     two_point_learner,
 )
 
 __all__ = [
+    "BCOMetrics",
+    "BCOSummary",
+    "VariationSchedule",
+    "ensembles",
+    "one_point",
+    "optimistic_ogd",
+    "projected_gd",
+    "schedules",
+    "stateful",
+    "two_point",
     "AdaptMLProdState",
     "BoxFTRLState",
     "DynamicState",

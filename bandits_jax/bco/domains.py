@@ -17,6 +17,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax.projections as oproj
+
+from bandits_jax.bco.checks import is_concrete
 
 Array = jax.Array
 
@@ -46,10 +49,6 @@ class Box(NamedTuple):
 Domain = Ball | Box
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
 def _default_dtype(dtype=None):
     return jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
 
@@ -68,7 +67,7 @@ def ball(radius, *, dtype=None) -> Ball:
     if dtype is None and hasattr(radius, "dtype") and jnp.issubdtype(radius.dtype, jnp.floating):
         dtype = radius.dtype
     dtype = _default_dtype(dtype)
-    if _is_concrete(radius):
+    if is_concrete(radius):
         r = np.asarray(radius, dtype=np.float64)
         if r.shape != ():
             raise ValueError(f"radius: expected a scalar, got shape {r.shape}")
@@ -93,7 +92,7 @@ def box(lower, upper, *, dtype=None) -> Box:
                 dtype = v.dtype
                 break
     dtype = _default_dtype(dtype)
-    if _is_concrete(lower) and _is_concrete(upper):
+    if is_concrete(lower) and is_concrete(upper):
         lo = np.asarray(lower, dtype=np.float64)
         hi = np.asarray(upper, dtype=np.float64)
         if lo.ndim != 1 or lo.shape[0] < 1:
@@ -124,10 +123,20 @@ def check_dim(domain: Domain, d: int) -> None:
                 f"domain: expected a box of dimension d={d}, got {domain.lower.shape[-1]}"
             )
     elif isinstance(domain, Ball):
-        if domain.radius.ndim != 0 and _is_concrete(domain.radius):
+        if domain.radius.ndim != 0 and is_concrete(domain.radius):
             raise ValueError(f"domain: expected a scalar radius, got {domain.radius.shape}")
     else:
         raise ValueError(f"domain: expected Ball or Box, got {type(domain).__name__}")
+
+
+def concrete_radii(domain: Domain) -> tuple[float, float]:
+    """``(R, r)`` as Python floats; ``ValueError`` naming ``domain`` if traced or ``R <= 0``."""
+    R, r = outer_radius(domain), inner_radius(domain)
+    if not is_concrete(R, r):
+        raise ValueError("domain: hyperparams needs a concrete domain (build it outside jit)")
+    if not (np.isfinite(float(R)) and float(R) > 0 and float(r) > 0):
+        raise ValueError(f"domain: expected 0 < r <= R finite, got r={float(r)}, R={float(R)}")
+    return float(R), float(r)
 
 
 def dtype_of(domain: Domain):
@@ -150,7 +159,8 @@ def outer_radius(domain: Domain) -> Array:
 
 
 def project(domain: Domain, x: Array, shrink: Array | float = 0.0) -> Array:
-    """Euclidean projection ``Pi_{(1 - shrink) X}[x]`` (Algorithm 1's update, Algorithm 3).
+    """Euclidean projection ``Pi_{(1 - shrink) X}[x]`` (Algorithm 1's update, Algorithm 3), by
+    ``optax.projections.projection_l2_ball`` / ``projection_box``.
 
     ``(1 - shrink) X`` is the domain scaled about the origin: the ball of radius
     ``(1 - shrink) R``, or the box ``[(1 - shrink) a, (1 - shrink) b]``.
@@ -160,16 +170,14 @@ def project(domain: Domain, x: Array, shrink: Array | float = 0.0) -> Array:
       x: point(s), shape ``(..., d)``.
       shrink: the shrinkage ``xi`` in ``[0, 1)``.
     """
+    if x.ndim > 1:
+        return jax.vmap(lambda row: project(domain, row, shrink))(x)
     scale = 1.0 - jnp.asarray(shrink, x.dtype)
     if isinstance(domain, Ball):
-        rad = scale * domain.radius.astype(x.dtype)
-        nrm = jnp.linalg.norm(x, axis=-1, keepdims=True)
-        # Scale only when outside; guard the division at x = 0.
-        factor = jnp.where(nrm > rad, rad / jnp.where(nrm > 0, nrm, 1.0), 1.0)
-        return x * factor
-    lo = scale * domain.lower.astype(x.dtype)
-    hi = scale * domain.upper.astype(x.dtype)
-    return jnp.clip(x, lo, hi)
+        return oproj.projection_l2_ball(x, scale * domain.radius.astype(x.dtype))
+    return oproj.projection_box(
+        x, scale * domain.lower.astype(x.dtype), scale * domain.upper.astype(x.dtype)
+    )
 
 
 def contains(domain: Domain, x: Array, shrink: Array | float = 0.0, atol: float = 0.0) -> Array:

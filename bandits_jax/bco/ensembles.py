@@ -18,9 +18,11 @@ Optimistic-Hedge (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4)
 round ``t``).
 
 * Pool (E.1): ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``.
-  The cap makes several pool entries equal (errata 6): duplicates are removed (the pool keeps the
-  entries below the cap and the cap once). ``log d = 0`` at ``d = 1`` (and ``log dT`` can be 0)
-  would divide by zero: both logs are floored at 1 (unchanged for ``d >= 3``).
+  The cap makes several pool entries equal (errata 16): duplicates are removed (the pool keeps the
+  entries below the cap, and the cap once if some entry reaches it; the min is taken entry by
+  entry, so when every entry is below the cap the cap is not in the pool). ``log d = 0`` at
+  ``d = 1`` (and ``log dT`` can be 0) would divide by zero: both logs are floored at 1
+  (unchanged for ``d >= 3``).
 * Theorem 9: ``gamma = 5 L sqrt(d^3 log dT)``, ``C0 = 16 R^2 L sqrt(d^3 log dT ln N)``
   (``ln N`` floored at ``ln 2``).
 * Practical preset (``preset="practical"``): pool ``1e-3 * 2^k``, ``k < 10``, and ``gamma``,
@@ -34,7 +36,7 @@ Algorithm 6 (universal regret). Base learners (Table 2), all Algorithm-1 style O
   ``4 / (lambda_i t)`` (``schedules`` kind ``strongly_convex``, scale 4);
 * a convex and a linear learner: surrogate ``<g_t, x>``, hint ``g~_{t+1}``, step
   ``2R / sqrt(d^2 + Vbar_{t-1})`` (kind ``convex``, scale 2, offset ``d^2``). As printed in Table
-  2 the two coincide (errata 7); both are kept (stacked, so the meta-learner sees N experts as
+  2 the two coincide (errata 17); both are kept (stacked, so the meta-learner sees N experts as
   in the paper) and ``cvx_offsets`` lets them differ.
 
 Meta-learner: Optimistic-Adapt-ML-Prod on ``l_{t,i} = s <g_t, w_{t,i}> + 1/2`` with
@@ -42,7 +44,7 @@ Meta-learner: Optimistic-Adapt-ML-Prod on ``l_{t,i} = s <g_t, w_{t,i}> + 1/2`` w
 ``[0, 1]``; the practical preset uses 30), so ``r_{t,i} = s <g_t, w_t - w_{t,i}>``; hints (E.8)
 ``m_{t+1,i} = 0`` for the strongly convex learners and ``s <g~_{t+1}, w_{t+1} - w_{t+1,i}>`` for
 the convex/linear ones. ``w_{t+1}`` depends on ``p_{t+1}``, which depends on ``m_{t+1}``
-(errata 7). With ``a_j = s <g~_{t+1}, w_{t+1,j}>`` and ``u = s <g~_{t+1}, w_{t+1}>`` the hints
+(errata 17). With ``a_j = s <g~_{t+1}, w_{t+1,j}>`` and ``u = s <g~_{t+1}, w_{t+1}>`` the hints
 are ``m_i = u - a_i`` and the consistency condition is the scalar equation
 
     psi(u) = u - sum_j p_j(u) a_j = 0,     p(u) = E.7's weights for the hints m(u),
@@ -55,7 +57,10 @@ keeps the sign change even where ``psi`` is not monotone) and surfaces its statu
 ``w_{t+1} ~ sum_j p_{t,j} w_{t+1,j}`` (this round's weights on the new base iterates).
 
 Failures: a round whose observations or new iterates are not finite leaves the state unchanged
-and sets ``status = NONFINITE``; ``num_bad`` counts rounds whose status was not ``CONVERGED``.
+and sets ``status = NONFINITE``; ``num_failures`` counts rounds whose status was not
+``CONVERGED``. ``init(hparams)`` is deterministic (a trailing key is accepted and ignored).
+Hyperparameter constructors take arrays for their scalar arguments and broadcast them into a grid
+(points whose pools differ in size cannot be stacked and raise ``ValueError``).
 """
 
 from __future__ import annotations
@@ -67,18 +72,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.bco import checks, meta
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
-from bandits_jax.bco import meta
 from bandits_jax.bco import schedules as sch
 from bandits_jax.bco.two_point import (
     CoordAux,
     Learner,
+    accept,
+    all_finite,
+    check_hparams,
     coordinate_feedback,
     coordinate_query,
+    fresh_state,
+    grid,
     oogd_step,
 )
-from bandits_jax.linalg.roots import CONVERGED, NONFINITE, bracketed_newton
+from bandits_jax.linalg.roots import CONVERGED, bracketed_newton
 
 Array = jax.Array
 
@@ -98,14 +108,8 @@ PRACTICAL_UNIVERSAL_META_SCALE = 30.0  # multiplies Algorithm 6's meta-loss norm
 
 
 def _logs(d: int, horizon: float) -> tuple[float, float]:
-    """``log d`` and ``log(dT)`` floored at 1 (errata 6: ``log d = 0`` at ``d = 1``)."""
+    """``log d`` and ``log(dT)`` floored at 1 (errata 16: ``log d = 0`` at ``d = 1``)."""
     return max(math.log(d), 1.0), max(math.log(d * horizon), 1.0)
-
-
-def _check_d(d) -> int:
-    if not isinstance(d, int | np.integer) or d < 1:
-        raise ValueError(f"d: expected a positive int, got {d!r}")
-    return int(d)
 
 
 def _check_preset(preset: str) -> None:
@@ -113,26 +117,31 @@ def _check_preset(preset: str) -> None:
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
 
 
-def _concrete_radii(domain, d: int) -> tuple[float, float]:
+def _radii(domain, d: int) -> tuple[float, float]:
     dom.check_dim(domain, d)
-    R = dom.outer_radius(domain)
-    r = dom.inner_radius(domain)
-    if isinstance(R, jax.core.Tracer) or isinstance(r, jax.core.Tracer):
-        raise ValueError("domain: hyperparams needs a concrete domain (build it outside jit)")
-    if not float(R) > 0:
-        raise ValueError(f"domain: expected R > 0, got {float(R)}")
-    return float(R), float(r)
+    return dom.concrete_radii(domain)
 
 
 def _positive(name: str, value) -> float:
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name}: expected a positive finite value, got {v}")
-    return v
+    return float(checks.check_float(name, value, shape=()))
 
 
-def _guard(ok: Array, new, old):
-    return jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, old)
+def _scalars(dtype, *xs) -> list[Array]:
+    return [jnp.asarray(x, dtype) for x in xs]
+
+
+def _start(state_cls: type, dim: int, hp, **fields):
+    """The common start of both ensembles: ``w_1 = 0``, ``g~_1 = 0``, ``status = CONVERGED``,
+    no failures, every buffer distinct (``fields`` are the ensemble's own)."""
+    dtype = hp.delta.dtype
+    common = dict(
+        w=jnp.zeros((dim,), dtype),
+        g_tilde=jnp.zeros((dim,), dtype),
+        status=jnp.asarray(CONVERGED, jnp.int32),
+        num_failures=jnp.zeros((), jnp.int32),
+        hparams=hp,
+    )
+    return fresh_state(state_cls(**common, **fields))
 
 
 def _combine(weights: Array, base_w: Array) -> Array:
@@ -159,8 +168,9 @@ def theorem_step_pool(d: int, horizon, smoothness=1.0, radius=1.0) -> np.ndarray
     cap = 1.0 / (20.0 * L * math.sqrt(d**3 * log_dT))
     base = math.sqrt(float(radius) ** 2 / (d**3 * T * log_d))
     n = math.ceil(math.log2(1.0 + math.sqrt(T * log_d) / (16.0 * L * math.sqrt(log_dT)))) + 1
-    below = [base * 2.0**i for i in range(n) if base * 2.0**i < cap]
-    return np.asarray(below + [cap])
+    entries = [base * 2.0**i for i in range(n)]
+    below = [e for e in entries if e < cap]
+    return np.asarray(below + ([cap] if len(below) < len(entries) else []))
 
 
 def practical_step_pool(size: int = PRACTICAL_POOL_SIZE, base: float = PRACTICAL_POOL_BASE):
@@ -206,8 +216,8 @@ class DynamicState(NamedTuple):
       g_tilde: optimism ``g~_t`` of eq. (2.2).
       meta: :class:`bandits_jax.bco.meta.OptimisticHedgeState` (``weights`` are ``p_t``).
       vbar: ``sum_{s<t} ||g_s - g~_s||^2`` (diagnostics).
-      status, num_bad: last status and count of rejected rounds (int32).
-      hp: :class:`DynamicHParams`.
+      status, num_failures: last status and count of rejected rounds (int32).
+      hparams: :class:`DynamicHParams`.
     """
 
     w: Array
@@ -218,12 +228,36 @@ class DynamicState(NamedTuple):
     meta: meta.OptimisticHedgeState
     vbar: Array
     status: Array
-    num_bad: Array
-    hp: DynamicHParams
+    num_failures: Array
+    hparams: DynamicHParams
+
+
+def _dynamic_point(*, dim, domain, horizon, smoothness, preset, etas, gamma, c0, delta):
+    horizon = checks.check_horizon(horizon)
+    smoothness = float(checks.check_float("smoothness", smoothness, low_open=False, shape=()))
+    R, r = _radii(domain, dim)
+    dtype = dom.dtype_of(domain)
+    if etas is None:
+        etas = (
+            theorem_step_pool(dim, horizon, smoothness, R)
+            if preset == "theorem"
+            else (practical_step_pool())
+        )
+    etas = checks.check_float("etas", etas)
+    if etas.ndim != 1 or etas.shape[0] < 1:
+        raise ValueError(f"etas: expected shape (N,) with N >= 1, got {etas.shape}")
+    g_th, c_th = theorem9_meta_constants(dim, horizon, etas.shape[0], smoothness, R)
+    factor = 1.0 if preset == "theorem" else PRACTICAL_DYNAMIC_META_FACTOR
+    gamma = factor * g_th if gamma is None else gamma
+    c0 = factor * c_th if c0 is None else c0
+    checks.check_float("gamma", gamma, low_open=False, shape=())
+    _positive("c0", c0)
+    delta_v, xi_v = est.exploration(dim, horizon, smoothness, R, r, dtype, delta)
+    return DynamicHParams(domain, *_scalars(dtype, delta_v, xi_v, etas, gamma, c0))
 
 
 def dynamic_hyperparams(
-    d: int,
+    dim: int,
     domain,
     *,
     horizon,
@@ -236,10 +270,13 @@ def dynamic_hyperparams(
 ) -> DynamicHParams:
     """Builds :class:`DynamicHParams` with eager validation.
 
+    ``horizon``, ``smoothness``, ``gamma``, ``c0`` and ``delta`` may be arrays: they broadcast
+    into leading grid axes (module docstring).
+
     Args:
-      d: dimension.
+      dim: dimension.
       domain: ``Ball`` or ``Box`` (its dtype is the run's dtype).
-      horizon: ``T``.
+      horizon: ``T`` (an int).
       smoothness: ``L`` (``max(L, 1)`` is used).
       preset: ``"theorem"`` (pool E.1, Theorem 9's ``gamma, C0``) or ``"practical"`` (pool
         ``1e-3 * 2^k``, ``gamma, C0`` times 0.01).
@@ -249,78 +286,48 @@ def dynamic_hyperparams(
     Raises:
       ValueError: naming the argument.
     """
-    d = _check_d(d)
+    dim = checks.check_int("dim", dim)
     _check_preset(preset)
-    R, r = _concrete_radii(domain, d)
-    dtype = dom.dtype_of(domain)
-    if etas is None:
-        etas = (
-            theorem_step_pool(d, horizon, smoothness, R)
-            if preset == "theorem"
-            else (practical_step_pool())
-        )
-    etas = np.asarray(etas, np.float64)
-    if etas.ndim != 1 or etas.shape[0] < 1:
-        raise ValueError(f"etas: expected shape (N,) with N >= 1, got {etas.shape}")
-    if not np.all(np.isfinite(etas) & (etas > 0)):
-        raise ValueError(f"etas: expected positive finite step sizes, got {etas}")
-    g_th, c_th = theorem9_meta_constants(d, horizon, etas.shape[0], smoothness, R)
-    factor = 1.0 if preset == "theorem" else PRACTICAL_DYNAMIC_META_FACTOR
-    gamma = factor * g_th if gamma is None else gamma
-    c0 = factor * c_th if c0 is None else c0
-    if not (math.isfinite(float(gamma)) and float(gamma) >= 0):
-        raise ValueError(f"gamma: expected a finite value >= 0, got {float(gamma)}")
-    _positive("c0", c0)
-    delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
-
-    def arr(x):
-        return jnp.asarray(x, dtype)
-
-    return DynamicHParams(domain, arr(delta_v), arr(xi_v), arr(etas), arr(gamma), arr(c0))
+    gridded = dict(horizon=horizon, smoothness=smoothness, gamma=gamma, c0=c0, delta=delta)
+    return grid(_dynamic_point, gridded, dim=dim, domain=domain, preset=preset, etas=etas)
 
 
-def dynamic_ensemble(d: int) -> Learner:
+def dynamic_ensemble(dim: int) -> Learner:
     """Algorithm 5: gradient-variation dynamic regret with two-point feedback.
 
     Args:
-      d: dimension (static).
+      dim: dimension (static).
 
     Returns:
       A :class:`bandits_jax.bco.two_point.Learner`; ``hyperparams(domain, *, horizon, ...)`` is
-      :func:`dynamic_hyperparams` for this ``d``.
+      :func:`dynamic_hyperparams` for this ``dim``.
     """
-    d = _check_d(d)
+    d = checks.check_int("dim", dim)
 
     def make_hparams(domain, **kw) -> DynamicHParams:
         return dynamic_hyperparams(d, domain, **kw)
 
     def init(hp: DynamicHParams, key: Array | None = None) -> DynamicState:
-        del key
-        if not isinstance(hp, DynamicHParams):
-            raise ValueError(f"hparams: expected DynamicHParams, got {type(hp).__name__}")
-        dom.check_dim(hp.domain, d)
+        del key  # deterministic start (bandits_jax.protocols)
+        check_hparams(hp, DynamicHParams, d)
         n = hp.etas.shape[0]
         dtype = hp.delta.dtype
-        zeros = jnp.zeros((n, d), dtype)
-        hedge = meta.optimistic_hedge_init(n, hp.c0, dtype=dtype)
-        return DynamicState(
-            w=jnp.zeros((d,), dtype),
-            base_w=zeros,
-            base_w_hat=zeros,
-            base_w_prev=zeros,
-            g_tilde=jnp.zeros((d,), dtype),
-            meta=hedge,
+        return _start(
+            DynamicState,
+            d,
+            hp,
+            base_w=jnp.zeros((n, d), dtype),
+            base_w_hat=jnp.zeros((n, d), dtype),
+            base_w_prev=jnp.zeros((n, d), dtype),
+            meta=meta.optimistic_hedge_init(n, hp.c0, dtype=dtype),
             vbar=jnp.zeros((), dtype),
-            status=jnp.asarray(CONVERGED, jnp.int32),
-            num_bad=jnp.zeros((), jnp.int32),
-            hp=hp,
         )
 
     def query(state: DynamicState, key: Array) -> tuple[Array, CoordAux]:
-        return coordinate_query(state.w, state.hp.delta, key)
+        return coordinate_query(state.w, state.hparams.delta, key)
 
     def update(state: DynamicState, aux: CoordAux, values: Array) -> DynamicState:
-        hp = state.hp
+        hp = state.hparams
         g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
 
         # Meta feedback of round t (E.4); m_t is stored in the Hedge state.
@@ -341,40 +348,18 @@ def dynamic_ensemble(d: int) -> Learner:
         )
         move_next = jnp.sum((base_w - state.base_w) ** 2, axis=-1)
         hedge = meta.optimistic_hedge_predict(hedge, base_w @ g_tilde_next + hp.gamma * move_next)
-        w = _combine(hedge.weights, base_w)
-
-        ok = (
-            jnp.all(jnp.isfinite(values))
-            & jnp.isfinite(err_sq)
-            & jnp.all(jnp.isfinite(base_w))
-            & jnp.all(jnp.isfinite(hedge.weights))
-        )
-        new = (w, base_w, base_w_hat, state.base_w, g_tilde_next, hedge, state.vbar + err_sq)
-        old = (
-            state.w,
-            state.base_w,
-            state.base_w_hat,
-            state.base_w_prev,
-            state.g_tilde,
-            state.meta,
-            state.vbar,
-        )
-        w, base_w, base_w_hat, base_w_prev, g_tilde, hedge, vbar = _guard(ok, new, old)
-        status = jnp.where(ok, CONVERGED, NONFINITE).astype(jnp.int32)
-        return DynamicState(
-            w=w,
+        new = state._replace(
+            w=_combine(hedge.weights, base_w),
             base_w=base_w,
             base_w_hat=base_w_hat,
-            base_w_prev=base_w_prev,
-            g_tilde=g_tilde,
+            base_w_prev=state.base_w,
+            g_tilde=g_tilde_next,
             meta=hedge,
-            vbar=vbar,
-            status=status,
-            num_bad=state.num_bad + (status != CONVERGED).astype(jnp.int32),
-            hp=hp,
+            vbar=state.vbar + err_sq,
         )
+        return accept(state, new, all_finite(values, err_sq, base_w, hedge.weights))
 
-    return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+    return Learner(init, query, update, make_hparams, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,9 +409,9 @@ class UniversalState(NamedTuple):
       meta: :class:`bandits_jax.bco.meta.AdaptMLProdState` over the ``N_sc + 2`` learners (the
         strongly convex pool first, then convex, linear).
       fixed_point_steps: Newton steps of the last fixed-point solve (int32; 0 when lagged).
-      status, num_bad: last status (worst of the fixed-point solve and the finiteness guard) and
-        count of rounds whose status was not ``CONVERGED``.
-      hp: :class:`UniversalHParams`.
+      status, num_failures: last status (worst of the fixed-point solve and the finiteness
+        guard) and count of rounds whose status was not ``CONVERGED``.
+      hparams: :class:`UniversalHParams`.
     """
 
     w: Array
@@ -439,12 +424,69 @@ class UniversalState(NamedTuple):
     meta: meta.AdaptMLProdState
     fixed_point_steps: Array
     status: Array
-    num_bad: Array
-    hp: UniversalHParams
+    num_failures: Array
+    hparams: UniversalHParams
+
+
+def _universal_point(
+    *,
+    dim,
+    domain,
+    horizon,
+    lipschitz,
+    smoothness,
+    preset,
+    lams,
+    meta_scale,
+    cvx_offsets,
+    lr_cap,
+    delta,
+):
+    d = dim
+    horizon = checks.check_horizon(horizon)
+    smoothness = float(checks.check_float("smoothness", smoothness, low_open=False, shape=()))
+    R, r = _radii(domain, d)
+    dtype = dom.dtype_of(domain)
+    G = _positive("lipschitz", lipschitz)
+    if lams is None:
+        lams = strongly_convex_pool(horizon)
+    lams = checks.check_float("lams", lams)
+    if lams.ndim != 1 or lams.shape[0] < 1:
+        raise ValueError(f"lams: expected shape (N_sc,) with N_sc >= 1, got {lams.shape}")
+    if meta_scale is None:
+        meta_scale = 1.0 if preset == "theorem" else PRACTICAL_UNIVERSAL_META_SCALE
+    meta_scale = _positive("meta_scale", meta_scale)
+    if cvx_offsets is None:
+        cvx_offsets = (float(d * d), float(d * d))
+    cvx_offsets = checks.check_float("cvx_offsets", cvx_offsets)
+    if cvx_offsets.shape != (2,):
+        raise ValueError(f"cvx_offsets: expected 2 values, got shape {cvx_offsets.shape}")
+    _positive("lr_cap", lr_cap)
+    delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
+
+    def pool(kind, scale, lam, offset):
+        return sch.schedule_params(
+            kind,
+            d,
+            radius=R,
+            horizon=horizon,
+            lam=lam,
+            lipschitz=G,
+            scale=scale,
+            offset=offset,
+            dtype=dtype,
+        )
+
+    sc = checks.stack_trees([pool(sch.STRONGLY_CONVEX, 4.0, float(lam), None) for lam in lams])
+    cvx = checks.stack_trees([pool(sch.CONVEX, 2.0, None, float(off)) for off in cvx_offsets])
+    loss_scale = meta_scale / (2.0 * math.sqrt(10.0) * d * G * R)
+    return UniversalHParams(
+        domain, *_scalars(dtype, delta_v, xi_v), sc, cvx, *_scalars(dtype, loss_scale, lr_cap)
+    )
 
 
 def universal_hyperparams(
-    d: int,
+    dim: int,
     domain,
     *,
     horizon,
@@ -459,10 +501,13 @@ def universal_hyperparams(
 ) -> UniversalHParams:
     """Builds :class:`UniversalHParams` with eager validation.
 
+    ``horizon``, ``lipschitz``, ``smoothness``, ``meta_scale``, ``lr_cap`` and ``delta`` may be
+    arrays: they broadcast into leading grid axes (module docstring).
+
     Args:
-      d: dimension.
+      dim: dimension.
       domain: ``Ball`` or ``Box``.
-      horizon: ``T``.
+      horizon: ``T`` (an int).
       lipschitz: ``G`` (enters the meta-loss normaliser).
       smoothness: ``L`` (``max(L, 1)`` is used for ``delta``).
       preset: ``"theorem"`` (``meta_scale = 1``) or ``"practical"`` (``meta_scale = 30``).
@@ -476,68 +521,18 @@ def universal_hyperparams(
     Raises:
       ValueError: naming the argument.
     """
-    d = _check_d(d)
+    dim = checks.check_int("dim", dim)
     _check_preset(preset)
-    R, r = _concrete_radii(domain, d)
-    dtype = dom.dtype_of(domain)
-    G = _positive("lipschitz", lipschitz)
-    _positive("horizon", horizon)
-    if lams is None:
-        lams = strongly_convex_pool(horizon)
-    lams = np.asarray(lams, np.float64)
-    if lams.ndim != 1 or lams.shape[0] < 1:
-        raise ValueError(f"lams: expected shape (N_sc,) with N_sc >= 1, got {lams.shape}")
-    if not np.all(np.isfinite(lams) & (lams > 0)):
-        raise ValueError(f"lams: expected lambda > 0, got {lams}")
-    if meta_scale is None:
-        meta_scale = 1.0 if preset == "theorem" else PRACTICAL_UNIVERSAL_META_SCALE
-    meta_scale = _positive("meta_scale", meta_scale)
-    if cvx_offsets is None:
-        cvx_offsets = (float(d * d), float(d * d))
-    if len(cvx_offsets) != 2:
-        raise ValueError(f"cvx_offsets: expected 2 values, got {len(cvx_offsets)}")
-    _positive("lr_cap", lr_cap)
-    delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
-
-    def stack(params):
-        return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *params)
-
-    sc = stack(
-        [
-            sch.schedule_params(
-                sch.STRONGLY_CONVEX,
-                d,
-                radius=R,
-                horizon=horizon,
-                lam=float(lam),
-                lipschitz=G,
-                scale=4.0,
-                dtype=dtype,
-            )
-            for lam in lams
-        ]
+    gridded = dict(
+        horizon=horizon,
+        lipschitz=lipschitz,
+        smoothness=smoothness,
+        meta_scale=meta_scale,
+        lr_cap=lr_cap,
+        delta=delta,
     )
-    cvx = stack(
-        [
-            sch.schedule_params(
-                sch.CONVEX,
-                d,
-                radius=R,
-                horizon=horizon,
-                lipschitz=G,
-                scale=2.0,
-                offset=_positive("cvx_offsets", off),
-                dtype=dtype,
-            )
-            for off in cvx_offsets
-        ]
-    )
-    loss_scale = meta_scale / (2.0 * math.sqrt(10.0) * d * G * R)
-
-    def arr(x):
-        return jnp.asarray(x, dtype)
-
-    return UniversalHParams(domain, arr(delta_v), arr(xi_v), sc, cvx, arr(loss_scale), arr(lr_cap))
+    fixed = dict(dim=dim, domain=domain, preset=preset, lams=lams, cvx_offsets=cvx_offsets)
+    return grid(_universal_point, gridded, **fixed)
 
 
 def _solve_optimism(meta_state, a, num_sc: int, *, max_steps: int):
@@ -564,57 +559,52 @@ def _solve_optimism(meta_state, a, num_sc: int, *, max_steps: int):
 
 
 def universal_ensemble(
-    d: int, *, optimism: str = "fixed_point", fixed_point_steps: int = 32
+    dim: int, *, optimism: str = "fixed_point", fixed_point_steps: int = 32
 ) -> Learner:
     """Algorithm 6: gradient-variation universal regret with two-point feedback.
 
     Args:
-      d: dimension (static).
+      dim: dimension (static).
       optimism: ``"fixed_point"`` (solve E.8's hint consistently with ``p_{t+1}``) or
         ``"lagged"`` (module docstring).
       fixed_point_steps: iteration cap of the fixed-point solve (static).
 
     Returns:
       A :class:`bandits_jax.bco.two_point.Learner`; ``hyperparams(domain, *, horizon, lipschitz,
-      ...)`` is :func:`universal_hyperparams` for this ``d``.
+      ...)`` is :func:`universal_hyperparams` for this ``dim``.
     """
-    d = _check_d(d)
+    d = checks.check_int("dim", dim)
     if optimism not in OPTIMISM_MODES:
         raise ValueError(f"optimism: expected one of {OPTIMISM_MODES}, got {optimism!r}")
-    if not isinstance(fixed_point_steps, int) or fixed_point_steps < 1:
-        raise ValueError(f"fixed_point_steps: expected an int >= 1, got {fixed_point_steps!r}")
+    fixed_point_steps = checks.check_int("fixed_point_steps", fixed_point_steps)
 
     def make_hparams(domain, **kw) -> UniversalHParams:
         return universal_hyperparams(d, domain, **kw)
 
     def init(hp: UniversalHParams, key: Array | None = None) -> UniversalState:
-        del key
-        if not isinstance(hp, UniversalHParams):
-            raise ValueError(f"hparams: expected UniversalHParams, got {type(hp).__name__}")
-        dom.check_dim(hp.domain, d)
+        del key  # deterministic start (bandits_jax.protocols)
+        check_hparams(hp, UniversalHParams, d)
         dtype = hp.delta.dtype
         n_sc = hp.sc.lam.shape[0]
         n_cvx = hp.cvx.lam.shape[0]
-        return UniversalState(
-            w=jnp.zeros((d,), dtype),
+        return _start(
+            UniversalState,
+            d,
+            hp,
             sc_w=jnp.zeros((n_sc, d), dtype),
             sc_w_hat=jnp.zeros((n_sc, d), dtype),
             cvx_w=jnp.zeros((n_cvx, d), dtype),
             cvx_w_hat=jnp.zeros((n_cvx, d), dtype),
-            g_tilde=jnp.zeros((d,), dtype),
             sched=sch.init_schedule(dtype),
             meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
             fixed_point_steps=jnp.zeros((), jnp.int32),
-            status=jnp.asarray(CONVERGED, jnp.int32),
-            num_bad=jnp.zeros((), jnp.int32),
-            hp=hp,
         )
 
     def query(state: UniversalState, key: Array) -> tuple[Array, CoordAux]:
-        return coordinate_query(state.w, state.hp.delta, key)
+        return coordinate_query(state.w, state.hparams.delta, key)
 
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
-        hp = state.hp
+        hp = state.hparams
         n_sc = state.sc_w.shape[0]
         g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
         sched_next = sch.advance(state.sched, err_sq)
@@ -670,42 +660,21 @@ def universal_ensemble(
         prod = meta.adapt_ml_prod_predict(prod, hints)
         w_next = _combine(prod.weights, base_w_next)
 
-        ok = (
-            jnp.all(jnp.isfinite(values))
-            & jnp.isfinite(err_sq)
-            & jnp.all(jnp.isfinite(base_w_next))
-            & jnp.all(jnp.isfinite(prod.weights))
-            & jnp.all(jnp.isfinite(prod.log_potential))
-        )
-        new = (w_next, sc_w, sc_w_hat, cvx_w, cvx_w_hat, g_tilde_next, sched_next, prod)
-        old = (
-            state.w,
-            state.sc_w,
-            state.sc_w_hat,
-            state.cvx_w,
-            state.cvx_w_hat,
-            state.g_tilde,
-            state.sched,
-            state.meta,
-        )
-        w, sc_w, sc_w_hat, cvx_w, cvx_w_hat, g_tilde, sched, prod = _guard(ok, new, old)
-        status = jnp.where(ok, fp_status, NONFINITE).astype(jnp.int32)
-        return UniversalState(
-            w=w,
+        new = state._replace(
+            w=w_next,
             sc_w=sc_w,
             sc_w_hat=sc_w_hat,
             cvx_w=cvx_w,
             cvx_w_hat=cvx_w_hat,
-            g_tilde=g_tilde,
-            sched=sched,
+            g_tilde=g_tilde_next,
+            sched=sched_next,
             meta=prod,
             fixed_point_steps=fp_steps,
-            status=status,
-            num_bad=state.num_bad + (status != CONVERGED).astype(jnp.int32),
-            hp=hp,
         )
+        ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
+        return accept(state, new, ok, fp_status)
 
-    return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+    return Learner(init, query, update, make_hparams, d)
 
 
 __all__ = [

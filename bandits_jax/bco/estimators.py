@@ -17,7 +17,7 @@ with ``u`` uniform on the unit sphere.
 Numerics. The divisor is the *realised* spacing of the two queries (``x_+ - x_-`` along the probed
 direction, i.e. ``2 delta`` up to the rounding of ``w +- delta e``), which removes one rounding
 error of size ``eps |w| / delta``. The paper's ``delta = 1/(2 d^2 L T R)`` is ~1e-7..1e-8
-(ERRATA bco 2): in float32 the central difference is then dominated by the rounding of the loss
+(errata 12): in float32 the central difference is then dominated by the rounding of the loss
 values. :func:`exploration` therefore raises ``delta`` to the dtype-aware floor
 ``delta_min = R * sqrt(eps(dtype))`` (the classical optimal finite-difference spacing; float32:
 ``3.5e-4 R``, float64: ``1.5e-8 R``). The rounding error of ``v`` is then ``<~ eps |f| / delta =
@@ -26,7 +26,7 @@ constant offset) and the smoothing bias ``L delta / 2`` (eq. A.2) is ``<= sqrt(e
 float64 the floor only binds when ``2 d^2 L T R > 6.7e7`` (e.g. ``d = 80, T = 1e4``), where it at
 most doubles ``delta`` -- immaterial for the regret (the ``delta`` terms are ``O(1)``).
 Linear losses have ``L = 0``; the paper's "WLOG ``L >= 1``" convention
-(ERRATA bco 3) is applied (``L <- max(L, 1)``).
+(errata 13) is applied (``L <- max(L, 1)``).
 """
 
 from __future__ import annotations

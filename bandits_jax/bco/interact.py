@@ -6,7 +6,7 @@ Theorem 1's regret, eqs. 1.1, 3.4, 3.5).
 trials vmapped by ``bandits_jax.sim.runner`` (no second runner here). The loss charged in round
 ``t`` is the mean of the two queried values, ``(f_t(x_t) + f_t(x'_t)) / 2`` (Theorem 1, eq. 5.1).
 
-Per-round metrics (each a scalar per round):
+Per-round metrics (:class:`BCOMetrics`, each a scalar per round):
 
 * ``loss``: the charged loss; ``loss_centre``: ``f_t`` at the centre of the two queries (the
   learner's ``w_t``; not observed by the learner, for diagnostics only);
@@ -24,16 +24,53 @@ the dynamic regret against the env's comparator sequence, and ``V_T, W_T, F_T, P
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from bandits_jax.bco import domains as dom
-from bandits_jax.linalg.roots import CONVERGED
+from bandits_jax.linalg.roots import CONVERGED, INACTIVE
 from bandits_jax.sim.runner import StepFn
 
 Array = jax.Array
+
+
+class BCOMetrics(NamedTuple):
+    """Per-round outputs of :func:`interact` (module docstring); one scalar per round each."""
+
+    loss: Array
+    loss_centre: Array
+    comparator_loss: Array
+    path: Array
+    grad_var: Array
+    min_loss_plus: Array
+    in_domain: Array
+    status: Array
+
+    def __getitem__(self, key):
+        """``metrics["loss"]`` as ``metrics.loss`` (the dict form of earlier versions)."""
+        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+
+
+class BCOSummary(NamedTuple):
+    """Regret and problem quantities of one run (:func:`summarize`)."""
+
+    regret: Array
+    dynamic_regret: Array
+    best_point_status: Array
+    V_T: Array
+    W_T: Array
+    F_T: Array
+    P_T: Array
+    cum_loss: Array
+    best_loss: Array
+    num_failures: Array
+    all_in_domain: Array
+
+    def __getitem__(self, key):
+        """``metrics["loss"]`` as ``metrics.loss`` (the dict form of earlier versions)."""
+        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
 
 
 def interact(learner: Any, env: Any) -> StepFn:
@@ -49,16 +86,16 @@ def interact(learner: Any, env: Any) -> StepFn:
         new_state = learner.update(learner_state, aux, values)
         v_t = env.comparator(env_state, t)
         v_prev = env.comparator(env_state, jnp.maximum(t - 1, 0))
-        metrics = {
-            "loss": jnp.mean(values),
-            "loss_centre": env.loss(env_state, t, jnp.mean(points, axis=0)),
-            "comparator_loss": env.loss(env_state, t, v_t),
-            "path": jnp.where(t > 0, jnp.linalg.norm(v_t - v_prev), 0.0),
-            "grad_var": env.grad_variation(env_state, t),
-            "min_loss_plus": env.min_loss_plus(env_state, t),
-            "in_domain": jnp.all(dom.contains(domain, points, 0.0, atol)),
-            "status": new_state.status,
-        }
+        metrics = BCOMetrics(
+            loss=jnp.mean(values),
+            loss_centre=env.loss(env_state, t, jnp.mean(points, axis=0)),
+            comparator_loss=env.loss(env_state, t, v_t),
+            path=jnp.where(t > 0, jnp.linalg.norm(v_t - v_prev), 0.0),
+            grad_var=env.grad_variation(env_state, t),
+            min_loss_plus=env.min_loss_plus(env_state, t),
+            in_domain=jnp.all(dom.contains(domain, points, 0.0, atol)),
+            status=new_state.status,
+        )
         return new_state, env.step(env_state), metrics
 
     return step
@@ -70,7 +107,7 @@ def hindsight_loss(env: Any, env_state0: Any, x: Array, num_rounds: int) -> Arra
     return jnp.sum(jax.vmap(lambda t: env.loss(env_state0, t, x))(ts))
 
 
-def summarize(env: Any, env_state0: Any, metrics: dict, num_rounds: int) -> dict:
+def summarize(env: Any, env_state0: Any, metrics: BCOMetrics, num_rounds: int) -> BCOSummary:
     """Regret and problem quantities of ONE run (``vmap`` it over trials).
 
     Args:
@@ -80,33 +117,36 @@ def summarize(env: Any, env_state0: Any, metrics: dict, num_rounds: int) -> dict
       num_rounds: ``T`` (static).
 
     Returns:
-      dict of scalars: ``regret`` (static, vs ``argmin_X sum_t f_t``), ``dynamic_regret`` (eq.
-      5.1, vs the env's comparator), ``best_point_status``, ``V_T`` (eq. 1.1), ``W_T`` (eq. 3.4;
+      :class:`BCOSummary` of scalars: ``regret`` (static, vs ``argmin_X sum_t f_t``),
+      ``dynamic_regret`` (eq. 5.1, vs the env's comparator), ``best_point_status``,
+      ``V_T`` (eq. 1.1), ``W_T`` (eq. 3.4;
       NaN where unavailable), ``F_T`` (eq. 3.5), ``P_T``, ``cum_loss``, ``best_loss``,
-      ``num_nonfinite`` (rounds whose update was rejected), ``all_in_domain``.
+      ``num_failures`` (rounds whose status was a failure), ``all_in_domain``.
     """
     x_star, status = env.best_fixed_point(env_state0, num_rounds)
     best = hindsight_loss(env, env_state0, x_star, num_rounds)
-    cum = jnp.sum(metrics["loss"])
-    return {
-        "regret": cum - best,
-        "dynamic_regret": cum - jnp.sum(metrics["comparator_loss"]),
-        "best_point_status": status,
-        "V_T": jnp.sum(metrics["grad_var"]),
-        "W_T": env.grad_variance(env_state0, num_rounds),
-        "F_T": best - jnp.sum(metrics["min_loss_plus"]),
-        "P_T": jnp.sum(metrics["path"]),
-        "cum_loss": cum,
-        "best_loss": best,
-        "num_nonfinite": jnp.sum(metrics["status"] != CONVERGED),
-        "all_in_domain": jnp.all(metrics["in_domain"]),
-    }
+    cum = jnp.sum(metrics.loss)
+    return BCOSummary(
+        regret=cum - best,
+        dynamic_regret=cum - jnp.sum(metrics.comparator_loss),
+        best_point_status=status,
+        V_T=jnp.sum(metrics.grad_var),
+        W_T=env.grad_variance(env_state0, num_rounds),
+        F_T=best - jnp.sum(metrics.min_loss_plus),
+        P_T=jnp.sum(metrics.path),
+        cum_loss=cum,
+        best_loss=best,
+        num_failures=jnp.sum((metrics.status != CONVERGED) & (metrics.status != INACTIVE)),
+        all_in_domain=jnp.all(metrics.in_domain),
+    )
 
 
-def regret_curve(env: Any, env_state0: Any, metrics: dict, horizons: tuple[int, ...]) -> Array:
+def regret_curve(
+    env: Any, env_state0: Any, metrics: BCOMetrics, horizons: tuple[int, ...]
+) -> Array:
     """Static regret of the first ``T_k`` rounds (its own best fixed point) for each ``T_k``."""
     out = []
     for T in horizons:
         x_star, _ = env.best_fixed_point(env_state0, T)
-        out.append(jnp.sum(metrics["loss"][:T]) - hindsight_loss(env, env_state0, x_star, T))
+        out.append(jnp.sum(metrics.loss[:T]) - hindsight_loss(env, env_state0, x_star, T))
     return jnp.stack(out)

@@ -13,7 +13,7 @@ round from the weights it is about to output (Algorithm 6's fixed point):
 
 Optimistic-Hedge (E.3): ``p_{t+1} ∝ exp(-eps_t (L_t + m_{t+1}))`` with ``L_t = sum_{s<=t} l_s`` and
 Lemma 15's ``eps_t = sqrt(ln N / (C0^2 + sum_{s<=t} ||l_s - m_s||_inf^2))``. (Theorem 9 sums to
-``t - 1``; errata 6. Lemma 15's form is used: round ``t``'s error is known when ``p_{t+1}`` is
+``t - 1``; errata 16. Lemma 15's form is used: round ``t``'s error is known when ``p_{t+1}`` is
 formed.) ``N = 1`` gives ``eps = 0`` and ``p = 1``.
 
 Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety:
@@ -23,7 +23,7 @@ Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety
     eps_t     = min(1/8, sqrt(log N / sum_{s<=t} (r_s - m_s)^2)).
 
 E.9 divides by zero before any error has accrued (``t = 0``, or while every ``r_s = m_s``): we take
-the limit ``sqrt(log N / 0) = +inf``, i.e. ``eps = 1/8`` (errata 7), written with ``jnp.where``
+the limit ``sqrt(log N / 0) = +inf``, i.e. ``eps = 1/8`` (errata 17), written with ``jnp.where``
 so that no ``inf``/``nan`` is ever formed. ``N >= 2`` is required (``log 1 = 0`` would give
 ``eps = 0`` and ``0/0`` in the exponent ratio).
 """
@@ -35,18 +35,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+
+from bandits_jax.bco import checks
 
 Array = jax.Array
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
 def _check_num_experts(num_experts, minimum: int) -> None:
-    if not isinstance(num_experts, int | np.integer) or num_experts < minimum:
-        raise ValueError(f"num_experts: expected an int >= {minimum}, got {num_experts!r}")
+    checks.check_int("num_experts", num_experts, minimum)
 
 
 def _check_vector(name: str, x: Array, n: int) -> None:
@@ -101,19 +97,15 @@ def optimistic_hedge_init(num_experts: int, c0, *, dtype=None) -> OptimisticHedg
     if dtype is None:
         dtype = jnp.result_type(float, c0)
     c0 = jnp.asarray(c0, dtype)
-    if c0.ndim != 0:
-        raise ValueError(f"c0: expected a scalar, got shape {c0.shape}")
-    if _is_concrete(c0) and not (np.isfinite(float(c0)) and float(c0) > 0):
-        raise ValueError(f"c0: expected a finite value > 0, got {float(c0)}")
-    zeros = jnp.zeros((num_experts,), dtype)
+    checks.check_float("c0", c0, shape=())
     zero = jnp.zeros((), dtype)
     return OptimisticHedgeState(
         weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
-        optimism=zeros,
-        cum_loss=zeros,
+        optimism=jnp.zeros((num_experts,), dtype),
+        cum_loss=jnp.zeros((num_experts,), dtype),
         err_sq_sum=zero,
         lr=hedge_learning_rate(num_experts, c0, zero),
-        c0=c0,
+        c0=checks.fresh(c0),
         t=jnp.zeros((), jnp.int32),
     )
 
@@ -202,18 +194,14 @@ def adapt_ml_prod_init(num_experts: int, *, lr_cap=0.125, dtype=None) -> AdaptML
     if dtype is None:
         dtype = jnp.result_type(float, lr_cap)
     cap = jnp.asarray(lr_cap, dtype)
-    if cap.ndim != 0:
-        raise ValueError(f"lr_cap: expected a scalar, got shape {cap.shape}")
-    if _is_concrete(cap) and not (np.isfinite(float(cap)) and float(cap) > 0):
-        raise ValueError(f"lr_cap: expected a finite value > 0, got {float(cap)}")
-    zeros = jnp.zeros((num_experts,), dtype)
+    checks.check_float("lr_cap", cap, shape=())
     return AdaptMLProdState(
         weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
-        optimism=zeros,
+        optimism=jnp.zeros((num_experts,), dtype),
         log_potential=jnp.full((num_experts,), -math.log(num_experts), dtype),
         lr=jnp.full((num_experts,), cap),
-        err_sq_sum=zeros,
-        lr_cap=cap,
+        err_sq_sum=jnp.zeros((num_experts,), dtype),
+        lr_cap=checks.fresh(cap),
         t=jnp.zeros((), jnp.int32),
     )
 

@@ -28,7 +28,7 @@ Numerics (why the code does not solve in ``x`` directly):
     ``sqrt(2 cosh 2t) cosh t <= 1 + cosh 2t``). The distances to the faces are
     ``x - a = 2 h sigmoid(2 theta)`` and ``b - x = 2 h sigmoid(-2 theta)``, exact in relative
     precision even when ``w`` is one ulp from a face, so ``lam = f''`` never loses precision.
-  * Start (errata 5): ``w_1`` is the barrier's minimiser, the box centre (``theta = 0``), not the
+  * Start (errata 15): ``w_1`` is the barrier's minimiser, the box centre (``theta = 0``), not the
     paper's ``w_1 = 0`` (which needs ``a_i < 0 < b_i``).
   * Iterates stay strictly inside: ``w`` is clipped to ``[nextafter(a, b), nextafter(b, a)]``,
     which changes it only when the root is within an ulp of a face. Queries are clipped to
@@ -45,7 +45,9 @@ never binds; ``state.num_capped`` counts the rounds where it did.
 
 Failures: ``state.status`` is the worst :mod:`bandits_jax.linalg.roots` status of the last update
 (``NONFINITE`` also when the observed value is not finite: the update is then skipped and the state
-kept); ``state.num_failures`` counts updates whose status was not ``CONVERGED``. A coordinate whose
+kept); ``state.num_failures`` counts updates whose status was not ``CONVERGED``. The start is
+deterministic (``init(hparams)``; a trailing key is accepted and ignored, see
+``bandits_jax.protocols``). A coordinate whose
 root is not finite keeps its previous iterate; a ``MAX_STEPS`` root (still inside the bracket) is
 used.
 """
@@ -58,8 +60,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.bco.two_point import Learner
-from bandits_jax.linalg.roots import CONVERGED, NONFINITE, bracketed_newton
+from bandits_jax.bco import checks
+from bandits_jax.bco.two_point import Learner, count_failure, fresh_state, grid
+from bandits_jax.linalg.roots import NONFINITE, bracketed_newton
 
 
 class BoxFTRLHParams(NamedTuple):
@@ -118,8 +121,29 @@ class OnePointAux(NamedTuple):
     point: jax.Array
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
+def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHParams:
+    dtype = jnp.result_type(float, eta, lower, upper)
+    checks.check_float("eta", eta, shape=())
+    checks.check_float("optimism_cap", optimism_cap, high=1.0, high_open=True, shape=())
+    lower = jnp.asarray(lower, dtype)
+    upper = jnp.asarray(upper, dtype)
+    if lower.ndim != 1 or lower.shape != upper.shape or lower.shape[0] == 0:
+        raise ValueError(
+            f"lower, upper: expected equal shapes (d,) with d >= 1, got {lower.shape} and "
+            f"{upper.shape}"
+        )
+    if checks.is_concrete(lower, upper):
+        lo, hi = np.asarray(lower), np.asarray(upper)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError("lower, upper: expected finite faces, got non-finite values")
+        bad = np.flatnonzero(~(lo < hi))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"lower, upper: expected a non-empty box a_i < b_i, got a_{i} = {lo[i]} >= "
+                f"b_{i} = {hi[i]}"
+            )
+    return BoxFTRLHParams(jnp.asarray(eta, dtype), lower, upper, jnp.asarray(optimism_cap, dtype))
 
 
 def box_ftrl_hparams(
@@ -131,40 +155,25 @@ def box_ftrl_hparams(
 ) -> BoxFTRLHParams:
     """Builds and validates :class:`BoxFTRLHParams` (eagerly, on concrete values).
 
+    ``eta`` and ``optimism_cap`` may be arrays: they broadcast into leading grid axes (the faces
+    are repeated along them), each grid point validated on its own.
+
     Raises:
       ValueError: ``eta <= 0`` or non-finite, ``lower``/``upper`` not of the same shape ``(d,)``,
         an empty box (``a_i >= b_i``) or non-finite faces, ``optimism_cap`` outside ``(0, 1)``.
     """
-    dtype = jnp.result_type(float, eta, lower, upper)
-    eta = jnp.asarray(eta, dtype)
-    lower = jnp.asarray(lower, dtype)
-    upper = jnp.asarray(upper, dtype)
-    cap = jnp.asarray(optimism_cap, dtype)
-    if eta.ndim != 0:
-        raise ValueError(f"eta: expected a scalar, got shape {eta.shape}")
-    if cap.ndim != 0:
-        raise ValueError(f"optimism_cap: expected a scalar, got shape {cap.shape}")
-    if lower.ndim != 1 or lower.shape != upper.shape or lower.shape[0] == 0:
-        raise ValueError(
-            f"lower, upper: expected equal shapes (d,) with d >= 1, got {lower.shape} and "
-            f"{upper.shape}"
-        )
-    if _is_concrete(eta) and not (np.isfinite(float(eta)) and float(eta) > 0):
-        raise ValueError(f"eta: expected a finite value > 0, got {float(eta)}")
-    if _is_concrete(cap) and not (0.0 < float(cap) < 1.0):
-        raise ValueError(f"optimism_cap: expected a value in (0, 1), got {float(cap)}")
-    if _is_concrete(lower) and _is_concrete(upper):
-        lo, hi = np.asarray(lower), np.asarray(upper)
-        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
-            raise ValueError("lower, upper: expected finite faces, got non-finite values")
-        bad = np.flatnonzero(~(lo < hi))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(
-                f"lower, upper: expected a non-empty box a_i < b_i, got a_{i} = {lo[i]} >= "
-                f"b_{i} = {hi[i]}"
-            )
-    return BoxFTRLHParams(eta, lower, upper, cap)
+    return grid(
+        _scalar_hparams, {"eta": eta, "optimism_cap": optimism_cap}, lower=lower, upper=upper
+    )
+
+
+def hyperparams(*, dim: int, eta, lower, upper, optimism_cap=0.9) -> BoxFTRLHParams:
+    """Keyword form of :func:`box_ftrl_hparams` with a check of the dimension ``dim``."""
+    dim = checks.check_int("dim", dim)
+    hp = box_ftrl_hparams(eta, lower, upper, optimism_cap=optimism_cap)
+    if hp.lower.shape[-1] != dim:
+        raise ValueError(f"lower, upper: expected shape ({dim},), got {hp.lower.shape}")
+    return hp
 
 
 # --- scalar pieces (shared by the learner, its tests and the ensembles' docs) -----------------
@@ -259,13 +268,11 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
       ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (:func:`box_ftrl_hparams` plus a
       dimension check).
     """
-    if not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim: expected an int >= 1, got {dim!r}")
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps: expected an int >= 1, got {max_steps!r}")
+    dim = checks.check_int("dim", dim)
+    max_steps = checks.check_int("max_steps", max_steps)
 
     def init(hparams: BoxFTRLHParams, key: jax.Array | None = None) -> BoxFTRLState:
-        del key  # deterministic start
+        del key  # deterministic start (bandits_jax.protocols)
         if not isinstance(hparams, BoxFTRLHParams):
             raise ValueError(f"hparams: expected BoxFTRLHParams, got {type(hparams).__name__}")
         if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
@@ -274,20 +281,22 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
                 f"{hparams.upper.shape}"
             )
         zeros = jnp.zeros_like(hparams.lower)
-        # Barrier minimiser = box centre (errata 5), theta = 0.
+        # Barrier minimiser = box centre (errata 15), theta = 0.
         w1 = point_from_theta(zeros, hparams.lower, hparams.upper)
         zero_i = jnp.zeros((), jnp.int32)
-        return BoxFTRLState(
-            w=w1,
-            theta=zeros,
-            grad_sum=zeros,
-            r_plus=zeros,
-            r_minus=zeros,
-            hparams=hparams,
-            t=zero_i,
-            status=zero_i,
-            num_failures=zero_i,
-            num_capped=zero_i,
+        return fresh_state(
+            BoxFTRLState(
+                w=w1,
+                theta=zeros,
+                grad_sum=zeros,
+                r_plus=zeros,
+                r_minus=zeros,
+                hparams=hparams,
+                t=zero_i,
+                status=zero_i,
+                num_failures=zero_i,
+                num_capped=zero_i,
+            )
         )
 
     def query(state: BoxFTRLState, key: jax.Array) -> tuple[jax.Array, OnePointAux]:
@@ -347,20 +356,14 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
             num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
         )
         # Non-finite feedback: keep the whole state, surface NONFINITE.
-        new = jax.tree.map(lambda a, b: jnp.where(finite_in, a, b), new, state)
+        new = checks.guard(finite_in, new, state)
         status = jnp.where(finite_in, root_status, NONFINITE).astype(jnp.int32)
-        return new._replace(
-            status=status,
-            num_failures=state.num_failures + (status != CONVERGED).astype(jnp.int32),
-        )
+        return new._replace(status=status, num_failures=count_failure(state.num_failures, status))
 
-    def hyperparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHParams:
-        hp = box_ftrl_hparams(eta, lower, upper, optimism_cap=optimism_cap)
-        if hp.lower.shape != (dim,):
-            raise ValueError(f"lower, upper: expected shape ({dim},), got {hp.lower.shape}")
-        return hp
+    def make_hparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHParams:
+        return hyperparams(dim=dim, eta=eta, lower=lower, upper=upper, optimism_cap=optimism_cap)
 
-    return Learner(init=init, query=query, update=update, hyperparams=hyperparams)
+    return Learner(init, query, update, make_hparams, dim)
 
 
 __all__ = [
@@ -372,6 +375,7 @@ __all__ = [
     "box_ftrl_hparams",
     "capped_buffer_difference",
     "face_distances",
+    "hyperparams",
     "point_from_theta",
     "scaled_optimality",
     "solve_theta",

@@ -11,14 +11,14 @@ Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's sett
 * ``"convex"`` (Theorem 1): ``eta_t = scale * R / sqrt(offset + Vbar_{t-1})`` with the theorem's
   ``offset = 1152 d^3 R^2 L^2 log(dT)``. The text prints ``R^4 L^2``; ``Vbar`` has the units of a
   squared gradient, so the dimensionally consistent constant is ``R^2 L^2`` (identical for
-  ``R = 1``; ERRATA bco 1). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
+  ``R = 1``; errata 11). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
   ``T ~ 1e4`` the iterate hardly moves; the practical preset uses ``offset = d^2``, i.e. the
   Theorem 3/4 schedule.
 * ``"variance"`` (Theorems 3-4, gradient variance / small loss): ``eta_t = scale * R /
   sqrt(d^2 + Vbar_{t-1})`` (the ``offset`` parameter is ignored: it is ``d^2`` by definition).
 * ``"strongly_convex"`` (Theorems 2, 8): ``eta_t = scale / (lambda t)``.
 * ``"chiang"``: the strongly convex rate of Chiang et al. [2013], described in the paper only as
-  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (ERRATA bco 4). Reconstruction used here:
+  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (errata 14). Reconstruction used here:
   ``eta_t = scale / (lambda (1 + Vbar_{t-1} / (4 d^2 G^2)))``: ``Vbar`` is normalised by
   ``4 d^2 G^2``, the largest possible per-round increment ``||g_t - g~_t||^2`` (Lemma 6 (ix)), so
   the denominator grows by at most ``lambda`` per round and ``eta_t >= 1 / (lambda t)`` (it equals
@@ -29,6 +29,14 @@ Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's sett
 
 Practical presets: :data:`PRESETS` maps names to ``(kind, scale, offset)``; ``offset=None`` means
 the kind's theorem value.
+
+optax. :func:`stateful` returns the schedule as an optax stateful schedule
+(``optax.schedules.StatefulSchedule``: ``init()``, ``update(state, *, err_sq)``,
+``__call__(state)``).
+optax's plain schedules (functions of the step count) do not fit: ``"convex"``, ``"variance"`` and
+``"chiang"`` depend on the observed ``Vbar``, and the two functions of ``t`` alone
+(``1 / (lambda t)``, ``R / (G sqrt(d t))``) are not among optax's families (polynomial, cosine,
+exponential decays), so writing them with optax would not remove code.
 """
 
 from __future__ import annotations
@@ -38,7 +46,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+
+from bandits_jax.bco import checks
 
 Array = jax.Array
 
@@ -97,19 +106,9 @@ class ScheduleState(NamedTuple):
 
 
 def theorem1_offset(d: int, radius, smoothness, horizon) -> float:
-    """``1152 d^3 R^2 L^2 log(dT)`` of Theorem 1 (``R^2`` for the printed ``R^4``; ERRATA 1)."""
+    """``1152 d^3 R^2 L^2 log(dT)`` of Theorem 1 (``R^2`` for the printed ``R^4``; errata 11)."""
     L = max(float(smoothness), 1.0)
     return 1152.0 * d**3 * float(radius) ** 2 * L**2 * math.log(d * float(horizon))
-
-
-def _check_positive(name: str, value) -> None:
-    if isinstance(value, jax.core.Tracer):
-        return
-    v = np.asarray(value, dtype=np.float64)
-    if v.shape != ():
-        raise ValueError(f"{name}: expected a scalar, got shape {v.shape}")
-    if not (np.isfinite(v) and v > 0):
-        raise ValueError(f"{name}: expected a positive finite value, got {float(v)}")
 
 
 def schedule_params(
@@ -145,24 +144,15 @@ def schedule_params(
     """
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
-    if not isinstance(d, int | np.integer) or d < 1:
-        raise ValueError(f"d: expected a positive int, got {d!r}")
-    _check_positive("radius", radius)
-    _check_positive("horizon", horizon)
-    if not isinstance(horizon, jax.core.Tracer) and float(horizon) < 1:
-        raise ValueError(f"horizon: expected T >= 1, got {float(horizon)}")
-    if kind in _NEEDS_LAMBDA:
-        if lam is None:
-            raise ValueError(f"lam: schedule {kind!r} needs lambda > 0, got None")
-        _check_positive("lam", lam)
-    elif lam is None:
-        lam = 1.0
-    else:
-        _check_positive("lam", lam)
-    if not (math.isfinite(float(smoothness)) and float(smoothness) >= 0):
-        raise ValueError(f"smoothness: expected L >= 0 and finite, got {float(smoothness)}")
-    _check_positive("lipschitz", lipschitz)
-    _check_positive("scale", scale)
+    d = checks.check_int("dim", d)
+    checks.check_float("radius", radius, shape=())
+    horizon = checks.check_horizon(horizon)
+    if kind in _NEEDS_LAMBDA and lam is None:
+        raise ValueError(f"lam: schedule {kind!r} needs lambda > 0, got None")
+    lam = 1.0 if lam is None else float(checks.check_float("lam", lam, shape=()))
+    smoothness = checks.check_float("smoothness", smoothness, low_open=False, shape=())
+    checks.check_float("lipschitz", lipschitz, shape=())
+    checks.check_float("scale", scale, shape=())
     L = max(float(smoothness), 1.0)
     if offset is None:
         off = theorem1_offset(d, radius, L, horizon) if kind == CONVEX else float(d * d)
@@ -171,8 +161,7 @@ def schedule_params(
             raise ValueError(f"offset: expected None, 'd2' or a positive number, got {offset!r}")
         off = float(d * d)
     else:
-        _check_positive("offset", offset)
-        off = offset
+        off = float(checks.check_float("offset", offset, shape=()))
     if kind == VARIANCE:
         off = float(d * d)
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
@@ -217,3 +206,33 @@ def step_size(kind: str, d: int, params: ScheduleParams, state: ScheduleState) -
     if kind == SQRT_T:
         return p.scale * p.radius / (p.lipschitz * jnp.sqrt(d * t))
     raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+
+
+class VariationSchedule(NamedTuple):
+    """A schedule as an optax stateful schedule (``optax.schedules.StatefulSchedule``).
+
+    ``init() -> ScheduleState``; ``update(state, *, err_sq) -> state`` after a round with
+    ``||g_t - g~_t||^2 = err_sq``; ``schedule(state) -> eta_t`` for the next round.
+    """
+
+    kind: str
+    dim: int
+    params: ScheduleParams
+
+    def init(self) -> ScheduleState:
+        return init_schedule(self.params.radius.dtype)
+
+    def update(self, state: ScheduleState, *, err_sq: Array, **extra_args) -> ScheduleState:
+        del extra_args
+        return advance(state, jnp.asarray(err_sq))
+
+    def __call__(self, state: ScheduleState, **extra_args) -> Array:
+        del extra_args
+        return step_size(self.kind, self.dim, self.params, state)
+
+
+def stateful(kind: str, dim: int, params: ScheduleParams) -> VariationSchedule:
+    """:class:`VariationSchedule` for a static ``kind`` and dimension and numeric ``params``."""
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    return VariationSchedule(kind, checks.check_int("dim", dim), params)

@@ -13,12 +13,18 @@ delta / r`` and ``eta_t`` from ``schedules`` (``eta_{t+1}`` only needs ``Vbar_t`
 round ``t``). Algorithm 3: ``u_t`` uniform on the sphere, ``g_t = d/(2 delta)(f(w+delta u) -
 f(w-delta u)) u``, ``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
 
-Protocol: a learner is a NamedTuple of pure functions ``init(hparams, key) -> state``,
+Protocol (``bandits_jax.protocols.BCOLearner``): a learner is a NamedTuple of pure functions
+``init(hparams) -> state`` (deterministic start; a trailing key is accepted and ignored),
 ``query(state, key) -> (points (2, d), aux)``, ``update(state, aux, values (2,)) -> state`` and
-``hyperparams(domain, ...) -> hparams`` (eager validation). Non-finite observations (or a
-non-finite update) leave the whole learner state unchanged and set ``status = NONFINITE``
-(``bandits_jax.linalg.roots``); ``num_bad`` counts such rounds. ``status`` is ``CONVERGED`` after a
-good update.
+``hyperparams(domain, ...) -> hparams`` (eager validation; the module-level :func:`hyperparams`
+takes arrays and broadcasts them into a grid). Non-finite observations (or a non-finite update)
+leave the whole learner state unchanged and set ``status = NONFINITE``
+(``bandits_jax.protocols.Status``); ``num_failures`` counts such rounds. ``status`` is
+``CONVERGED`` after a good update.
+
+optax: :func:`optimistic_ogd` (Algorithm 1's step) and :func:`projected_gd` (Algorithm 3's step)
+are ``optax.GradientTransformationExtraArgs``, so the update can be chained with other optax
+transformations and driven by the coordinate estimator on any JAX function.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
+from bandits_jax.bco import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import schedules as sch
@@ -63,8 +71,8 @@ class TwoPointState(NamedTuple):
       g_tilde: optimism buffer ``g~_t`` (latest directional derivative per coordinate).
       sched: schedule state (``t - 1``, ``Vbar_{t-1}``).
       status: int32 status of the last update (``CONVERGED`` or ``NONFINITE``).
-      num_bad: int32 count of rounds whose update was rejected.
-      hp: the hyperparameters.
+      num_failures: int32 count of rounds whose update was rejected.
+      hparams: the hyperparameters.
     """
 
     w: Array
@@ -72,8 +80,8 @@ class TwoPointState(NamedTuple):
     g_tilde: Array
     sched: sch.ScheduleState
     status: Array
-    num_bad: Array
-    hp: TwoPointHParams
+    num_failures: Array
+    hparams: TwoPointHParams
 
 
 class SphereState(NamedTuple):
@@ -82,8 +90,8 @@ class SphereState(NamedTuple):
     w: Array
     sched: sch.ScheduleState
     status: Array
-    num_bad: Array
-    hp: TwoPointHParams
+    num_failures: Array
+    hparams: TwoPointHParams
 
 
 class CoordAux(NamedTuple):
@@ -101,12 +109,42 @@ class SphereAux(NamedTuple):
 
 
 class Learner(NamedTuple):
-    """A learner: pure functions (see module docstring)."""
+    """A BCO learner: pure functions (``bandits_jax.protocols.BCOLearner``) and its ``dim``."""
 
     init: Callable
     query: Callable
     update: Callable
     hyperparams: Callable
+    dim: int
+
+
+def fresh_state(state):
+    """Every leaf copied into its own buffer (so the state can be donated; see ``checks.fresh``)."""
+    return jax.tree_util.tree_map(checks.fresh, state)
+
+
+def status_of(ok: Array, code: Array | int = CONVERGED) -> Array:
+    """``code`` where the update was accepted, else ``NONFINITE`` (int32)."""
+    return jnp.where(ok, code, NONFINITE).astype(jnp.int32)
+
+
+def count_failure(num_failures: Array, status: Array) -> Array:
+    """``num_failures`` plus one if ``status`` is a failure (not ``CONVERGED``)."""
+    return num_failures + (status != CONVERGED).astype(jnp.int32)
+
+
+def accept(state, new, ok: Array, code: Array | int = CONVERGED):
+    """``new`` if ``ok`` else ``state`` (the rejected-step guard), with ``status`` set to ``code``
+    or ``NONFINITE`` and ``num_failures`` counted; shared by every two-point learner."""
+    kept = checks.guard(ok, new, state)
+    status = status_of(ok, code)
+    return kept._replace(status=status, num_failures=count_failure(state.num_failures, status))
+
+
+def all_finite(*xs) -> Array:
+    """Whether every entry of every argument (pytrees allowed) is finite."""
+    leaves = jax.tree_util.tree_leaves(xs)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
 def oogd_step(
@@ -129,45 +167,47 @@ def oogd_step(
     return w_hat_next, w_next
 
 
-def hyperparams(
-    d: int,
-    kind: str,
-    domain: dom.Domain,
-    *,
-    horizon,
-    lam=None,
-    smoothness=1.0,
-    lipschitz=1.0,
-    scale=1.0,
-    offset=None,
-    delta=None,
-) -> TwoPointHParams:
-    """Builds :class:`TwoPointHParams` for a schedule ``kind`` with eager validation.
+def grid(build: Callable[..., Any], gridded: dict[str, Any], **fixed) -> Any:
+    """Calls ``build(**fixed, **point)`` for every point of the broadcast ``gridded`` arrays and
+    stacks the results with leading grid axes (``build`` validates each point eagerly).
 
-    Args:
-      d: dimension.
-      kind: schedule kind (``schedules.KINDS``).
-      domain: a ``Ball`` or ``Box`` (its dtype is the run's dtype).
-      horizon: ``T`` (enters ``delta`` and Theorem 1's constant).
-      lam, smoothness, lipschitz, scale, offset: see ``schedules.schedule_params``.
-      delta: explicit exploration radius (default: the theorem's ``1/(2 d^2 L T R)``); always
-        raised to ``estimators.delta_floor(dtype, R)``.
-
-    Raises:
-      ValueError: naming the argument (dimension mismatch, ``R <= 0``, ``lambda <= 0``, ...).
+    Scalars everywhere give ``build``'s result unchanged (no grid axis), as ``mlogb.hyperparams``.
     """
-    dom.check_dim(domain, d)
+    arrays = {
+        k: np.asarray(v) for k, v in gridded.items() if v is not None and not isinstance(v, str)
+    }
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError as exc:
+        shapes = {k: a.shape for k, a in arrays.items()}
+        raise ValueError(f"{', '.join(arrays)}: shapes do not broadcast: {shapes}") from exc
+    if shape == ():
+        return build(**fixed, **gridded)
+    flat = {k: np.broadcast_to(a, shape).ravel() for k, a in arrays.items()}
+    points = [
+        build(**fixed, **{**gridded, **{k: v[i].item() for k, v in flat.items()}})
+        for i in range(int(np.prod(shape)))
+    ]
+    try:
+        stacked = checks.stack_trees(points)
+    except ValueError as exc:
+        raise ValueError(
+            f"{', '.join(arrays)}: the grid points have differently shaped hyperparameters (e.g. "
+            "pools of different sizes); build them separately"
+        ) from exc
+    return jax.tree_util.tree_map(lambda x: x.reshape(shape + x.shape[1:]), stacked)
+
+
+def _scalar_hyperparams(
+    *, dim, schedule, domain, horizon, lam, smoothness, lipschitz, scale, offset, delta
+) -> TwoPointHParams:
+    dom.check_dim(domain, dim)
+    R, r = dom.concrete_radii(domain)
     dtype = dom.dtype_of(domain)
-    R = dom.outer_radius(domain)
-    r = dom.inner_radius(domain)
-    if isinstance(R, jax.core.Tracer):
-        raise ValueError("domain: hyperparams needs a concrete domain (build it outside jit)")
-    if not float(R) > 0:
-        raise ValueError(f"domain: expected R > 0, got {float(R)}")
     sp = sch.schedule_params(
-        kind,
-        d,
-        radius=float(R),
+        schedule,
+        dim,
+        radius=R,
         horizon=horizon,
         lam=lam,
         smoothness=smoothness,
@@ -176,35 +216,87 @@ def hyperparams(
         offset=offset,
         dtype=dtype,
     )
-    delta_v, xi_v = est.exploration(d, horizon, smoothness, float(R), float(r), dtype, delta)
+    delta_v, xi_v = est.exploration(dim, horizon, smoothness, R, r, dtype, delta)
     return TwoPointHParams(domain, jnp.asarray(delta_v, dtype), jnp.asarray(xi_v, dtype), sp)
 
 
-def _check_hp(hp: TwoPointHParams, d: int) -> None:
-    if not isinstance(hp, TwoPointHParams):
-        raise ValueError(f"hparams: expected TwoPointHParams, got {type(hp).__name__}")
-    dom.check_dim(hp.domain, d)
+def hyperparams(
+    *,
+    dim: int,
+    schedule: str,
+    domain: dom.Domain,
+    horizon,
+    lam=None,
+    smoothness=1.0,
+    lipschitz=1.0,
+    scale=1.0,
+    offset=None,
+    delta=None,
+) -> TwoPointHParams:
+    """Builds :class:`TwoPointHParams` for a schedule kind with eager validation.
 
+    Numeric arguments may be arrays: they broadcast against each other into leading grid axes
+    (as ``mlogb.hyperparams``), each grid point validated on its own.
 
-def _guard(ok: Array, new, old):
-    """Keeps ``old`` where ``ok`` is False (no silent NaN iterate)."""
-    return jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, old)
+    Args:
+      dim: dimension.
+      schedule: schedule kind (``schedules.KINDS``).
+      domain: a ``Ball`` or ``Box`` (its dtype is the run's dtype).
+      horizon: ``T`` (an int; enters ``delta`` and Theorem 1's constant).
+      lam, smoothness, lipschitz, scale, offset: see ``schedules.schedule_params``.
+      delta: explicit exploration radius (default: the theorem's ``1/(2 d^2 L T R)``); always
+        raised to ``estimators.delta_floor(dtype, R)``.
 
-
-def _check_values(values: Array) -> None:
-    if jnp.shape(values) != (2,):
-        raise ValueError(
-            f"values: expected shape (2,) (two-point feedback), got {jnp.shape(values)}"
-        )
-
-
-def _check_factory(d, schedule: str) -> int:
-    """Eager checks of a learner factory's static arguments."""
-    if not isinstance(d, int | np.integer) or d < 1:
-        raise ValueError(f"d: expected a positive int, got {d!r}")
+    Raises:
+      ValueError: naming the argument (dimension mismatch, ``R <= 0``, ``lambda <= 0``, NaN, a
+        float horizon, ...).
+    """
+    dim = checks.check_int("dim", dim)
     if schedule not in sch.KINDS:
         raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
-    return int(d)
+    return grid(
+        _scalar_hyperparams,
+        {
+            "horizon": horizon,
+            "lam": lam,
+            "smoothness": smoothness,
+            "lipschitz": lipschitz,
+            "scale": scale,
+            "offset": offset,
+            "delta": delta,
+        },
+        dim=dim,
+        schedule=schedule,
+        domain=domain,
+    )
+
+
+def check_hparams(hp: Any, cls: type, dim: int) -> None:
+    """``hparams`` is a ``cls`` whose domain has dimension ``dim`` (eager, at ``init``)."""
+    if not isinstance(hp, cls):
+        raise ValueError(f"hparams: expected {cls.__name__}, got {type(hp).__name__}")
+    dom.check_dim(hp.domain, dim)
+
+
+def _check_values(values: Array, num: int = 2) -> Array:
+    values = jnp.asarray(values)
+    if values.shape != (num,):
+        raise ValueError(
+            f"values: expected shape ({num},) ({num}-point feedback), got {values.shape}"
+        )
+    if not jnp.issubdtype(values.dtype, jnp.floating) and not jnp.issubdtype(
+        values.dtype, jnp.integer
+    ):
+        raise ValueError(f"values: expected real loss values, got dtype {values.dtype}")
+    return values
+
+
+def check_factory(dim, schedule: str | None = None) -> int:
+    """Eager checks of a learner factory's static arguments."""
+    dim = checks.check_int("dim", dim)
+    if schedule is not None and schedule not in sch.KINDS:
+        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
+    return dim
 
 
 def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAux]:
@@ -217,18 +309,24 @@ def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAu
 
 def coordinate_feedback(g_tilde: Array, aux: CoordAux, values: Array) -> tuple[Array, Array, Array]:
     """From the two observed values: ``(g_t, g~_{t+1}, ||g_t - g~_t||^2)`` (eq. 2.2)."""
-    _check_values(values)
-    values = jnp.asarray(values, g_tilde.dtype)
+    values = _check_values(values).astype(g_tilde.dtype)
     v = est.directional_derivative(values, aux.spacing)
     g, g_tilde_next = est.coordinate_estimate(g_tilde, aux.i, v)
     return g, g_tilde_next, est.coordinate_error_sq(g_tilde, aux.i, v)
 
 
-def two_point_learner(d: int, *, schedule: str = sch.VARIANCE) -> Learner:
+def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHParams]:
+    def make_hparams(domain, **kw) -> TwoPointHParams:
+        return hyperparams(dim=dim, schedule=schedule, domain=domain, **kw)
+
+    return make_hparams
+
+
+def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
     """Algorithm 1: coordinate two-point estimator (eq. 2.2) + optimistic OGD.
 
     Args:
-      d: dimension (static).
+      dim: dimension (static; ``two_point_learner(dim=5)`` or ``two_point_learner(5)``).
       schedule: step-size kind (``schedules.KINDS``); ``"convex"`` with default constants is
         Theorem 1, ``"strongly_convex"`` Theorem 2, ``"variance"`` Theorems 3-4, ``"chiang"`` the
         Chiang et al. 2013 baseline (a reconstruction; see ``schedules``).
@@ -236,61 +334,43 @@ def two_point_learner(d: int, *, schedule: str = sch.VARIANCE) -> Learner:
     Returns:
       A :class:`Learner`; ``hyperparams(domain, *, horizon, ...)`` as in :func:`hyperparams`.
     """
-    d = _check_factory(d, schedule)
-
-    def make_hparams(domain, **kw) -> TwoPointHParams:
-        return hyperparams(d, schedule, domain, **kw)
+    d = check_factory(dim, schedule)
 
     def init(hp: TwoPointHParams, key: Array | None = None) -> TwoPointState:
-        del key
-        _check_hp(hp, d)
+        del key  # deterministic start (bandits_jax.protocols)
+        check_hparams(hp, TwoPointHParams, d)
         dtype = hp.delta.dtype
-        z = jnp.zeros((d,), dtype)
-        return TwoPointState(
-            w=z,
-            w_hat=z,
-            g_tilde=z,
-            sched=sch.init_schedule(dtype),
-            status=jnp.asarray(CONVERGED, jnp.int32),
-            num_bad=jnp.zeros((), jnp.int32),
-            hp=hp,
+        return fresh_state(
+            TwoPointState(
+                w=jnp.zeros((d,), dtype),
+                w_hat=jnp.zeros((d,), dtype),
+                g_tilde=jnp.zeros((d,), dtype),
+                sched=sch.init_schedule(dtype),
+                status=jnp.asarray(CONVERGED, jnp.int32),
+                num_failures=jnp.zeros((), jnp.int32),
+                hparams=hp,
+            )
         )
 
     def query(state: TwoPointState, key: Array) -> tuple[Array, CoordAux]:
-        return coordinate_query(state.w, state.hp.delta, key)
+        return coordinate_query(state.w, state.hparams.delta, key)
 
     def update(state: TwoPointState, aux: CoordAux, values: Array) -> TwoPointState:
-        hp = state.hp
+        hp = state.hparams
+        sched = sch.stateful(schedule, d, hp.schedule)
         g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
-        eta_t = sch.step_size(schedule, d, hp.schedule, state.sched)
-        sched_next = sch.advance(state.sched, err_sq)
-        eta_next = sch.step_size(schedule, d, hp.schedule, sched_next)
+        sched_next = sched.update(state.sched, err_sq=err_sq)
         w_hat_next, w_next = oogd_step(
-            hp.domain, hp.xi, state.w_hat, g, g_tilde_next, eta_t, eta_next
+            hp.domain, hp.xi, state.w_hat, g, g_tilde_next, sched(state.sched), sched(sched_next)
         )
-        ok = (
-            jnp.all(jnp.isfinite(values))
-            & jnp.isfinite(err_sq)
-            & jnp.all(jnp.isfinite(w_next))
-            & jnp.all(jnp.isfinite(w_hat_next))
-        )
-        new = (w_next, w_hat_next, g_tilde_next, sched_next)
-        old = (state.w, state.w_hat, state.g_tilde, state.sched)
-        w, w_hat, g_tilde, sched = _guard(ok, new, old)
-        return TwoPointState(
-            w=w,
-            w_hat=w_hat,
-            g_tilde=g_tilde,
-            sched=sched,
-            status=jnp.where(ok, CONVERGED, NONFINITE).astype(jnp.int32),
-            num_bad=state.num_bad + (~ok).astype(jnp.int32),
-            hp=hp,
-        )
+        ok = all_finite(values, err_sq, w_next, w_hat_next)
+        new = state._replace(w=w_next, w_hat=w_hat_next, g_tilde=g_tilde_next, sched=sched_next)
+        return accept(state, new, ok)
 
-    return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+    return Learner(init, query, update, _make_hparams_method(d, schedule), d)
 
 
-def sphere_learner(d: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
+def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     """Algorithm 3: sphere two-point estimator + projected gradient descent (no optimism).
 
     With ``schedule="strongly_convex"`` (``eta_t = 1/(lambda t)``) and ``smoothness=1`` this is
@@ -298,51 +378,43 @@ def sphere_learner(d: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     ``"variance"``, which here is ``R / sqrt(d^2 + sum_{s<t} ||g_s||^2)`` (AdaGrad-norm: the
     optimism is ``0``, so ``Vbar`` accumulates ``||g_s||^2``).
     """
-    d = _check_factory(d, schedule)
-
-    def make_hparams(domain, **kw) -> TwoPointHParams:
-        return hyperparams(d, schedule, domain, **kw)
+    d = check_factory(dim, schedule)
 
     def init(hp: TwoPointHParams, key: Array | None = None) -> SphereState:
-        del key
-        _check_hp(hp, d)
+        del key  # deterministic start (bandits_jax.protocols)
+        check_hparams(hp, TwoPointHParams, d)
         dtype = hp.delta.dtype
-        return SphereState(
-            w=jnp.zeros((d,), dtype),
-            sched=sch.init_schedule(dtype),
-            status=jnp.asarray(CONVERGED, jnp.int32),
-            num_bad=jnp.zeros((), jnp.int32),
-            hp=hp,
+        return fresh_state(
+            SphereState(
+                w=jnp.zeros((d,), dtype),
+                sched=sch.init_schedule(dtype),
+                status=jnp.asarray(CONVERGED, jnp.int32),
+                num_failures=jnp.zeros((), jnp.int32),
+                hparams=hp,
+            )
         )
 
     def query(state: SphereState, key: Array) -> tuple[Array, SphereAux]:
         u = est.sample_sphere(key, d, state.w.dtype)
-        points, spacing = est.sphere_queries(state.w, u, state.hp.delta)
+        points, spacing = est.sphere_queries(state.w, u, state.hparams.delta)
         return points, SphereAux(u, spacing)
 
     def update(state: SphereState, aux: SphereAux, values: Array) -> SphereState:
-        _check_values(values)
-        hp = state.hp
-        values = jnp.asarray(values, state.w.dtype)
+        values = _check_values(values)
+        hp = state.hparams
+        sched = sch.stateful(schedule, d, hp.schedule)
+        values = values.astype(state.w.dtype)
         g = est.sphere_estimate(values, aux.u, aux.spacing)
         err_sq = jnp.sum(g * g)
-        eta_t = sch.step_size(schedule, d, hp.schedule, state.sched)
-        w_next = dom.project(hp.domain, state.w - eta_t * g, hp.xi)
-        sched_next = sch.advance(state.sched, err_sq)
-        ok = jnp.all(jnp.isfinite(values)) & jnp.isfinite(err_sq) & jnp.all(jnp.isfinite(w_next))
-        w, sched = _guard(ok, (w_next, sched_next), (state.w, state.sched))
-        return SphereState(
-            w=w,
-            sched=sched,
-            status=jnp.where(ok, CONVERGED, NONFINITE).astype(jnp.int32),
-            num_bad=state.num_bad + (~ok).astype(jnp.int32),
-            hp=hp,
-        )
+        w_next = dom.project(hp.domain, state.w - sched(state.sched) * g, hp.xi)
+        sched_next = sched.update(state.sched, err_sq=err_sq)
+        ok = all_finite(values, err_sq, w_next)
+        return accept(state, state._replace(w=w_next, sched=sched_next), ok)
 
-    return Learner(init=init, query=query, update=update, hyperparams=make_hparams)
+    return Learner(init, query, update, _make_hparams_method(d, schedule), d)
 
 
-def from_preset(d: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner, TwoPointHParams]:
+def from_preset(dim: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner, TwoPointHParams]:
     """Algorithm 1 with a named schedule preset (``schedules.PRESETS``) and its hyperparameters.
 
     ``"theorem1"``/``"theorem2"``/``"theorem3"``/``"chiang2013"`` are the theorems' settings
@@ -357,5 +429,74 @@ def from_preset(d: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner, T
     kw.setdefault("scale", scale)
     kw.setdefault("offset", offset)
     factory = sphere_learner if name.startswith("sphere") else two_point_learner
-    learner = factory(d, schedule=kind)
+    learner = factory(dim, schedule=kind)
     return learner, learner.hyperparams(domain, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same steps as optax gradient transformations
+# ---------------------------------------------------------------------------------------------
+
+
+class OptimisticOGDState(NamedTuple):
+    """State of :func:`optimistic_ogd`: ``w^_t``, the last hint ``g~_t`` and the schedule."""
+
+    w_hat: Array
+    hint: Array
+    sched: sch.ScheduleState
+
+
+class ProjectedGDState(NamedTuple):
+    """State of :func:`projected_gd`: the schedule state."""
+
+    sched: sch.ScheduleState
+
+
+def optimistic_ogd(
+    *, domain: dom.Domain, xi, schedule: sch.VariationSchedule
+) -> optax.GradientTransformationExtraArgs:
+    """Algorithm 1's optimistic OGD step as an optax transformation (params: one ``(d,)`` array).
+
+    ``update(g_t, state, params=w_t, *, hint=g~_{t+1})`` returns ``w_{t+1} - w_t`` (so
+    ``optax.apply_updates`` gives ``w_{t+1}`` up to rounding) with ``eta_t`` and ``eta_{t+1}``
+    from ``schedule`` (``err_sq = ||g_t - g~_t||^2``, ``g~_t`` being the previous hint), exactly
+    the learner's :func:`oogd_step`. Chain it after e.g. ``optax.clip_by_global_norm``.
+    """
+
+    def init(params: Array) -> OptimisticOGDState:
+        return OptimisticOGDState(checks.fresh(params), jnp.zeros_like(params), schedule.init())
+
+    def update(updates, state: OptimisticOGDState, params=None, *, hint, **extra_args):
+        del extra_args
+        if params is None:
+            raise ValueError("params: optimistic_ogd needs the current iterate (params=w_t)")
+        g = updates
+        err_sq = jnp.sum((g - state.hint) ** 2)
+        sched_next = schedule.update(state.sched, err_sq=err_sq)
+        w_hat, w = oogd_step(
+            domain, xi, state.w_hat, g, hint, schedule(state.sched), schedule(sched_next)
+        )
+        return w - params, OptimisticOGDState(w_hat, jnp.asarray(hint, g.dtype), sched_next)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+def projected_gd(
+    *, domain: dom.Domain, xi, schedule: sch.VariationSchedule
+) -> optax.GradientTransformationExtraArgs:
+    """Algorithm 3's projected step ``w_{t+1} = Pi[w_t - eta_t g_t]`` as an optax transformation
+    (``err_sq = ||g_t||^2``: no optimism)."""
+
+    def init(params: Array) -> ProjectedGDState:
+        del params
+        return ProjectedGDState(schedule.init())
+
+    def update(updates, state: ProjectedGDState, params=None, **extra_args):
+        del extra_args
+        if params is None:
+            raise ValueError("params: projected_gd needs the current iterate (params=w_t)")
+        w = dom.project(domain, params - schedule(state.sched) * updates, xi)
+        sched_next = schedule.update(state.sched, err_sq=jnp.sum(updates * updates))
+        return w - params, ProjectedGDState(sched_next)
+
+    return optax.GradientTransformationExtraArgs(init, update)

@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from bandits_jax.bco import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.linalg.roots import CONVERGED, MAX_STEPS, NONFINITE
 
@@ -107,6 +108,11 @@ class BCOEnv(NamedTuple):
     variation_exact: bool
     name: str
 
+    @property
+    def dim(self) -> int:
+        """The dimension ``d`` (the name every factory uses, as in the MLogB environments)."""
+        return self.d
+
 
 # ---------------------------------------------------------------------------------------------
 # Shared drift
@@ -125,11 +131,8 @@ def _normal(key, shape, dtype):
     return jax.random.normal(key, shape, jnp.float32).astype(dtype)
 
 
-def _check_common(d, amplitude, omega, noise, base_norm, switch_every):
-    if not isinstance(d, int) or d < 1:
-        raise ValueError(f"d: expected a positive int, got {d!r}")
-    if not isinstance(switch_every, int) or switch_every < 0:
-        raise ValueError(f"switch_every: expected an int >= 0, got {switch_every!r}")
+def _check_common(amplitude, omega, noise, base_norm, switch_every):
+    checks.check_int("switch_every", switch_every, 0)
     for name, val in (("amplitude", amplitude), ("omega", omega), ("noise", noise)):
         if not (math.isfinite(float(val)) and float(val) >= 0):
             raise ValueError(f"{name}: expected a finite value >= 0, got {val}")
@@ -218,7 +221,7 @@ def _no_grad_variance(es, T: int):
 
 
 def quadratic(
-    d: int,
+    dim: int,
     *,
     lam: float = 1.0,
     radius: float = 1.0,
@@ -235,7 +238,8 @@ def quadratic(
     ``lam``-strongly convex and ``lam``-smooth. ``V_T = lam^2 sum_t ||c_t - c_{t-1}||^2``
     exactly (the gradient difference does not depend on ``x``).
     """
-    _check_common(d, amplitude, omega, noise, base_norm, switch_every)
+    d = checks.check_int("dim", dim)
+    _check_common(amplitude, omega, noise, base_norm, switch_every)
     if not (math.isfinite(float(lam)) and float(lam) > 0):
         raise ValueError(f"lam: expected lambda > 0, got {lam}")
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
@@ -292,10 +296,10 @@ def quadratic(
     )
 
 
-def noisy_iid(d: int, *, noise: float = 0.5, **kw) -> BCOEnv:
+def noisy_iid(dim: int, *, noise: float = 0.5, **kw) -> BCOEnv:
     """Quadratics with i.i.d. noisy centres and no drift: ``V_T`` grows like ``T``."""
     kw.setdefault("amplitude", 0.0)
-    env = quadratic(d, noise=noise, **kw)
+    env = quadratic(dim, noise=noise, **kw)
     return env._replace(name="noisy_iid")
 
 
@@ -305,7 +309,7 @@ def noisy_iid(d: int, *, noise: float = 0.5, **kw) -> BCOEnv:
 
 
 def linear(
-    d: int,
+    dim: int,
     *,
     radius: float = 1.0,
     base_norm: float = 1.0,
@@ -321,7 +325,8 @@ def linear(
     ``V_T = sum_t ||l_t - l_{t-1}||^2`` and ``W_T = sum_t ||l_t - mean(l)||^2`` exactly; the
     best fixed point is the linear minimiser of ``sum_t l_t`` over ``X``.
     """
-    _check_common(d, amplitude, omega, noise, base_norm, switch_every)
+    d = checks.check_int("dim", dim)
+    _check_common(amplitude, omega, noise, base_norm, switch_every)
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
     domain = _resolve_domain(d, radius, domain, dtype)
     G = _high_prob_norm(base_norm, amplitude, noise, d)
@@ -428,7 +433,7 @@ def projected_gradient_solve(
 
 
 def regression(
-    d: int,
+    dim: int,
     *,
     kind: str = "least_squares",
     radius: float = 1.0,
@@ -452,7 +457,8 @@ def regression(
     """
     if kind not in ("least_squares", "logistic"):
         raise ValueError(f"kind: expected 'least_squares' or 'logistic', got {kind!r}")
-    _check_common(d, amplitude, omega, noise, base_norm, switch_every)
+    d = checks.check_int("dim", dim)
+    _check_common(amplitude, omega, noise, base_norm, switch_every)
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
     domain = dom.ball(radius, dtype=dtype)
     R = float(radius)

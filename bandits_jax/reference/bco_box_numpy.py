@@ -7,7 +7,7 @@ comparisons: the equations ``F_{t,i}(x) = 0`` are solved in the box coordinate
 Newton iteration with bisection, on
 ``h F_{t,i} = kappa + (gamma sqrt(2 (1 + s^2)) + 2 s) / (1 - s^2)``.
 
-The same conventions as the JAX learner: start at the box centre (errata 5) and the optimism cap
+The same conventions as the JAX learner: start at the box centre (errata 15) and the optimism cap
 ``|eta c_i| <= cap`` with the shrunk buffers also used for ``z_t`` (see the JAX module docstring).
 """
 

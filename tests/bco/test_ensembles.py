@@ -58,7 +58,7 @@ def test_theorem_pool_has_no_duplicates_and_respects_cap():
         assert np.all(np.isfinite(pool)) and np.all(pool > 0)
         assert len(np.unique(pool)) == len(pool)
         assert np.all(np.diff(pool) > 0) and pool[-1] == pytest.approx(cap)
-    # The raw (E.1) pool at d = 5, T = 2000 has several entries equal to the cap (errata 6).
+    # The raw (E.1) pool at d = 5, T = 2000 has several entries equal to the cap (errata 16).
     d, horizon = 5, 2000
     n = (
         math.ceil(
@@ -102,7 +102,7 @@ def _universal_hp(**kw):
 def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family():
     practical = _universal_run(_universal_hp(preset="practical"), KEYS)
     theorem = _universal_run(_universal_hp(preset="theorem"), KEYS)
-    assert int(jnp.sum(practical["num_nonfinite"])) == 0
+    assert int(jnp.sum(practical["num_failures"])) == 0
     assert bool(jnp.all(practical["all_in_domain"]))
 
     # Every base learner of Table 2 run alone (Algorithm 1 on the true losses).
@@ -160,7 +160,7 @@ def test_universal_fixed_point_hint_is_consistent():
     for k in range(30):
         state, _ = _one_universal_round(state, jax.random.key(k))
         assert int(state.status) == CONVERGED
-    hp = state.hp
+    hp = state.hparams
     base_w = np.concatenate([np.asarray(state.sc_w), np.asarray(state.cvx_w)])
     p = np.asarray(state.meta.weights)
     w = p @ base_w
@@ -202,7 +202,7 @@ def test_dynamic_ensemble_tracks_switching_comparator():
     singles = [*ens.practical_step_pool(), *theorem_pool]
     grid = _stack([practical] + [hp(etas=[eta] * n, preset="practical") for eta in singles])
     out = _batched_runner(DYNAMIC, SWITCH_ENV, grid=True)(grid, KEYS)
-    assert int(jnp.sum(out["num_nonfinite"])) == 0
+    assert int(jnp.sum(out["num_failures"])) == 0
     assert float(jnp.min(out["P_T"])) > 1.0  # the comparator does switch
     means = np.asarray(out["dynamic_regret"].mean(axis=1))
     ours_mean, single_means = means[0], means[1:]
@@ -301,7 +301,7 @@ def test_bad_input():
     state1, aux = _one_universal_round(state, jax.random.key(1))
     bad = _universal_update(state1, aux, jnp.array([jnp.nan, 0.0]))
     assert int(bad.status) == NONFINITE
-    assert int(bad.num_bad) == int(state1.num_bad) + 1
+    assert int(bad.num_failures) == int(state1.num_failures) + 1
     np.testing.assert_array_equal(bad.w, state1.w)
     np.testing.assert_array_equal(bad.meta.weights, state1.meta.weights)
     dyn = DYNAMIC.init(DYNAMIC.hyperparams(ball, horizon=T, preset="practical"), None)

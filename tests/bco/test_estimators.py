@@ -127,7 +127,7 @@ def test_exploration_delta_and_float32_floor():
         est.exploration(d, T, L, R, 1e-3, jnp.float64, delta=0.01)
 
     # At the floor the float32 central difference has a small error; at the theorem's delta it
-    # is garbage (ERRATA bco 2).
+    # is garbage (errata 12).
     x = np.random.default_rng(5).uniform(-0.5, 0.5, size=d)
     f = lambda z: jnp.sum(jnp.cos(z)) + 3.0  # noqa: E731
     true = -np.sin(x[3])

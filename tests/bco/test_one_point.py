@@ -70,7 +70,7 @@ def _paper_F(x, eta, grad_sum, c, lower, upper):
 
 
 def test_iterates_strictly_inside_box_and_queries_in_box():
-    # A box away from the origin (Algorithm 2's w_1 = 0 would be infeasible; errata 5) and a
+    # A box away from the origin (Algorithm 2's w_1 = 0 would be infeasible; errata 15) and a
     # large step so the iterate is pushed towards the faces.
     lower = jnp.array([1.0, -3.0, 0.5, 10.0])
     upper = jnp.array([2.0, -1.0, 0.6, 10.001])
@@ -273,7 +273,7 @@ def test_runs_through_interact_on_linear_env_with_box():
 
     summary, centre_loss = run(jax.random.split(jax.random.key(0), 4))
     assert bool(jnp.all(summary["all_in_domain"]))
-    assert int(jnp.sum(summary["num_nonfinite"])) == 0
+    assert int(jnp.sum(summary["num_failures"])) == 0
     # It learns: its mean regret is well below that of always playing the centre.
     centre_regret = float(jnp.mean(centre_loss - summary["best_loss"]))
     assert 0 < float(jnp.mean(summary["regret"])) < 0.8 * centre_regret

@@ -43,7 +43,7 @@ def _fixed_draw_runner(kind):
     def run(hp, coords):
         def body(state, ti):
             t, i = ti
-            points, spacing = tp.est.coordinate_queries(state.w, i, state.hp.delta)
+            points, spacing = tp.est.coordinate_queries(state.w, i, state.hparams.delta)
             vals = _loss_jax(t, points)
             state = learner.update(state, tp.CoordAux(i, spacing), vals)
             return state, (state.w, state.w_hat, state.g_tilde, state.sched.vbar)
@@ -180,7 +180,7 @@ def test_queries_in_domain_and_status():
     for which in ("alg1", "sphere"):
         m, s, _ = _cached(which)
         assert bool(np.all(s["all_in_domain"]))
-        assert int(np.sum(s["num_nonfinite"])) == 0
+        assert int(np.sum(s["num_failures"])) == 0
         assert np.all(np.asarray(m["status"]) == CONVERGED)
 
 
@@ -236,7 +236,7 @@ def test_nan_values_keep_last_good_state():
     assert int(s1.status) == CONVERGED
     for bad in ([jnp.nan, 0.0], [jnp.inf, 1.0]):
         s2 = upd(s1, aux, jnp.array(bad))
-        assert int(s2.status) == NONFINITE and int(s2.num_bad) == 1
+        assert int(s2.status) == NONFINITE and int(s2.num_failures) == 1
         for a, b in zip(
             (s2.w, s2.w_hat, s2.g_tilde, s2.sched.vbar),
             (s1.w, s1.w_hat, s1.g_tilde, s1.sched.vbar),

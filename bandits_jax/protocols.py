@@ -1,0 +1,229 @@
+"""The learner and environment protocols of both papers, the outcome coding and the status codes.
+
+Written once here; the factories in :mod:`bandits_jax.mlogb` and :mod:`bandits_jax.bco` return
+NamedTuples of pure functions that satisfy these protocols (``isinstance`` checks the members).
+
+Shared conventions
+------------------
+* A learner factory is called with keywords (``dim=``, ...) and closes over static choices
+  (dimensions, sketch sizes, iteration caps). Numeric hyperparameters live in the state's
+  ``hparams`` field, so a grid of hyperparameters is a batch of states: every family has a
+  module-level constructor (``mlogb.hyperparams``, ``bco.two_point.hyperparams``,
+  ``bco.one_point.hyperparams``, ``bco.ensembles.dynamic_hyperparams`` /
+  ``universal_hyperparams``) whose array arguments broadcast into leading grid axes.
+* ``init(hparams) -> state`` in both families. A BCO learner's start is deterministic
+  (``w_1 = 0``, or the box centre for Algorithm 4); all of its randomness enters through the key
+  that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore
+  takes no key; BCO ``init`` still accepts a trailing ``key`` argument for callers written against
+  the old ``init(hparams, key)`` signature and ignores it.
+* Every state has ``status`` (int32, :class:`Status`) of its last update, either as a field (BCO)
+  or in ``state.info.status`` (MLogB). A rejected update keeps the previous state. BCO states also
+  count rejected updates in ``num_failures``.
+* Outcome coding (MLogB): ``y`` is an integer in ``{0, ..., K}``; ``y = 0`` is the no-reward outcome
+  (reward ``r_0 = 0``), ``y = k >= 1`` has reward ``hparams.rewards[k - 1]``. Eagerly, anything
+  else (``1.7``, ``-1``, ``K + 1``) is a ``ValueError``; under ``jit`` it is a rejected update.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import jax
+import numpy as np
+
+from bandits_jax.linalg import roots
+
+Array = jax.Array
+PyTree = Any
+
+# Names of the status codes, taken from ``linalg.roots`` (one line per code; a code that a newer
+# ``roots`` defines joins by adding its name here).
+_STATUS_NAMES = ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "REJECTED")
+
+Status = enum.IntEnum(
+    "Status", {n: int(getattr(roots, n)) for n in _STATUS_NAMES if hasattr(roots, n)}
+)
+Status.__doc__ = """Named int32 status codes (in the manner of optimistix's ``RESULTS``).
+
+``CONVERGED``: the update succeeded. ``MAX_STEPS``: an iterative solve ran out of steps (its last
+iterate, still feasible, was used). ``NONFINITE``: non-finite input or result; the update was
+rejected and the previous state kept. ``INACTIVE``: nothing to solve (e.g. no projection needed).
+"""
+
+#: Codes that are not failures.
+OK_CODES = frozenset(int(Status[n]) for n in ("CONVERGED", "INACTIVE") if n in Status.__members__)
+
+
+def status_name(code: int) -> str:
+    """The name of a status code (``"UNKNOWN(c)"`` for a code this library does not define)."""
+    try:
+        return Status(int(code)).name
+    except ValueError:
+        return f"UNKNOWN({int(code)})"
+
+
+def count_status(statuses: Any) -> dict[str, int]:
+    """Counts each status code in an array (any shape) of codes: ``{name: count}``.
+
+    Every defined name appears (with 0 if absent), unknown codes as ``"UNKNOWN(c)"``.
+    """
+    arr = np.asarray(statuses).astype(np.int64).ravel()
+    counts = {s.name: 0 for s in Status}
+    codes, n = np.unique(arr, return_counts=True)
+    for c, k in zip(codes.tolist(), n.tolist(), strict=True):
+        name = status_name(c)
+        counts[name] = counts.get(name, 0) + int(k)
+    return counts
+
+
+class StatusError(RuntimeError):
+    """Raised by :func:`raise_on_failure`."""
+
+
+def raise_on_failure(statuses: Any, *, allowed: frozenset[int] | None = None) -> None:
+    """Raises :class:`StatusError` if any code is a failure (not ``CONVERGED``/``INACTIVE``).
+
+    Args:
+      statuses: array of status codes (e.g. ``metrics.status`` of a whole run).
+      allowed: the codes that are not failures (default :data:`OK_CODES`).
+    """
+    allowed = OK_CODES if allowed is None else frozenset(int(a) for a in allowed)
+    arr = np.asarray(statuses).astype(np.int64)
+    bad = ~np.isin(arr, list(allowed))
+    if np.any(bad):
+        counts = {k: v for k, v in count_status(arr[bad]).items() if v}
+        raise StatusError(f"{int(bad.sum())} of {arr.size} updates failed: {counts}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Learners
+# ---------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class MLogBLearner(Protocol):
+    """A multinomial logistic bandit learner (``mlogb.eofd``, ``mlogb.oful``, ...).
+
+    ``init(hparams) -> state``; ``scores(state, actions (N, d)) -> (N,)`` optimistic rewards;
+    ``score_parts(state, actions) -> (estimate, bonus)``; ``select(state, actions, mask) -> index``
+    (int32, ``mask`` (N,) bool marks the available actions); ``update(state, x (d,), y) -> state``
+    with ``y`` in ``{0..K}`` (module docstring). Static ``num_outcomes`` (K) and ``dim`` (d).
+    """
+
+    num_outcomes: int
+    dim: int
+
+    def init(self, hparams: PyTree) -> PyTree: ...
+
+    def scores(self, state: PyTree, actions: Array) -> Array: ...
+
+    def score_parts(self, state: PyTree, actions: Array) -> tuple[Array, Array]: ...
+
+    def select(self, state: PyTree, actions: Array, mask: Array | None = None) -> Array: ...
+
+    def update(self, state: PyTree, x: Array, y: Array) -> PyTree: ...
+
+
+@runtime_checkable
+class BCOLearner(Protocol):
+    """A bandit convex optimisation learner (two-point Algorithms 1/3/5/6, one-point 2/4).
+
+    ``init(hparams) -> state`` (deterministic start, module docstring);
+    ``query(state, key) -> (points (P, d), aux)`` with ``P = 2`` (two-point) or ``1`` (one-point);
+    ``update(state, aux, values (P,)) -> state`` with the observed losses at the queried points.
+    ``hyperparams(...)`` builds validated hyperparameters for this learner's static choices.
+    """
+
+    def init(self, hparams: PyTree, key: Array | None = None) -> PyTree: ...
+
+    def query(self, state: PyTree, key: Array) -> tuple[Array, PyTree]: ...
+
+    def update(self, state: PyTree, aux: PyTree, values: Array) -> PyTree: ...
+
+    def hyperparams(self, *args: Any, **kwargs: Any) -> PyTree: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Environments
+# ---------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class MLogBEnv(Protocol):
+    """An MLogB environment (``envs.synthetic_mlogb``, ``envs.classification``, ...).
+
+    ``init(key) -> env_state``; ``observe(env_state, key) -> (env_state, actions (N, d), mask
+    (N,))``; ``outcome(env_state, x, key) -> y`` in ``{0..K}``;
+    ``expected_rewards(env_state, actions) -> (N,)`` (for the regret of eq. 2).
+    """
+
+    num_outcomes: int
+    dim: int
+
+    def init(self, key: Array) -> PyTree: ...
+
+    def observe(self, state: PyTree, key: Array) -> tuple[PyTree, Array, Array]: ...
+
+    def outcome(self, state: PyTree, x: Array, key: Array) -> Array: ...
+
+    def expected_rewards(self, state: PyTree, actions: Array) -> Array: ...
+
+
+@runtime_checkable
+class BCOEnv(Protocol):
+    """A BCO loss sequence (``envs.bco_losses``): nine functions and static constants.
+
+    * ``init(key) -> env_state`` (round ``t = 0``); ``step(env_state) -> env_state`` (next round);
+    * ``loss(env_state, t, x (..., d)) -> f_t(x)``; ``grad(env_state, t, x) -> grad f_t(x)``;
+    * ``comparator(env_state, t) -> v_t`` (dynamic comparator, eq. 5.1);
+    * ``grad_variation(env_state, t)``: ``sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2`` (eq. 1.1);
+    * ``min_loss_plus(env_state, t)``: ``min_{X+} f_t`` (for ``F_T``, eq. 3.5);
+    * ``best_fixed_point(env_state, T) -> (x*, status)``: ``argmin_X sum_{t<T} f_t``;
+    * ``grad_variance(env_state, T) -> W_T`` (eq. 3.4; NaN where not available).
+
+    Constants: ``domain``, ``d`` (also ``dim``), ``lam``, ``smoothness``, ``lipschitz``,
+    ``variation_exact``, ``name``.
+    """
+
+    domain: Any
+    d: int
+
+    def init(self, key: Array) -> PyTree: ...
+
+    def step(self, state: PyTree) -> PyTree: ...
+
+    def loss(self, state: PyTree, t: Array, x: Array) -> Array: ...
+
+    def grad(self, state: PyTree, t: Array, x: Array) -> Array: ...
+
+    def comparator(self, state: PyTree, t: Array) -> Array: ...
+
+    def grad_variation(self, state: PyTree, t: Array) -> Array: ...
+
+    def min_loss_plus(self, state: PyTree, t: Array) -> Array: ...
+
+    def best_fixed_point(self, state: PyTree, num_rounds: int) -> tuple[Array, Array]: ...
+
+    def grad_variance(self, state: PyTree, num_rounds: int) -> Array: ...
+
+
+def status_table(counts: Mapping[str, int]) -> str:
+    """One line ``NAME=count, ...`` of the non-zero counts (for logs)."""
+    return ", ".join(f"{k}={v}" for k, v in counts.items() if v) or "none"
+
+
+__all__ = [
+    "BCOEnv",
+    "BCOLearner",
+    "MLogBEnv",
+    "MLogBLearner",
+    "OK_CODES",
+    "Status",
+    "StatusError",
+    "count_status",
+    "raise_on_failure",
+    "status_name",
+    "status_table",
+]

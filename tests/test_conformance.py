@@ -1,0 +1,345 @@
+"""One conformance suite for every learner of both papers (bandits_jax.protocols).
+
+Each learner is one :class:`Case` in :data:`CASES`; a new learner joins with one line. Every case
+is checked for: the protocol members, jit == eager, float32 and float64 kept, donation of the
+state, vmap over trials and over a hyperparameter grid == loops, one compile per chunk length, a
+checkpoint round trip, and a ValueError naming the argument on bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bandits_jax import mlogb, protocols
+from bandits_jax.bco import domains as dom
+from bandits_jax.bco import ensembles as ens
+from bandits_jax.bco import one_point as op
+from bandits_jax.bco import two_point as tp
+from bandits_jax.sim import checkpoint
+
+D, K, N_ACTIONS, ROUNDS = 3, 2, 5, 2
+
+
+class Case(NamedTuple):
+    """A learner under test.
+
+    Attributes:
+      name: test id.
+      family: ``"bco"`` or ``"mlogb"``.
+      learner: the learner (built with the static choices).
+      hparams: ``(dtype, grid) -> hparams``; ``grid=True`` gives a grid of 2 points (leading axis).
+      bad_input: ``(learner, state) -> (callable raising ValueError, the argument it must name)``.
+    """
+
+    name: str
+    family: str
+    learner: Any
+    hparams: Callable[[Any, bool], Any]
+    bad_input: Callable[[Any, Any], list[tuple[Callable[[], Any], str]]] | None = None
+
+
+# --- BCO ---------------------------------------------------------------------------------------
+
+
+def _ball(dtype):
+    return dom.ball(1.0, dtype=dtype)
+
+
+def _bco_hp(learner, grid_kw, **kw):
+    def make(dtype, grid):
+        extra = {k: (np.asarray(v) if grid else v[0]) for k, v in grid_kw.items()}
+        return learner.hyperparams(_ball(dtype), horizon=50, **kw, **extra)
+
+    return make
+
+
+def _two_point(schedule, factory=tp.two_point_learner, name="alg1", **kw):
+    learner = factory(dim=D, schedule=schedule)
+    return Case(f"{name}-{schedule}", "bco", learner, _bco_hp(learner, {"scale": [0.5, 2.0]}, **kw))
+
+
+def _sphere(schedule, **kw):
+    return _two_point(schedule, tp.sphere_learner, "alg3", **kw)
+
+
+def _box_hp(dtype, grid):
+    eta = np.asarray([0.05, 0.2]) if grid else 0.1
+    lo, hi = -np.ones(D, np.dtype(dtype)), 2 * np.ones(D, np.dtype(dtype))
+    return op.hyperparams(dim=D, eta=eta, lower=lo, upper=hi)
+
+
+_DYN = ens.dynamic_ensemble(dim=D)
+_UNI = ens.universal_ensemble(dim=D)
+_BOX = op.box_ftrl(dim=D)
+
+# The schedules of Algorithms 1 and 3 differ only in the step-size formula: they get the
+# per-round checks (SCHEDULE_CASES); the remaining checks run once per algorithm (CASES).
+SCHEDULE_CASES = [
+    _two_point("convex", offset="d2"),
+    _two_point("strongly_convex", lam=1.0),
+    _two_point("chiang", lam=1.0),
+    _sphere("strongly_convex", lam=1.0),
+]
+CASES = [
+    _two_point("variance"),
+    _sphere("sqrt_t"),
+    Case("alg4-box-ftrl", "bco", _BOX, _box_hp),
+    Case("alg5-dynamic", "bco", _DYN, _bco_hp(_DYN, {"gamma": [0.1, 1.0]}, preset="practical")),
+    Case(
+        "alg6-universal",
+        "bco",
+        _UNI,
+        _bco_hp(_UNI, {"delta": [1e-3, 1e-2]}, lipschitz=2.0, preset="practical"),
+    ),
+]
+
+
+# --- MLogB -------------------------------------------------------------------------------------
+
+
+def _mlogb_hp(dtype, grid):
+    lam = np.asarray([0.5, 2.0]) if grid else 1.0
+    return mlogb.hyperparams(lam=lam, eta=1.0, S=2.0, rewards=[0.5, 1.0], dtype=dtype)
+
+
+CASES += [
+    Case("mlogb-eofd", "mlogb", mlogb.eofd(num_outcomes=K, dim=D, sketch_size=2), _mlogb_hp),
+    Case("mlogb-oful", "mlogb", mlogb.oful(num_outcomes=K, dim=D), _mlogb_hp),
+]
+
+# --- one round of each family ------------------------------------------------------------------
+
+
+def _bco_loss(points):
+    target = jnp.linspace(-0.5, 0.5, points.shape[-1]).astype(points.dtype)
+    return 0.5 * jnp.sum((points - target) ** 2, axis=-1)
+
+
+def _round(case: Case):
+    learner = case.learner
+    if case.family == "bco":
+
+        def play(state, key):
+            points, aux = learner.query(state, key)
+            return learner.update(state, aux, _bco_loss(points))
+
+        return play
+
+    def play(state, key):
+        k_a, k_y = jax.random.split(key)
+        dtype = state.W.dtype
+        actions = jax.random.normal(k_a, (N_ACTIONS, D), dtype) / jnp.sqrt(D)
+        mask = jnp.ones((N_ACTIONS,), bool)
+        x = actions[learner.select(state, actions, mask)]
+        y = jax.random.randint(k_y, (), 0, K + 1)
+        return learner.update(state, x, y)
+
+    return play
+
+
+def _rounds(case: Case, num: int):
+    play = _round(case)
+
+    def run(state, key):
+        return jax.lax.scan(lambda s, k: (play(s, k), None), state, jax.random.split(key, num))[0]
+
+    return run
+
+
+@functools.cache
+def _jit_run(name: str):
+    """One compiled ``ROUNDS``-round run per case, shared by the tests (compiles dominate)."""
+    return jax.jit(_rounds(BY_NAME[name], ROUNDS))
+
+
+_PROBE = jax.random.normal(jax.random.key(7), (N_ACTIONS, D)) / np.sqrt(D)
+
+
+def _observable(case, state):
+    """What must agree: the whole BCO state; for MLogB ``W``, the scores and the counters (the
+    sketch basis ``V`` is only defined up to signs, so it is compared through the scores)."""
+    if case.family == "bco":
+        return state
+    return state.W, case.learner.scores(state, _PROBE.astype(state.W.dtype)), state.t
+
+
+def _status(case, state):
+    return state.status if case.family == "bco" else state.info.status
+
+
+BY_NAME = {c.name: c for c in CASES + SCHEDULE_CASES}
+KEY = jax.random.key(0)
+
+
+@pytest.fixture(params=CASES, ids=[c.name for c in CASES])
+def case(request):
+    return request.param
+
+
+@pytest.fixture(params=CASES + SCHEDULE_CASES, ids=[c.name for c in CASES + SCHEDULE_CASES])
+def any_case(request):
+    return request.param
+
+
+def test_protocol_members(any_case):
+    case = any_case
+    proto = protocols.BCOLearner if case.family == "bco" else protocols.MLogBLearner
+    assert isinstance(case.learner, proto)
+    assert case.learner.dim == D
+
+
+def test_jit_equals_eager(any_case):
+    case = any_case
+    state0 = case.learner.init(case.hparams(jnp.float64, False))
+    play = _round(case)
+    eager = play(state0, KEY)
+    jitted = jax.jit(play)(state0, KEY)
+    chex.assert_trees_all_close(
+        _observable(case, jitted), _observable(case, eager), rtol=1e-12, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_dtype_kept(any_case, dtype):
+    case = any_case
+    state0 = case.learner.init(case.hparams(dtype, False))
+    state = jax.jit(_round(case))(state0, KEY)
+    for before, after in zip(jax.tree.leaves(state0), jax.tree.leaves(state), strict=True):
+        assert before.dtype == after.dtype
+    floats = [x for x in jax.tree.leaves(state) if jnp.issubdtype(x.dtype, jnp.floating)]
+    assert floats and all(x.dtype == dtype for x in floats)
+    assert np.all(np.isfinite(np.asarray(state.w if case.family == "bco" else state.W)))
+    protocols.raise_on_failure(_status(case, state))
+
+
+def test_init_buffers_distinct_and_donation(case):
+    hp = case.hparams(jnp.float64, False)
+    state = case.learner.init(hp)
+    ids = [x.unsafe_buffer_pointer() for x in jax.tree.leaves(state) if x.size]
+    assert len(ids) == len(set(ids)), "init reuses a buffer in two fields"
+    reference = _jit_run(case.name)(case.learner.init(hp), KEY)
+    donated = jax.jit(_rounds(case, ROUNDS), donate_argnums=0)(state, KEY)
+    chex.assert_trees_all_close(
+        _observable(case, donated), _observable(case, reference), rtol=1e-12, atol=1e-12
+    )
+    # The caller's hyperparameters survive the donation of the state.
+    jax.tree.map(np.asarray, hp)
+
+
+def test_vmap_over_trials_equals_loop(case):
+    state0 = case.learner.init(case.hparams(jnp.float64, False))
+    keys = jax.random.split(KEY, 2)
+    batched = jax.jit(jax.vmap(_rounds(case, ROUNDS), in_axes=(None, 0)))(state0, keys)
+    for i in range(2):
+        one = _jit_run(case.name)(state0, keys[i])
+        chex.assert_trees_all_close(
+            _observable(case, jax.tree.map(lambda a, i=i: a[i], batched)),
+            _observable(case, one),
+            rtol=1e-10,
+            atol=1e-12,
+        )
+
+
+def test_vmap_over_grid_equals_loop(case):
+    grid_hp = case.hparams(jnp.float64, True)
+    sizes = {x.shape[0] for x in jax.tree.leaves(grid_hp)}
+    assert sizes == {2}, "every hyperparameter leaf carries the grid axis"
+    run = _rounds(case, ROUNDS)
+    batched = jax.jit(jax.vmap(lambda hp: run(case.learner.init(hp), KEY)))(grid_hp)
+    finals = []
+    for g in range(2):
+        hp = jax.tree.map(lambda a, g=g: a[g], grid_hp)
+        one = _jit_run(case.name)(case.learner.init(hp), KEY)
+        chex.assert_trees_all_close(
+            _observable(case, jax.tree.map(lambda a, g=g: a[g], batched)),
+            _observable(case, one),
+            rtol=1e-10,
+            atol=1e-12,
+        )
+        finals.append(one)
+    # The two grid points really differ.
+    w0, w1 = (f.w if case.family == "bco" else f.W for f in finals)
+    assert not np.allclose(np.asarray(w0), np.asarray(w1))
+
+
+def test_one_compile_per_chunk_length(case):
+    state0 = case.learner.init(case.hparams(jnp.float64, False))
+    play = _round(case)
+
+    @functools.partial(jax.jit, static_argnums=2)
+    @chex.assert_max_traces(n=2)
+    def chunk(state, key, num):
+        return jax.lax.scan(lambda s, k: (play(s, k), None), state, jax.random.split(key, num))[0]
+
+    s = state0
+    for k in jax.random.split(KEY, 3):
+        s = chunk(s, k, 2)  # one trace for length 2
+    chunk(s, KEY, 3)  # and one for length 3
+    chex.clear_trace_counter()
+
+
+def test_checkpoint_round_trip(case, tmp_path):
+    state = _jit_run(case.name)(case.learner.init(case.hparams(jnp.float64, False)), KEY)
+    path = tmp_path / "state.npz"
+    checkpoint.save(path, state)
+    like = case.learner.init(case.hparams(jnp.float64, False))
+    restored, _ = checkpoint.restore(path, like)
+    chex.assert_trees_all_equal(restored, state)
+    chex.assert_trees_all_equal_structs(restored, state)
+
+
+def _bad_inputs(case, state):
+    learner = case.learner
+    if case.family == "bco":
+        points, aux = learner.query(state, KEY)
+        wrong = jnp.zeros((points.shape[0] + 1,))
+        return [
+            (lambda: learner.update(state, aux, wrong), "values"),
+            (lambda: learner.init("not hparams"), "hparams"),
+        ]
+    x = jnp.ones((D,)) / D
+    return [
+        (lambda: learner.update(state, x, 1.7), "y"),
+        (lambda: learner.update(state, x, K + 1), "y"),
+        (lambda: learner.update(state, x, -1), "y"),
+        (lambda: learner.update(state, jnp.ones((D + 1,)), 1), "x"),
+        (lambda: learner.select(state, jnp.ones((N_ACTIONS, D + 1)), None), "actions"),
+    ]
+
+
+def test_bad_input_names_the_argument(any_case):
+    case = any_case
+    state = case.learner.init(case.hparams(jnp.float64, False))
+    for call, name in _bad_inputs(case, state):
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+# --- the status helpers ------------------------------------------------------------------------
+
+
+def test_status_names_wrap_roots_codes():
+    from bandits_jax.linalg import roots
+
+    for name in ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE"):
+        assert int(protocols.Status[name]) == getattr(roots, name)
+
+
+def test_count_status_and_raise_on_failure():
+    S = protocols.Status
+    codes = np.array([[S.CONVERGED, S.INACTIVE, S.NONFINITE], [S.CONVERGED, S.MAX_STEPS, 99]])
+    counts = protocols.count_status(codes)
+    expected = {s.name: int(np.sum(codes == int(s))) for s in S}
+    expected["UNKNOWN(99)"] = 1
+    assert counts == expected
+    protocols.raise_on_failure(np.array([S.CONVERGED, S.INACTIVE]))
+    with pytest.raises(protocols.StatusError, match="NONFINITE=1|'NONFINITE': 1"):
+        protocols.raise_on_failure(codes)
