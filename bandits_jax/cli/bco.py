@@ -211,7 +211,7 @@ def _game(name: str, env: Any, T: int) -> _Game:
         def per_config(hp, over):
             es = es_seed._replace(**{k: jnp.full((N,), v, dt) for k, v in over.items()})
             ls = jax.tree_util.tree_map(
-                lambda x: jnp.broadcast_to(x, (N, *x.shape)), learner.init(hp, None)
+                lambda x: jnp.broadcast_to(x, (N, *x.shape)), learner.init(hp)
             )
             return ls, es
 

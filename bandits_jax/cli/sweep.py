@@ -146,7 +146,6 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
                     {"scale": np.asarray(plan["scales"])},
                     env.init,
                     regret=lambda mt: mt["loss"] - mt["comparator_loss"],
-                    learner_uses_key=True,
                 )
             )
             continue
@@ -194,24 +193,20 @@ def _loop_timing(exps, seeds: list[int], T: int) -> dict:
     from bandits_jax.sim.runner import rollout
 
     env_keys, run_keys = sweep.seed_keys(seeds)
-    lkeys = sweep.learner_keys(seeds)
     run_s = compile_s = 0.0
     runs = 0
-
-    def init(exp, hp, n):
-        return exp.init_learner(hp, lkeys[n]) if exp.learner_uses_key else exp.init_learner(hp)
 
     for exp in exps:
         fn = jax.jit(lambda ls, es, k, step=exp.step: rollout(step, ls, es, k, T))
         hp0 = jax.tree_util.tree_map(lambda x: x[0], exp.hparams)
-        ls0, es0 = init(exp, hp0, 0), exp.init_env(env_keys[0])
+        ls0, es0 = exp.init_learner(hp0), exp.init_env(env_keys[0])
         t0 = time.perf_counter()
         exe = fn.lower(ls0, es0, run_keys[0]).compile()
         compile_s += time.perf_counter() - t0
         for g in range(exp.grid_size):
             hp = jax.tree_util.tree_map(lambda x, g=g: x[g], exp.hparams)
             for n in range(len(seeds)):
-                ls = init(exp, hp, n)
+                ls = exp.init_learner(hp)
                 es = exp.init_env(env_keys[n])
                 t0 = time.perf_counter()
                 jax.block_until_ready(exe(ls, es, run_keys[n]))

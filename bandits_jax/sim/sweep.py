@@ -48,7 +48,6 @@ __all__ = [
     "grid_product",
     "stack_trees",
     "seed_keys",
-    "learner_keys",
     "build_runs",
     "run_sweep",
     "select_grid",
@@ -97,8 +96,6 @@ class Experiment(NamedTuple):
       regret: optional ``metrics -> per-round regret`` (traced, per round) for step functions
         whose metrics have no ``regret`` field; e.g. for ``bandits_jax.bco.interact`` the
         dynamic regret ``lambda m: m["loss"] - m["comparator_loss"]``.
-      learner_uses_key: ``init_learner`` is ``(hparams, key) -> state`` (the BCO protocol); the
-        key comes from the trial seed (:func:`learner_keys`).
     """
 
     learner: str
@@ -109,7 +106,6 @@ class Experiment(NamedTuple):
     grid: Mapping[str, Any]
     init_env: Callable[[jax.Array], PyTree]
     regret: Callable[[Any], Any] | None = None
-    learner_uses_key: bool = False
 
     @property
     def grid_size(self) -> int:
@@ -160,11 +156,6 @@ def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
     return both[:, 0], both[:, 1]
 
 
-def learner_keys(seeds: Sequence[int]) -> jax.Array:
-    """Keys for learners whose ``init`` takes one (BCO), independent of :func:`seed_keys`."""
-    return jnp.stack([jax.random.fold_in(jax.random.key(int(s)), 7) for s in seeds])
-
-
 def build_runs(exp: Experiment, seeds: Sequence[int]) -> RunState:
     """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major."""
     G, N = exp.grid_size, len(seeds)
@@ -177,14 +168,7 @@ def build_runs(exp: Experiment, seeds: Sequence[int]) -> RunState:
     def per_seed(x):  # (N, ...) -> (G * N, ...)
         return jnp.concatenate([x] * G, axis=0)
 
-    if exp.learner_uses_key:
-        lk = learner_keys(seeds)
-        init = jax.vmap(jax.vmap(exp.init_learner, in_axes=(None, 0)), in_axes=(0, None))
-        learner = jax.tree_util.tree_map(
-            lambda x: x.reshape((G * N,) + x.shape[2:]), init(exp.hparams, lk)
-        )
-    else:
-        learner = jax.tree_util.tree_map(per_grid, jax.vmap(exp.init_learner)(exp.hparams))
+    learner = jax.tree_util.tree_map(per_grid, jax.vmap(exp.init_learner)(exp.hparams))
     return RunState(
         learner=learner,
         env=jax.tree_util.tree_map(per_seed, env),

@@ -112,7 +112,7 @@ def test_grid_helpers():
 
 
 def test_sweep_serves_bco_learners():
-    # The same machinery for the BCO family: init(hparams, key), no "regret" metric of its own
+    # The same machinery for the BCO family: init(hparams) like MLogB, no "regret" metric of its own
     # (per-round dynamic regret from its metrics), a grid of step-size scales.
     from bandits_jax.bco import interact as bint
     from bandits_jax.bco import two_point as tp
@@ -130,17 +130,16 @@ def test_sweep_serves_bco_learners():
     step = bint.interact(learner, env)
     exp = sweep.Experiment(
         "alg1", "quadratic", step, learner.init, sweep.stack_trees(hps), {"scale": scales},
-        env.init, regret=lambda m: m["loss"] - m["comparator_loss"], learner_uses_key=True,
+        env.init, regret=lambda m: m["loss"] - m["comparator_loss"],
     )  # fmt: skip
     res = sweep.run_sweep([exp], num_rounds=6, seeds=[0, 1], fields=("loss",))
     got = res.experiments[0].metrics
     assert got["regret"].shape == (2, 2, 6)
     env_keys, run_keys = sweep.seed_keys([0, 1])
-    lkeys = sweep.learner_keys([0, 1])
     one = make_rollout(step, 6)
     for g, hp in enumerate(hps):
         for n in range(2):
-            m = one(learner.init(hp, lkeys[n]), env.init(env_keys[n]), run_keys[n])
+            m = one(learner.init(hp), env.init(env_keys[n]), run_keys[n])
             want = np.asarray(m["loss"] - m["comparator_loss"])
             np.testing.assert_allclose(got["regret"][g, n], want, rtol=1e-10, atol=1e-12)
     rows = sweep.table(res)
