@@ -23,6 +23,7 @@ CONVERGED = 0
 MAX_STEPS = 1
 NONFINITE = 2
 INACTIVE = 3  # nothing to solve (e.g. the point already lies in the ball)
+BAD_OUTCOME = 4  # an update given an outcome outside 0..K (or not integer-valued): rejected
 
 
 class RootResult(NamedTuple):

@@ -100,7 +100,7 @@ def eofd(
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
     """
-    K, d = check_static(num_outcomes, dim, sketch_size)
+    K, d = check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
     D = K * d
     m_eff = min(int(sketch_size), D)
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.linalg.roots import NONFINITE
+from bandits_jax.linalg.roots import BAD_OUTCOME, NONFINITE
 from bandits_jax.mlogb import bonus, confidence
 
 
@@ -27,8 +27,9 @@ class UpdateInfo(NamedTuple):
       projected: whether the Lemma 2 projection was active.
       nu: its dual variable (0 when inactive).
       newton_steps: root-finder iterations (int32).
-      status: ``roots`` status code (int32); ``NONFINITE`` means the update was rejected and the
-        previous state kept.
+      status: ``roots`` status code (int32); ``NONFINITE`` (non-finite values) and
+        ``BAD_OUTCOME`` (y outside 0..K or not integer-valued, under ``jit``) mean the update was
+        rejected and the previous state kept.
       beta: the confidence radius used by the last selection-time formula (before the update).
     """
 
@@ -56,18 +57,22 @@ def empty_info(dtype) -> UpdateInfo:
     return UpdateInfo(jnp.zeros((), bool), z, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), z)
 
 
-def check_static(num_outcomes: Any, dim: Any, sketch_size: Any = None) -> tuple[int, int]:
+def _check_int(name: str, v: Any, minimum: int) -> int:
+    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def check_static(
+    num_outcomes: Any, dim: Any, sketch_size: Any = None, *, max_newton_steps: Any = None
+) -> tuple[int, int]:
     """Eager validation of the factories' static arguments."""
-    for name, v in (("num_outcomes", num_outcomes), ("dim", dim)):
-        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-    if sketch_size is not None and (
-        not isinstance(sketch_size, int | np.integer)
-        or isinstance(sketch_size, bool)
-        or sketch_size < 1
-    ):
-        raise ValueError(f"sketch_size must be an int >= 1, got {sketch_size!r}")
-    return int(num_outcomes), int(dim)
+    K, d = _check_int("num_outcomes", num_outcomes, 1), _check_int("dim", dim, 1)
+    if sketch_size is not None:
+        _check_int("sketch_size", sketch_size, 1)
+    if max_newton_steps is not None:
+        _check_int("max_newton_steps", max_newton_steps, 1)
+    return K, d
 
 
 def check_hparams(hp, num_outcomes: int) -> None:
@@ -95,19 +100,38 @@ def check_actions(actions: jax.Array, dim: int) -> None:
         raise ValueError("actions contain NaN or inf")
 
 
-def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
-    if x.shape != (dim,):
-        raise ValueError(f"x must have shape ({dim},), got {x.shape}")
+def check_outcome(y: Any, num_outcomes: int) -> jax.Array:
+    """Eager checks of an outcome ``y``: a scalar, not boolean, and when concrete an integer value
+    in ``0..K`` (a ``ValueError`` naming ``y``). Returns it as an array."""
+    if isinstance(y, bool) or jnp.result_type(y) == jnp.bool_:
+        raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got a boolean {y!r}")
     if jnp.ndim(y) != 0:
         raise ValueError(
             f"y must be a scalar outcome in 0..{num_outcomes}, got shape {jnp.shape(y)}"
         )
+    if _is_concrete(y):
+        yv = np.asarray(y)
+        if not np.issubdtype(yv.dtype, np.number) or np.iscomplexobj(yv):
+            raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got {y!r}")
+        if not (np.isfinite(yv) and yv == np.round(yv) and 0 <= yv <= num_outcomes):
+            raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got {y!r}")
+    return jnp.asarray(y)
+
+
+def outcome_valid(y: jax.Array, num_outcomes: int) -> jax.Array:
+    """Traced test ``y in {0..K}`` (integer-valued, finite)."""
+    in_range = (y >= 0) & (y <= num_outcomes)
+    if jnp.issubdtype(y.dtype, jnp.integer):
+        return in_range
+    return in_range & jnp.isfinite(y) & (y == jnp.round(y))
+
+
+def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
+    if x.shape != (dim,):
+        raise ValueError(f"x must have shape ({dim},), got {x.shape}")
     if _is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError("x contains NaN or inf")
-    if _is_concrete(y):
-        yv = int(np.asarray(y))
-        if yv < 0 or yv > num_outcomes:
-            raise ValueError(f"y must lie in 0..{num_outcomes}, got {yv}")
+    check_outcome(y, num_outcomes)
 
 
 def guard(old, new):
@@ -160,15 +184,37 @@ def assemble(
         return bonus.optimistic_reward(K, *score_parts(state, actions))
 
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
+        bonus.check_mask((actions.shape[0],), mask)
         est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
+        idx, status = bonus.select_index(est + bon, mask)
+        if _is_concrete(status) and int(status) != bonus.SELECT_OK:
+            raise ValueError(
+                f"select: the scores of valid actions contain NaN "
+                f"({bonus.SELECT_STATUS_NAMES[int(status)]}); the state or actions are not usable"
+            )
+        return idx
+
+    def checked_update(state, x: jax.Array, y: jax.Array):
+        # Outcomes outside 0..K are a ValueError when concrete; under jit the update runs with a
+        # safe outcome and is then undone (previous state kept, status BAD_OUTCOME), as a
+        # non-finite x is.
+        y = check_outcome(y, K)
+        valid = outcome_valid(y, K)
+        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
+        new = update(state, x, y_safe)
+        if _is_concrete(valid):  # checked above: always valid
+            return new
+        kept = jax.tree_util.tree_map(lambda a, b: jnp.where(valid, b, a), state, new)
+        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
+        return kept._replace(info=kept.info._replace(status=status))
 
     return MLogBLearner(
         init=init,
         scores=scores,
         score_parts=score_parts,
         select=select,
-        update=update,
+        update=checked_update,
         num_outcomes=K,
         dim=d,
     )
