@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.linalg.roots import BAD_OUTCOME, NONFINITE
+from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED, INACTIVE, INEXACT, NONFINITE
 from bandits_jax.mlogb import bonus, confidence
 
 
@@ -147,6 +147,21 @@ def guard(old, new):
     return kept._replace(info=info)
 
 
+def into_ball(state):
+    """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than ``4 eps`` of the
+    dtype (float32 rounding of Lemma 2's representation at ``||x|| >> D``) is rescaled onto the
+    sphere, and a ``CONVERGED``/``INACTIVE`` status becomes ``INEXACT`` (so it stays true)."""
+    W, S = state.W, state.hparams.S
+    eps = jnp.finfo(W.dtype).eps
+    n = jnp.sqrt(jnp.sum(W * W))
+    out = n > S * (1.0 + 4.0 * eps)
+    W = jnp.where(out, W * (S / jnp.where(out, n, 1.0)), W)
+    status = state.info.status
+    flag = out & ((status == CONVERGED) | (status == INACTIVE))
+    status = jnp.where(flag, INEXACT, status).astype(jnp.int32)
+    return state._replace(W=W, info=state.info._replace(status=status))
+
+
 def radius_of(state, *, num_outcomes: int, dim: int, rank: int) -> jax.Array:
     """The confidence radius ``beta`` a state selects with (see :mod:`.confidence`)."""
     return confidence.radius(
@@ -196,13 +211,13 @@ def assemble(
         return idx
 
     def checked_update(state, x: jax.Array, y: jax.Array):
-        # Outcomes outside 0..K are a ValueError when concrete; under jit the update runs with a
-        # safe outcome and is then undone (previous state kept, status BAD_OUTCOME), as a
-        # non-finite x is.
+        # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
+        # ValueError when concrete; under jit the update runs with a safe outcome and is then
+        # undone (previous state kept, status BAD_OUTCOME), as a non-finite x is.
         y = check_outcome(y, K)
         valid = outcome_valid(y, K)
         y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
-        new = update(state, x, y_safe)
+        new = into_ball(update(state, x, y_safe))
         if _is_concrete(valid):  # checked above: always valid
             return new
         kept = jax.tree_util.tree_map(lambda a, b: jnp.where(valid, b, a), state, new)
