@@ -68,6 +68,23 @@ def test_select_empty_mask_error_eagerly_flag_under_jit():
         learner.select(state, jnp.eye(3), jnp.zeros(3, bool))
 
 
+def test_interact_reports_select_status():
+    env = synthetic_mlogb(num_outcomes=2, dim=3, min_actions=2, max_actions=4)
+    observe = env.observe
+
+    def empty_observe(es, key):  # an environment that offers no valid action
+        es, actions, mask = observe(es, key)
+        return es, actions, jnp.zeros_like(mask)
+
+    learner, state = small_learner()
+    step = jax.jit(mlogb.interact(learner, env._replace(observe=empty_observe)))
+    es = env.init(jax.random.key(0))
+    _, _, m = step(state, es, jax.random.key(1))
+    assert int(m.select_status) == bonus.SELECT_EMPTY_MASK
+    _, _, m = jax.jit(mlogb.interact(learner, env))(state, es, jax.random.key(1))
+    assert int(m.select_status) == bonus.SELECT_OK
+
+
 # ------------------------------------------------------------------------------- 2. outcomes
 
 
