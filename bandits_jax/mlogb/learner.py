@@ -212,17 +212,18 @@ def assemble(
 
     def checked_update(state, x: jax.Array, y: jax.Array):
         # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
-        # ValueError when concrete; under jit the update runs with a safe outcome and is then
-        # undone (previous state kept, status BAD_OUTCOME), as a non-finite x is.
+        # ValueError when concrete. Under jit a bad outcome is rejected like a non-finite x: the
+        # update sees a NaN x (every learner keeps its previous state then, at no D-sized cost,
+        # where a tree-where would re-read the whole sketch) and the status says BAD_OUTCOME.
         y = check_outcome(y, K)
         valid = outcome_valid(y, K)
-        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
-        new = into_ball(update(state, x, y_safe))
         if _is_concrete(valid):  # checked above: always valid
-            return new
-        kept = jax.tree_util.tree_map(lambda a, b: jnp.where(valid, b, a), state, new)
+            return into_ball(update(state, x, y.astype(jnp.int32)))
+        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
+        x_safe = jnp.where(valid, x, jnp.nan)
+        new = into_ball(update(state, x_safe, y_safe))
         status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
-        return kept._replace(info=kept.info._replace(status=status))
+        return new._replace(info=new.info._replace(status=status))
 
     return MLogBLearner(
         init=init,
