@@ -1,6 +1,7 @@
 """Adversarial inputs and faults (issue 8): each case failed silently before and is now an error
 naming the argument, a flagged and rejected step, or a refused checkpoint."""
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -81,8 +82,6 @@ def test_interact_reports_select_status():
     es = env.init(jax.random.key(0))
     _, _, m = step(state, es, jax.random.key(1))
     assert int(m.select_status) == bonus.SELECT_EMPTY_MASK
-    _, _, m = jax.jit(mlogb.interact(learner, env))(state, es, jax.random.key(1))
-    assert int(m.select_status) == bonus.SELECT_OK
 
 
 # ------------------------------------------------------------------------------- 2. outcomes
@@ -96,19 +95,20 @@ def test_outcome_eager_error_names_y(y):
 
 
 @pytest.mark.parametrize("name", ["eofd", "oful"])
-@pytest.mark.parametrize("y", [3, -1, 1.5, NAN])
-def test_outcome_under_jit_rejected_and_flagged(name, y):
+def test_outcome_under_jit_rejected_and_flagged(name):
     learner, state = small_learner(name)
-    state = jax.jit(learner.update)(state, jnp.array([0.3, -0.2, 0.5]), 1)
-    y_arr = jnp.asarray(y, jnp.float64 if isinstance(y, float) else jnp.int32)
-    new = jax.jit(learner.update)(state, jnp.array([0.1, 0.4, -0.2]), y_arr)
-    kept, before = new._replace(info=None), state._replace(info=None)
-    for a, b in zip(
-        jax.tree_util.tree_leaves(kept), jax.tree_util.tree_leaves(before), strict=True
-    ):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the whole state kept
-    assert int(new.info.status) == roots.BAD_OUTCOME
-    ok = jax.jit(learner.update)(state, jnp.array([0.1, 0.4, -0.2]), jnp.asarray(2.0))
+    update = jax.jit(learner.update)
+    state = update(state, jnp.array([0.3, -0.2, 0.5]), jnp.asarray(1.0))
+    x = jnp.array([0.1, 0.4, -0.2])
+    for y in (3.0, -1.0, 1.5, NAN):  # out of range, not integer-valued, NaN
+        new = update(state, x, jnp.asarray(y))
+        kept, before = new._replace(info=None), state._replace(info=None)
+        for a, b in zip(
+            jax.tree_util.tree_leaves(kept), jax.tree_util.tree_leaves(before), strict=True
+        ):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the whole state kept
+        assert int(new.info.status) == roots.BAD_OUTCOME, y
+    ok = update(state, x, jnp.asarray(2.0))
     assert int(ok.t) == int(state.t) + 1 and int(ok.info.status) != roots.BAD_OUTCOME
 
 
@@ -184,6 +184,7 @@ def _ball_tol(dtype):
 
 def test_solve_dual_max_steps_stays_feasible():
     rng = np.random.default_rng(3)
+    solve = jax.jit(functools.partial(projection.dual_root, max_steps=1))
     for dtype in (jnp.float32, jnp.float64):
         for _ in range(20):
             m = 4
@@ -193,9 +194,7 @@ def test_solve_dual_max_steps_stays_feasible():
             lam, S = 0.5, 1.0
             a = V.T @ w
             cast = lambda z, dt=dtype: jnp.asarray(z, dt)  # noqa: E731
-            sol = projection.dual_root(
-                cast(w @ w), cast(a), cast(mu), cast(lam), cast(S), max_steps=1
-            )
+            sol = solve(cast(w @ w), cast(a), cast(mu), cast(lam), cast(S))
             alpha, c = projection.project_coeffs(cast(a), cast(mu), cast(lam), sol.nu)
             w_new = np.float64(alpha) * w + V @ np.asarray(c, np.float64)
             assert np.linalg.norm(w_new) <= S * (1 + _ball_tol(dtype)), int(sol.status)
