@@ -43,6 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.mlogb.hyperparams import state_dtype
+
 __all__ = [
     "ClassificationEnv",
     "ClassificationState",
@@ -150,6 +152,10 @@ def classification_bandit(
     counts = np.bincount(labels, minlength=num_classes)
     if np.any(counts == 0):
         raise ValueError(f"labels: classes {np.flatnonzero(counts == 0).tolist()} have no example")
+    if num_candidates is not None and (
+        not isinstance(num_candidates, int | np.integer) or isinstance(num_candidates, bool)
+    ):
+        raise ValueError(f"num_candidates: expected an int, got {num_candidates!r}")
     n_cand = num_classes if num_candidates is None else int(num_candidates)
     if not 1 <= n_cand <= num_classes:
         raise ValueError(
@@ -157,6 +163,8 @@ def classification_bandit(
         )
     r = np.asarray([1.0] if rewards is None else rewards, dtype=np.float64).reshape(-1)
     K = r.shape[0]
+    if K < 1 or not np.all(np.isfinite(r) & (r >= 0)):
+        raise ValueError(f"rewards: expected K >= 1 finite values >= 0, got {rewards!r}")
     binary = outcome_of_class is None
     if binary:
         if not 0 <= int(target) < num_classes:
@@ -177,7 +185,7 @@ def classification_bandit(
         level = level.astype(np.int32)
     if not 0.0 <= float(label_noise) <= 1.0:
         raise ValueError(f"label_noise: expected a probability in [0, 1], got {label_noise}")
-    dtype = jnp.dtype(jnp.result_type(float) if dtype is None else dtype)
+    dtype = state_dtype(dtype)
 
     # Per-class index table, padded: example j of class c is by_class[c, j], j < counts[c].
     width = int(counts.max())
@@ -270,6 +278,8 @@ def digits_multinomial(
 ) -> ClassificationEnv:
     """The multinomial (K >= 2) digits variant: digit ``c`` has outcome level
     ``floor(c (K + 1) / 10)`` (K = 4: pairs {0,1}..{8,9}), rewards default ``[1..K] / K``."""
+    if not isinstance(num_outcomes, int | np.integer) or isinstance(num_outcomes, bool):
+        raise ValueError(f"num_outcomes: expected an int >= 2, got {num_outcomes!r}")
     if num_outcomes < 2:
         raise ValueError(
             f"num_outcomes: expected >= 2 (use digits() for K = 1), got {num_outcomes}"

@@ -26,6 +26,7 @@ import gzip
 import os
 import pathlib
 import struct
+import zipfile
 import zlib
 from typing import NamedTuple
 
@@ -218,8 +219,9 @@ def _load_npz(path: pathlib.Path, split: str) -> MNIST:
             images, labels = z[xk], z[yk]
     except IDXFormatError:
         raise
-    except (OSError, ValueError, EOFError, zlib.error) as e:
-        raise IDXFormatError(f"{path}: unreadable .npz ({e})") from None
+    except (OSError, ValueError, EOFError, KeyError, zlib.error, zipfile.BadZipFile) as e:
+        # A truncated .npz is a BadZipFile (not an OSError): name the file.
+        raise IDXFormatError(f"{path}: unreadable or truncated .npz ({e})") from None
     return _check_pair(images, labels, str(path))
 
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.mlogb import model
+from bandits_jax.mlogb.hyperparams import state_dtype
 
 
 class SyntheticState(NamedTuple):
@@ -39,6 +40,12 @@ class MLogBEnv(NamedTuple):
     max_actions: int
 
 
+def _check_int(name: str, v) -> int:
+    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    return int(v)
+
+
 def default_rewards(num_outcomes: int) -> np.ndarray:
     return np.linspace(1.0 / num_outcomes, 1.0, num_outcomes)
 
@@ -54,14 +61,12 @@ def synthetic_mlogb(
     dtype=None,
 ) -> MLogBEnv:
     """Builds the Section 4 synthetic environment (see module docstring)."""
-    K, d = int(num_outcomes), int(dim)
-    if K < 1:
-        raise ValueError(f"num_outcomes must be >= 1, got {num_outcomes}")
-    if d < 1:
-        raise ValueError(f"dim must be >= 1, got {dim}")
-    if not (S > 0):
-        raise ValueError(f"S must be > 0, got {S}")
-    if not (1 <= min_actions <= max_actions):
+    K, d = _check_int("num_outcomes", num_outcomes), _check_int("dim", dim)
+    min_actions = _check_int("min_actions", min_actions)
+    max_actions = _check_int("max_actions", max_actions)
+    if isinstance(S, bool) or not np.isscalar(S) or not (np.isfinite(S) and S > 0):
+        raise ValueError(f"S must be a finite number > 0, got {S!r}")
+    if not (min_actions <= max_actions):
         raise ValueError(
             f"need 1 <= min_actions <= max_actions, got min_actions={min_actions}, "
             f"max_actions={max_actions}"
@@ -69,7 +74,9 @@ def synthetic_mlogb(
     r = default_rewards(K) if rewards is None else np.asarray(rewards, float)
     if r.shape != (K,):
         raise ValueError(f"rewards must have shape ({K},), got {r.shape}")
-    dtype = jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype
+    if not np.all(np.isfinite(r) & (r >= 0)):
+        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    dtype = state_dtype(dtype)
 
     def init(key: jax.Array) -> SyntheticState:
         W = jax.random.normal(key, (K, d), dtype)

@@ -16,6 +16,11 @@ Errata 3: Newton on ``f(nu) - S^2`` is slow where f is steep; we solve
 monotonically to the root), inside the bracket ``[0, (max mu + lam)(||w'||/S - 1)]`` with a
 bisection fallback, and judge convergence on the norm of ``w`` (relative error of ``||w||``),
 not on the relative error of ``nu``, which is tiny when ``w'`` only just leaves the ball.
+
+Feasibility whatever the status: ``psi >= 0`` is the feasible side (``f(nu) <= S^2``). A root that
+is not ``CONVERGED`` (``MAX_STEPS``), or whose own ``psi`` says it lies outside the ball by more
+than the tolerance, is replaced by the bracket's feasible end ``hi``, so the dual variable returned
+always gives ``||w|| <= S`` up to the representation's rounding.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from bandits_jax.linalg.roots import INACTIVE, RootResult, bracketed_newton
+from bandits_jax.linalg.roots import CONVERGED, INACTIVE, RootResult, bracketed_newton
 
 
 class DualSolution(NamedTuple):
@@ -87,12 +92,16 @@ def solve_dual(
         return bracketed_newton(psi, zero, hi, zero, max_steps=max_steps, **tol)
 
     def skip(hi):
-        return RootResult(zero, zero, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+        i0 = jnp.zeros((), jnp.int32)
+        return RootResult(zero, zero, i0, i0, zero, zero)
 
     # Unbatched calls skip the loop (and its first evaluation) when the ball is not left; under
     # vmap both branches run and the selects below give the same result.
     res = lax.cond(active, newton, skip, hi)
-    nu = jnp.where(active, res.x, 0.0)
+    # psi(x) = res.fx < 0 means ||w(x)|| > S: keep x only when converged and feasible to the
+    # tolerance, else take the feasible end of the bracket (psi(hi) >= 0).
+    good = (res.status == CONVERGED) & (res.fx >= -8 * eps)
+    nu = jnp.where(active, jnp.where(good, res.x, res.hi), 0.0)
     status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)
     steps = jnp.where(active, res.steps, 0).astype(jnp.int32)
     return DualSolution(nu=nu, active=active, steps=steps, status=status)

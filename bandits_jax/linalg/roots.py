@@ -23,6 +23,8 @@ CONVERGED = 0
 MAX_STEPS = 1
 NONFINITE = 2
 INACTIVE = 3  # nothing to solve (e.g. the point already lies in the ball)
+BAD_OUTCOME = 4  # an update given an outcome outside 0..K (or not integer-valued): rejected
+INEXACT = 5  # the result left its constraint by more than the dtype's tolerance and was put back
 
 
 class RootResult(NamedTuple):
@@ -33,12 +35,15 @@ class RootResult(NamedTuple):
       fx: function value at ``x``.
       steps: number of iterations taken (int32).
       status: ``CONVERGED``, ``MAX_STEPS`` or ``NONFINITE`` (int32).
+      lo, hi: the final bracket (``f(lo) <= 0 <= f(hi)`` as far as ``fn`` was evaluated).
     """
 
     x: jax.Array
     fx: jax.Array
     steps: jax.Array
     status: jax.Array
+    lo: jax.Array
+    hi: jax.Array
 
 
 def bracketed_newton(
@@ -96,6 +101,9 @@ def bracketed_newton(
 
     init = (x0, f0, df0, lo, hi, jnp.asarray(0, jnp.int32))
     x, fx, _, lo_f, hi_f, steps = lax.while_loop(cond, body, init)
+    # The last evaluation also narrows the bracket.
+    lo_f = jnp.where(fx < 0, x, lo_f)
+    hi_f = jnp.where(fx > 0, x, hi_f)
     finite = jnp.isfinite(fx) & jnp.isfinite(x)
     converged = done_fn(x, fx, lo_f, hi_f) & finite
     status = jnp.where(
@@ -103,4 +111,4 @@ def bracketed_newton(
         NONFINITE,
         jnp.where(converged, CONVERGED, MAX_STEPS),
     ).astype(jnp.int32)
-    return RootResult(x=x, fx=fx, steps=steps, status=status)
+    return RootResult(x=x, fx=fx, steps=steps, status=status, lo=lo_f, hi=hi_f)

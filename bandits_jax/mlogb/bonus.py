@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bandits_jax.mlogb import model
 
@@ -44,15 +45,60 @@ def optimistic_reward(K: int, estimate: jax.Array, bonus: jax.Array) -> jax.Arra
     return jax.nn.sigmoid(index) if K == 1 else index
 
 
-def argmax_tie(values: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-    """Lowest index among valid entries within a relative ``1e-9`` of the maximum (errata 9).
+# Selection status (int32 codes, returned by :func:`select_index`).
+SELECT_OK = 0
+SELECT_NAN_SCORES = 1  # some valid score is NaN (never chosen over a finite or infinite one)
+SELECT_EMPTY_MASK = 2  # no valid action: the index (0) means nothing
+SELECT_STATUS_NAMES = {
+    SELECT_OK: "OK",
+    SELECT_NAN_SCORES: "NAN_SCORES",
+    SELECT_EMPTY_MASK: "EMPTY_MASK",
+}
+
+
+def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
+    """Eager mask checks (shape, boolean, not all False when concrete); ``None``: all valid."""
+    if mask is None:
+        return jnp.ones(shape, bool)
+    if jnp.shape(mask) != tuple(shape):
+        raise ValueError(
+            f"mask must have shape {tuple(shape)} (one per action), got {jnp.shape(mask)}"
+        )
+    if jnp.result_type(mask) != jnp.bool_:
+        raise ValueError(f"mask must be boolean, got dtype {jnp.result_type(mask)}")
+    if not isinstance(mask, jax.core.Tracer) and not np.any(np.asarray(mask)):
+        raise ValueError("mask is all False: no valid action to select")
+    return jnp.asarray(mask)
+
+
+def select_index(values: jax.Array, mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(index, status)``: the lowest index among valid entries within a relative
+    ``1e-9`` of the maximum (errata 9), and a ``SELECT_*`` status (int32).
 
     At round 1 every unit-norm action scores the same; a fixed rule makes JAX and numpy paths
-    choose the same action.
+    choose the same action. ``+inf`` wins (ties among ``+inf`` go to the lowest index); NaN scores
+    are never chosen over non-NaN ones and set ``SELECT_NAN_SCORES`` (all valid scores NaN: the
+    lowest valid index); an all-False mask is a ``ValueError`` when the mask is concrete and
+    ``SELECT_EMPTY_MASK`` (index 0) under ``jit``.
     """
-    if mask is None:
-        mask = jnp.ones(values.shape, bool)
-    v = jnp.where(mask, values, -jnp.inf)
-    vmax = jnp.max(v)
-    ok = mask & (values >= vmax - TIE_RTOL * jnp.abs(vmax))
-    return jnp.argmax(ok).astype(jnp.int32)
+    mask = check_mask(values.shape, mask)
+    nan = jnp.isnan(values)
+    cand = mask & ~nan
+    any_cand = jnp.any(cand)
+    cand = jnp.where(any_cand, cand, mask)  # all valid scores NaN: fall back to the valid ones
+    vmax = jnp.max(jnp.where(cand & ~nan, values, -jnp.inf))
+    # inf - inf is NaN: an infinite maximum is matched exactly.
+    thr = jnp.where(jnp.isfinite(vmax), vmax - TIE_RTOL * jnp.abs(vmax), vmax)
+    ok = cand & ((values >= thr) | ~any_cand)
+    idx = jnp.argmax(ok).astype(jnp.int32)
+    status = jnp.where(
+        ~jnp.any(mask),
+        SELECT_EMPTY_MASK,
+        jnp.where(jnp.any(mask & nan), SELECT_NAN_SCORES, SELECT_OK),
+    ).astype(jnp.int32)
+    return idx, status
+
+
+def argmax_tie(values: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+    """The index of :func:`select_index` (its status dropped; see there for the semantics)."""
+    return select_index(values, mask)[0]

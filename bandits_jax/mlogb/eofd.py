@@ -138,7 +138,7 @@ def eofd(
     Raises:
       ValueError: naming the offending argument.
     """
-    K, d = check_static(num_outcomes, dim, sketch_size)
+    K, d = check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
     robust = confidence.check_regularization(regularization)
     adaptive = _check_adaptive(sketch_size, max_sketch_size, delta_target)
     D = K * d

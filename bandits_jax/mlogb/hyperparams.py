@@ -49,6 +49,41 @@ def _positive(name: str, value) -> np.ndarray:
     return arr
 
 
+def _check_int(name: str, value, minimum: int) -> int:
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def state_dtype(dtype) -> np.dtype:
+    """The state dtype: float32 or float64 (float64 needs ``jax_enable_x64``)."""
+    if dtype is None:
+        return jnp.zeros(()).dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dt not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dt.name}")
+    if dt == np.float64 and not jax.config.jax_enable_x64:
+        raise ValueError("dtype float64 needs jax_enable_x64 (jax.config.update), got float64")
+    return dt
+
+
+def _cast(name: str, value: np.ndarray, dtype: np.dtype, *, low: float, low_open: bool):
+    """Casts to ``dtype`` and checks the cast values: finite and above ``low``."""
+    with np.errstate(over="ignore", under="ignore"):
+        c = np.asarray(value, dtype=float).astype(dtype)
+    bad = ~np.isfinite(c) | ((c <= low) if low_open else (c < low))
+    if np.any(bad):
+        want = f"> {low:g}" if low_open else f">= {low:g}"
+        raise ValueError(
+            f"{name} must be finite and {want} in {dtype.name}, got {value!r} "
+            f"({np.asarray(c).ravel()[np.argmax(np.ravel(bad))]!r} after the cast to {dtype.name})"
+        )
+    return c
+
+
 def hyperparams(
     *,
     lam,
@@ -77,7 +112,7 @@ def hyperparams(
     Raises:
       ValueError: naming the offending argument.
     """
-    dtype = jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype
+    dtype = state_dtype(dtype)
     lam_a, eta_a, S_a = _positive("lam", lam), _positive("eta", eta), _positive("S", S)
     if rewards is None:
         rewards = [1.0]
@@ -91,18 +126,32 @@ def hyperparams(
             raise ValueError(f"beta must be a float, 'theory' or 'order', got {beta!r}")
         mode = BETA_MODES[beta]
         beta_v = _positive("beta_scale", beta_scale)
+        beta_name = "beta_scale"
     else:
         mode = BETA_MODES["fixed"]
         beta_v = np.asarray(beta, dtype=float)
         if not np.all(np.isfinite(beta_v)) or np.any(beta_v < 0):
             raise ValueError(f"beta must be finite and >= 0, got {beta!r}")
+        beta_name = "beta"
     d = np.asarray(delta, dtype=float)
-    if np.any(d <= 0) or np.any(d >= 1):
+    if not np.all((d > 0) & (d < 1)):  # NaN fails too
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
     D = _positive("action_bound", action_bound)
     L = np.asarray(lipschitz, dtype=float)
-    if np.any(L < 0) or np.any(L > 1):
+    if not np.all((L >= 0) & (L <= 1)):  # NaN fails too
         raise ValueError(f"lipschitz must lie in [0, 1], got {lipschitz!r}")
+    # Validate the values the state will hold (float32: 1e-300 -> 0, 1e300 -> inf).
+    lam_a = _cast("lam", lam_a, dtype, low=0.0, low_open=True)
+    eta_a = _cast("eta", eta_a, dtype, low=0.0, low_open=True)
+    S_a = _cast("S", S_a, dtype, low=0.0, low_open=True)
+    D = _cast("action_bound", D, dtype, low=0.0, low_open=True)
+    r = _cast("rewards", r, dtype, low=0.0, low_open=False)
+    beta_v = _cast(beta_name, beta_v, dtype, low=0.0, low_open=mode != BETA_MODES["fixed"])
+    d = _cast("delta", d, dtype, low=0.0, low_open=True)
+    if np.any(d >= 1):
+        raise ValueError(
+            f"delta must lie in (0, 1) in {dtype.name}, got {delta!r} (1 after the cast)"
+        )
     scalars = np.broadcast_arrays(lam_a, eta_a, S_a, beta_v, d, D, L, r[..., 0])
     batch = scalars[0].shape
     f = lambda a: jnp.asarray(np.broadcast_to(a, batch), dtype)  # noqa: E731
@@ -147,19 +196,18 @@ def section4(
     ``l`` and ``e`` may be arrays (the paper's grid is ``{-0.5, ..., 1}^2``): the result is then a
     batched hyperparameter set. Errata 8: ``eta0`` is not Theorem 1's ``eta = alpha/2``.
     """
-    K, d = int(num_outcomes), int(dim)
-    if K < 1:
-        raise ValueError(f"num_outcomes must be >= 1, got {num_outcomes}")
-    if d < 1:
-        raise ValueError(f"dim must be >= 1, got {dim}")
-    if horizon < 2:
-        raise ValueError(f"horizon must be >= 2 (delta = 1/T < 1), got {horizon}")
+    K, d = _check_int("num_outcomes", num_outcomes, 1), _check_int("dim", dim, 1)
+    horizon = _check_int("horizon", horizon, 2)  # delta = 1/T < 1
     _positive("S", S)
+    _positive("action_bound", action_bound)
     alpha = 2.0 * (1.0 + S * action_bound) + math.log(K + 1)
     lam0 = math.sqrt(K) * alpha * S
     eta0 = S / 2.0 + math.log(K + 1) / 4.0
     base = math.sqrt(K) * d
     l_a, e_a = np.broadcast_arrays(np.asarray(l, float), np.asarray(e, float))
+    for name, v, a in (("l", l, l_a), ("e", e, e_a)):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be finite, got {v!r}")
     if rewards is None:
         rewards = [1.0] if K == 1 else list(np.linspace(1.0 / K, 1.0, K))
     hp = hyperparams(

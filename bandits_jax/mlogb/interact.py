@@ -31,6 +31,8 @@ class MLogBMetrics(NamedTuple):
         decision: a tiny ratio means the learner is effectively greedy.
       explored: whether the optimistic choice differs from the greedy choice (argmax of the
         estimate alone): the direct measure of exploration of which the spread ratio is a proxy.
+      select_status: ``bonus.SELECT_*`` code of the selection (``SELECT_NAN_SCORES``: some valid
+        score was NaN and not chosen; ``SELECT_EMPTY_MASK``: no valid action, the round is void).
     """
 
     regret: jax.Array
@@ -45,6 +47,7 @@ class MLogBMetrics(NamedTuple):
     bonus_spread: jax.Array
     estimate_spread: jax.Array
     explored: jax.Array
+    select_status: jax.Array
 
 
 def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
@@ -58,7 +61,7 @@ def interact(learner: MLogBLearner, env: Any):
         k_obs, k_out = jax.random.split(key)
         es, actions, mask = env.observe(es, k_obs)
         est, bon = learner.score_parts(ls, actions)
-        idx = bonus.argmax_tie(est + bon, mask)
+        idx, select_status = bonus.select_index(est + bon, mask)
         x = actions[idx]
         y = env.outcome(es, x, k_out)
         exp_r = env.expected_rewards(es, actions)
@@ -78,6 +81,7 @@ def interact(learner: MLogBLearner, env: Any):
             bonus_spread=_spread(bon, mask),
             estimate_spread=_spread(est, mask),
             explored=idx != bonus.argmax_tie(est, mask),
+            select_status=select_status,
         )
         return ls_new, es, metrics
 

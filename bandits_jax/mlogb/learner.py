@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.linalg.roots import NONFINITE
+from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED, INACTIVE, INEXACT, NONFINITE
 from bandits_jax.mlogb import bonus, confidence
 
 
@@ -27,8 +27,9 @@ class UpdateInfo(NamedTuple):
       projected: whether the Lemma 2 projection was active.
       nu: its dual variable (0 when inactive).
       newton_steps: root-finder iterations (int32).
-      status: ``roots`` status code (int32); ``NONFINITE`` means the update was rejected and the
-        previous state kept.
+      status: ``roots`` status code (int32); ``NONFINITE`` (non-finite values) and
+        ``BAD_OUTCOME`` (y outside 0..K or not integer-valued, under ``jit``) mean the update was
+        rejected and the previous state kept.
       beta: the confidence radius used by the last selection-time formula (before the update).
     """
 
@@ -57,18 +58,22 @@ def empty_info(dtype) -> UpdateInfo:
     return UpdateInfo(z(bool), z(dtype), z(jnp.int32), z(jnp.int32), z(dtype))
 
 
-def check_static(num_outcomes: Any, dim: Any, sketch_size: Any = None) -> tuple[int, int]:
+def _check_int(name: str, v: Any, minimum: int) -> int:
+    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def check_static(
+    num_outcomes: Any, dim: Any, sketch_size: Any = None, *, max_newton_steps: Any = None
+) -> tuple[int, int]:
     """Eager validation of the factories' static arguments."""
-    for name, v in (("num_outcomes", num_outcomes), ("dim", dim)):
-        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-    if sketch_size is not None and (
-        not isinstance(sketch_size, int | np.integer)
-        or isinstance(sketch_size, bool)
-        or sketch_size < 1
-    ):
-        raise ValueError(f"sketch_size must be an int >= 1, got {sketch_size!r}")
-    return int(num_outcomes), int(dim)
+    K, d = _check_int("num_outcomes", num_outcomes, 1), _check_int("dim", dim, 1)
+    if sketch_size is not None:
+        _check_int("sketch_size", sketch_size, 1)
+    if max_newton_steps is not None:
+        _check_int("max_newton_steps", max_newton_steps, 1)
+    return K, d
 
 
 def check_hparams(hp, num_outcomes: int) -> None:
@@ -96,19 +101,38 @@ def check_actions(actions: jax.Array, dim: int) -> None:
         raise ValueError("actions contain NaN or inf")
 
 
-def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
-    if x.shape != (dim,):
-        raise ValueError(f"x must have shape ({dim},), got {x.shape}")
+def check_outcome(y: Any, num_outcomes: int) -> jax.Array:
+    """Eager checks of an outcome ``y``: a scalar, not boolean, and when concrete an integer value
+    in ``0..K`` (a ``ValueError`` naming ``y``). Returns it as an array."""
+    if isinstance(y, bool) or jnp.result_type(y) == jnp.bool_:
+        raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got a boolean {y!r}")
     if jnp.ndim(y) != 0:
         raise ValueError(
             f"y must be a scalar outcome in 0..{num_outcomes}, got shape {jnp.shape(y)}"
         )
+    if _is_concrete(y):
+        yv = np.asarray(y)
+        if not np.issubdtype(yv.dtype, np.number) or np.iscomplexobj(yv):
+            raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got {y!r}")
+        if not (np.isfinite(yv) and yv == np.round(yv) and 0 <= yv <= num_outcomes):
+            raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got {y!r}")
+    return jnp.asarray(y)
+
+
+def outcome_valid(y: jax.Array, num_outcomes: int) -> jax.Array:
+    """Traced test ``y in {0..K}`` (integer-valued, finite)."""
+    in_range = (y >= 0) & (y <= num_outcomes)
+    if jnp.issubdtype(y.dtype, jnp.integer):
+        return in_range
+    return in_range & jnp.isfinite(y) & (y == jnp.round(y))
+
+
+def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
+    if x.shape != (dim,):
+        raise ValueError(f"x must have shape ({dim},), got {x.shape}")
     if _is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError("x contains NaN or inf")
-    if _is_concrete(y):
-        yv = int(np.asarray(y))
-        if yv < 0 or yv > num_outcomes:
-            raise ValueError(f"y must lie in 0..{num_outcomes}, got {yv}")
+    check_outcome(y, num_outcomes)
 
 
 def guard(old, new):
@@ -122,6 +146,21 @@ def guard(old, new):
     kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, b, a), old, new)
     info = kept.info._replace(status=jnp.where(ok, new.info.status, NONFINITE).astype(jnp.int32))
     return kept._replace(info=info)
+
+
+def into_ball(state):
+    """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than ``4 eps`` of the
+    dtype (float32 rounding of Lemma 2's representation at ``||x|| >> D``) is rescaled onto the
+    sphere, and a ``CONVERGED``/``INACTIVE`` status becomes ``INEXACT`` (so it stays true)."""
+    W, S = state.W, state.hparams.S
+    eps = jnp.finfo(W.dtype).eps
+    n = jnp.sqrt(jnp.sum(W * W))
+    out = n > S * (1.0 + 4.0 * eps)
+    W = jnp.where(out, W * (S / jnp.where(out, n, 1.0)), W)
+    status = state.info.status
+    flag = out & ((status == CONVERGED) | (status == INACTIVE))
+    status = jnp.where(flag, INEXACT, status).astype(jnp.int32)
+    return state._replace(W=W, info=state.info._replace(status=status))
 
 
 def radius_of(state, *, num_outcomes: int, dim: int, rank: int) -> jax.Array:
@@ -163,15 +202,38 @@ def assemble(
         return bonus.optimistic_reward(K, *score_parts(state, actions))
 
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
+        bonus.check_mask((actions.shape[0],), mask)
         est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
+        idx, status = bonus.select_index(est + bon, mask)
+        if _is_concrete(status) and int(status) != bonus.SELECT_OK:
+            raise ValueError(
+                f"select: the scores of valid actions contain NaN "
+                f"({bonus.SELECT_STATUS_NAMES[int(status)]}); the state or actions are not usable"
+            )
+        return idx
+
+    def checked_update(state, x: jax.Array, y: jax.Array):
+        # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
+        # ValueError when concrete. Under jit a bad outcome is rejected like a non-finite x: the
+        # update sees a NaN x (every learner keeps its previous state then, at no D-sized cost,
+        # where a tree-where would re-read the whole sketch) and the status says BAD_OUTCOME.
+        y = check_outcome(y, K)
+        valid = outcome_valid(y, K)
+        if _is_concrete(valid):  # checked above: always valid
+            return into_ball(update(state, x, y.astype(jnp.int32)))
+        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
+        x_safe = jnp.where(valid, x, jnp.nan)
+        new = into_ball(update(state, x_safe, y_safe))
+        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
+        return new._replace(info=new.info._replace(status=status))
 
     return MLogBLearner(
         init=init,
         scores=scores,
         score_parts=score_parts,
         select=select,
-        update=update,
+        update=checked_update,
         num_outcomes=K,
         dim=d,
     )

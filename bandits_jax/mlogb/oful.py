@@ -59,7 +59,7 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBLea
       num_outcomes: K >= 1; dim: d.
       max_newton_steps: cap of the projection's dual root loop.
     """
-    K, d = check_static(num_outcomes, dim)
+    K, d = check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
     D = K * d
 
     def init(hp: MLogBHyperparams) -> OFULState:

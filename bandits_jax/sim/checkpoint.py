@@ -8,28 +8,137 @@ the same structure (e.g. the freshly initialised state) and checks that the path
 dtypes match, so a checkpoint from another configuration is refused with a clear message instead of
 silently loaded. Typed PRNG keys (``jax.random.key``) are stored as their key data and rewrapped.
 Writes are atomic (temporary file, then ``os.replace``), so an interrupted write leaves the
-previous checkpoint intact.
+previous checkpoint intact. Every file carries a SHA-256 checksum of its arrays, checked on
+restore; a truncated or corrupt file is a :class:`CheckpointError` naming the path, and
+:class:`DirectoryLock` keeps two processes from writing the same directory.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 import pathlib
 import tempfile
+import warnings
+import zipfile
+import zlib
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["CheckpointError", "save", "restore", "read_meta"]
+__all__ = [
+    "CheckpointError",
+    "CheckpointLockError",
+    "DirectoryLock",
+    "save",
+    "restore",
+    "read_meta",
+    "checksum",
+]
 
 PyTree = Any
 
 
 class CheckpointError(ValueError):
-    """A checkpoint is missing, unreadable or does not match the run it should resume."""
+    """A checkpoint is missing, unreadable or does not match the run it should resume.
+
+    Messages are one line, so a command can print them as they are.
+    """
+
+
+class CheckpointLockError(CheckpointError):
+    """Another live process holds the directory's lock file."""
+
+
+# Errors numpy's lazy .npz reader raises on truncated or corrupt files.
+_READ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+
+
+def checksum(arrays: list[np.ndarray]) -> str:
+    """SHA-256 of the arrays' dtypes, shapes and bytes (hex)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class DirectoryLock:
+    """An exclusive lock file (``O_CREAT | O_EXCL``, holding the pid) in a directory.
+
+    Use as a context manager. A lock left by a dead process is taken over with a warning; one held
+    by a live process raises :class:`CheckpointLockError` at once (no waiting).
+    """
+
+    def __init__(self, directory: str | os.PathLike, name: str = ".lock"):
+        self.directory = pathlib.Path(directory)
+        self.path = self.directory / name
+        self.held = False
+
+    def acquire(self) -> DirectoryLock:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    pid = int(self.path.read_text().strip() or "-1")
+                except (OSError, ValueError):
+                    pid = -1
+                if pid > 0 and _pid_alive(pid):
+                    raise CheckpointLockError(
+                        f"{self.directory}: in use by process {pid} (lock file {self.path}); "
+                        "wait for it to finish or use another directory"
+                    ) from None
+                warnings.warn(
+                    f"{self.path}: taking over a stale lock (process {pid} is not running)",
+                    stacklevel=2,
+                )
+                try:
+                    self.path.unlink()
+                except FileNotFoundError:
+                    pass
+                continue
+            except OSError as e:
+                if e.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+                    raise CheckpointError(
+                        f"{self.directory}: not writable ({e.strerror})"
+                    ) from None
+                raise
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{os.getpid()}\n")
+            self.held = True
+            return self
+        raise CheckpointLockError(f"{self.directory}: could not take the lock file {self.path}")
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> DirectoryLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def _is_key(x: Any) -> bool:
@@ -69,6 +178,7 @@ def save(path: str | os.PathLike, tree: PyTree, meta: dict | None = None) -> Non
         else:
             kinds.append("array")
         arrays[f"leaf_{i:05d}"] = np.asarray(jax.device_get(leaf))
+    arrays["__checksum__"] = np.asarray(checksum(list(arrays.values())))
     arrays["__paths__"] = np.asarray(paths, dtype=np.str_)
     arrays["__kinds__"] = np.asarray(kinds, dtype=np.str_)
     arrays["__meta__"] = np.asarray(json.dumps(meta or {}, sort_keys=True))
@@ -88,18 +198,23 @@ def _open(path: pathlib.Path):
         raise CheckpointError(f"{path}: no checkpoint there")
     try:
         return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise CheckpointError(f"{path}: unreadable checkpoint ({e})") from None
+    except _READ_ERRORS as e:
+        raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
 
 
 def read_meta(path: str | os.PathLike) -> dict:
     """The metadata dict stored by :func:`save`."""
     path = pathlib.Path(path)
     with _open(path) as z:
-        return json.loads(str(z["__meta__"]))
+        try:
+            return json.loads(str(z["__meta__"]))
+        except _READ_ERRORS as e:
+            raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
 
 
-def restore(path: str | os.PathLike, like: PyTree) -> tuple[PyTree, dict]:
+def restore(
+    path: str | os.PathLike, like: PyTree, *, require_finite: bool = False
+) -> tuple[PyTree, dict]:
     """Reads a checkpoint into the structure of ``like``.
 
     Args:
@@ -111,7 +226,8 @@ def restore(path: str | os.PathLike, like: PyTree) -> tuple[PyTree, dict]:
       ``(tree, meta)``: the stored tree as jax arrays (typed keys rewrapped) and the metadata.
 
     Raises:
-      CheckpointError: missing/unreadable file, or a different structure, shape or dtype.
+      CheckpointError: missing/unreadable/truncated file, a checksum mismatch, a different
+        structure, shape or dtype, or (``require_finite``) non-finite values.
     """
     path = pathlib.Path(path)
     want_paths, want_leaves = _paths_and_leaves(like)
@@ -122,8 +238,11 @@ def restore(path: str | os.PathLike, like: PyTree) -> tuple[PyTree, dict]:
             kinds = [str(k) for k in z["__kinds__"]]
             meta = json.loads(str(z["__meta__"]))
             stored = [z[f"leaf_{i:05d}"] for i in range(len(got_paths))]
-        except (KeyError, ValueError, OSError, EOFError) as e:
-            raise CheckpointError(f"{path}: incomplete checkpoint ({e})") from None
+            stored_sum = str(z["__checksum__"]) if "__checksum__" in z.files else None
+        except _READ_ERRORS as e:
+            raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
+    if stored_sum is not None and checksum(stored) != stored_sum:
+        raise CheckpointError(f"{path}: checksum mismatch (corrupt checkpoint)")
     if got_paths != want_paths:
         raise CheckpointError(
             f"{path}: stored tree has leaves {got_paths[:6]}{'...' if len(got_paths) > 6 else ''}"
@@ -145,5 +264,7 @@ def restore(path: str | os.PathLike, like: PyTree) -> tuple[PyTree, dict]:
                 f"{path}: {name} stored as {leaf.dtype}{list(leaf.shape)}, the run expects "
                 f"{want_dtype}{list(want_shape)} (a checkpoint of another configuration?)"
             )
+        if require_finite and np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
+            raise CheckpointError(f"{path}: {name} holds NaN or inf; refusing to resume from it")
         leaves.append(leaf)
     return jax.tree_util.tree_unflatten(treedef, leaves), meta

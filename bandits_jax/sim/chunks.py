@@ -12,6 +12,11 @@ shorter last chunk). Between chunks the host
 Resuming loads ``state.npz`` and the metric files and plays the remaining chunks with the same
 compiled function, so an interrupted run and an uninterrupted one give bit-identical metrics and
 states (the chunk size must be the same; it is recorded and checked, as is a user configuration).
+Every file carries the run's identity (a hash of rounds, chunk size and configuration, so of the
+trial's seed too), its chunk index and a checksum: a metrics file of another run or trial, a
+state with NaN, a truncated file or a chunk count past the end is refused with a
+:class:`~bandits_jax.sim.checkpoint.CheckpointError`. The directory holds a lock file while a run
+writes it (:class:`~bandits_jax.sim.checkpoint.DirectoryLock`).
 
 The chunk function is compiled ahead of time (``jit(...).lower(...).compile()``), so compile time
 is reported separately from run time: ``ChunkStats.run_seconds`` is the wall time of the chunks
@@ -25,7 +30,9 @@ same compiled call (several learners in one sweep).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
 import math
 import os
@@ -258,6 +265,11 @@ def _config_json(config: Any) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
+def run_id(meta_base: dict) -> str:
+    """The identity of a run: a hash of its rounds, chunk size and configuration."""
+    return hashlib.sha256(json.dumps(meta_base, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def run_chunked(
     chunk_fn: ChunkFn,
     state: PyTree,
@@ -305,6 +317,41 @@ def run_chunked(
         "chunk_size": int(chunk_size),
         "config": _config_json(config),
     }
+    ident = run_id(meta_base)
+    lock = checkpoint.DirectoryLock(ckdir) if ckdir is not None else contextlib.nullcontext()
+    with lock:
+        return _run_locked(
+            chunk_fn,
+            state,
+            num_rounds,
+            chunk_size=chunk_size,
+            lengths=lengths,
+            ckdir=ckdir,
+            meta_base=meta_base,
+            ident=ident,
+            resume=resume,
+            progress=progress,
+            keep=keep,
+            stop_after_chunks=stop_after_chunks,
+        )
+
+
+def _run_locked(
+    chunk_fn: ChunkFn,
+    state: PyTree,
+    num_rounds: int,
+    *,
+    chunk_size: int,
+    lengths: list[int],
+    ckdir: pathlib.Path | None,
+    meta_base: dict,
+    ident: str,
+    resume: bool,
+    progress: Progress | None,
+    keep: Callable[[PyTree], PyTree],
+    stop_after_chunks: int | None,
+) -> ChunkedResult:
+    """:func:`run_chunked`'s body, run while holding the checkpoint directory's lock."""
     pieces: list[PyTree] = []
     start_chunk = 0
     rounds_done = 0
@@ -317,13 +364,29 @@ def run_chunked(
                     f"{ckdir}: checkpoint has {k}={meta.get(k)!r}, this run has {v!r}; "
                     "resume with the same settings or start without --resume"
                 )
-        state, _ = checkpoint.restore(ckdir / "state.npz", state)
-        start_chunk = int(meta["chunks_done"])
-        rounds_done = int(meta["rounds_done"])
+        if meta.get("run_id", ident) != ident:
+            raise checkpoint.CheckpointError(f"{ckdir}: state.npz belongs to another run")
+        start_chunk, rounds_done = meta.get("chunks_done"), meta.get("rounds_done")
+        if (
+            not isinstance(start_chunk, int)
+            or not 0 <= start_chunk <= len(lengths)
+            or rounds_done != sum(lengths[:start_chunk])
+        ):
+            raise checkpoint.CheckpointError(
+                f"{ckdir}: state.npz says {start_chunk!r} chunks ({rounds_done!r} rounds) done, "
+                f"but this run has {len(lengths)} chunks of {chunk_size} rounds"
+            )
+        state, _ = checkpoint.restore(ckdir / "state.npz", state, require_finite=True)
         seconds_before = float(meta.get("run_seconds", 0.0))
         for k in range(start_chunk):
             like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
-            piece, _ = checkpoint.restore(ckdir / f"metrics_{k:05d}.npz", like)
+            mpath = ckdir / f"metrics_{k:05d}.npz"
+            piece, mmeta = checkpoint.restore(mpath, like)
+            if mmeta.get("run_id") != ident or mmeta.get("chunk") != k:
+                raise checkpoint.CheckpointError(
+                    f"{mpath}: metrics of another run, trial or chunk (run {mmeta.get('run_id')},"
+                    f" chunk {mmeta.get('chunk')}; expected run {ident}, chunk {k})"
+                )
             pieces.append(jax.device_get(piece))
         if progress is not None and rounds_done:
             progress.skip(rounds_done)
@@ -353,12 +416,13 @@ def run_chunked(
         rounds_done += length
         played += 1
         if ckdir is not None:
-            checkpoint.save(ckdir / f"metrics_{k:05d}.npz", metrics)
+            checkpoint.save(ckdir / f"metrics_{k:05d}.npz", metrics, {"run_id": ident, "chunk": k})
             checkpoint.save(
                 ckdir / "state.npz",
                 state,
                 {
                     **meta_base,
+                    "run_id": ident,
                     "chunks_done": k + 1,
                     "rounds_done": rounds_done,
                     "run_seconds": seconds_before + sum(chunk_seconds),
