@@ -40,20 +40,23 @@ PyTree = Any
 
 # Names of the status codes, taken from ``linalg.roots`` (one line per code; a code that a newer
 # ``roots`` defines joins by adding its name here).
-_STATUS_NAMES = ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "REJECTED")
+_STATUS_NAMES = ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "BAD_OUTCOME", "INEXACT")
 
-Status = enum.IntEnum(
-    "Status", {n: int(getattr(roots, n)) for n in _STATUS_NAMES if hasattr(roots, n)}
-)
+Status = enum.IntEnum("Status", {n: int(getattr(roots, n)) for n in _STATUS_NAMES})
 Status.__doc__ = """Named int32 status codes (in the manner of optimistix's ``RESULTS``).
 
 ``CONVERGED``: the update succeeded. ``MAX_STEPS``: an iterative solve ran out of steps (its last
 iterate, still feasible, was used). ``NONFINITE``: non-finite input or result; the update was
 rejected and the previous state kept. ``INACTIVE``: nothing to solve (e.g. no projection needed).
+``BAD_OUTCOME``: an MLogB outcome outside ``0..K`` or not integer-valued; rejected like
+``NONFINITE``. ``INEXACT``: the result left its constraint by more than the dtype's tolerance
+(float32 rounding) and was put back on it.
 """
 
 #: Codes that are not failures.
-OK_CODES = frozenset(int(Status[n]) for n in ("CONVERGED", "INACTIVE") if n in Status.__members__)
+OK_CODES = frozenset({int(Status.CONVERGED), int(Status.INACTIVE)})
+#: Codes of rejected updates (the state kept its last good value).
+REJECTED_CODES = frozenset({int(Status.NONFINITE), int(Status.BAD_OUTCOME)})
 
 
 def status_name(code: int) -> str:
@@ -220,6 +223,7 @@ __all__ = [
     "MLogBEnv",
     "MLogBLearner",
     "OK_CODES",
+    "REJECTED_CODES",
     "Status",
     "StatusError",
     "count_status",

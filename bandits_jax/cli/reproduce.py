@@ -203,6 +203,7 @@ def keep_mlogb(metrics: Any) -> dict[str, Any]:
         "estimate_spread": metrics.estimate_spread,
         "explored": metrics.explored,
         "status": metrics.status,
+        "select_status": metrics.select_status,
     }
 
 
@@ -341,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
             point = tuned_point(spec, recipe)
             ls = learner.init(spec.hparams(point))
             kept: dict[str, list] = {k: [] for k in ("regret", "bonus", "estimate", "explored")}
-            kept["status"], per_round, compile_s = [], [], 0.0
+            kept["status"], kept["select_status"], per_round, compile_s = [], [], [], 0.0
             for i in range(trials):
                 env_keys, run_keys = sweep.seed_keys([args.seed + i])
                 state = init_run(ls, setting.env.init(env_keys[0]), run_keys[0])
@@ -372,6 +373,7 @@ def run(args: argparse.Namespace) -> int:
                 kept["estimate"].append(res.metrics["estimate_spread"])
                 kept["explored"].append(res.metrics["explored"])
                 kept["status"].append(res.metrics["status"])
+                kept["select_status"].append(res.metrics["select_status"])
                 per_round.append(res.stats.total_run_seconds / T)
             regrets = np.stack(kept["regret"])
             stats = tables.learner_stats(
@@ -381,6 +383,7 @@ def run(args: argparse.Namespace) -> int:
                 estimate=np.stack(kept["estimate"]),
                 explored=np.stack(kept["explored"]),
                 status=np.stack(kept["status"]),
+                select_status=np.stack(kept["select_status"]),
                 compile_seconds=compile_s,
             )
             entry["learners"][spec.label] = {
@@ -413,6 +416,7 @@ def run(args: argparse.Namespace) -> int:
                     "explore_rate": stats["explore_rate"],
                     "rejected_updates": stats["rejected_updates"],
                     "max_steps": stats["max_steps"],
+                    "flagged_selections": stats["flagged_selections"],
                 }
             )
         entry["ratios"] = tables.pair_ratios(by_key, RATIO_PAIRS)

@@ -74,6 +74,7 @@ def learner_stats(
     estimate: np.ndarray | None = None,
     explored: np.ndarray | None = None,
     status: np.ndarray | None = None,
+    select_status: np.ndarray | None = None,
     compile_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """Summary statistics of one learner on one setting.
@@ -84,6 +85,8 @@ def learner_stats(
       bonus, estimate: ``(trials, T)`` spreads for the exploration diagnostic.
       explored: ``(trials, T)`` whether the optimistic choice differed from the greedy one.
       status: ``(trials, T)`` update status codes.
+      select_status: ``(trials, T)`` selection status codes (``mlogb.bonus.SELECT_*``; non-zero:
+        NaN scores or an empty action set were flagged that round).
       compile_seconds: compile time spent for this learner.
     """
     regrets = np.asarray(regrets, np.float64)
@@ -114,6 +117,8 @@ def learner_stats(
         out["status_counts"] = counts
         out["rejected_updates"] = rejected_count(status)
         out["max_steps"] = counts["max_steps"]
+    if select_status is not None:
+        out["flagged_selections"] = int(np.count_nonzero(np.asarray(select_status)))
     return out
 
 
@@ -164,6 +169,8 @@ def reproduce_summary(
         f"{names}; section 4 recipe (l, e) = ({report['l']}, {report['e']}), "
         f"beta = {report['beta']}, S = {report['S']}; T = {report['rounds']} rounds, "
         f"{report['trials']} trials, {report['dtype']} on {report['backend']}.",
+        "Tuned learners (bandits_jax.mlogb.recipes) run at their own tuned (l, e, beta), shown "
+        "per row.",
         "Per-round time: wall time of the compiled chunks / T per trial (compile excluded).",
         "",
         format_table(
@@ -171,6 +178,9 @@ def reproduce_summary(
             [
                 "setting",
                 "learner",
+                "l",
+                "e",
+                "beta",
                 "final_regret_mean",
                 "final_regret_std",
                 "ms_per_round_mean",
@@ -179,6 +189,7 @@ def reproduce_summary(
                 "bonus_ratio",
                 "rejected_updates",
                 "max_steps",
+                "flagged_selections",
             ],
         ),
         "",
@@ -217,7 +228,7 @@ def status_lines(rows: Sequence[Mapping[str, Any]], *, total_key: str = "updates
 
     Rows carry ``rejected_updates`` (or ``rejected``), ``max_steps``, and ``trials * rounds``
     updates; ``setting``/``env`` and ``learner`` name them."""
-    rej, cap = [], []
+    rej, cap, sel = [], [], []
     for r in rows:
         where = f"{r.get('setting', r.get('env'))}/{r['learner']}"
         n = r.get("trials", 1) * r.get("rounds", 0)
@@ -226,6 +237,8 @@ def status_lines(rows: Sequence[Mapping[str, Any]], *, total_key: str = "updates
             rej.append(f"{where} {k} of {n}")
         if r.get("max_steps"):
             cap.append(f"{where} {r['max_steps']} of {n}")
+        if r.get("flagged_selections"):
+            sel.append(f"{where} {r['flagged_selections']} of {n}")
     names = ", ".join(STATUS_NAMES[c] for c in sorted(REJECTED_STATUSES))
     out = ["Update status:"]
     out.append(
@@ -235,6 +248,11 @@ def status_lines(rows: Sequence[Mapping[str, Any]], *, total_key: str = "updates
     out.append(
         "  steps that hit the iteration cap (max_steps): " + ("; ".join(cap) if cap else "none")
     )
+    if any("flagged_selections" in r for r in rows):
+        out.append(
+            "  flagged selections (NaN scores or an empty action set): "
+            + ("; ".join(sel) if sel else "none")
+        )
     return out
 
 

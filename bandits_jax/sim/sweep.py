@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.linalg import roots
+from bandits_jax.protocols import REJECTED_CODES, Status
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
 from bandits_jax.sim.runner import RunState, StepFn
@@ -69,17 +69,12 @@ PyTree = Any
 DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored", "status")
 GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
 
-# Per-round status codes of the learners' updates (``bandits_jax.linalg.roots``), by name.
-# INACTIVE (no projection needed) and CONVERGED are healthy; MAX_STEPS keeps a step that hit its
-# iteration cap; the codes in REJECTED_STATUSES mark updates that were rejected (the state kept
-# its last good value). A new code is one line in each table.
-STATUS_NAMES: dict[int, str] = {
-    roots.CONVERGED: "converged",
-    roots.MAX_STEPS: "max_steps",
-    roots.NONFINITE: "nonfinite",
-    roots.INACTIVE: "inactive",
-}
-REJECTED_STATUSES: frozenset[int] = frozenset({roots.NONFINITE})
+# Per-round status codes of the learners' updates (:class:`bandits_jax.protocols.Status`), by
+# name. INACTIVE (no projection needed) and CONVERGED are healthy; MAX_STEPS keeps a step that hit
+# its iteration cap; INEXACT was put back in the ball; REJECTED_STATUSES mark rejected updates
+# (the state kept its last good value). A new code is one name in ``protocols``.
+STATUS_NAMES: dict[int, str] = {int(s): s.name.lower() for s in Status}
+REJECTED_STATUSES: frozenset[int] = REJECTED_CODES
 
 
 class Experiment(NamedTuple):
