@@ -204,6 +204,7 @@ def keep_mlogb(metrics: Any) -> dict[str, Any]:
         "explored": metrics.explored,
         "status": metrics.status,
         "select_status": metrics.select_status,
+        "rank": metrics.rank,
     }
 
 
@@ -343,6 +344,7 @@ def run(args: argparse.Namespace) -> int:
             ls = learner.init(spec.hparams(point))
             kept: dict[str, list] = {k: [] for k in ("regret", "bonus", "estimate", "explored")}
             kept["status"], kept["select_status"], per_round, compile_s = [], [], [], 0.0
+            final_rank: list[int] = []
             for i in range(trials):
                 env_keys, run_keys = sweep.seed_keys([args.seed + i])
                 state = init_run(ls, setting.env.init(env_keys[0]), run_keys[0])
@@ -374,6 +376,7 @@ def run(args: argparse.Namespace) -> int:
                 kept["explored"].append(res.metrics["explored"])
                 kept["status"].append(res.metrics["status"])
                 kept["select_status"].append(res.metrics["select_status"])
+                final_rank.append(int(np.asarray(res.metrics["rank"])[-1]))
                 per_round.append(res.stats.total_run_seconds / T)
             regrets = np.stack(kept["regret"])
             stats = tables.learner_stats(

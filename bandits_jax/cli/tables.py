@@ -203,7 +203,7 @@ def reproduce_summary(
         for r in rows
         if r.get("bonus_ratio") is not None
         and math.isfinite(r["bonus_ratio"])
-        and r["bonus_ratio"] < GREEDY_RATIO
+        and 0 < r["bonus_ratio"] < GREEDY_RATIO  # 0: a learner with no bonus (greedy, random)
     ]
     lines.append("")
     lines.append(

@@ -33,6 +33,8 @@ class MLogBMetrics(NamedTuple):
         estimate alone): the direct measure of exploration of which the spread ratio is a proxy.
       select_status: ``bonus.SELECT_*`` code of the selection (``SELECT_NAN_SCORES``: some valid
         score was NaN and not chosen; ``SELECT_EMPTY_MASK``: no valid action, the round is void).
+      rank: the active sketch rank after the update (EOFD; grows with an adaptive sketch size),
+        -1 for learners without a sketch.
     """
 
     regret: jax.Array
@@ -48,6 +50,7 @@ class MLogBMetrics(NamedTuple):
     estimate_spread: jax.Array
     explored: jax.Array
     select_status: jax.Array
+    rank: jax.Array
 
 
 def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
@@ -82,6 +85,7 @@ def interact(learner: MLogBLearner, env: Any):
             estimate_spread=_spread(est, mask),
             explored=idx != bonus.argmax_tie(est, mask),
             select_status=select_status,
+            rank=getattr(ls_new, "rank", jnp.full((), -1, jnp.int32)),
         )
         return ls_new, es, metrics
 
