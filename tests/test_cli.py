@@ -24,7 +24,7 @@ def test_help_lists_subcommands():
 def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
     argv = [
         "reproduce", "--quick", "--settings", "synth-5-2", "--rounds", "8", "--trials", "2",
-        "--chunk", "4", "--out", str(tmp_path), "--quiet",
+        "--chunk", "4", "--out", str(tmp_path), "--quiet", "--learners", "eofd,oful,uniform",
     ]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -33,7 +33,7 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
         assert str((tmp_path / name).resolve()) in printed
     report = json.loads((tmp_path / "reproduce.json").read_text())
     entry = report["settings"]["synth-5-2"]
-    assert set(entry["learners"]) == {"EOFD", "OFUL"} and entry["m"] == 1
+    assert set(entry["learners"]) == {"EOFD", "OFUL", "random"} and entry["m"] == 1
     for stats in entry["learners"].values():
         per_trial = stats["final_regret_per_trial"]
         assert len(per_trial) == 2
@@ -45,7 +45,7 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
     assert ratio == eofd["final_regret_mean"] / oful["final_regret_mean"]
     with open(tmp_path / "reproduce.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["learner"] for r in rows] == ["EOFD", "OFUL"]
+    assert [r["learner"] for r in rows] == ["EOFD", "OFUL", "random"]
     summary = (tmp_path / "reproduce_summary.txt").read_text()
     assert "EOFD/OFUL final regret" in summary and "bonus_ratio" in summary
     assert (tmp_path / "checkpoints" / "synth-5-2" / "eofd" / "trial_001" / "state.npz").is_file()

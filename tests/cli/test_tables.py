@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bandits_jax.cli import tables
-from bandits_jax.linalg.roots import CONVERGED, INACTIVE, MAX_STEPS, NONFINITE
+from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED, INACTIVE, INEXACT, MAX_STEPS, NONFINITE
 from bandits_jax.sim import sweep
 
 
@@ -21,22 +21,30 @@ STATUS = np.array(
         [INACTIVE, NONFINITE, INACTIVE, INACTIVE, CONVERGED, MAX_STEPS],
     ]
 )
+# Every code the learners report, the newer ones (bad outcomes, INEXACT projections) included.
+ALL_CODES = np.concatenate(
+    [STATUS.ravel(), [BAD_OUTCOME, INEXACT, INACTIVE, INACTIVE, BAD_OUTCOME, CONVERGED]]
+)
 
 
 def test_status_counts_by_name():
-    got = tables.status_counts(STATUS)
+    got = tables.status_counts(ALL_CODES)
     assert got == {
-        "converged": count(STATUS, CONVERGED),
-        "max_steps": count(STATUS, MAX_STEPS),
-        "nonfinite": count(STATUS, NONFINITE),
-        "inactive": count(STATUS, INACTIVE),
+        "converged": count(ALL_CODES, CONVERGED),
+        "max_steps": count(ALL_CODES, MAX_STEPS),
+        "nonfinite": count(ALL_CODES, NONFINITE),
+        "inactive": count(ALL_CODES, INACTIVE),
+        "bad_outcome": count(ALL_CODES, BAD_OUTCOME),
+        "inexact": count(ALL_CODES, INEXACT),
     }
-    assert sum(got.values()) == STATUS.size
+    assert sum(got.values()) == ALL_CODES.size
 
 
 def test_inactive_is_not_rejected():
     # The old count (status >= 2) took the 6 INACTIVE rounds for rejected updates.
     assert tables.rejected_count(STATUS) == count(STATUS, NONFINITE) == 2
+    want = count(ALL_CODES, NONFINITE) + count(ALL_CODES, BAD_OUTCOME)
+    assert tables.rejected_count(ALL_CODES) == want == 4
     assert tables.rejected_count(np.full(10, INACTIVE)) == 0
     healthy = np.array([INACTIVE, CONVERGED, MAX_STEPS])
     assert tables.rejected_count(healthy) == 0
@@ -50,13 +58,14 @@ def test_unknown_code_is_counted_not_dropped():
 def test_learner_stats():
     rng = np.random.default_rng(0)
     regret = rng.random((2, 6))
-    s = tables.learner_stats(regret, [0.1, 0.3], status=STATUS, compile_seconds=1.5)
+    status = STATUS  # (trials, T) like the regrets
+    s = tables.learner_stats(regret, [0.1, 0.3], status=status, compile_seconds=1.5)
     finals = [sum(regret[0]), sum(regret[1])]
     assert s["final_regret_mean"] == pytest.approx((finals[0] + finals[1]) / 2)
     assert s["final_regret_std"] == pytest.approx(abs(finals[0] - finals[1]) / math.sqrt(2))
     assert s["seconds_per_round_mean"] == pytest.approx(0.2)
-    assert s["rejected_updates"] == 2 and s["max_steps"] == 2
-    assert s["status_counts"]["inactive"] == 6
+    assert s["rejected_updates"] == count(status, NONFINITE) and s["max_steps"] == 2
+    assert s["status_counts"]["inactive"] == count(status, INACTIVE)
     assert s["cumulative_regret_mean"][-1] == pytest.approx(s["final_regret_mean"])
 
 
