@@ -48,6 +48,7 @@ from bandits_jax.cli.options import (
     UsageError,
     add_common,
     apply_config,
+    compile_cache_dir,
     join_negative_values,
     value_options,
 )
@@ -183,6 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not args.float32:
         jax.config.update("jax_enable_x64", True)
+    cache = compile_cache_dir(args)
+    if cache is not None:  # compiled chunks are reused across runs (first vs second run)
+        jax.config.update("jax_compilation_cache_dir", str(cache))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     try:
         return args.module.run(args)
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import pathlib
 import re
 import sys
@@ -296,6 +297,24 @@ def check_common(args: argparse.Namespace, errors: list[str]) -> None:
     check_float(errors, args.S, "--S", positive=True)
     if args.mnist is not None and not pathlib.Path(args.mnist).exists():
         errors.append(f"--mnist {args.mnist}: no such file or directory")
+    cache = compile_cache_dir(args)
+    if cache is not None:
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            errors.append(f"--compile-cache {cache}: cannot create it ({e.strerror or e})")
+
+
+def compile_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
+    """Where JAX's persistent compilation cache lives (``None``: off)."""
+    value = getattr(args, "compile_cache", None)
+    if value == "off":
+        return None
+    if value:
+        return pathlib.Path(value).expanduser()
+    root = os.environ.get("BANDITS_JAX_DATA")
+    base = pathlib.Path(root).expanduser() if root else pathlib.Path("~/.cache/bandits_jax")
+    return base.expanduser() / "xla"
 
 
 def finish(errors: list[str], args: argparse.Namespace) -> None:
@@ -325,3 +344,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mnist", default=None, help="directory or .npz with the MNIST files")
     p.add_argument("--chunk", type=int, default=None, help="rounds per compiled chunk")
     p.add_argument("--sketch", type=int, default=None, help="override m = floor(Kd/10)")
+    p.add_argument(
+        "--compile-cache",
+        default=None,
+        help="JAX's persistent compilation cache (default $BANDITS_JAX_DATA/xla or "
+        "~/.cache/bandits_jax/xla; 'off' disables it): a second run skips most compiling",
+    )

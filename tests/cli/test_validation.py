@@ -55,6 +55,7 @@ CASES = [
     (["sweep", "--beta-grid", "theory,-2"], "--beta-grid"),
     (["sweep", "--trials", "0"], "--trials"),
     (["sweep", "--eval-trials", "-1"], "--eval-trials"),
+    (["sweep", "--select", "best"], "--select"),
     (["sweep", "--learners", "nope"], "--learners"),
     (["sweep", "--learners", "alg1_thm3"], "family"),  # no BCO setting in --settings
     (["sweep", "--settings", "bco-cubic-3", "--learners", "alg1_thm3"], "--settings"),
@@ -191,3 +192,20 @@ def test_config_values_typed(tmp_path):
         parser, parser.subcommands["sweep"], ["sweep", "--config", str(path), "--rounds", "3"]
     )
     assert args.rounds == 3
+
+
+def test_unwritable_compile_cache(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    argv = ["reproduce", "--compile-cache", str(blocker / "xla"), "--out", str(tmp_path / "o")]
+    rc, lines = run_bad(argv, capsys)
+    assert rc == 2 and len(lines) == 1 and "--compile-cache" in lines[0]
+
+
+def test_compile_cache_dir_default_and_off(tmp_path, monkeypatch):
+    parser = cli.build_parser()
+    monkeypatch.setenv("BANDITS_JAX_DATA", str(tmp_path))
+    args = parser.parse_args(["reproduce"])
+    assert opt.compile_cache_dir(args) == tmp_path / "xla"
+    args = parser.parse_args(["reproduce", "--compile-cache", "off"])
+    assert opt.compile_cache_dir(args) is None
