@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from bandits_jax.bco import checks
+from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.linalg.roots import CONVERGED, MAX_STEPS, NONFINITE
 

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import stack_trees
 from bandits_jax.protocols import REJECTED_CODES, Status
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
@@ -133,15 +134,6 @@ def grid_product(**axes: Sequence[Any]) -> dict[str, np.ndarray]:
     names = list(axes)
     rows = list(itertools.product(*(list(axes[n]) for n in names)))
     return {n: np.asarray([r[i] for r in rows]) for i, n in enumerate(names)}
-
-
-def stack_trees(trees: Sequence[PyTree]) -> PyTree:
-    """Stacks same-structured trees along a new leading axis (e.g. hyperparameters per beta)."""
-    return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
-
-
-def _concat_trees(trees: Sequence[PyTree]) -> PyTree:
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *trees)
 
 
 def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
