@@ -110,9 +110,35 @@ def _mlogb_hp(dtype, grid):
     return mlogb.hyperparams(lam=lam, eta=1.0, S=2.0, rewards=[0.5, 1.0], dtype=dtype)
 
 
+def _linucb_hp(dtype, grid):
+    lam = np.asarray([0.5, 2.0]) if grid else 1.0
+    return mlogb.linucb_hyperparams(lam=lam, alpha=1.0, rewards=[0.5, 1.0], dtype=dtype)
+
+
+def _uniform_hp(dtype, grid):
+    seed = np.asarray([1, 2]) if grid else 1
+    return mlogb.uniform_hyperparams(seed=seed, rewards=[0.5, 1.0], dtype=dtype)
+
+
+_KD = {"num_outcomes": K, "dim": D}
 CASES += [
-    Case("mlogb-eofd", "mlogb", mlogb.eofd(num_outcomes=K, dim=D, sketch_size=2), _mlogb_hp),
-    Case("mlogb-oful", "mlogb", mlogb.oful(num_outcomes=K, dim=D), _mlogb_hp),
+    Case("mlogb-eofd", "mlogb", mlogb.eofd(**_KD, sketch_size=2), _mlogb_hp),
+    Case(
+        "mlogb-eofd-robust",
+        "mlogb",
+        mlogb.eofd(**_KD, sketch_size=2, regularization="robust"),
+        _mlogb_hp,
+    ),
+    Case(
+        "mlogb-eofd-adaptive",
+        "mlogb",
+        mlogb.eofd(**_KD, sketch_size=1, max_sketch_size=3, delta_target=1.5),
+        _mlogb_hp,
+    ),
+    Case("mlogb-oful", "mlogb", mlogb.oful(**_KD), _mlogb_hp),
+    Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
+    Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),
+    Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
 ]
 
 # --- one round of each family ------------------------------------------------------------------
@@ -265,9 +291,9 @@ def test_vmap_over_grid_equals_loop(case):
             atol=1e-12,
         )
         finals.append(one)
-    # The two grid points really differ.
-    w0, w1 = (f.w if case.family == "bco" else f.W for f in finals)
-    assert not np.allclose(np.asarray(w0), np.asarray(w1))
+    # The two grid points really differ (uniform's W is always 0: its scores differ).
+    obs0, obs1 = (jax.tree.leaves(_observable(case, f)) for f in finals)
+    assert not all(np.allclose(a, b) for a, b in zip(obs0, obs1, strict=True))
 
 
 def test_one_compile_per_chunk_length(case):

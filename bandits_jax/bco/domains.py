@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax.projections as oproj
 
-from bandits_jax.bco.checks import is_concrete
+from bandits_jax.checks import is_concrete
 
 Array = jax.Array
 

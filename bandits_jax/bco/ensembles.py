@@ -72,9 +72,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.bco import checks, meta
+from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
+from bandits_jax.bco import meta
 from bandits_jax.bco import schedules as sch
 from bandits_jax.bco.two_point import (
     CoordAux,

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bandits_jax.bco import checks
+from bandits_jax import checks
 
 Array = jax.Array
 

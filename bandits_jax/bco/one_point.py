@@ -60,7 +60,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.bco import checks
+from bandits_jax import checks
 from bandits_jax.bco.two_point import Learner, count_failure, fresh_state, grid
 from bandits_jax.linalg.roots import NONFINITE, bracketed_newton
 

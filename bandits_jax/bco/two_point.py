@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bandits_jax.bco import checks
+from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import schedules as sch

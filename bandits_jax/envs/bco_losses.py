@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from bandits_jax.bco import checks
+from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.linalg.roots import CONVERGED, MAX_STEPS, NONFINITE
 
@@ -220,6 +220,21 @@ def _no_grad_variance(es, T: int):
     return jnp.asarray(jnp.nan, es.base.dtype)
 
 
+def _drifting(dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype):
+    """The set-up shared by :func:`quadratic` and :func:`linear`: validated ``d``, the domain,
+    the per-round signal ``(es, t) -> c_t`` (centre or loss vector) and the env's ``init``."""
+    d = checks.check_int("dim", dim)
+    _check_common(amplitude, omega, noise, base_norm, switch_every)
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
+    domain = _resolve_domain(d, radius, domain, dtype)
+    has_noise = float(noise) > 0
+
+    def signal(es, t):
+        return _drift(es, t, switch_every, has_noise)
+
+    return d, domain, signal, _make_init(d, base_norm, amplitude, omega, noise, dtype)
+
+
 def quadratic(
     dim: int,
     *,
@@ -238,21 +253,15 @@ def quadratic(
     ``lam``-strongly convex and ``lam``-smooth. ``V_T = lam^2 sum_t ||c_t - c_{t-1}||^2``
     exactly (the gradient difference does not depend on ``x``).
     """
-    d = checks.check_int("dim", dim)
-    _check_common(amplitude, omega, noise, base_norm, switch_every)
     if not (math.isfinite(float(lam)) and float(lam) > 0):
         raise ValueError(f"lam: expected lambda > 0, got {lam}")
-    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    domain = _resolve_domain(d, radius, domain, dtype)
+    d, domain, centre, init = _drifting(
+        dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype
+    )
     R = float(dom.outer_radius(domain))
     lam = float(lam)
     G = lam * (R + _high_prob_norm(base_norm, amplitude, noise, d))
     L_conv = max(lam, 1.0)
-
-    has_noise = float(noise) > 0
-
-    def centre(es, t):
-        return _drift(es, t, switch_every, has_noise)
 
     def loss(es, t, x):
         c = centre(es, t)
@@ -277,7 +286,7 @@ def quadratic(
         return dom.project(domain, cbar), jnp.asarray(CONVERGED, jnp.int32)
 
     return BCOEnv(
-        init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
+        init=init,
         loss=loss,
         grad=grad,
         step=_step,
@@ -325,17 +334,11 @@ def linear(
     ``V_T = sum_t ||l_t - l_{t-1}||^2`` and ``W_T = sum_t ||l_t - mean(l)||^2`` exactly; the
     best fixed point is the linear minimiser of ``sum_t l_t`` over ``X``.
     """
-    d = checks.check_int("dim", dim)
-    _check_common(amplitude, omega, noise, base_norm, switch_every)
-    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    domain = _resolve_domain(d, radius, domain, dtype)
+    d, domain, vec, init = _drifting(
+        dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype
+    )
     G = _high_prob_norm(base_norm, amplitude, noise, d)
     L_conv = 1.0  # L = 0 for linear losses; the paper's L >= 1 convention
-
-    has_noise = float(noise) > 0
-
-    def vec(es, t):
-        return _drift(es, t, switch_every, has_noise)
 
     def loss(es, t, x):
         return jnp.sum(x * vec(es, t), axis=-1)
@@ -363,7 +366,7 @@ def linear(
         return jnp.sum((ls - ls.mean(axis=0)) ** 2)
 
     return BCOEnv(
-        init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
+        init=init,
         loss=loss,
         grad=grad,
         step=_step,

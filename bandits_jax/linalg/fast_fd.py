@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from bandits_jax.checks import is_concrete
 from bandits_jax.linalg.sketch import FDState
 
 __all__ = ["FastFDState", "init", "update", "shrink", "view", "covariance"]
@@ -104,7 +105,7 @@ def update(state: FastFDState, B: jax.Array) -> FastFDState:
     if B.ndim != 2 or B.shape[0] != D or not 1 <= B.shape[1] <= m:
         raise ValueError(f"B: expected shape ({D}, k) with 1 <= k <= {m}, got {B.shape}")
     k = B.shape[1]
-    if not isinstance(B, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(B))):
+    if is_concrete(B) and not np.all(np.isfinite(np.asarray(B))):
         raise ValueError("B: expected finite values, got NaN or inf")
     B = B.astype(state.buffer.dtype)
     ok = jnp.all(jnp.isfinite(B))

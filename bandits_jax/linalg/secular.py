@@ -40,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from bandits_jax.checks import is_concrete
+
 __all__ = ["SecularEigh", "eigh_diag_plus_lowrank", "eigh_diag_plus_rank_one", "psd_factor"]
 
 MAX_STEPS = 64  # root iterations per rank-one update; convergence takes ~5-10 (quadratic)
@@ -268,7 +270,7 @@ def eigh_diag_plus_lowrank(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularE
     if M.shape != (K, K):
         raise ValueError(f"M: expected shape ({K}, {K}), got {M.shape}")
     for name, x in (("d", d), ("A", A), ("M", M)):
-        if not isinstance(x, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(x))):
+        if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
             raise ValueError(f"{name}: expected finite values, got NaN or inf")
     Z = A @ psd_factor(M)
     res = eigh_diag_plus_rank_one(d, Z[:, 0])

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import is_concrete
 from bandits_jax.mlogb import model
 
 TIE_RTOL = 1e-9
@@ -66,7 +67,7 @@ def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
         )
     if jnp.result_type(mask) != jnp.bool_:
         raise ValueError(f"mask must be boolean, got dtype {jnp.result_type(mask)}")
-    if not isinstance(mask, jax.core.Tracer) and not np.any(np.asarray(mask)):
+    if is_concrete(mask) and not np.any(np.asarray(mask)):
         raise ValueError("mask is all False: no valid action to select")
     return jnp.asarray(mask)
 

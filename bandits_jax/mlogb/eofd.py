@@ -50,6 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax import checks
 from bandits_jax.linalg import lowrank, projection, sketch
 from bandits_jax.linalg.roots import NONFINITE
 from bandits_jax.mlogb import confidence, model
@@ -295,9 +296,7 @@ def eofd(
         )
         small_old = (state.mu, state.rho, state.rank, state.acc, state.t, state.info)
         small_new = (tr.mu, state.rho + tr.sigma2, rank_new, acc, state.t + 1, info)
-        mu_n, rho_n, rank_n, acc_n, t_n, info_n = jax.tree_util.tree_map(
-            lambda a, b: jnp.where(ok, b, a), small_old, small_new
-        )
+        mu_n, rho_n, rank_n, acc_n, t_n, info_n = checks.guard(ok, small_new, small_old)
         info_n = info_n._replace(status=info.status)
         return EOFDState(
             W=w_new.reshape(K, d),

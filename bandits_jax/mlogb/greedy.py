@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
-from bandits_jax.mlogb.learner import MLogBLearner, check_actions, check_static
+from bandits_jax.mlogb.learner import MLogBLearner, check_actions, check_static, fresh_state
 from bandits_jax.mlogb.oful import oful
 
 
@@ -49,8 +49,7 @@ def greedy(
         base = eofd(num_outcomes=K, dim=d, sketch_size=sketch_size, **kwargs)
 
     def init(hp: MLogBHyperparams):
-        # One buffer per leaf, none shared with the caller's hparams (donate_argnums works).
-        return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), base.init(hp))
+        return fresh_state(base.init(hp))
 
     def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)

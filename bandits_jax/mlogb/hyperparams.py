@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import check_float, check_int
 from bandits_jax.mlogb.confidence import BETA_MODES
 
 
@@ -42,17 +43,15 @@ class MLogBHyperparams(NamedTuple):
     lipschitz: jax.Array
 
 
-def _positive(name: str, value) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return arr
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
+def check_rewards(rewards) -> np.ndarray:
+    """Outcome rewards ``r_1..r_K`` as float64, shape (K,) or (..., K), finite and ``>= 0``;
+    ``None`` means ``[1.]`` (K = 1)."""
+    r = np.asarray([1.0] if rewards is None else rewards, dtype=float)
+    if r.ndim < 1 or r.shape[-1] < 1:
+        raise ValueError(f"rewards must have shape (K,) with K >= 1, got shape {r.shape}")
+    if not np.all(np.isfinite(r)) or np.any(r < 0):
+        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    return r
 
 
 def state_dtype(dtype) -> np.dtype:
@@ -113,19 +112,13 @@ def hyperparams(
       ValueError: naming the offending argument.
     """
     dtype = state_dtype(dtype)
-    lam_a, eta_a, S_a = _positive("lam", lam), _positive("eta", eta), _positive("S", S)
-    if rewards is None:
-        rewards = [1.0]
-    r = np.asarray(rewards, dtype=float)
-    if r.ndim < 1 or r.shape[-1] < 1:
-        raise ValueError(f"rewards must have shape (K,) with K >= 1, got shape {r.shape}")
-    if not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    lam_a, eta_a, S_a = check_float("lam", lam), check_float("eta", eta), check_float("S", S)
+    r = check_rewards(rewards)
     if isinstance(beta, str):
         if beta not in ("theory", "order"):
             raise ValueError(f"beta must be a float, 'theory' or 'order', got {beta!r}")
         mode = BETA_MODES[beta]
-        beta_v = _positive("beta_scale", beta_scale)
+        beta_v = check_float("beta_scale", beta_scale)
         beta_name = "beta_scale"
     else:
         mode = BETA_MODES["fixed"]
@@ -136,7 +129,7 @@ def hyperparams(
     d = np.asarray(delta, dtype=float)
     if not np.all((d > 0) & (d < 1)):  # NaN fails too
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    D = _positive("action_bound", action_bound)
+    D = check_float("action_bound", action_bound)
     L = np.asarray(lipschitz, dtype=float)
     if not np.all((L >= 0) & (L <= 1)):  # NaN fails too
         raise ValueError(f"lipschitz must lie in [0, 1], got {lipschitz!r}")
@@ -196,10 +189,10 @@ def section4(
     ``l`` and ``e`` may be arrays (the paper's grid is ``{-0.5, ..., 1}^2``): the result is then a
     batched hyperparameter set. Errata 8: ``eta0`` is not Theorem 1's ``eta = alpha/2``.
     """
-    K, d = _check_int("num_outcomes", num_outcomes, 1), _check_int("dim", dim, 1)
-    horizon = _check_int("horizon", horizon, 2)  # delta = 1/T < 1
-    _positive("S", S)
-    _positive("action_bound", action_bound)
+    K, d = check_int("num_outcomes", num_outcomes, 1), check_int("dim", dim, 1)
+    horizon = check_int("horizon", horizon, 2)  # delta = 1/T < 1
+    check_float("S", S)
+    check_float("action_bound", action_bound)
     alpha = 2.0 * (1.0 + S * action_bound) + math.log(K + 1)
     lam0 = math.sqrt(K) * alpha * S
     eta0 = S / 2.0 + math.log(K + 1) / 4.0

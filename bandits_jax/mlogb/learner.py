@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax import checks
+from bandits_jax.checks import check_int, is_concrete
 from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED, INACTIVE, INEXACT, NONFINITE
 from bandits_jax.mlogb import bonus, confidence
 
@@ -58,37 +60,36 @@ def empty_info(dtype) -> UpdateInfo:
     return UpdateInfo(z(bool), z(dtype), z(jnp.int32), z(jnp.int32), z(dtype))
 
 
-def _check_int(name: str, v: Any, minimum: int) -> int:
-    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
-    return int(v)
-
-
 def check_static(
     num_outcomes: Any, dim: Any, sketch_size: Any = None, *, max_newton_steps: Any = None
 ) -> tuple[int, int]:
     """Eager validation of the factories' static arguments."""
-    K, d = _check_int("num_outcomes", num_outcomes, 1), _check_int("dim", dim, 1)
+    K, d = check_int("num_outcomes", num_outcomes, 1), check_int("dim", dim, 1)
     if sketch_size is not None:
-        _check_int("sketch_size", sketch_size, 1)
+        check_int("sketch_size", sketch_size, 1)
     if max_newton_steps is not None:
-        _check_int("max_newton_steps", max_newton_steps, 1)
+        check_int("max_newton_steps", max_newton_steps, 1)
     return K, d
 
 
-def check_hparams(hp, num_outcomes: int) -> None:
-    """Shape checks at init/trace time (values were validated by ``hyperparams``)."""
+def check_hparams(hp, num_outcomes: int, scalars: tuple[str, ...] = ("lam",)) -> None:
+    """Shape checks at init/trace time (values were validated by the hyperparameter builder):
+    ``rewards`` is (K,) and every field named in ``scalars`` is a scalar."""
     if hp.rewards.shape != (num_outcomes,):
         raise ValueError(
             f"rewards must have shape ({num_outcomes},) for num_outcomes={num_outcomes} "
             f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
         )
-    if hp.lam.shape != ():
-        raise ValueError(f"lam must be a scalar per learner (vmap over grids), got {hp.lam.shape}")
+    for name in scalars:
+        shape = getattr(hp, name).shape
+        if shape != ():
+            raise ValueError(f"{name} must be a scalar per learner (vmap over grids), got {shape}")
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
+def fresh_state(state):
+    """``state`` with one buffer per leaf, none shared with the caller's hparams (so that
+    ``donate_argnums`` works)."""
+    return jax.tree_util.tree_map(checks.fresh, state)
 
 
 def check_actions(actions: jax.Array, dim: int) -> None:
@@ -97,7 +98,7 @@ def check_actions(actions: jax.Array, dim: int) -> None:
         raise ValueError(f"actions must have shape (N, {dim}), got {actions.shape}")
     if actions.shape[0] < 1:
         raise ValueError("actions must hold at least one action, got N = 0")
-    if _is_concrete(actions) and not np.all(np.isfinite(np.asarray(actions))):
+    if is_concrete(actions) and not np.all(np.isfinite(np.asarray(actions))):
         raise ValueError("actions contain NaN or inf")
 
 
@@ -110,7 +111,7 @@ def check_outcome(y: Any, num_outcomes: int) -> jax.Array:
         raise ValueError(
             f"y must be a scalar outcome in 0..{num_outcomes}, got shape {jnp.shape(y)}"
         )
-    if _is_concrete(y):
+    if is_concrete(y):
         yv = np.asarray(y)
         if not np.issubdtype(yv.dtype, np.number) or np.iscomplexobj(yv):
             raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got {y!r}")
@@ -130,7 +131,7 @@ def outcome_valid(y: jax.Array, num_outcomes: int) -> jax.Array:
 def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
     if x.shape != (dim,):
         raise ValueError(f"x must have shape ({dim},), got {x.shape}")
-    if _is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
+    if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError("x contains NaN or inf")
     check_outcome(y, num_outcomes)
 
@@ -143,7 +144,7 @@ def guard(old, new):
         if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
     ]
     ok = jnp.all(jnp.stack(leaves))
-    kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, b, a), old, new)
+    kept = checks.guard(ok, new, old)
     info = kept.info._replace(status=jnp.where(ok, new.info.status, NONFINITE).astype(jnp.int32))
     return kept._replace(info=info)
 
@@ -206,7 +207,7 @@ def assemble(
         bonus.check_mask((actions.shape[0],), mask)
         est, bon = score_parts(state, actions)
         idx, status = bonus.select_index(est + bon, mask)
-        if _is_concrete(status) and int(status) != bonus.SELECT_OK:
+        if is_concrete(status) and int(status) != bonus.SELECT_OK:
             raise ValueError(
                 f"select: the scores of valid actions contain NaN "
                 f"({bonus.SELECT_STATUS_NAMES[int(status)]}); the state or actions are not usable"
@@ -220,7 +221,7 @@ def assemble(
         # where a tree-where would re-read the whole sketch) and the status says BAD_OUTCOME.
         y = check_outcome(y, K)
         valid = outcome_valid(y, K)
-        if _is_concrete(valid):  # checked above: always valid
+        if is_concrete(valid):  # checked above: always valid
             return into_ball(update(state, x, y.astype(jnp.int32)))
         y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
         x_safe = jnp.where(valid, x, jnp.nan)

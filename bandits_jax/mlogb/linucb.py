@@ -32,14 +32,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import check_float
 from bandits_jax.linalg.roots import CONVERGED
 from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
     UpdateInfo,
     check_actions,
+    check_hparams,
     check_static,
     check_update_args,
+    fresh_state,
     guard,
 )
 
@@ -95,17 +99,9 @@ def linucb_hyperparams(*, lam, alpha, rewards=None, dtype=None) -> LinUCBHyperpa
       ValueError: naming the offending argument.
     """
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype
-    lam_a = np.asarray(lam, dtype=float)
-    if not np.all(np.isfinite(lam_a)) or np.any(lam_a <= 0):
-        raise ValueError(f"lam must be finite and > 0, got {lam!r}")
-    alpha_a = np.asarray(alpha, dtype=float)
-    if not np.all(np.isfinite(alpha_a)) or np.any(alpha_a < 0):
-        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
-    r = np.asarray([1.0] if rewards is None else rewards, dtype=float)
-    if r.ndim < 1 or r.shape[-1] < 1:
-        raise ValueError(f"rewards must have shape (K,) with K >= 1, got shape {r.shape}")
-    if not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    lam_a = check_float("lam", lam)
+    alpha_a = check_float("alpha", alpha, low_open=False)
+    r = check_rewards(rewards)
     batch = np.broadcast_shapes(lam_a.shape, alpha_a.shape, r.shape[:-1])
     return LinUCBHyperparams(
         lam=jnp.asarray(np.broadcast_to(lam_a, batch), dtype),
@@ -138,17 +134,7 @@ def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
     K, d = check_static(num_outcomes, dim)
 
     def init(hp: LinUCBHyperparams) -> LinUCBState:
-        if hp.rewards.shape != (K,):
-            raise ValueError(
-                f"rewards must have shape ({K},) for num_outcomes={K} "
-                f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
-            )
-        for name in ("lam", "alpha"):
-            if getattr(hp, name).shape != ():
-                raise ValueError(
-                    f"{name} must be a scalar per learner (vmap over grids), "
-                    f"got {getattr(hp, name).shape}"
-                )
+        check_hparams(hp, K, ("lam", "alpha"))
         dtype = hp.lam.dtype
         state = LinUCBState(
             W=jnp.zeros((K, d), dtype),
@@ -159,8 +145,7 @@ def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
             hparams=hp,
             info=_info(jnp.zeros((), dtype)),
         )
-        # One buffer per leaf, none shared with the caller's hparams (donate_argnums works).
-        return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), state)
+        return fresh_state(state)
 
     def score_parts(state: LinUCBState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)

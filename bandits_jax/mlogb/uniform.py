@@ -19,12 +19,15 @@ import numpy as np
 
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
     UpdateInfo,
     check_actions,
+    check_hparams,
     check_static,
     check_update_args,
+    fresh_state,
 )
 
 
@@ -74,11 +77,7 @@ def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperpara
     s = np.asarray(seed)
     if not np.issubdtype(s.dtype, np.integer) or np.any(s < 0) or np.any(s >= 2**32):
         raise ValueError(f"seed must be an int (or int array) in [0, 2**32), got {seed!r}")
-    r = np.asarray([1.0] if rewards is None else rewards, dtype=float)
-    if r.ndim < 1 or r.shape[-1] < 1:
-        raise ValueError(f"rewards must have shape (K,) with K >= 1, got shape {r.shape}")
-    if not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    r = check_rewards(rewards)
     batch = np.broadcast_shapes(s.shape, r.shape[:-1])
     return UniformHyperparams(
         seed=jnp.asarray(np.broadcast_to(s, batch), jnp.uint32),
@@ -110,15 +109,7 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
     K, d = check_static(num_outcomes, dim)
 
     def init(hp: UniformHyperparams) -> UniformState:
-        if hp.rewards.shape != (K,):
-            raise ValueError(
-                f"rewards must have shape ({K},) for num_outcomes={K} "
-                f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
-            )
-        if hp.seed.shape != ():
-            raise ValueError(
-                f"seed must be a scalar per learner (vmap over grids), got {hp.seed.shape}"
-            )
+        check_hparams(hp, K, ("seed",))
         dtype = hp.rewards.dtype
         state = UniformState(
             W=jnp.zeros((K, d), dtype),
@@ -128,8 +119,7 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
             hparams=hp,
             info=_info(dtype, CONVERGED),
         )
-        # One buffer per leaf, none shared with the caller's hparams (donate_argnums works).
-        return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), state)
+        return fresh_state(state)
 
     def score_parts(state: UniformState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)

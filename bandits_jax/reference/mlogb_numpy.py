@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -193,12 +194,12 @@ class _NumpyMLogB:
         lam: float,
         eta: float,
         S: float,
-        rewards: np.ndarray | None,
-        beta: float | str,
-        beta_scale: float,
-        delta: float,
-        action_bound: float,
-        lipschitz: float,
+        rewards: np.ndarray | None = None,
+        beta: float | str = 1.0,
+        beta_scale: float = 1.0,
+        delta: float = 0.01,
+        action_bound: float = 1.0,
+        lipschitz: float = 1.0,
     ) -> None:
         self.K = _check_int("num_outcomes", num_outcomes, 1)
         self.d = _check_int("dim", dim, 1)
@@ -396,30 +397,10 @@ class NumpyEOFD(_NumpyMLogB):
         num_outcomes: int,
         dim: int,
         sketch_size: int,
-        *,
-        lam: float,
-        eta: float,
-        S: float,
-        rewards: np.ndarray | None = None,
-        beta: float | str = 1.0,
-        beta_scale: float = 1.0,
-        delta: float = 0.01,
-        action_bound: float = 1.0,
-        lipschitz: float = 1.0,
+        **hparams: Any,
     ) -> None:
-        super().__init__(
-            num_outcomes,
-            dim,
-            lam=lam,
-            eta=eta,
-            S=S,
-            rewards=rewards,
-            beta=beta,
-            beta_scale=beta_scale,
-            delta=delta,
-            action_bound=action_bound,
-            lipschitz=lipschitz,
-        )
+        # hparams: the base class's keyword-only hyperparameters (lam, eta, S, rewards, ...).
+        super().__init__(num_outcomes, dim, **hparams)
         self.m = _check_int("sketch_size", sketch_size, 1)
         self.m_eff = min(self.m, self.D)  # ERRATA 1
         self.V = np.eye(self.D)[:, : self.m_eff].copy()
@@ -491,30 +472,10 @@ class NumpyOFUL(_NumpyMLogB):
         self,
         num_outcomes: int,
         dim: int,
-        *,
-        lam: float,
-        eta: float,
-        S: float,
-        rewards: np.ndarray | None = None,
-        beta: float | str = 1.0,
-        beta_scale: float = 1.0,
-        delta: float = 0.01,
-        action_bound: float = 1.0,
-        lipschitz: float = 1.0,
+        **hparams: Any,
     ) -> None:
-        super().__init__(
-            num_outcomes,
-            dim,
-            lam=lam,
-            eta=eta,
-            S=S,
-            rewards=rewards,
-            beta=beta,
-            beta_scale=beta_scale,
-            delta=delta,
-            action_bound=action_bound,
-            lipschitz=lipschitz,
-        )
+        # hparams: the base class's keyword-only hyperparameters (lam, eta, S, rewards, ...).
+        super().__init__(num_outcomes, dim, **hparams)
         self.H = self.lam * np.eye(self.D)
         self._hinv: np.ndarray | None = None
 

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TextIO
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.sim import checkpoint
@@ -142,6 +143,10 @@ def _fmt_seconds(s: float) -> str:
 class ChunkFn:
     """``chunk(state, length) -> (state, metrics)``, compiled once per length (ahead of time).
 
+    The input ``state`` is donated: its buffers are reused for the output state and deleted, so a
+    long run holds one copy of its carry. Pass a copy (``jax.tree.map(jnp.copy, state)``) to keep
+    the input; :func:`run_chunked` does so for the caller's initial state.
+
     Args:
       step: a step function, or a tuple of them (then states are tuples, one batch each).
       batched: states carry a leading run axis on every leaf (played with ``vmap``).
@@ -179,7 +184,7 @@ class ChunkFn:
             return new_states[0], metrics[0]
 
         if self.mesh is None:
-            return jax.jit(fn)
+            return jax.jit(fn, donate_argnums=0)
         from jax.sharding import NamedSharding, PartitionSpec
 
         spec = PartitionSpec(self.mesh.axis_names[0])
@@ -190,7 +195,7 @@ class ChunkFn:
             fn, mesh=self.mesh, in_specs=(spec,), out_specs=spec, check_vma=False
         )
         sharding = NamedSharding(self.mesh, spec)
-        return jax.jit(sharded, in_shardings=(sharding,), out_shardings=sharding)
+        return jax.jit(sharded, in_shardings=(sharding,), out_shardings=sharding, donate_argnums=0)
 
     def place(self, state: PyTree) -> PyTree:
         """Puts ``state`` where the compiled function wants it (sharded over the mesh)."""
@@ -400,6 +405,8 @@ def _run_locked(
 
     compile_before = chunk_fn.compile_seconds
     chunk_seconds: list[float] = []
+    # The chunks donate their input state; the caller's initial state is not theirs to delete.
+    state = jax.tree.map(jnp.copy, state)
     played = 0
     for k in range(start_chunk, len(lengths)):
         if stop_after_chunks is not None and played >= stop_after_chunks:

@@ -45,9 +45,9 @@ from bandits_jax.sim.chunks import ChunkFn, run_chunked
 from bandits_jax.sim.sweep import (
     DEFAULT_FIELDS,
     Experiment,
-    ExperimentResult,
     SweepResult,
     build_runs,
+    collect,
     get_metric,
 )
 
@@ -172,21 +172,13 @@ def run_sweep(
     gathered = multihost_utils.process_allgather(mine, tiled=False) if P > 1 else mine
     if gather == "process0" and p != 0:
         return None
-    out = []
-    for exp, m, (R, size) in zip(experiments, gathered, shares, strict=True):
-        G, N = exp.grid_size, len(seeds)
-        shaped = {}
-        for k, v in m.items():
-            v = np.asarray(v)
-            if P > 1:  # (P, size, T, ...) -> (P * size, T, ...)
-                v = v.reshape((P * size,) + v.shape[2:])
-            shaped[k] = v[:R].reshape((G, N) + v.shape[1:])
-        grid = {k: np.asarray(v).reshape(G) for k, v in exp.grid.items()}
-        out.append(ExperimentResult(exp.learner, exp.env, grid, np.asarray(seeds), shaped))
-    return SweepResult(
-        tuple(out),
-        num_rounds,
-        res.stats.run_seconds,
-        res.stats.compile_seconds,
-        len(jax.devices()),
-    )
+    joined = []
+    for m, (_, size) in zip(gathered, shares, strict=True):
+        # (P, size, T, ...) -> (P * size, T, ...): the processes' shares in run order.
+        joined.append(
+            {
+                k: np.asarray(v).reshape((P * size,) + np.shape(v)[2:]) if P > 1 else np.asarray(v)
+                for k, v in m.items()
+            }
+        )
+    return collect(experiments, joined, seeds, num_rounds, res.stats, len(jax.devices()))

@@ -82,6 +82,11 @@ def make_rollout(
     the learner states carry a leading grid axis (a batch of hyperparameters). With both, metrics
     have shape ``(grid, trials, num_rounds, ...)``: every (grid point, trial) pair runs in the same
     compiled call.
+
+    Nothing is donated: the carry is built inside the call (``lax.scan`` updates it in place) and
+    only metrics come back, so no input buffer could be reused, and callers commonly run the same
+    learner and env states with several keys. :class:`bandits_jax.sim.chunks.ChunkFn`, which
+    returns the carry, donates it.
     """
     fn = functools.partial(rollout, step, num_rounds=num_rounds)
     if trials:

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import stack_trees
 from bandits_jax.protocols import REJECTED_CODES, Status
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
@@ -135,15 +136,6 @@ def grid_product(**axes: Sequence[Any]) -> dict[str, np.ndarray]:
     return {n: np.asarray([r[i] for r in rows]) for i, n in enumerate(names)}
 
 
-def stack_trees(trees: Sequence[PyTree]) -> PyTree:
-    """Stacks same-structured trees along a new leading axis (e.g. hyperparameters per beta)."""
-    return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
-
-
-def _concat_trees(trees: Sequence[PyTree]) -> PyTree:
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *trees)
-
-
 def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
     """``(env_keys, run_keys)`` for each seed: the environment draw and the rounds' keys."""
     keys = jnp.stack([jax.random.key(int(s)) for s in seeds])
@@ -237,16 +229,13 @@ def run_sweep(
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds: expected at least one")
-    states, counts = [], []
+    states = []
     for exp in experiments:
         runs = build_runs(exp, seeds)
         if mesh is not None:
-            runs, n = sh.pad_runs(runs, mesh.size)
+            runs, _ = sh.pad_runs(runs, mesh.size)
             runs = sh.shard_runs(runs, mesh)
-        else:
-            n = exp.grid_size * len(seeds)
         states.append(runs)
-        counts.append(n)
     chunk_fn = _chunk_fn(tuple(e.step for e in experiments), mesh)
     config = {
         "user": config,
@@ -269,21 +258,30 @@ def run_sweep(
             _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
         ),
     )
+    return collect(
+        experiments, res.metrics, seeds, num_rounds, res.stats, 1 if mesh is None else mesh.size
+    )
+
+
+def collect(
+    experiments: Sequence[Experiment],
+    run_metrics: Sequence[Mapping[str, Any]],
+    seeds: Sequence[int],
+    num_rounds: int,
+    stats: Any,
+    devices: int,
+) -> SweepResult:
+    """The :class:`SweepResult` of run-major metrics: each experiment's first ``G * N`` runs
+    (padding dropped) reshaped to ``(G, N, ...)``; ``stats`` is the run's ``ChunkStats``."""
     out = []
-    for exp, n, metrics in zip(experiments, counts, res.metrics, strict=True):
+    for exp, metrics in zip(experiments, run_metrics, strict=True):
         G, N = exp.grid_size, len(seeds)
         shaped = {
-            k: np.asarray(v)[:n].reshape((G, N) + np.shape(v)[1:]) for k, v in metrics.items()
+            k: np.asarray(v)[: G * N].reshape((G, N) + np.shape(v)[1:]) for k, v in metrics.items()
         }
         grid = {k: np.asarray(v).reshape(G) for k, v in exp.grid.items()}
         out.append(ExperimentResult(exp.learner, exp.env, grid, np.asarray(seeds), shaped))
-    return SweepResult(
-        tuple(out),
-        num_rounds,
-        res.stats.run_seconds,
-        res.stats.compile_seconds,
-        1 if mesh is None else mesh.size,
-    )
+    return SweepResult(tuple(out), num_rounds, stats.run_seconds, stats.compile_seconds, devices)
 
 
 def select_grid(exp: Experiment, indices: Sequence[int]) -> Experiment:

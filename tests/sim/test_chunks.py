@@ -133,3 +133,18 @@ def test_progress_line():
     bar.advance(25, 0.5)
     line = bar.line()
     assert "25/100" in line and "50 rounds/s" in line and "00:02 left" in line
+
+
+def test_chunk_donates_its_input_state_and_run_chunked_keeps_the_callers():
+    state = batch_state([0, 1], [0.1, 0.3])
+    reference = jax.jit(jax.vmap(lambda s: play(toy_step, s, 4)))(state)  # no donation
+    given = jax.tree.map(jnp.copy, state)
+    final, metrics = BATCHED(given, 4)
+    assert all(x.is_deleted() for x in jax.tree.leaves(given)), "chunk input not donated"
+    assert_trees_equal(final, reference[0])
+    assert_trees_equal(metrics, reference[1])
+    # run_chunked copies the caller's initial state once, then donates chunk to chunk.
+    res = run_chunked(BATCHED, state, 4, chunk_size=2)
+    assert not any(x.is_deleted() for x in jax.tree.leaves(state))
+    assert_trees_equal(res.state, reference[0])
+    assert_trees_equal(res.metrics, jax.device_get(reference[1]))
