@@ -188,8 +188,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cache is not None:  # compiled chunks are reused across runs (first vs second run)
         jax.config.update("jax_compilation_cache_dir", str(cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    from bandits_jax.sim.checkpoint import DirectoryLock
+
     try:
-        return args.module.run(args)
+        # One process per output directory: a second one fails at once (one error line).
+        with DirectoryLock(args.out, name=".bandits-jax.lock"):
+            return args.module.run(args)
     except KeyboardInterrupt:
         print(
             "\ninterrupted: the checkpoints of finished chunks are kept; rerun with --resume",

@@ -100,41 +100,18 @@ class LearnerSpec(NamedTuple):
     kind: str | None = None
 
 
-def section4_recipe(r: Recipe) -> Any:
-    """The paper's section-4 recipe: lam = d^l-scaled, eta, beta (``mlogb.section4``)."""
-    from bandits_jax import mlogb
+def sketch_size(K: int, d: int) -> int:
+    """Section 4's ``m = floor(K d / 10)`` (at least 1), the default ``--sketch``."""
+    from bandits_jax.mlogb.recipes import sketch_size as section4_m
 
-    return mlogb.section4(
-        num_outcomes=r.num_outcomes,
-        dim=r.dim,
-        S=r.S,
-        horizon=r.horizon,
-        l=r.l,
-        e=r.e,
-        beta=r.beta,
-        rewards=r.rewards,
-        dtype=r.dtype,
-    )
+    return section4_m(K, d)
 
 
-def _section4_hparams(r: Recipe) -> Any:
-    return section4_recipe(r).hparams
-
-
-def _eofd(K: int, d: int, m: int, **opts: Any) -> Any:
-    from bandits_jax import mlogb
-
-    return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **opts)
-
-
-def _oful(K: int, d: int, m: int, **opts: Any) -> Any:
-    from bandits_jax import mlogb
-
-    return mlogb.oful(num_outcomes=K, dim=d, **opts)
-
-
-def _tuned_spec(kind: str, label: str, legend: str, sketched: bool, color: str) -> LearnerSpec:
-    """A registry row for a kind of :mod:`bandits_jax.mlogb.recipes`."""
+def _spec(
+    kind: str, label: str, legend: str, sketched: bool, color: str, tuned: bool = True
+) -> LearnerSpec:
+    """A registry row for a kind of :mod:`bandits_jax.mlogb.recipes` (``tuned``: ``reproduce``
+    runs it at its tuned point, else at ``--l/--e/--beta``)."""
 
     def factory(K: int, d: int, m: int, **opts: Any) -> Any:
         from bandits_jax.mlogb import recipes
@@ -144,36 +121,25 @@ def _tuned_spec(kind: str, label: str, legend: str, sketched: bool, color: str) 
     def hparams(r: Recipe) -> Any:
         from bandits_jax.mlogb import recipes
 
-        return recipes.hparams_for(
-            kind,
-            num_outcomes=r.num_outcomes,
-            dim=r.dim,
-            S=r.S,
-            horizon=r.horizon,
-            l=r.l,
-            e=r.e,
-            beta=r.beta,
-            rewards=r.rewards,
-            dtype=r.dtype,
-        )
+        return recipes.hparams_for(kind, **r._asdict())
 
-    return LearnerSpec(label, legend, factory, hparams, sketched, color, kind)
+    return LearnerSpec(label, legend, factory, hparams, sketched, color, kind if tuned else None)
 
 
 LEARNERS: dict[str, LearnerSpec] = {
-    "eofd": LearnerSpec("EOFD", "EOFD-MLogB", _eofd, _section4_hparams, True, "tab:blue"),
-    "oful": LearnerSpec("OFUL", "OFUL-MLogB", _oful, _section4_hparams, False, "tab:orange"),
-    "eofd-tuned": _tuned_spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True, "tab:cyan"),
-    "eofd-robust": _tuned_spec(
+    "eofd": _spec("eofd", "EOFD", "EOFD-MLogB", True, "tab:blue", tuned=False),
+    "oful": _spec("oful", "OFUL", "OFUL-MLogB", False, "tab:orange", tuned=False),
+    "eofd-tuned": _spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True, "tab:cyan"),
+    "eofd-robust": _spec(
         "eofd-robust", "EOFD robust", "EOFD-MLogB robust (practical)", True, "tab:green"
     ),
-    "eofd-adaptive": _tuned_spec(
+    "eofd-adaptive": _spec(
         "eofd-adaptive", "EOFD adaptive", "EOFD-MLogB adaptive (tuned)", True, "tab:olive"
     ),
-    "oful-tuned": _tuned_spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False, "tab:red"),
-    "greedy": _tuned_spec("greedy", "greedy", "greedy (robust EOFD estimate)", True, "tab:purple"),
-    "linucb": _tuned_spec("linucb", "LinUCB", "LinUCB (tuned)", False, "tab:brown"),
-    "uniform": _tuned_spec("uniform", "random", "uniform random", False, "tab:gray"),
+    "oful-tuned": _spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False, "tab:red"),
+    "greedy": _spec("greedy", "greedy", "greedy (robust EOFD estimate)", True, "tab:purple"),
+    "linucb": _spec("linucb", "LinUCB", "LinUCB (tuned)", False, "tab:brown"),
+    "uniform": _spec("uniform", "random", "uniform random", False, "tab:gray"),
 }
 DEFAULT_LEARNERS = ("eofd", "oful", "eofd-robust", "greedy", "linucb", "uniform")
 RATIO_PAIRS: tuple[tuple[str, str], ...] = (
@@ -332,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
         K, d = setting.num_outcomes, setting.dim
         recipe = Recipe(K, d, args.S, T, args.l, args.e, opt.beta_arg(args.beta),
                         env_rewards(setting), dtype)  # fmt: skip
-        m = args.sketch or section4_recipe(recipe).sketch_size
+        m = args.sketch or sketch_size(K, d)
         bar = Progress(len(learners) * trials * T, name, enabled=not args.quiet)
         entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
         curves, times, by_key = {}, {}, {}

@@ -163,7 +163,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         hp = jax.tree_util.tree_map(
             lambda *xs: jnp.concatenate(xs, axis=0), *[spec.hparams(r) for r in recipes]
         )
-        m_ = args.sketch or rep.section4_recipe(recipes[0]).sketch_size
+        m_ = args.sketch or rep.sketch_size(K, d)
         grid = {
             "l": np.tile(lg["l"], len(betas)),
             "e": np.tile(lg["e"], len(betas)),

@@ -12,7 +12,7 @@ grid on it, on tuning seeds only. Re-derive :data:`TUNED` with::
     bandits-jax sweep --settings synth-20-1,synth-50-2,synth-100-1 \\
       --learners eofd,eofd-robust,eofd-adaptive,oful,linucb \\
       --l-grid=-1.5,-1,-0.5,0 --e-grid=-0.5,0,0.5 --beta-grid 0.01,0.1,1 \\
-      --rounds 2000 --trials 3 --eval-trials 0 --select across --out results/tune
+      --rounds 1800 --trials 3 --eval-trials 0 --select across --out results/tune
 
 Kinds (each a learner of the same protocol):
 
@@ -58,7 +58,7 @@ class Exponents(NamedTuple):
     beta: float
 
 
-# Chosen by the sweep in the module docstring (tuning seeds 0-2, T = 2000).
+# Chosen by the sweep in the module docstring (tuning seeds 0-2, T = 1800).
 TUNED: dict[str, Exponents] = {
     "eofd": Exponents(0.0, -0.5, 0.01),
     "eofd-robust": Exponents(-1.0, 0.0, 0.1),

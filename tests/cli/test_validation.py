@@ -209,3 +209,11 @@ def test_compile_cache_dir_default_and_off(tmp_path, monkeypatch):
     assert opt.compile_cache_dir(args) == tmp_path / "xla"
     args = parser.parse_args(["reproduce", "--compile-cache", "off"])
     assert opt.compile_cache_dir(args) is None
+
+
+def test_out_in_use_by_another_process(tmp_path, capsys):
+    import os
+
+    (tmp_path / ".bandits-jax.lock").write_text(str(os.getpid()))  # a live process holds it
+    rc, lines = run_bad(["reproduce", "--out", str(tmp_path)], capsys)
+    assert rc == 2 and len(lines) == 1 and "in use by process" in lines[0]
