@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--quick", action="store_true", help="T = 300, 3 trials")
     p.add_argument("--float32", action="store_true", help="float32 (default float64)")
     p.add_argument("--learners", default=",".join(LEARNERS), help="comma list (default: all)")
+    p.add_argument("--settings", default=",".join(SETTINGS), help="comma list (default: all)")
     p.add_argument("--merge", nargs="+", default=None, help="merge these runs' reports instead")
     p.add_argument("--figure", default=None, help="with --merge: draw the regret figure here")
     a = p.parse_args(argv)
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
         T, trials = (300, 3) if a.quick else (2000, 10)
         args = [
             "reproduce",
-            "--settings", ",".join(SETTINGS),
+            "--settings", a.settings,
             "--learners", a.learners,
             "--rounds", str(T),
             "--trials", str(trials),
@@ -129,17 +130,19 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def merge(reports: list[dict]) -> dict:
-    """One report from runs of disjoint learner groups on the same settings, T and trials."""
+    """One report from runs of learner groups and/or setting groups with the same T and trials."""
     first = reports[0]
     for r in reports[1:]:
         for key in ("rounds", "trials", "dtype"):
             if r[key] != first[key]:
                 raise SystemExit(f"--merge: runs differ in {key}: {r[key]} vs {first[key]}")
     out = {**first, "command": [r["command"] for r in reports], "settings": {}}
-    for name in first["settings"]:
-        entry = {**first["settings"][name], "learners": {}}
+    for name in [n for n in SETTINGS if any(n in r["settings"] for r in reports)]:
+        entry: dict = {}
         for r in reports:
-            entry["learners"].update(r["settings"][name]["learners"])
+            if name in r["settings"]:
+                learners = {**entry.get("learners", {}), **r["settings"][name]["learners"]}
+                entry = {**r["settings"][name], "learners": learners}
         entry.pop("ratios", None)
         out["settings"][name] = entry
     return out
