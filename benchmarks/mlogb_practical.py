@@ -72,7 +72,7 @@ def markdown(report: dict) -> str:
             )
         lines.append(f"| {lab} | " + " | ".join(cells) + " |")
     lines.append("")
-    for n in names:
+    for n in [n for n in names if "goals" in report["settings"][n]]:
         g = report["settings"][n]["goals"]
         lines.append(
             f"- {n}: {g['best_sketched']} / OFUL tuned regret {g['regret_over_oful']:.3f}, "
