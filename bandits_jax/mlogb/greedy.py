@@ -19,7 +19,13 @@ import jax.numpy as jnp
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
-from bandits_jax.mlogb.learner import MLogBLearner, check_actions, check_static, fresh_state
+from bandits_jax.mlogb.learner import (
+    MLogBLearner,
+    check_actions,
+    check_static,
+    fresh_state,
+    from_score_parts,
+)
 from bandits_jax.mlogb.oful import oful
 
 
@@ -57,22 +63,15 @@ def greedy(
         est = z[:, 0] if K == 1 else model.sigma(z) @ state.hparams.rewards
         return est, jnp.zeros_like(est)
 
-    def scores(state, actions: jax.Array) -> jax.Array:
-        return bonus.optimistic_reward(K, *score_parts(state, actions))
-
-    def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        return bonus.argmax_tie(score_parts(state, actions)[0], mask)
-
     def update(state, x: jax.Array, y: jax.Array):
         new = base.update(state, x, y)
         return new._replace(info=new.info._replace(beta=jnp.zeros_like(new.info.beta)))
 
-    return MLogBLearner(
-        init=init,
-        scores=scores,
-        score_parts=score_parts,
-        select=select,
-        update=update,
+    return from_score_parts(
         num_outcomes=K,
         dim=d,
+        init=init,
+        score_parts=score_parts,
+        update=update,
+        scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
     )

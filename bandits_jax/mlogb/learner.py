@@ -238,3 +238,32 @@ def assemble(
         num_outcomes=K,
         dim=d,
     )
+
+
+def from_score_parts(
+    *,
+    num_outcomes: int,
+    dim: int,
+    init: Callable[[Any], Any],
+    score_parts: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]],
+    update: Callable[[Any, jax.Array, jax.Array], Any],
+    scores: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
+) -> MLogBLearner:
+    """A learner from its ``score_parts``: ``select`` is the tie-broken argmax of
+    ``estimate + bonus`` over the valid actions, ``scores`` is ``scores(estimate, bonus)``
+    (default their sum). For learners without Lemma 1's ``A(x)`` (the baselines)."""
+    combine = scores if scores is not None else (lambda est, bon: est + bon)
+
+    def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+        est, bon = score_parts(state, actions)
+        return bonus.argmax_tie(est + bon, mask)
+
+    return MLogBLearner(
+        init=init,
+        scores=lambda state, actions: combine(*score_parts(state, actions)),
+        score_parts=score_parts,
+        select=select,
+        update=update,
+        num_outcomes=num_outcomes,
+        dim=dim,
+    )

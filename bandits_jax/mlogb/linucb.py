@@ -34,7 +34,6 @@ import numpy as np
 
 from bandits_jax.checks import check_float
 from bandits_jax.linalg.roots import CONVERGED
-from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
@@ -44,6 +43,7 @@ from bandits_jax.mlogb.learner import (
     check_static,
     check_update_args,
     fresh_state,
+    from_score_parts,
     guard,
 )
 
@@ -153,14 +153,6 @@ def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
         sq = jnp.sum((X @ state.A_inv) * X, axis=1)
         return X @ state.W[0], state.hparams.alpha * jnp.sqrt(jnp.maximum(sq, 0.0))
 
-    def scores(state: LinUCBState, actions: jax.Array) -> jax.Array:
-        est, bon = score_parts(state, actions)
-        return est + bon
-
-    def select(state: LinUCBState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
-
     def update(state: LinUCBState, x: jax.Array, y: jax.Array) -> LinUCBState:
         check_update_args(x, y, K, d)
         dtype = state.W.dtype
@@ -183,12 +175,10 @@ def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
         )
         return guard(state, new)
 
-    return MLogBLearner(
-        init=init,
-        scores=scores,
-        score_parts=score_parts,
-        select=select,
-        update=update,
+    return from_score_parts(
         num_outcomes=K,
         dim=d,
+        init=init,
+        score_parts=score_parts,
+        update=update,
     )

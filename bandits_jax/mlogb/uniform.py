@@ -18,7 +18,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
-from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
@@ -28,6 +27,7 @@ from bandits_jax.mlogb.learner import (
     check_static,
     check_update_args,
     fresh_state,
+    from_score_parts,
 )
 
 
@@ -127,13 +127,6 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
         u = jax.random.uniform(sub, (actions.shape[0],), state.W.dtype)
         return u, jnp.zeros_like(u)
 
-    def scores(state: UniformState, actions: jax.Array) -> jax.Array:
-        return score_parts(state, actions)[0]
-
-    def select(state: UniformState, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
-
     def update(state: UniformState, x: jax.Array, y: jax.Array) -> UniformState:
         check_update_args(x, y, K, d)
         # x plays no part in the choice, but a non-finite one is still rejected, as everywhere.
@@ -145,12 +138,11 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
             info=_info(state.W.dtype, jnp.where(ok, CONVERGED, NONFINITE)),
         )
 
-    return MLogBLearner(
-        init=init,
-        scores=scores,
-        score_parts=score_parts,
-        select=select,
-        update=update,
+    return from_score_parts(
         num_outcomes=K,
         dim=d,
+        init=init,
+        score_parts=score_parts,
+        update=update,
+        scores=lambda est, bon: est,
     )
