@@ -98,7 +98,11 @@ def shard_runs(tree: PyTree, mesh: Mesh) -> PyTree:
     if jax.process_count() == 1:
         return jax.device_put(tree, sharding)
 
-    def place(x):  # pragma: no cover - multi-host only
+    def place(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            # Typed keys have no numpy form: place their raw data and wrap it again.
+            data = place(jax.random.key_data(x))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
         host = np.asarray(jax.device_get(x))
         return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
 

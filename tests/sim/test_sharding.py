@@ -74,3 +74,16 @@ def test_pad_and_unpad():
         sh.num_runs({"a": np.zeros(3), "b": np.zeros(4)})
     mesh = sh.run_mesh(jax.devices()[:1])
     assert mesh.axis_names == ("runs",) and mesh.size == 1
+
+
+def test_multi_host_placement_takes_typed_keys(monkeypatch):
+    """The per-process placement (used when ``jax.process_count() > 1``) accepts typed PRNG keys:
+    same key data and impl as the single-process ``device_put``."""
+    mesh = sh.run_mesh(jax.devices()[:1])
+    tree = {"k": jax.random.split(jax.random.key(3), 4), "x": np.arange(4.0)}
+    single = sh.shard_runs(tree, mesh)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    multi = sh.shard_runs(tree, mesh)
+    assert jax.random.key_impl(multi["k"]) == jax.random.key_impl(single["k"])
+    np.testing.assert_array_equal(jax.random.key_data(multi["k"]), jax.random.key_data(single["k"]))
+    np.testing.assert_array_equal(multi["x"], single["x"])
