@@ -39,9 +39,22 @@ def _plt():
     return plt
 
 
-def _grid(n: int) -> tuple[int, int]:
+def _panels(plt, n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    """A figure of ``n`` panels (``width`` x ``height`` inches each) on a grid of at most three
+    columns, the unused cells blank; returns the figure and the ``n`` panels' axes, row by row."""
     cols = min(n, 3)
-    return math.ceil(n / cols), cols
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    axes = list(axes.flat)
+    for ax in axes[n:]:
+        ax.axis("off")
+    return fig, axes[:n]
+
+
+def _save(plt, fig, path: str | os.PathLike) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def regret_figure(
@@ -59,9 +72,8 @@ def regret_figure(
     """
     colors = {**COLORS, **(colors or {})}
     plt = _plt()
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
-    for ax, (title, curves) in zip(axes.flat, panels, strict=False):
+    fig, axes = _panels(plt, len(panels), 4.6, 3.6)
+    for ax, (title, curves) in zip(axes, panels, strict=True):
         for name, regret in curves.items():
             cum = np.cumsum(np.asarray(regret, np.float64), axis=-1)
             mean = cum.mean(axis=0)
@@ -75,11 +87,7 @@ def regret_figure(
         ax.set_ylabel("cumulative regret")
         ax.grid(alpha=0.3)
         ax.legend()
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def time_figure(
@@ -97,9 +105,8 @@ def time_figure(
     """
     colors = {**COLORS, **(colors or {})}
     plt = _plt()
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
-    for ax, (title, times) in zip(axes.flat, panels, strict=False):
+    fig, axes = _panels(plt, len(panels), 3.6, 3.4)
+    for ax, (title, times) in zip(axes, panels, strict=True):
         names = list(times)
         ms = [1e3 * np.asarray(times[n], np.float64) for n in names]
         means = [m.mean() for m in ms]
@@ -115,11 +122,7 @@ def time_figure(
         ax.set_title(title)
         ax.set_ylabel("time per round (ms)")
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def heatmap_figure(
@@ -142,9 +145,8 @@ def heatmap_figure(
       log10: plot ``log10(values)`` (non-positive values shown blank).
     """
     plt = _plt()
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.8 * rows), squeeze=False)
-    for ax, (title, values) in zip(axes.flat, panels, strict=False):
+    fig, axes = _panels(plt, len(panels), 4.4, 3.8)
+    for ax, (title, values) in zip(axes, panels, strict=True):
         v = np.asarray(values, np.float64)
         if log10:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -159,11 +161,7 @@ def heatmap_figure(
             if np.isfinite(x):
                 ax.text(j, i, f"{x:.3g}", ha="center", va="center", fontsize=6, color="w")
         fig.colorbar(im, ax=ax, label=("log10 " if log10 else "") + cbar_label)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> None:
@@ -190,9 +188,7 @@ def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) ->
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
@@ -236,6 +232,4 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
             ax.set_yscale("log")
             ax.set_ylabel(f"regret at T = {cfg['T']}")
             ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)

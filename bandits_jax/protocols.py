@@ -14,8 +14,8 @@ Shared conventions
 * ``init(hparams) -> state`` in both families. A BCO learner's start is deterministic
   (``w_1 = 0``, or the box centre for Algorithm 4); all of its randomness enters through the key
   that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore
-  takes no key; BCO ``init`` still accepts a trailing ``key`` argument for callers written against
-  the old ``init(hparams, key)`` signature and ignores it.
+  takes no key, in either family (an environment's ``init(key)`` is where a run's randomness
+  starts).
 * Every state has ``status`` (int32, :class:`Status`) of its last update, either as a field (BCO)
   or in ``state.info.status`` (MLogB). A rejected update keeps the previous state. BCO states also
   count rejected updates in ``num_failures``.
@@ -139,7 +139,7 @@ class BCOLearner(Protocol):
     ``hyperparams(...)`` builds validated hyperparameters for this learner's static choices.
     """
 
-    def init(self, hparams: PyTree, key: Array | None = None) -> PyTree: ...
+    def init(self, hparams: PyTree) -> PyTree: ...
 
     def query(self, state: PyTree, key: Array) -> tuple[Array, PyTree]: ...
 

@@ -9,6 +9,7 @@ checkpoint round trip, and a ValueError naming the argument on bad input.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -220,6 +221,9 @@ def test_protocol_members(any_case):
     proto = protocols.BCOLearner if case.family == "bco" else protocols.MLogBLearner
     assert isinstance(case.learner, proto)
     assert case.learner.dim == D
+    # init takes the hyperparameters only: randomness enters through query's key (both families).
+    assert len(inspect.signature(case.learner.init).parameters) == 1
+    assert list(inspect.signature(proto.init).parameters) == ["self", "hparams"]
 
 
 def test_jit_equals_eager(any_case):

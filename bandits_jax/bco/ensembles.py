@@ -58,7 +58,7 @@ keeps the sign change even where ``psi`` is not monotone) and surfaces its statu
 
 Failures: a round whose observations or new iterates are not finite leaves the state unchanged
 and sets ``status = NONFINITE``; ``num_failures`` counts rounds whose status was not
-``CONVERGED``. ``init(hparams)`` is deterministic (a trailing key is accepted and ignored).
+``CONVERGED``. ``init(hparams)`` is deterministic and takes no key (:mod:`bandits_jax.protocols`).
 Hyperparameter constructors take arrays for their scalar arguments and broadcast them into a grid
 (points whose pools differ in size cannot be stacked and raise ``ValueError``).
 """
@@ -84,10 +84,10 @@ from bandits_jax.bco.two_point import (
     all_finite,
     check_hparams,
     coordinate_feedback,
-    coordinate_query,
-    fresh_state,
     grid,
     oogd_step,
+    query_coordinates,
+    start,
 )
 from bandits_jax.linalg.roots import CONVERGED, bracketed_newton
 
@@ -131,18 +131,9 @@ def _scalars(dtype, *xs) -> list[Array]:
     return [jnp.asarray(x, dtype) for x in xs]
 
 
-def _start(state_cls: type, dim: int, hp, **fields):
-    """The common start of both ensembles: ``w_1 = 0``, ``g~_1 = 0``, ``status = CONVERGED``,
-    no failures, every buffer distinct (``fields`` are the ensemble's own)."""
-    dtype = hp.delta.dtype
-    common = dict(
-        w=jnp.zeros((dim,), dtype),
-        g_tilde=jnp.zeros((dim,), dtype),
-        status=jnp.asarray(CONVERGED, jnp.int32),
-        num_failures=jnp.zeros((), jnp.int32),
-        hparams=hp,
-    )
-    return fresh_state(state_cls(**common, **fields))
+def _pool_zeros(shape: tuple[int, int], dtype, *names: str) -> dict[str, Array]:
+    """A zero ``(N, d)`` stack of base iterates for each field name (the pools' start)."""
+    return {name: jnp.zeros(shape, dtype) for name in names}
 
 
 def _combine(weights: Array, base_w: Array) -> Array:
@@ -150,10 +141,22 @@ def _combine(weights: Array, base_w: Array) -> Array:
 
 
 def _stacked_oogd(domain, xi, w_hat, g, hint, eta_t, eta_next):
-    """One OOGD step for a stack of base learners (leading axis of every argument but domain)."""
+    """One OOGD step for a stack of base learners: ``w_hat`` (N, d), steps (N,); ``g`` and
+    ``hint`` are (d,) (shared by the stack) or (N, d)."""
+    g, hint = jnp.broadcast_to(g, w_hat.shape), jnp.broadcast_to(hint, w_hat.shape)
     return jax.vmap(lambda wh, gg, hh, e0, e1: oogd_step(domain, xi, wh, gg, hh, e0, e1))(
         w_hat, g, hint, eta_t, eta_next
     )
+
+
+def _pool_steps(kind: str, d: int, pool, sched, sched_next) -> tuple[Array, Array]:
+    """``(eta_t, eta_{t+1})`` of schedule ``kind`` for every base learner of ``pool`` (its
+    stacked schedule parameters)."""
+
+    def steps(params):
+        return sch.step_size(kind, d, params, sched), sch.step_size(kind, d, params, sched_next)
+
+    return jax.vmap(steps)(pool)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,24 +311,16 @@ def dynamic_ensemble(dim: int) -> Learner:
     def make_hparams(domain, **kw) -> DynamicHParams:
         return dynamic_hyperparams(d, domain, **kw)
 
-    def init(hp: DynamicHParams, key: Array | None = None) -> DynamicState:
-        del key  # deterministic start (bandits_jax.protocols)
+    def init(hp: DynamicHParams) -> DynamicState:
         check_hparams(hp, DynamicHParams, d)
         n = hp.etas.shape[0]
         dtype = hp.delta.dtype
-        return _start(
-            DynamicState,
-            d,
-            hp,
-            base_w=jnp.zeros((n, d), dtype),
-            base_w_hat=jnp.zeros((n, d), dtype),
-            base_w_prev=jnp.zeros((n, d), dtype),
+        own = dict(
+            **_pool_zeros((n, d), dtype, "base_w", "base_w_hat", "base_w_prev"),
             meta=meta.optimistic_hedge_init(n, hp.c0, dtype=dtype),
             vbar=jnp.zeros((), dtype),
         )
-
-    def query(state: DynamicState, key: Array) -> tuple[Array, CoordAux]:
-        return coordinate_query(state.w, state.hparams.delta, key)
+        return start(DynamicState, hp, d, "w", "g_tilde", **own)
 
     def update(state: DynamicState, aux: CoordAux, values: Array) -> DynamicState:
         hp = state.hparams
@@ -337,15 +332,8 @@ def dynamic_ensemble(dim: int) -> Learner:
         hedge = meta.optimistic_hedge_observe(state.meta, losses)
 
         # Base learners: Algorithm 1 with fixed steps on the shared estimator.
-        n = hp.etas.shape[0]
         base_w_hat, base_w = _stacked_oogd(
-            hp.domain,
-            hp.xi,
-            state.base_w_hat,
-            jnp.broadcast_to(g, (n, d)),
-            jnp.broadcast_to(g_tilde_next, (n, d)),
-            hp.etas,
-            hp.etas,
+            hp.domain, hp.xi, state.base_w_hat, g, g_tilde_next, hp.etas, hp.etas
         )
         move_next = jnp.sum((base_w - state.base_w) ** 2, axis=-1)
         hedge = meta.optimistic_hedge_predict(hedge, base_w @ g_tilde_next + hp.gamma * move_next)
@@ -360,7 +348,7 @@ def dynamic_ensemble(dim: int) -> Learner:
         )
         return accept(state, new, all_finite(values, err_sq, base_w, hedge.weights))
 
-    return Learner(init, query, update, make_hparams, d)
+    return Learner(init, query_coordinates, update, make_hparams, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -582,27 +570,18 @@ def universal_ensemble(
     def make_hparams(domain, **kw) -> UniversalHParams:
         return universal_hyperparams(d, domain, **kw)
 
-    def init(hp: UniversalHParams, key: Array | None = None) -> UniversalState:
-        del key  # deterministic start (bandits_jax.protocols)
+    def init(hp: UniversalHParams) -> UniversalState:
         check_hparams(hp, UniversalHParams, d)
         dtype = hp.delta.dtype
-        n_sc = hp.sc.lam.shape[0]
-        n_cvx = hp.cvx.lam.shape[0]
-        return _start(
-            UniversalState,
-            d,
-            hp,
-            sc_w=jnp.zeros((n_sc, d), dtype),
-            sc_w_hat=jnp.zeros((n_sc, d), dtype),
-            cvx_w=jnp.zeros((n_cvx, d), dtype),
-            cvx_w_hat=jnp.zeros((n_cvx, d), dtype),
+        n_sc, n_cvx = hp.sc.lam.shape[0], hp.cvx.lam.shape[0]
+        own = dict(
+            **_pool_zeros((n_sc, d), dtype, "sc_w", "sc_w_hat"),
+            **_pool_zeros((n_cvx, d), dtype, "cvx_w", "cvx_w_hat"),
             sched=sch.init_schedule(dtype),
             meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
             fixed_point_steps=jnp.zeros((), jnp.int32),
         )
-
-    def query(state: UniversalState, key: Array) -> tuple[Array, CoordAux]:
-        return coordinate_query(state.w, state.hparams.delta, key)
+        return start(UniversalState, hp, d, "w", "g_tilde", **own)
 
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
         hp = state.hparams
@@ -617,35 +596,16 @@ def universal_ensemble(
         prod = meta.adapt_ml_prod_observe(state.meta, regrets)
 
         # Strongly convex pool on h^sc (Table 2): gradient and hint at the base decision.
-        def sc_steps(params):
-            return (
-                sch.step_size(sch.STRONGLY_CONVEX, d, params, state.sched),
-                sch.step_size(sch.STRONGLY_CONVEX, d, params, sched_next),
-            )
-
-        eta_sc, eta_sc_next = jax.vmap(sc_steps)(hp.sc)
+        eta_sc, eta_sc_next = _pool_steps(sch.STRONGLY_CONVEX, d, hp.sc, state.sched, sched_next)
         pull = 0.5 * hp.sc.lam[:, None] * (state.sc_w - w_t)
         sc_w_hat, sc_w = _stacked_oogd(
             hp.domain, hp.xi, state.sc_w_hat, g + pull, g_tilde_next + pull, eta_sc, eta_sc_next
         )
 
         # Convex and linear learners on <g_t, x>.
-        def cvx_steps(params):
-            return (
-                sch.step_size(sch.CONVEX, d, params, state.sched),
-                sch.step_size(sch.CONVEX, d, params, sched_next),
-            )
-
-        eta_cv, eta_cv_next = jax.vmap(cvx_steps)(hp.cvx)
-        n_cvx = state.cvx_w.shape[0]
+        eta_cv, eta_cv_next = _pool_steps(sch.CONVEX, d, hp.cvx, state.sched, sched_next)
         cvx_w_hat, cvx_w = _stacked_oogd(
-            hp.domain,
-            hp.xi,
-            state.cvx_w_hat,
-            jnp.broadcast_to(g, (n_cvx, d)),
-            jnp.broadcast_to(g_tilde_next, (n_cvx, d)),
-            eta_cv,
-            eta_cv_next,
+            hp.domain, hp.xi, state.cvx_w_hat, g, g_tilde_next, eta_cv, eta_cv_next
         )
 
         # Hints for round t+1 (E.8) and p_{t+1}.
@@ -675,7 +635,7 @@ def universal_ensemble(
         ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
         return accept(state, new, ok, fp_status)
 
-    return Learner(init, query, update, make_hparams, d)
+    return Learner(init, query_coordinates, update, make_hparams, d)
 
 
 __all__ = [

@@ -36,6 +36,12 @@ from bandits_jax.sim.runner import StepFn
 Array = jax.Array
 
 
+def _item_by_name(self, key):
+    """``metrics["loss"]`` as ``metrics.loss`` (the dict form of earlier versions); an int indexes
+    the tuple."""
+    return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+
+
 class BCOMetrics(NamedTuple):
     """Per-round outputs of :func:`interact` (module docstring); one scalar per round each."""
 
@@ -48,9 +54,7 @@ class BCOMetrics(NamedTuple):
     in_domain: Array
     status: Array
 
-    def __getitem__(self, key):
-        """``metrics["loss"]`` as ``metrics.loss`` (the dict form of earlier versions)."""
-        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+    __getitem__ = _item_by_name
 
 
 class BCOSummary(NamedTuple):
@@ -68,9 +72,7 @@ class BCOSummary(NamedTuple):
     num_failures: Array
     all_in_domain: Array
 
-    def __getitem__(self, key):
-        """``metrics["loss"]`` as ``metrics.loss`` (the dict form of earlier versions)."""
-        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+    __getitem__ = _item_by_name
 
 
 def interact(learner: Any, env: Any) -> StepFn:

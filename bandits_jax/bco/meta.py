@@ -45,6 +45,19 @@ def _check_num_experts(num_experts, minimum: int) -> None:
     checks.check_int("num_experts", num_experts, minimum)
 
 
+def _start(num_experts, minimum: int, name: str, value, dtype) -> tuple[Array, Array, Array]:
+    """The start shared by both meta-learners: checks ``num_experts >= minimum`` and the positive
+    scalar hyperparameter ``name`` and returns it as an array of ``dtype`` (default: its own
+    dtype if floating, else JAX's default float) with uniform ``p_1`` and ``m_1 = 0``."""
+    _check_num_experts(num_experts, minimum)
+    if dtype is None:
+        dtype = jnp.result_type(float, value)
+    value = jnp.asarray(value, dtype)
+    checks.check_float(name, value, shape=())
+    weights = jnp.full((num_experts,), 1.0 / num_experts, dtype)
+    return checks.fresh(value), weights, jnp.zeros((num_experts,), dtype)
+
+
 def _check_vector(name: str, x: Array, n: int) -> None:
     if x.shape != (n,):
         raise ValueError(f"{name}: expected shape ({n},), got {x.shape}")
@@ -93,19 +106,15 @@ def optimistic_hedge_init(num_experts: int, c0, *, dtype=None) -> OptimisticHedg
     Raises:
       ValueError: naming ``num_experts`` or ``c0``.
     """
-    _check_num_experts(num_experts, 1)
-    if dtype is None:
-        dtype = jnp.result_type(float, c0)
-    c0 = jnp.asarray(c0, dtype)
-    checks.check_float("c0", c0, shape=())
-    zero = jnp.zeros((), dtype)
+    c0, weights, optimism = _start(num_experts, 1, "c0", c0, dtype)
+    zero = jnp.zeros((), c0.dtype)
     return OptimisticHedgeState(
-        weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
-        optimism=jnp.zeros((num_experts,), dtype),
-        cum_loss=jnp.zeros((num_experts,), dtype),
+        weights=weights,
+        optimism=optimism,
+        cum_loss=jnp.zeros((num_experts,), c0.dtype),
         err_sq_sum=zero,
         lr=hedge_learning_rate(num_experts, c0, zero),
-        c0=checks.fresh(c0),
+        c0=c0,
         t=jnp.zeros((), jnp.int32),
     )
 
@@ -190,18 +199,14 @@ def adapt_ml_prod_init(num_experts: int, *, lr_cap=0.125, dtype=None) -> AdaptML
     Raises:
       ValueError: naming ``num_experts`` or ``lr_cap``.
     """
-    _check_num_experts(num_experts, 2)
-    if dtype is None:
-        dtype = jnp.result_type(float, lr_cap)
-    cap = jnp.asarray(lr_cap, dtype)
-    checks.check_float("lr_cap", cap, shape=())
+    cap, weights, optimism = _start(num_experts, 2, "lr_cap", lr_cap, dtype)
     return AdaptMLProdState(
-        weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
-        optimism=jnp.zeros((num_experts,), dtype),
-        log_potential=jnp.full((num_experts,), -math.log(num_experts), dtype),
+        weights=weights,
+        optimism=optimism,
+        log_potential=jnp.full((num_experts,), -math.log(num_experts), cap.dtype),
         lr=jnp.full((num_experts,), cap),
-        err_sq_sum=jnp.zeros((num_experts,), dtype),
-        lr_cap=checks.fresh(cap),
+        err_sq_sum=jnp.zeros((num_experts,), cap.dtype),
+        lr_cap=cap,
         t=jnp.zeros((), jnp.int32),
     )
 

@@ -46,10 +46,9 @@ never binds; ``state.num_capped`` counts the rounds where it did.
 Failures: ``state.status`` is the worst :mod:`bandits_jax.linalg.roots` status of the last update
 (``NONFINITE`` also when the observed value is not finite: the update is then skipped and the state
 kept); ``state.num_failures`` counts updates whose status was not ``CONVERGED``. The start is
-deterministic (``init(hparams)``; a trailing key is accepted and ignored, see
-``bandits_jax.protocols``). A coordinate whose
-root is not finite keeps its previous iterate; a ``MAX_STEPS`` root (still inside the bracket) is
-used.
+deterministic (``init(hparams)`` takes no key, see ``bandits_jax.protocols``). A coordinate
+whose root is not finite keeps its previous iterate; a ``MAX_STEPS`` root (still inside the
+bracket) is used.
 """
 
 from __future__ import annotations
@@ -263,7 +262,7 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
       max_steps: iteration cap of the per-coordinate root solve (static).
 
     Returns:
-      :class:`bandits_jax.bco.two_point.Learner` with ``init(hparams, key)``,
+      :class:`bandits_jax.bco.two_point.Learner` with ``init(hparams)``,
       ``query(state, key) -> (points (1, d), aux)``, ``update(state, aux, values (1,))`` and
       ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (:func:`box_ftrl_hparams` plus a
       dimension check).
@@ -271,8 +270,7 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
     dim = checks.check_int("dim", dim)
     max_steps = checks.check_int("max_steps", max_steps)
 
-    def init(hparams: BoxFTRLHParams, key: jax.Array | None = None) -> BoxFTRLState:
-        del key  # deterministic start (bandits_jax.protocols)
+    def init(hparams: BoxFTRLHParams) -> BoxFTRLState:
         if not isinstance(hparams, BoxFTRLHParams):
             raise ValueError(f"hparams: expected BoxFTRLHParams, got {type(hparams).__name__}")
         if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):

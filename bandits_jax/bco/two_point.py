@@ -14,7 +14,7 @@ round ``t``). Algorithm 3: ``u_t`` uniform on the sphere, ``g_t = d/(2 delta)(f(
 f(w-delta u)) u``, ``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
 
 Protocol (``bandits_jax.protocols.BCOLearner``): a learner is a NamedTuple of pure functions
-``init(hparams) -> state`` (deterministic start; a trailing key is accepted and ignored),
+``init(hparams) -> state`` (deterministic start; no key),
 ``query(state, key) -> (points (2, d), aux)``, ``update(state, aux, values (2,)) -> state`` and
 ``hyperparams(domain, ...) -> hparams`` (eager validation; the module-level :func:`hyperparams`
 takes arrays and broadcasts them into a grid). Non-finite observations (or a non-finite update)
@@ -121,6 +121,25 @@ class Learner(NamedTuple):
 def fresh_state(state):
     """Every leaf copied into its own buffer (so the state can be donated; see ``checks.fresh``)."""
     return jax.tree_util.tree_map(checks.fresh, state)
+
+
+def start(state_cls: type, hp: Any, dim: int, *vectors: str, **fields: Any) -> Any:
+    """The deterministic start shared by the two-point learners (Algorithms 1, 3, 5, 6).
+
+    ``state_cls`` with a zero ``(dim,)`` vector for each name in ``vectors`` (``w_1 = 0``, ...),
+    ``status = CONVERGED``, no failures, ``hparams = hp`` and the learner's own ``fields``; every
+    buffer distinct (so the state can be donated).
+    """
+    dtype = hp.delta.dtype
+    return fresh_state(
+        state_cls(
+            **{name: jnp.zeros((dim,), dtype) for name in vectors},
+            **fields,
+            status=jnp.asarray(CONVERGED, jnp.int32),
+            num_failures=jnp.zeros((), jnp.int32),
+            hparams=hp,
+        )
+    )
 
 
 def status_of(ok: Array, code: Array | int = CONVERGED) -> Array:
@@ -307,6 +326,12 @@ def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAu
     return points, CoordAux(i, spacing)
 
 
+def query_coordinates(state: Any, key: Array) -> tuple[Array, CoordAux]:
+    """The ``query`` of every learner on Algorithm 1's estimator (Algorithms 1, 5, 6):
+    :func:`coordinate_query` around ``state.w`` with radius ``state.hparams.delta``."""
+    return coordinate_query(state.w, state.hparams.delta, key)
+
+
 def coordinate_feedback(g_tilde: Array, aux: CoordAux, values: Array) -> tuple[Array, Array, Array]:
     """From the two observed values: ``(g_t, g~_{t+1}, ||g_t - g~_t||^2)`` (eq. 2.2)."""
     values = _check_values(values).astype(g_tilde.dtype)
@@ -336,24 +361,10 @@ def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
     """
     d = check_factory(dim, schedule)
 
-    def init(hp: TwoPointHParams, key: Array | None = None) -> TwoPointState:
-        del key  # deterministic start (bandits_jax.protocols)
+    def init(hp: TwoPointHParams) -> TwoPointState:
         check_hparams(hp, TwoPointHParams, d)
-        dtype = hp.delta.dtype
-        return fresh_state(
-            TwoPointState(
-                w=jnp.zeros((d,), dtype),
-                w_hat=jnp.zeros((d,), dtype),
-                g_tilde=jnp.zeros((d,), dtype),
-                sched=sch.init_schedule(dtype),
-                status=jnp.asarray(CONVERGED, jnp.int32),
-                num_failures=jnp.zeros((), jnp.int32),
-                hparams=hp,
-            )
-        )
-
-    def query(state: TwoPointState, key: Array) -> tuple[Array, CoordAux]:
-        return coordinate_query(state.w, state.hparams.delta, key)
+        sched = sch.init_schedule(hp.delta.dtype)
+        return start(TwoPointState, hp, d, "w", "w_hat", "g_tilde", sched=sched)
 
     def update(state: TwoPointState, aux: CoordAux, values: Array) -> TwoPointState:
         hp = state.hparams
@@ -367,7 +378,7 @@ def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
         new = state._replace(w=w_next, w_hat=w_hat_next, g_tilde=g_tilde_next, sched=sched_next)
         return accept(state, new, ok)
 
-    return Learner(init, query, update, _make_hparams_method(d, schedule), d)
+    return Learner(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
 
 
 def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
@@ -380,19 +391,9 @@ def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     """
     d = check_factory(dim, schedule)
 
-    def init(hp: TwoPointHParams, key: Array | None = None) -> SphereState:
-        del key  # deterministic start (bandits_jax.protocols)
+    def init(hp: TwoPointHParams) -> SphereState:
         check_hparams(hp, TwoPointHParams, d)
-        dtype = hp.delta.dtype
-        return fresh_state(
-            SphereState(
-                w=jnp.zeros((d,), dtype),
-                sched=sch.init_schedule(dtype),
-                status=jnp.asarray(CONVERGED, jnp.int32),
-                num_failures=jnp.zeros((), jnp.int32),
-                hparams=hp,
-            )
-        )
+        return start(SphereState, hp, d, "w", sched=sch.init_schedule(hp.delta.dtype))
 
     def query(state: SphereState, key: Array) -> tuple[Array, SphereAux]:
         u = est.sample_sphere(key, d, state.w.dtype)

@@ -220,6 +220,43 @@ def _no_grad_variance(es, T: int):
     return jnp.asarray(jnp.nan, es.base.dtype)
 
 
+def _family(
+    name: str,
+    init: Callable,
+    per_round: tuple[Callable, ...],
+    domain: dom.Domain,
+    d: int,
+    *,
+    lipschitz: float,
+    lam: float = 0.0,
+    smoothness: float = 0.0,
+    variation_exact: bool = True,
+    grad_variance: Callable = _no_grad_variance,
+) -> BCOEnv:
+    """A :class:`BCOEnv` from a family's ``init`` and its per-round functions ``per_round = (loss,
+    grad, comparator, grad_variation, min_loss_plus, best_fixed_point)``; every family shares
+    ``step`` and (unless given) the NaN ``grad_variance``."""
+    loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point = per_round
+    return BCOEnv(
+        init=init,
+        loss=loss,
+        grad=grad,
+        step=_step,
+        comparator=comparator,
+        grad_variation=grad_variation,
+        min_loss_plus=min_loss_plus,
+        best_fixed_point=best_fixed_point,
+        grad_variance=grad_variance,
+        domain=domain,
+        d=d,
+        lam=lam,
+        smoothness=smoothness,
+        lipschitz=lipschitz,
+        variation_exact=variation_exact,
+        name=name,
+    )
+
+
 def _drifting(dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype):
     """The set-up shared by :func:`quadratic` and :func:`linear`: validated ``d``, the domain,
     the per-round signal ``(es, t) -> c_t`` (centre or loss vector) and the env's ``init``."""
@@ -285,24 +322,8 @@ def quadratic(
         cbar = jnp.mean(_over_rounds(centre, es, T), axis=0)
         return dom.project(domain, cbar), jnp.asarray(CONVERGED, jnp.int32)
 
-    return BCOEnv(
-        init=init,
-        loss=loss,
-        grad=grad,
-        step=_step,
-        comparator=comparator,
-        grad_variation=grad_variation,
-        min_loss_plus=min_loss_plus,
-        best_fixed_point=best_fixed_point,
-        grad_variance=_no_grad_variance,
-        domain=domain,
-        d=d,
-        lam=lam,
-        smoothness=lam,
-        lipschitz=G,
-        variation_exact=True,
-        name="quadratic",
-    )
+    per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)
+    return _family("quadratic", init, per_round, domain, d, lipschitz=G, lam=lam, smoothness=lam)
 
 
 def noisy_iid(dim: int, *, noise: float = 0.5, **kw) -> BCOEnv:
@@ -365,24 +386,8 @@ def linear(
         ls = _over_rounds(vec, es, T)
         return jnp.sum((ls - ls.mean(axis=0)) ** 2)
 
-    return BCOEnv(
-        init=init,
-        loss=loss,
-        grad=grad,
-        step=_step,
-        comparator=comparator,
-        grad_variation=grad_variation,
-        min_loss_plus=min_loss_plus,
-        best_fixed_point=best_fixed_point,
-        grad_variance=grad_variance,
-        domain=domain,
-        d=d,
-        lam=0.0,
-        smoothness=0.0,
-        lipschitz=G,
-        variation_exact=True,
-        name="linear",
-    )
+    per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)
+    return _family("linear", init, per_round, domain, d, lipschitz=G, grad_variance=grad_variance)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,21 +560,8 @@ def regression(
         x0 = jnp.zeros((d,), dtype)
         return projected_gradient_solve(vg, domain, x0, lip, max_steps=solver_steps)
 
-    return BCOEnv(
-        init=_make_init(d, base_norm, amplitude, omega, noise, dtype),
-        loss=loss,
-        grad=grad,
-        step=_step,
-        comparator=comparator,
-        grad_variation=grad_variation,
-        min_loss_plus=min_loss_plus,
-        best_fixed_point=best_fixed_point,
-        grad_variance=_no_grad_variance,
-        domain=domain,
-        d=d,
-        lam=0.0,
-        smoothness=L_smooth,
-        lipschitz=G,
-        variation_exact=False,
-        name=kind,
+    init = _make_init(d, base_norm, amplitude, omega, noise, dtype)
+    per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)
+    return _family(
+        kind, init, per_round, domain, d, lipschitz=G, smoothness=L_smooth, variation_exact=False
     )

@@ -11,6 +11,7 @@ O(N K d) instead of the base learner's O(N K d m) (EOFD) or O(D^3 + N K D^2) (OF
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -67,11 +68,5 @@ def greedy(
         new = base.update(state, x, y)
         return new._replace(info=new.info._replace(beta=jnp.zeros_like(new.info.beta)))
 
-    return from_score_parts(
-        num_outcomes=K,
-        dim=d,
-        init=init,
-        score_parts=score_parts,
-        update=update,
-        scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
-    )
+    scores = functools.partial(bonus.optimistic_reward, K)  # R_t(x) from (estimate, 0)
+    return from_score_parts(K, d, init, score_parts, update, scores=scores)

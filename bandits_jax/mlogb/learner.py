@@ -241,12 +241,12 @@ def assemble(
 
 
 def from_score_parts(
-    *,
     num_outcomes: int,
     dim: int,
     init: Callable[[Any], Any],
     score_parts: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]],
     update: Callable[[Any, jax.Array, jax.Array], Any],
+    *,
     scores: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
 ) -> MLogBLearner:
     """A learner from its ``score_parts``: ``select`` is the tie-broken argmax of

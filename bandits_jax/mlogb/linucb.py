@@ -33,7 +33,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.checks import check_float
-from bandits_jax.linalg.roots import CONVERGED
 from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
@@ -42,6 +41,7 @@ from bandits_jax.mlogb.learner import (
     check_hparams,
     check_static,
     check_update_args,
+    empty_info,
     fresh_state,
     from_score_parts,
     guard,
@@ -111,13 +111,8 @@ def linucb_hyperparams(*, lam, alpha, rewards=None, dtype=None) -> LinUCBHyperpa
 
 
 def _info(beta: jax.Array) -> UpdateInfo:
-    return UpdateInfo(
-        projected=jnp.zeros((), bool),
-        nu=jnp.zeros((), beta.dtype),
-        newton_steps=jnp.zeros((), jnp.int32),
-        status=jnp.asarray(CONVERGED, jnp.int32),
-        beta=beta,
-    )
+    """A ``CONVERGED`` update with nothing projected; ``beta`` is the ``alpha`` used."""
+    return empty_info(beta.dtype)._replace(beta=beta)
 
 
 def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
@@ -175,10 +170,4 @@ def linucb(*, num_outcomes: int, dim: int) -> MLogBLearner:
         )
         return guard(state, new)
 
-    return from_score_parts(
-        num_outcomes=K,
-        dim=d,
-        init=init,
-        score_parts=score_parts,
-        update=update,
-    )
+    return from_score_parts(K, d, init, score_parts, update)

@@ -200,26 +200,12 @@ def tuned(
     return Tuned(kind, learner, hp, m)
 
 
-def practical(
-    *,
-    num_outcomes: int,
-    dim: int,
-    S: float,
-    horizon: int,
-    rewards: Any = None,
-    dtype: Any = None,
-) -> Tuned:
+def practical(**kwargs: Any) -> Tuned:
     """The practical recipe (:data:`PRACTICAL`, robust EOFD), beside
-    :func:`~bandits_jax.mlogb.hyperparams.section4`. ``horizon`` sets ``delta = 1/T``."""
-    return tuned(
-        PRACTICAL,
-        num_outcomes=num_outcomes,
-        dim=dim,
-        S=S,
-        horizon=horizon,
-        rewards=rewards,
-        dtype=dtype,
-    )
+    :func:`~bandits_jax.mlogb.hyperparams.section4`: ``tuned(PRACTICAL, **kwargs)``, with the
+    keywords of :func:`tuned` (``num_outcomes``, ``dim``, ``S``, ``horizon``, ``rewards``,
+    ``dtype``). ``horizon`` sets ``delta = 1/T``."""
+    return tuned(PRACTICAL, **kwargs)
 
 
 def lam_eta(num_outcomes: int, dim: int, S: float, ex: Exponents, action_bound: float = 1.0):

@@ -26,6 +26,7 @@ from bandits_jax.mlogb.learner import (
     check_hparams,
     check_static,
     check_update_args,
+    empty_info,
     fresh_state,
     from_score_parts,
 )
@@ -86,13 +87,8 @@ def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperpara
 
 
 def _info(dtype, status) -> UpdateInfo:
-    return UpdateInfo(
-        projected=jnp.zeros((), bool),
-        nu=jnp.zeros((), dtype),
-        newton_steps=jnp.zeros((), jnp.int32),
-        status=jnp.asarray(status, jnp.int32),
-        beta=jnp.zeros((), dtype),
-    )
+    """An update with nothing projected, no radius and the given ``status``."""
+    return empty_info(dtype)._replace(status=jnp.asarray(status, jnp.int32))
 
 
 def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
@@ -138,11 +134,4 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
             info=_info(state.W.dtype, jnp.where(ok, CONVERGED, NONFINITE)),
         )
 
-    return from_score_parts(
-        num_outcomes=K,
-        dim=d,
-        init=init,
-        score_parts=score_parts,
-        update=update,
-        scores=lambda est, bon: est,
-    )
+    return from_score_parts(K, d, init, score_parts, update, scores=lambda est, bon: est)

@@ -32,7 +32,7 @@ def _batched_runner(learner, env, *, grid: bool = False):
     def one(hp, key):
         k_env, k_run = jax.random.split(key)
         env_state = env.init(k_env)
-        metrics = rollout(step, learner.init(hp, None), env_state, k_run, T)
+        metrics = rollout(step, learner.init(hp), env_state, k_run, T)
         return summarize(env, env_state, metrics, T)
 
     fn = jax.vmap(one, in_axes=(None, 0))
@@ -156,7 +156,7 @@ def _one_universal_round(state, key):
 def test_universal_fixed_point_hint_is_consistent():
     # E.8's hint for round t+1 uses w_{t+1} = sum_j p_{t+1,j} w_{t+1,j}, which depends on the
     # weights it produces: after an update the stored hints must match the stored weights.
-    state = UNIVERSAL.init(_universal_hp(preset="practical", meta_scale=3000.0), None)
+    state = UNIVERSAL.init(_universal_hp(preset="practical", meta_scale=3000.0))
     for k in range(30):
         state, _ = _one_universal_round(state, jax.random.key(k))
         assert int(state.status) == CONVERGED
@@ -228,7 +228,7 @@ def test_dynamic_round_matches_hand_computation():
     hp = DYNAMIC.hyperparams(
         SWITCH_ENV.domain, horizon=T, smoothness=SWITCH_ENV.smoothness, preset="practical"
     )
-    state0 = DYNAMIC.init(hp, None)
+    state0 = DYNAMIC.init(hp)
     state1, _, _ = _one_dynamic_round(state0, jax.random.key(1), jax.random.key(2))
     state2, points, values = _one_dynamic_round(state1, jax.random.key(3), jax.random.key(4))
     # Round 2 by hand (eq. 2.2, E.4, OOGD with fixed steps, E.3).
@@ -292,8 +292,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match="optimism"):
         ens.universal_ensemble(D, optimism="future")
     with pytest.raises(ValueError, match="hparams"):
-        DYNAMIC.init(_universal_hp(preset="practical"), None)
-    state = UNIVERSAL.init(_universal_hp(preset="practical"), None)
+        DYNAMIC.init(_universal_hp(preset="practical"))
+    state = UNIVERSAL.init(_universal_hp(preset="practical"))
     _, aux = UNIVERSAL.query(state, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
         UNIVERSAL.update(state, aux, jnp.ones(3))
@@ -304,7 +304,7 @@ def test_bad_input():
     assert int(bad.num_failures) == int(state1.num_failures) + 1
     np.testing.assert_array_equal(bad.w, state1.w)
     np.testing.assert_array_equal(bad.meta.weights, state1.meta.weights)
-    dyn = DYNAMIC.init(DYNAMIC.hyperparams(ball, horizon=T, preset="practical"), None)
+    dyn = DYNAMIC.init(DYNAMIC.hyperparams(ball, horizon=T, preset="practical"))
     _, daux = _dynamic_query(dyn, jax.random.key(0))
     dbad = _dynamic_update(dyn, daux, jnp.array([0.0, jnp.inf]))
     assert int(dbad.status) == NONFINITE
@@ -324,7 +324,7 @@ def test_universal_float32_path():
     run = jax.jit(
         lambda s, key: play(interact(UNIVERSAL, env), init_run(s, env.init(key), key), 50)
     )
-    final, metrics = run(UNIVERSAL.init(hp, None), jax.random.key(0))
+    final, metrics = run(UNIVERSAL.init(hp), jax.random.key(0))
     leaves = jax.tree_util.tree_leaves(final.learner)
     assert {str(x.dtype) for x in leaves} == {"float32", "int32"}
     assert np.all(np.asarray(metrics["status"]) == CONVERGED)

@@ -17,7 +17,7 @@ def test_schedule_scale_grid_equals_each_point_alone():
     learner = tp.two_point_learner(env.d, schedule="variance")
     scales = [0.25, 1.0, 4.0]
     hps = [learner.hyperparams(env.domain, horizon=T, scale=s) for s in scales]
-    states = [learner.init(hp, None) for hp in hps]
+    states = [learner.init(hp) for hp in hps]
     grid = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
     keys = jax.random.split(jax.random.key(3), 2)
     env_states = jax.vmap(env.init)(keys)

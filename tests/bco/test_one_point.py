@@ -43,7 +43,7 @@ def _recording_step(loss_vectors):
 @functools.partial(jax.jit, static_argnums=(3,))
 def _run(hparams, losses, key, num_rounds):
     """Plays Algorithm 4 on linear losses; returns the per-round metrics and the final state."""
-    state = LEARNER.init(hparams, key)
+    state = LEARNER.init(hparams)
     step = _recording_step(losses)
     run, metrics = play(step, init_run(state, jnp.zeros((), jnp.int32), key), num_rounds)
     return dict(metrics, final=run.learner)
@@ -82,7 +82,7 @@ def test_iterates_strictly_inside_box_and_queries_in_box():
     assert np.all(w > lo) and np.all(w < hi)
     # The iterate did approach the faces (the test can fail if clipping were missing).
     assert np.max(np.minimum(w[-1] - lo, hi - w[-1]) / (hi - lo)) < 1e-3
-    state = LEARNER.init(hp, None)
+    state = LEARNER.init(hp)
     for k in range(20):
         points, aux = _query(state, jax.random.key(k))
         x = np.asarray(points[0])
@@ -95,7 +95,7 @@ def test_iterates_strictly_inside_box_and_queries_in_box():
 def test_first_iterate_is_barrier_minimiser():
     lower = jnp.array([1.0, -3.0, 0.5, 10.0])
     upper = jnp.array([2.0, -1.0, 0.6, 11.0])
-    state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper), None)
+    state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper))
     np.testing.assert_allclose(state.w, 0.5 * (lower + upper), rtol=1e-15)
 
 
@@ -125,7 +125,7 @@ def test_roots_satisfy_eq_D4():
 def test_update_solves_eq_D4_with_its_own_buffers():
     lower, upper = jnp.array([-1.0, 0.0, 2.0, -5.0]), jnp.array([1.0, 3.0, 2.5, 5.0])
     hp = op.box_ftrl_hparams(0.3, lower, upper)
-    state = LEARNER.init(hp, None)
+    state = LEARNER.init(hp)
     ell = jnp.array([0.5, -1.0, 2.0, 0.1])
     for k in range(15):
         points, aux = _query(state, jax.random.key(100 + k))
@@ -195,7 +195,7 @@ def test_estimator_unbiased_with_and_without_cap(cap):
     eta = 0.05
     lower, upper = jnp.array([-1.0, 0.0, 1.0, -2.0]), jnp.array([1.0, 2.0, 1.5, 2.0])
     hp = op.box_ftrl_hparams(eta, lower, upper, optimism_cap=cap)
-    state = LEARNER.init(hp, None)
+    state = LEARNER.init(hp)
     rng = np.random.default_rng(11)
     for k in range(25):
         points, aux = _query(state, jax.random.key(200 + k))
@@ -221,10 +221,10 @@ def test_bad_input():
     with pytest.raises(ValueError, match="lower, upper"):
         op.box_ftrl_hparams(0.1, jnp.zeros(3), jnp.ones(4))
     with pytest.raises(ValueError, match="hparams.lower"):
-        LEARNER.init(op.box_ftrl_hparams(0.1, jnp.zeros(3), jnp.ones(3)), None)
+        LEARNER.init(op.box_ftrl_hparams(0.1, jnp.zeros(3), jnp.ones(3)))
     with pytest.raises(ValueError, match="dim"):
         op.box_ftrl(0)
-    state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper), None)
+    state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper))
     points, aux = _query(state, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
         LEARNER.update(state, aux, jnp.ones(2))
@@ -267,7 +267,7 @@ def test_runs_through_interact_on_linear_env_with_box():
     def run(key):
         k_env, k_run = jax.random.split(key)
         env_state = env.init(k_env)
-        metrics = rollout(step, LEARNER.init(hp, None), env_state, k_run, num_rounds)
+        metrics = rollout(step, LEARNER.init(hp), env_state, k_run, num_rounds)
         centre_loss = hindsight_loss(env, env_state, 0.5 * (box.lower + box.upper), num_rounds)
         return summarize(env, env_state, metrics, num_rounds), centre_loss
 

@@ -49,7 +49,7 @@ def _fixed_draw_runner(kind):
             return state, (state.w, state.w_hat, state.g_tilde, state.sched.vbar)
 
         ts = jnp.arange(coords.shape[0], dtype=jnp.int32)
-        return jax.lax.scan(body, learner.init(hp, None), (ts, coords))[1]
+        return jax.lax.scan(body, learner.init(hp), (ts, coords))[1]
 
     return learner, run
 
@@ -153,7 +153,7 @@ def _cached(which):
     learner, env, hp = _learner(which)
     run = make_rollout(bint.interact(learner, env), T_RUN, trials=True)
     es0 = _env_states()
-    metrics = run(learner.init(hp, None), es0, KEYS)
+    metrics = run(learner.init(hp), es0, KEYS)
     summary, curve = _stats(es0, metrics)
     return metrics, summary, curve
 
@@ -197,7 +197,7 @@ def test_vmap_over_trials_equals_python_loop():
     es0 = _env_states()
     for trial in (0, 3):
         e = jax.tree_util.tree_map(lambda a, trial=trial: a[trial], es0)
-        m1 = run_one(learner.init(hp, None), e, KEYS[trial])
+        m1 = run_one(learner.init(hp), e, KEYS[trial])
         np.testing.assert_allclose(
             np.asarray(m1["loss"]), np.asarray(metrics["loss"][trial]), rtol=1e-9
         )
@@ -211,7 +211,7 @@ def test_float32_runs_and_matches_float64():
     es0 = jax.tree_util.tree_map(
         lambda a: a[0], jax.vmap(env.init)(jax.random.split(jax.random.key(0), N_TRIALS))
     )
-    m = run_one(learner.init(hp, None), es0, KEYS[0])
+    m = run_one(learner.init(hp), es0, KEYS[0])
     assert m["loss"].dtype == jnp.float32
     assert bool(jnp.all(jnp.isfinite(m["loss"])))
     assert int(jnp.sum(m["status"] != CONVERGED)) == 0
@@ -230,7 +230,7 @@ def test_nan_values_keep_last_good_state():
     learner = tp.two_point_learner(3, schedule="variance")
     hp = learner.hyperparams(dom.ball(1.0), horizon=100)
     upd = jax.jit(learner.update)
-    s0 = learner.init(hp, None)
+    s0 = learner.init(hp)
     pts, aux = learner.query(s0, jax.random.key(0))
     s1 = upd(s0, aux, jnp.array([1.0, 0.2]))
     assert int(s1.status) == CONVERGED
@@ -248,7 +248,7 @@ def test_nan_values_keep_last_good_state():
     # the sphere learner too
     sl = tp.sphere_learner(3)
     hs = sl.hyperparams(dom.ball(1.0), horizon=100, lam=1.0)
-    t0 = sl.init(hs, None)
+    t0 = sl.init(hs)
     _, aux3 = sl.query(t0, jax.random.key(1))
     t1 = jax.jit(sl.update)(t0, aux3, jnp.array([jnp.nan, 1.0]))
     assert int(t1.status) == NONFINITE
@@ -277,8 +277,8 @@ def test_bad_input():
     hp = learner.hyperparams(dom.ball(1.0), horizon=10, lam=1.0)
     wrong = hp._replace(domain=dom.box(-jnp.ones(2), jnp.ones(2)))
     with pytest.raises(ValueError, match="dimension"):
-        learner.init(wrong, None)
-    s = learner.init(hp, None)
+        learner.init(wrong)
+    s = learner.init(hp)
     _, aux = learner.query(s, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
         learner.update(s, aux, jnp.array([1.0, 2.0, 3.0]))

@@ -41,7 +41,7 @@ def reference_regret(name, d, T, amplitude, noise, seeds, scale=1.0):
         noise=jnp.full((n,), noise, dt),
         amplitude=jnp.full((n,), amplitude, dt),
     )
-    m = run(learner.init(hp, None), es, run_keys)
+    m = run(learner.init(hp), es, run_keys)
     return np.asarray(summ(es, m)).tolist()
 
 
