@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import warnings
 from collections.abc import Mapping
 
 ENV_VAR = "BANDITS_JAX_THREADS"
@@ -60,8 +62,21 @@ def thread_environment(threads: int | None, environ: Mapping[str, str]) -> dict[
     return out
 
 
+def threads_from_env(environ: Mapping[str, str] | None = None) -> int | None:
+    """``$BANDITS_JAX_THREADS`` parsed by :func:`parse_threads` (unset: ``None``, auto).
+
+    Raises:
+      ValueError: a bad value (names the variable).
+    """
+    value = (os.environ if environ is None else environ).get(ENV_VAR)
+    try:
+        return parse_threads(value)
+    except ValueError:
+        raise ValueError(f"${ENV_VAR}: expected an integer >= 1 or auto, got {value!r}") from None
+
+
 def configure_threads(threads: object = None) -> dict[str, str]:
-    """Sets XLA's CPU threads in ``os.environ`` (call before JAX's first computation).
+    """Sets XLA's CPU threads in ``os.environ``; call it before JAX's first computation.
 
     Args:
       threads: ``N``, ``"auto"`` or ``None`` (then ``$BANDITS_JAX_THREADS``, else auto).
@@ -72,16 +87,24 @@ def configure_threads(threads: object = None) -> dict[str, str]:
     Raises:
       ValueError: a bad ``threads`` or ``$BANDITS_JAX_THREADS`` value.
     """
-    if threads is None:
-        env_value = os.environ.get(ENV_VAR)
-        try:
-            n = parse_threads(env_value)
-        except ValueError:
-            raise ValueError(
-                f"${ENV_VAR}: expected an integer >= 1 or auto, got {env_value!r}"
-            ) from None
-    else:
-        n = parse_threads(threads)
+    n = threads_from_env() if threads is None else parse_threads(threads)
+    if backend_started():  # too late: XLA read its settings when the backend started
+        if n is not None:
+            warnings.warn(
+                f"threads={n} ignored: JAX's backend has already started (set it before the "
+                "first JAX computation)",
+                stacklevel=2,
+            )
+        return {}
     changes = thread_environment(n, os.environ)
     os.environ.update(changes)
     return changes
+
+
+def backend_started() -> bool:
+    """Whether JAX has started a backend in this process (then XLA's settings are fixed)."""
+    if "jax" not in sys.modules:
+        return False
+    from jax._src import xla_bridge  # no public equivalent in jax 0.10
+
+    return xla_bridge.backends_are_initialized()

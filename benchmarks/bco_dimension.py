@@ -62,7 +62,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="directory for bco_dimension.png")
     args = ap.parse_args(argv)
     cfg = dict(study.QUICK if args.quick else study.FULL)
-    result = study.run_studies(cfg, eval_seeds=list(range(cfg["seeds"])))
+    result = study.run_studies(cfg, study.StudyPlan(eval_seeds=list(range(cfg["seeds"]))))
     print(tables.bco_summary(result))
     result = finish(result, None)
     if args.json:

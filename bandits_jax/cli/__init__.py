@@ -179,6 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         return _error(e.errors)
     args.argv = None if argv is None else "bandits-jax " + " ".join(argv_list)
+    from bandits_jax import threads
+
+    threads.configure_threads(args.threads)  # before JAX starts; the value was validated above
     _configure_devices(args.devices)
     import jax
 

@@ -1,0 +1,133 @@
+"""First vs second run of ``bandits-jax reproduce --quick`` with JAX's persistent compilation cache.
+
+Run as ``python -m benchmarks.compile_cache`` (``--json PATH`` to write the figures, e.g.
+``docs/bench/compile_cache.json``). It takes a few minutes: the quick reproduction runs twice.
+
+Method. Both runs are fresh subprocesses of ``python -m bandits_jax reproduce --quick --quiet``
+with the same new, empty ``--compile-cache`` directory, each with its own new ``--out``
+directory, and a data cache (``BANDITS_JAX_DATA``) in a temporary directory shared by both (so the
+second run finds the data the first one prepared, as a user's second run does). The first run
+compiles and fills the cache; the second should mostly read it. Reported: the wall time of each
+run, second/first (issue 10's target: at most 0.5), the cache's entries and size, and, from JAX's
+compile log (``JAX_LOG_COMPILES=1``): compilations per run, the seconds XLA spent in them
+(``Finished XLA compilation``: with a cache hit that is the time to load the executable),
+persistent-cache hits, and whether any chunk function (``jit_fn`` of
+``bandits_jax.sim.chunks.ChunkFn``) was compiled twice with the same shapes within a run (each
+distinct chunk function should compile once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks._device import add_device_option
+
+COMPILING = re.compile(r"Compiling (\S+) with global shapes and types (.*?)\. Argument mapping")
+FINISHED = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.]+) sec")
+HIT = "Persistent compilation cache hit"
+CHUNK_FN = "jit_fn"
+TARGET = 0.5
+
+
+def compile_log(stderr: str) -> dict:
+    """Counts from a ``JAX_LOG_COMPILES=1`` stderr: compilations, XLA seconds, cache hits, and
+    chunk functions compiled more than once with the same shapes (pure function)."""
+    compiles = COMPILING.findall(stderr)
+    per_signature = collections.Counter(compiles)
+    chunk = [sig for sig in per_signature if sig[0] == CHUNK_FN]
+    repeated = [
+        {"function": f, "shapes": s[:200], "times": n}
+        for (f, s), n in per_signature.items()
+        if f == CHUNK_FN and n > 1
+    ]
+    return {
+        "compilations": len(compiles),
+        "distinct_functions": len(per_signature),
+        "chunk_functions": len(chunk),
+        "chunk_compilations": sum(per_signature[s] for s in chunk),
+        "chunk_functions_compiled_twice": repeated,
+        "xla_seconds": sum(float(t) for _, t in FINISHED.findall(stderr)),
+        "cache_hits": stderr.count(HIT),
+    }
+
+
+def _cache_size(path: pathlib.Path) -> tuple[int, int]:
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def _reproduce(out: pathlib.Path, cache: pathlib.Path, data: pathlib.Path, extra: list[str]):
+    env = {**os.environ, "BANDITS_JAX_DATA": str(data), "JAX_LOG_COMPILES": "1"}
+    cmd = [sys.executable, "-m", "bandits_jax", "reproduce", "--quick", "--quiet", "--no-plots"]
+    cmd += ["--out", str(out), "--compile-cache", str(cache), *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, compile_log(proc.stderr)
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--json", default=None, help="write the figures here")
+    p.add_argument(
+        "--keep", default=None, help="use this directory for cache, data and outputs (kept)"
+    )
+    add_device_option(p)
+    args = p.parse_args(argv)
+    # The runs are subprocesses of the command: pass the benchmark's device/thread choice on.
+    extra = [] if args.threads is None else ["--threads", str(args.threads)]
+    if args.device == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+
+    with tempfile.TemporaryDirectory(prefix="bandits-jax-compile-cache-") as tmp:
+        root = pathlib.Path(args.keep or tmp)
+        cache, data = root / "xla", root / "data"
+        for d in (cache, data):
+            d.mkdir(parents=True, exist_ok=True)
+        if any(cache.iterdir()):
+            p.error(f"--keep {root}: its xla/ cache is not empty (the first run must be cold)")
+        runs = []
+        for i in (1, 2):
+            wall, log = _reproduce(root / f"out{i}", cache, data, extra)
+            entries, size = _cache_size(cache)
+            runs.append({"wall_s": wall, **log, "cache_entries": entries, "cache_bytes": size})
+            print(
+                f"run {i}: {wall:7.1f} s wall, {log['compilations']} compilations "
+                f"({log['xla_seconds']:.1f} s in XLA), {log['cache_hits']} cache hits, "
+                f"{log['chunk_functions']} chunk functions compiled "
+                f"{log['chunk_compilations']} times; cache {entries} entries, {size / 1e6:.1f} MB",
+                flush=True,
+            )
+            for r in log["chunk_functions_compiled_twice"]:
+                print(f"  compiled {r['times']}x, same shapes: {r['function']} {r['shapes']}")
+
+    ratio = runs[1]["wall_s"] / runs[0]["wall_s"]
+    verdict = "met" if ratio <= TARGET else "MISSED"
+    print(f"second / first run: {ratio:.2f} (target <= {TARGET}): {verdict}")
+    from benchmarks._report import finish
+
+    return finish(
+        {
+            "benchmark": "compile_cache",
+            "command": "bandits-jax reproduce --quick --quiet --no-plots",
+            "runs": runs,
+            "second_over_first": ratio,
+            "target": TARGET,
+            "met": ratio <= TARGET,
+        },
+        args.json,
+    )
+
+
+if __name__ == "__main__":
+    main()
