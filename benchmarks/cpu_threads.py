@@ -21,8 +21,9 @@ client in jaxlib 0.10 reads when it starts):
 * ``pool-1``: ``PJRT_NPROC=1`` (XLA's intra-op thread pool of one thread);
 * ``eigen-off+pool-1``: both;
 * ``taskset-0``: ``taskset -c 0`` (the whole process pinned to one core, for reference);
-* ``library-auto``: what ``bandits_jax.threads.configure_threads()`` sets (the default of the
-  ``bandits-jax`` command and the benchmarks).
+* ``library-auto``: what ``bandits_jax.threads.configure_threads()`` does (the default of the
+  ``bandits-jax`` command and the benchmarks: one thread, the process kept on the least busy
+  core).
 
 It prints, per configuration and case, the median ms per round with the spread (min-max over
 repeats) quiet and busy, busy/quiet, and each configuration's time over ``xla-default``'s.
@@ -34,6 +35,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -148,6 +150,8 @@ def main(argv=None) -> dict:
     repeats = args.repeats or (3 if args.quick else 7)
     rounds = {c: max(5, ROUNDS[c] // (4 if args.quick else 1)) for c in cases}
 
+    # A SIGTERM must still end the busy loop and the worker (the finally blocks below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rows = []
     for load in ("quiet", "busy"):
         busy = _start_busy() if load == "busy" else None
@@ -193,7 +197,7 @@ def _library_environment() -> dict:
     from bandits_jax import threads
 
     clean = {k: v for k, v in os.environ.items() if k not in _OUR_VARS}
-    return threads.thread_environment(None, clean)
+    return threads.thread_environment(threads.resolve_threads(None), clean)
 
 
 def _ratios(rows: list[dict], configs: list[str], cases: list[str]) -> list[dict]:

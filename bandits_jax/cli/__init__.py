@@ -181,7 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = None if argv is None else "bandits-jax " + " ".join(argv_list)
     from bandits_jax import threads
 
-    threads.configure_threads(args.threads)  # before JAX starts; the value was validated above
+    if argv is None or args.threads is not None:
+        # The console script's process (or an explicit --threads): before JAX starts; auto is
+        # one thread per host device (bandits_jax.threads). main(argv) called from Python
+        # leaves its caller's process (e.g. a test session) as it is unless asked.
+        threads.configure_threads(args.threads, devices=args.devices)
     _configure_devices(args.devices)
     import jax
 

@@ -74,8 +74,20 @@ def test_environment_from_nothing():
     assert _flags(one) == ["--xla_cpu_multi_thread_eigen=false"] and one["PJRT_NPROC"] == "1"
     four = threads.thread_environment(4, {})
     assert _flags(four) == ["--xla_cpu_multi_thread_eigen=true"] and four["PJRT_NPROC"] == "4"
-    auto = threads.thread_environment(None, {})
-    assert auto["PJRT_NPROC"] == str(threads.auto_threads())
+
+
+def test_resolve_threads():
+    assert threads.resolve_threads(None) == threads.AUTO_THREADS == 1
+    assert threads.resolve_threads(None, devices=4) == 4  # one thread per host device
+    assert threads.resolve_threads(2, devices=4) == 2  # an explicit count wins
+
+
+def test_choose_cores_least_busy():
+    busy = {0: 0.9, 1: 0.1, 2: 0.5, 3: 0.1}
+    assert threads.choose_cores(range(4), busy, 1) == (3,)  # tie 1 vs 3: the higher core
+    assert threads.choose_cores(range(4), busy, 2) == (1, 3)
+    assert threads.choose_cores([0, 2], busy, 1) == (2,)  # only allowed cores
+    assert threads.choose_cores(range(3), {}, 2) == (1, 2)  # no sample: the last cores
 
 
 def test_user_xla_flags_are_kept():
@@ -126,10 +138,10 @@ def test_configure_after_backend_started_warns_and_changes_nothing(monkeypatch):
     jnp.zeros(1).block_until_ready()  # the backend has started in this process
     monkeypatch.delenv("PJRT_NPROC", raising=False)
     with pytest.warns(UserWarning, match="already started"):
-        assert threads.configure_threads(2) == {}
+        assert threads.configure_threads(2) == threads.ThreadConfig(2, {}, None)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert threads.configure_threads("auto") == {}  # the automatic choice: silent
+        assert threads.configure_threads("auto").environment == {}  # automatic: silent
     assert "PJRT_NPROC" not in os.environ
 
 
@@ -138,9 +150,11 @@ def test_configure_in_a_fresh_process_reaches_xla():
     code = (
         "import os, jax.numpy as jnp\n"
         "from bandits_jax import threads\n"
-        "set_ = threads.configure_threads(None)\n"
+        "cfg = threads.configure_threads(None)\n"
         "jnp.ones(3).block_until_ready()\n"
-        "print(set_['PJRT_NPROC'], os.environ['XLA_FLAGS'])\n"
+        "cores = os.sched_getaffinity(0) if hasattr(os, 'sched_getaffinity') else None\n"
+        "print(cfg.environment['PJRT_NPROC'], os.environ['XLA_FLAGS'])\n"
+        "print(cfg.cores is None or set(cfg.cores) == cores)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
     env[threads.ENV_VAR] = "2"
@@ -152,4 +166,5 @@ def test_configure_in_a_fresh_process_reaches_xla():
         "2",
         "--xla_force_host_platform_device_count=1",
         "--xla_cpu_multi_thread_eigen=true",
+        "True",  # narrowed to 2 cores where the machine has more (else left alone)
     ]
