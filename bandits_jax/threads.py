@@ -12,8 +12,8 @@ them between its threads. When another process holds a core, every hand-off to a
 is taken waits for a time slice: EOFD at (d, K, m) = (785, 1, 78) went from about 1.5 ms to
 47-81 ms per round with one other CPU-bound process on a 2-core machine. Shrinking the pools
 (``PJRT_NPROC=1``, Eigen off) only halves that; keeping the whole process on one core removes it
-(the hand-offs then stay on that core): about 5 ms against 50-70 ms under the same load, and the
-same speed as the default on a quiet machine for these per-round sizes.
+(the hand-offs then stay on that core): 5-10 ms against 60-200 ms for the default under the same
+heavy load, and 1.6 ms with one busy core where the default took 47-81 ms (about 1.5 ms quiet).
 
 The default (``auto``) is therefore one thread on one core: ``PJRT_NPROC=1``,
 ``--xla_cpu_multi_thread_eigen=false`` and the process's affinity narrowed to the least busy core

@@ -86,8 +86,8 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     # The runs are subprocesses of the command: pass the benchmark's device/thread choice on.
     extra = [] if args.threads is None else ["--threads", str(args.threads)]
-    if args.device == "cpu":
-        os.environ["JAX_PLATFORMS"] = "cpu"
+    if args.device != "auto":
+        os.environ["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[args.device]
 
     with tempfile.TemporaryDirectory(prefix="bandits-jax-compile-cache-") as tmp:
         root = pathlib.Path(args.keep or tmp)
