@@ -11,7 +11,7 @@ compiles and fills the cache; the second should mostly read it. Reported: the wa
 run, second/first (issue 10's target: at most 0.5), the cache's entries and size, and, from JAX's
 compile log (``JAX_LOG_COMPILES=1``): compilations per run, the seconds XLA spent in them
 (``Finished XLA compilation``: with a cache hit that is the time to load the executable),
-persistent-cache hits, and whether any chunk function (``jit_fn`` of
+persistent-cache hits, and whether any chunk function (``jit(fn)``, the compiled function of
 ``bandits_jax.sim.chunks.ChunkFn``) was compiled twice with the same shapes within a run (each
 distinct chunk function should compile once).
 """
@@ -33,7 +33,7 @@ from benchmarks._device import add_device_option
 COMPILING = re.compile(r"Compiling (\S+) with global shapes and types (.*?)\. Argument mapping")
 FINISHED = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.]+) sec")
 HIT = "Persistent compilation cache hit"
-CHUNK_FN = "jit_fn"
+CHUNK_FN = "jit(fn)"  # the name JAX logs for ChunkFn._function (sharded or not)
 TARGET = 0.5
 
 
