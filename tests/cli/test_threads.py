@@ -2,6 +2,7 @@
 composition of :mod:`bandits_jax.threads` (a user's own settings always win)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -168,3 +169,34 @@ def test_configure_in_a_fresh_process_reaches_xla():
         "--xla_cpu_multi_thread_eigen=true",
         "True",  # narrowed to 2 cores where the machine has more (else left alone)
     ]
+
+
+AFFINITY_PROBE = (
+    "import json, os, jax.numpy as jnp\n"
+    "from bandits_jax import threads\n"
+    "cfg = threads.configure_threads(None)\n"
+    "jnp.ones(3).block_until_ready()\n"
+    "print(json.dumps([cfg.threads, cfg.cores, sorted(os.sched_getaffinity(0))]))\n"
+)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs CPU affinity and at least two allowed cores",
+)
+def test_auto_keeps_a_fresh_process_on_one_core():
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
+    env.pop(threads.ENV_VAR, None)
+    cmd = [sys.executable, "-c", AFFINITY_PROBE]
+    if len(os.sched_getaffinity(0)) == os.cpu_count():  # this session is not narrowed itself
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        n, cores, affinity = json.loads(out.stdout)
+        assert n == 1 and len(cores) == 1 and cores == affinity
+    if shutil.which("taskset"):  # a user's own affinity is kept: nothing narrowed
+        first = str(min(os.sched_getaffinity(0)))
+        out = subprocess.run(
+            ["taskset", "-c", first, *cmd], env=env, capture_output=True, text=True, check=True
+        )
+        assert json.loads(out.stdout) == [1, None, [int(first)]]
