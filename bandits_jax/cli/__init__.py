@@ -22,6 +22,10 @@ stderr (``bandits-jax: error: ...``), exit status 2. Runs are played in chunks o
 progress bar and a checkpoint after each chunk (``DIR/checkpoints``); ``--resume`` continues an
 interrupted run bit-identically; a checkpoint that does not match is one error line too.
 
+CPU threads (``--threads N|auto``, :mod:`bandits_jax.threads`): by default the command runs
+XLA on one thread kept on the least busy core (one per host device with ``--devices N``), which
+keeps its speed when other processes share the machine.
+
 Settings: ``synth-D-K`` (section 4's synthetic stream with dimension D and K outcomes, e.g.
 ``synth-100-4``), ``digits`` (the classification protocol on scikit-learn's digits, d = 65),
 ``digits-k4`` (its multinomial K = 4 variant), ``mnist`` (d = 785; files via ``--mnist`` or the

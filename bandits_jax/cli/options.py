@@ -356,8 +356,9 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--threads",
         dict(
-            help="XLA CPU threads: N or auto (default $BANDITS_JAX_THREADS, else auto: see "
-            "bandits_jax.threads); your own XLA_FLAGS/PJRT_NPROC/NPROC win",
+            help="XLA CPU threads, each on its own core: N or auto (default "
+            "$BANDITS_JAX_THREADS, else auto: one, or one per --devices; see "
+            "bandits_jax.threads); your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win",
         ),
     ),
     ("--float32", dict(action="store_true", help="float32 (default float64)")),
