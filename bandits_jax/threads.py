@@ -113,10 +113,20 @@ def thread_environment(n: int, environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def choose_cores(allowed: Iterable[int], busy: Mapping[int, float], n: int) -> tuple[int, ...]:
-    """The ``n`` least busy of the ``allowed`` cores (ties: the higher-numbered core, since
-    other work tends to start on core 0), sorted (pure function)."""
-    ranked = sorted(allowed, key=lambda c: (busy.get(c, 0.0), -c))
+def choose_cores(
+    allowed: Iterable[int], busy: Mapping[int, float], n: int, salt: int = 0
+) -> tuple[int, ...]:
+    """The ``n`` least busy of the ``allowed`` cores, sorted (pure function).
+
+    Busy fractions are compared in quarters, so that cores that are about as busy tie. Ties go
+    to the higher-numbered core (other work tends to start on core 0), rotated by ``salt`` (the
+    process id): processes started together spread over equally idle cores.
+    """
+    cores = sorted(allowed)
+    size = cores[-1] + 1 if cores else 1
+    ranked = sorted(
+        cores, key=lambda c: (round(4 * busy.get(c, 0.0)), (salt + size - 1 - c) % size)
+    )
     return tuple(sorted(ranked[:n]))
 
 
@@ -156,7 +166,7 @@ def _narrow_affinity(n: int) -> tuple[int, ...] | None:
     allowed = os.sched_getaffinity(0)
     if len(allowed) < (os.cpu_count() or len(allowed)) or n >= len(allowed):
         return None  # a user's taskset wins; or nothing to narrow
-    cores = choose_cores(allowed, core_busy(), n)
+    cores = choose_cores(allowed, core_busy(), n, salt=os.getpid())
     os.sched_setaffinity(0, cores)
     return cores
 

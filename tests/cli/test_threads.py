@@ -89,6 +89,10 @@ def test_choose_cores_least_busy():
     assert threads.choose_cores(range(4), busy, 2) == (1, 3)
     assert threads.choose_cores([0, 2], busy, 1) == (2,)  # only allowed cores
     assert threads.choose_cores(range(3), {}, 2) == (1, 2)  # no sample: the last cores
+    assert threads.choose_cores(range(4), {0: 0.02, 1: 0.0, 2: 0.6, 3: 0.7}, 1) == (1,)
+    # About equally idle cores: the salt (a process id) spreads processes started together.
+    idle = {c: 0.01 * c for c in range(4)}
+    assert {threads.choose_cores(range(4), idle, 1, salt=p)[0] for p in range(4)} == {0, 1, 2, 3}
 
 
 def test_user_xla_flags_are_kept():
