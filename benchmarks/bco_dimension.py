@@ -46,6 +46,7 @@ jax.config.update("jax_enable_x64", True)
 from bandits_jax.cli import bco as study  # noqa: E402
 from bandits_jax.cli import tables  # noqa: E402
 from bandits_jax.sim import sweep  # noqa: E402
+from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
 AMPLITUDE, SLOW_ANGLE, FAST_OMEGA = study.AMPLITUDE, study.SLOW_ANGLE, study.FAST_OMEGA
@@ -60,9 +61,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small d grid, T = 2000, 4 seeds")
     ap.add_argument("--json", default=None, help="write the figures to this JSON file")
     ap.add_argument("--out", default=None, help="directory for bco_dimension.png")
+    add_device_option(ap)
     args = ap.parse_args(argv)
+    select_device(args)
     cfg = dict(study.QUICK if args.quick else study.FULL)
-    result = study.run_studies(cfg, eval_seeds=list(range(cfg["seeds"])))
+    result = study.run_studies(cfg, study.StudyPlan(eval_seeds=list(range(cfg["seeds"]))))
     print(tables.bco_summary(result))
     result = finish(result, None)
     if args.json:

@@ -15,6 +15,16 @@ call. numpy times are one per-round Python loop (``bandits_jax.reference.bco_num
 ``bandits_jax.reference.bco_box_numpy.BoxFTRLNumpy``), best of the repeats. The universal
 ensemble has no numpy reference (its row has JAX figures only).
 
+Throughput line (issue 10's target: Algorithm 1 at d = 10 with vmapped trials >= 10^7
+learner-rounds/s on the 2-core CPU): the same quadratic game at ``d = 10`` for batches of
+``THROUGHPUT_BATCHES`` trials, float32 and float64, reporting learner-rounds/s per batch and the
+best. When the target is missed it prints what sets the ceiling: the wall time of one round of the
+whole batch (flat per learner-round once the batch is large: the work, not dispatch, dominates),
+the bytes of carry per learner, the kernels (fusions and other ops) in the compiled round, the
+learner-round cost in units of one streamed float64 element of a plain ``x * a + b`` pass over
+memory (the machine's memory-bound floor, measured in the same run), and the cost of the random
+draws alone (the runner's key split and the coordinate draw, threefry in ``lax.scan``).
+
 Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``; Algorithm 4 with
 ``eta = 0.01 / d``; the universal ensemble with ``preset="practical"`` and horizon ``10^4``
 (``N = 15 + 2`` base learners), fixed-point hints.
@@ -40,6 +50,7 @@ from bandits_jax.bco import two_point as tp  # noqa: E402
 from bandits_jax.reference import bco_numpy  # noqa: E402
 from bandits_jax.reference.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
 from bandits_jax.sim.runner import make_rollout  # noqa: E402
+from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
 DIMS = (10, 100, 1000)
@@ -86,9 +97,17 @@ def _linear_step(learner):
     return step
 
 
-def _env_batch(d, n):
+def _env_batch(d, n, dtype=jnp.float64):
+    if n > 256:  # distinct directions for the first 256 trials, then repeated (cheap set-up)
+        t, u, v = _env_batch(d, 256, dtype)
+        reps = -(-n // 256)
+        return tuple(jnp.tile(a, (reps,) + (1,) * (a.ndim - 1))[:n] for a in (t, u, v))
     us, vs = zip(*[_directions(d, seed) for seed in range(n)], strict=True)
-    return (jnp.zeros((n,), jnp.int32), jnp.asarray(np.stack(us)), jnp.asarray(np.stack(vs)))
+    return (
+        jnp.zeros((n,), jnp.int32),
+        jnp.asarray(np.stack(us), dtype),
+        jnp.asarray(np.stack(vs), dtype),
+    )
 
 
 def _median_time(fn, repeats):
@@ -100,10 +119,10 @@ def _median_time(fn, repeats):
     return statistics.median(times)
 
 
-def _jax_rate(step, learner_state, d, trials, rounds, repeats):
+def _jax_rate(step, learner_state, d, trials, rounds, repeats, dtype=jnp.float64):
     """Learner-rounds per second of ``trials`` vmapped runs of ``rounds`` rounds, and compile s."""
     run = make_rollout(step, rounds, trials=True)
-    es = _env_batch(d, trials)
+    es = _env_batch(d, trials, dtype)
     keys = jax.random.split(jax.random.key(0), trials)
     t0 = time.perf_counter()
     jax.block_until_ready(run(learner_state, es, keys))
@@ -155,6 +174,118 @@ def _numpy_alg4_rate(d, rounds, repeats, eta):
     return rounds / best
 
 
+THROUGHPUT_D = 10
+THROUGHPUT_BATCHES = (1024, 4096, 16384, 65536)
+THROUGHPUT_TARGET = 1e7
+
+
+def _kernels(step, learner_state, d, trials, rounds):
+    """Ops in the compiled program (fusions; all instructions), from XLA's optimised HLO."""
+    run = make_rollout(step, rounds, trials=True)
+    es = _env_batch(d, trials, learner_state.hparams.delta.dtype)
+    keys = jax.random.split(jax.random.key(0), trials)
+    text = run.lower(learner_state, es, keys).compile().as_text() or ""
+    lines = [ln for ln in text.splitlines() if " = " in ln and not ln.lstrip().startswith("ROOT")]
+    return {"fusions": sum("fusion(" in ln for ln in lines), "instructions": len(lines)}
+
+
+def _stream_rate(repeats, n=1 << 24):
+    """Float64 elements per second of ``x * a + b`` over ``n`` elements (read + write: 16 bytes
+    each): the memory-bound floor of this machine, measured in the same run."""
+    x = jnp.ones((n,), jnp.float64)
+    f = jax.jit(lambda x: x * 1.0000001 + 1e-9)
+    jax.block_until_ready(f(x))
+    return n / _median_time(lambda: f(x), repeats)
+
+
+def _prng_rate(trials, rounds, repeats, d=THROUGHPUT_D):
+    """Learner-rounds/s of the random draws alone: the runner's key split and Algorithm 1's
+    coordinate draw per round, vmapped over ``trials`` in a ``lax.scan`` like the real run."""
+
+    def one(key):
+        def body(carry, _):
+            key, acc = carry
+            key, sub = jax.random.split(key)
+            return (key, acc + jax.random.randint(sub, (), 0, d, dtype=jnp.int32)), None
+
+        return jax.lax.scan(body, (key, jnp.zeros((), jnp.int32)), None, length=rounds)[0][1]
+
+    f = jax.jit(jax.vmap(one))
+    keys = jax.random.split(jax.random.key(0), trials)
+    jax.block_until_ready(f(keys))
+    return trials * rounds / _median_time(lambda: f(keys), repeats)
+
+
+def _carry_bytes(learner_state, d, dtype):
+    """Bytes of one trial's carry: learner state, env state ``(t, u, v)`` and a PRNG key."""
+    learner = sum(np.dtype(a.dtype).itemsize * a.size for a in jax.tree.leaves(learner_state))
+    env = 4 + 2 * d * np.dtype(dtype).itemsize
+    return int(learner + env + 8)
+
+
+def throughput(quick: bool, repeats: int, batches=THROUGHPUT_BATCHES) -> dict:
+    """Algorithm 1 at d = 10: learner-rounds/s per batch of vmapped trials, float32 and float64,
+    and, below the target, the measured ceiling (see the module docstring)."""
+    d = THROUGHPUT_D
+    rounds = 20 if quick else 100
+    if quick:
+        batches = tuple(b for b in batches if b <= 16384)
+    out = {"d": d, "rounds": rounds, "target": THROUGHPUT_TARGET, "dtypes": {}}
+    stream = _stream_rate(repeats)
+    out["stream_f64_elements_per_s"] = stream
+    for dtype in (jnp.float32, jnp.float64):
+        learner = tp.two_point_learner(d, schedule="variance")
+        hp = learner.hyperparams(dom.ball(1.0, dtype=dtype), horizon=HORIZON)
+        state = learner.init(hp)
+        step = _quadratic_step(learner)
+        rows = []
+        for b in batches:
+            rate, compile_s = _jax_rate(step, state, d, b, rounds, repeats, dtype)
+            rows.append(
+                {
+                    "batch": b,
+                    "learner_rounds_per_s": rate,
+                    "round_us": 1e6 * b / rate,  # one round of the whole batch
+                    "ns_per_learner_round": 1e9 / rate,
+                    "compile_s": compile_s,
+                }
+            )
+        best = max(rows, key=lambda r: r["learner_rounds_per_s"])
+        name = jnp.dtype(dtype).name
+        entry = {"batches": rows, "best_batch": best["batch"], "best": best["learner_rounds_per_s"]}
+        entry["met"] = best["learner_rounds_per_s"] >= THROUGHPUT_TARGET
+        entry["carry_bytes_per_learner"] = _carry_bytes(state, d, dtype)
+        entry["kernels"] = _kernels(step, state, d, best["batch"], rounds)
+        # A learner-round costs as much as streaming this many float64 elements through memory.
+        entry["prng_only_ns_per_learner_round"] = 1e9 / _prng_rate(best["batch"], rounds, repeats)
+        entry["stream_elements_per_learner_round"] = stream / best["learner_rounds_per_s"]
+        out["dtypes"][name] = entry
+        _print_throughput(name, entry)
+    return out
+
+
+def _print_throughput(name, e):
+    rates = "  ".join(f"{r['batch']}: {r['learner_rounds_per_s']:.3g}" for r in e["batches"])
+    verdict = "met" if e["met"] else "MISSED"
+    print(
+        f"alg1 d={THROUGHPUT_D} {name}: learner-rounds/s by batch {rates} | best "
+        f"{e['best']:.3g} at {e['best_batch']} vs target {THROUGHPUT_TARGET:.0e}: {verdict}",
+        flush=True,
+    )
+    if not e["met"]:
+        per_round = "  ".join(f"{r['batch']}: {r['round_us']:.0f}" for r in e["batches"])
+        ns = "  ".join(f"{r['ns_per_learner_round']:.0f}" for r in e["batches"])
+        print(
+            f"  ceiling: us per round of the batch {per_round}; ns per learner-round {ns}; "
+            f"carry {e['carry_bytes_per_learner']} B/learner; compiled program "
+            f"{e['kernels']['fusions']} fusions, {e['kernels']['instructions']} instructions; "
+            f"a learner-round = {e['stream_elements_per_learner_round']:.0f} streamed f64 "
+            f"elements; the random draws alone (key split + coordinate) "
+            f"{e['prng_only_ns_per_learner_round']:.0f} ns per learner-round",
+            flush=True,
+        )
+
+
 def _cases(d):
     """``(name, step, learner_state, numpy_rate_fn or None)`` for dimension ``d``."""
     ball = dom.ball(1.0)
@@ -187,10 +318,18 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true", help="reduced run (< 1 minute)")
     p.add_argument("--json", type=str, default=None, help="write the figures to this path")
     p.add_argument("--trials", type=int, default=TRIALS, help="vmapped trials")
+    p.add_argument(
+        "--only-throughput", action="store_true", help="only the Algorithm 1 d = 10 line"
+    )
+    add_device_option(p)
     args = p.parse_args(argv)
+    select_device(args)
 
     repeats = 3 if args.quick else 5
     rows = []
+    line = throughput(args.quick, repeats)
+    if args.only_throughput:
+        return finish({"quick": args.quick, "throughput": line}, args.json)
     print(
         f"{'learner':>9} {'d':>5} | {'jax 1':>10} {'jax x' + str(args.trials):>10} "
         f"{'numpy':>10} | {'jax1/np':>8} {'jaxV/np':>8} {'V/1':>6} | {'compile s':>9}"
@@ -226,6 +365,7 @@ def main(argv=None) -> dict:
             "trials": args.trials,
             "quick": args.quick,
             "cases": rows,
+            "throughput": line,
         },
         args.json,
     )

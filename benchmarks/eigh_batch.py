@@ -28,6 +28,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bandits_jax.linalg.secular import eigh_diag_plus_lowrank  # noqa: E402
+from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
 SIZES = ((41, 1), (44, 4), (101, 1))
@@ -70,7 +71,9 @@ def main(argv=None) -> dict:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--float32", action="store_true")
     p.add_argument("--json", default="docs/bench/eigh_batch.json")
+    add_device_option(p)
     args = p.parse_args(argv)
+    select_device(args)
     dtype = jnp.float32 if args.float32 else jnp.float64
     rows = []
     for n, k in SIZES:

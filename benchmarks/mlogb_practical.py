@@ -22,6 +22,7 @@ import json
 import pathlib
 import tempfile
 
+from benchmarks._device import add_device_option, select_device
 from benchmarks._report import finish
 
 SETTINGS = ("synth-100-4", "synth-400-1", "digits", "digits-k4")
@@ -93,7 +94,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma list (default: all)")
     p.add_argument("--merge", nargs="+", default=None, help="merge these runs' reports instead")
     p.add_argument("--figure", default=None, help="with --merge: draw the regret figure here")
+    add_device_option(p)
     a = p.parse_args(argv)
+    select_device(a)  # the in-process reproduce command runs with this choice
     if a.merge:
         report = merge([json.loads((pathlib.Path(d) / "reproduce.json").read_text())
                         for d in a.merge])  # fmt: skip

@@ -12,7 +12,6 @@ kernels alone: a plain ``V @ U`` product and ``eigh`` of an (m+1) x (m+1) matrix
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import jax
@@ -23,6 +22,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bandits_jax import mlogb  # noqa: E402
+from benchmarks._device import add_device_option, select_device  # noqa: E402
+from benchmarks._report import finish  # noqa: E402
 
 
 def _time(fn, repeats: int) -> float:
@@ -54,7 +55,9 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", type=str, default=None)
     p.add_argument("--m", type=int, default=100)
+    add_device_option(p)
     args = p.parse_args(argv)
+    select_device(args)
     dims = [2500, 10000] if args.quick else [2500, 5000, 10000, 20000]
     rounds, repeats = (20, 3) if args.quick else (50, 5)
     per_round = [update_per_round(d, args.m, rounds, repeats) for d in dims]
@@ -85,11 +88,7 @@ def main(argv=None) -> dict:
         "gemm_ms": 1e3 * t_gemm,
         "eigh_ms": 1e3 * t_eigh,
     }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {args.json}")
-    return result
+    return finish(result, args.json)  # records backend and devices too
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ stderr (``bandits-jax: error: ...``), exit status 2. Runs are played in chunks o
 progress bar and a checkpoint after each chunk (``DIR/checkpoints``); ``--resume`` continues an
 interrupted run bit-identically; a checkpoint that does not match is one error line too.
 
+CPU threads (``--threads N|auto``, :mod:`bandits_jax.threads`): by default the command runs
+XLA on one thread kept on the least busy core (one per host device with ``--devices N``), which
+keeps its speed when other processes share the machine.
+
 Settings: ``synth-D-K`` (section 4's synthetic stream with dimension D and K outcomes, e.g.
 ``synth-100-4``), ``digits`` (the classification protocol on scikit-learn's digits, d = 65),
 ``digits-k4`` (its multinomial K = 4 variant), ``mnist`` (d = 785; files via ``--mnist`` or the
@@ -179,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         return _error(e.errors)
     args.argv = None if argv is None else "bandits-jax " + " ".join(argv_list)
+    from bandits_jax import threads
+
+    if argv is None or args.threads is not None:
+        # The console script's process (or an explicit --threads): before JAX starts; auto is
+        # one thread per host device (bandits_jax.threads). main(argv) called from Python
+        # leaves its caller's process (e.g. a test session) as it is unless asked.
+        threads.configure_threads(args.threads, devices=args.devices)
     _configure_devices(args.devices)
     import jax
 

@@ -258,21 +258,34 @@ def play(
     )
 
 
+class StudyPlan(NamedTuple):
+    """What every study run shares: evaluation seeds, the step-size scale grid tuned on
+    ``tuning_seeds`` (one scale: nothing tuned), the learners (``None``: all of
+    :data:`BCO_LEARNERS`), the runner (``None``: an in-memory :class:`ChunkedRunner`) and the
+    dtype."""
+
+    eval_seeds: Sequence[int]
+    tuning_seeds: Sequence[int] = ()
+    scales: Sequence[float] = (1.0,)
+    learners: Sequence[str] | None = None
+    runner: Runner | None = None
+    dtype: Any = None
+
+
 def tuned_play(
     name: str,
     env: Any,
     points: Sequence[dict],
     T: int,
+    plan: StudyPlan,
     *,
-    scales: Sequence[float],
-    tuning_seeds: Sequence[int],
-    eval_seeds: Sequence[int],
-    runner: Runner,
     tag: str,
     lipschitz: float | None = None,
 ) -> tuple[Played, list[float]]:
-    """Honest tuning of the step-size scale per point: the best scale on ``tuning_seeds``
-    (lowest mean final regret), reported on ``eval_seeds``. One scale: no tuning run."""
+    """Honest tuning of the step-size scale per point: the best scale on ``plan.tuning_seeds``
+    (lowest mean final regret), reported on ``plan.eval_seeds``. One scale: no tuning run."""
+    scales, tuning_seeds, eval_seeds = plan.scales, plan.tuning_seeds, plan.eval_seeds
+    runner = plan.runner or ChunkedRunner()
     game = _game(name, env, T)
     hps = [hyperparams(name, game.learner, env, T, s, lipschitz) for s in scales]
     if len(scales) > 1:
@@ -294,34 +307,25 @@ def _std(r: np.ndarray) -> list[float]:
     return (r.std(axis=-1, ddof=1) if r.shape[-1] > 1 else 0 * r[..., 0]).tolist()
 
 
-def dimension_study(
-    dims: Sequence[int],
-    T: int,
-    *,
-    eval_seeds: Sequence[int],
-    tuning_seeds: Sequence[int] = (),
-    scales: Sequence[float] = (1.0,),
-    learners: Sequence[str] | None = None,
-    runner: Runner | None = None,
-    dtype: Any = None,
-) -> dict:
+def _family_learners(learners: Sequence[str] | None) -> list[tuple[str, list[str]]]:
+    """``(family, learner names)`` for each family with at least one of ``learners``."""
+    chosen = learners or BCO_LEARNERS
+    out = [(f, [n for n in chosen if BCO_LEARNERS[n].family == f]) for f in FAMILIES]
+    return [(f, names) for f, names in out if names]
+
+
+def dimension_study(dims: Sequence[int], T: int, plan: StudyPlan) -> dict:
     """Final static regret vs d per learner and family (slow drift, V_T ~ 0)."""
-    runner = runner or ChunkedRunner()
+    plan = plan._replace(runner=plan.runner or ChunkedRunner())
     res: dict[str, dict] = {}
-    for family in FAMILIES:
-        names = [n for n in (learners or BCO_LEARNERS) if BCO_LEARNERS[n].family == family]
-        if not names:
-            continue
+    for family, names in _family_learners(plan.learners):
         per = {n: {"d": [], "mean": [], "std": [], "regret": [], "V_T": [], "scale": [],
                    "rejected": [], "max_steps": [], "all_in_domain": True, "best_point_ok": True}
                for n in names}  # fmt: skip
         for d in dims:
-            env = make_env(family, d, T, dtype=dtype)
+            env = make_env(family, d, T, dtype=plan.dtype)
             for name in names:
-                out, chosen = tuned_play(
-                    name, env, [{}], T, scales=scales, tuning_seeds=tuning_seeds,
-                    eval_seeds=eval_seeds, runner=runner, tag=f"dimension/{name}/d{d}",
-                )  # fmt: skip
+                out, chosen = tuned_play(name, env, [{}], T, plan, tag=f"dimension/{name}/d{d}")
                 p = per[name]
                 r = out.regret[0]
                 p["d"].append(int(d))
@@ -341,38 +345,24 @@ def dimension_study(
 
 
 def variation_study(
-    d: int,
-    T: int,
-    *,
-    amplitudes: Sequence[float],
-    noise: float,
-    eval_seeds: Sequence[int],
-    tuning_seeds: Sequence[int] = (),
-    scales: Sequence[float] = (1.0,),
-    learners: Sequence[str] | None = None,
-    runner: Runner | None = None,
-    dtype: Any = None,
+    d: int, T: int, plan: StudyPlan, *, amplitudes: Sequence[float], noise: float
 ) -> dict:
     """Final static regret vs V_T at fixed d: drift amplitudes at the fast frequency
     ``FAST_OMEGA`` plus an i.i.d.-noise point, all (point, seed) runs in one batched call per
     learner. The learners use the noise-free family's G at every point, so they are the same
     learners as in the d study."""
-    runner = runner or ChunkedRunner()
+    plan = plan._replace(runner=plan.runner or ChunkedRunner())
     res: dict[str, dict] = {}
     points = [{"omega": FAST_OMEGA, "noise": 0.0, "amplitude": float(a)} for a in amplitudes]
     points.append({"omega": FAST_OMEGA, "noise": float(noise), "amplitude": 0.0})
-    for family in FAMILIES:
-        names = [n for n in (learners or BCO_LEARNERS) if BCO_LEARNERS[n].family == family]
-        if not names:
-            continue
-        env = make_env(family, d, T, noise=noise, dtype=dtype)  # the noise knob is live here
-        G = make_env(family, d, T, dtype=dtype).lipschitz
+    for family, names in _family_learners(plan.learners):
+        env = make_env(family, d, T, noise=noise, dtype=plan.dtype)  # the noise knob is live
+        G = make_env(family, d, T, dtype=plan.dtype).lipschitz
         per = {}
         for name in names:
             out, chosen = tuned_play(
-                name, env, points, T, scales=scales, tuning_seeds=tuning_seeds,
-                eval_seeds=eval_seeds, runner=runner, tag=f"variation/{name}", lipschitz=G,
-            )  # fmt: skip
+                name, env, points, T, plan, tag=f"variation/{name}", lipschitz=G
+            )
             v_all = out.V_T.mean(axis=1)
             m_all = out.regret.mean(axis=1)
             top = v_all >= v_all.max() / 100  # where V_T dominates the additive d-terms
@@ -396,17 +386,7 @@ def variation_study(
     return res
 
 
-def run_studies(
-    cfg: dict,
-    *,
-    studies: Sequence[str] = STUDIES,
-    eval_seeds: Sequence[int],
-    tuning_seeds: Sequence[int] = (),
-    scales: Sequence[float] = (1.0,),
-    learners: Sequence[str] | None = None,
-    runner: Runner | None = None,
-    dtype: Any = None,
-) -> dict:
+def run_studies(cfg: dict, plan: StudyPlan, *, studies: Sequence[str] = STUDIES) -> dict:
     """Both studies with a configuration ``cfg`` (keys of :data:`QUICK`); the result dict holds
     ``config``, ``dimension`` and ``variation`` as ``benchmarks.bco_dimension`` writes them."""
     import time
@@ -415,7 +395,8 @@ def run_studies(
     import jax.numpy as jnp
 
     t0 = time.time()
-    dt = jnp.dtype(dtype or jnp.float64).name
+    dt = jnp.dtype(plan.dtype or jnp.float64).name
+    scales, eval_seeds = plan.scales, plan.eval_seeds
     result: dict[str, Any] = {
         "config": {
             **cfg,
@@ -427,16 +408,14 @@ def run_studies(
             "dtype": dt,
             "scale_grid": [float(s) for s in scales],
             "eval_seeds": [int(s) for s in eval_seeds],
-            "tuning_seeds": [int(s) for s in tuning_seeds] if len(scales) > 1 else [],
+            "tuning_seeds": [int(s) for s in plan.tuning_seeds] if len(scales) > 1 else [],
         }
     }
-    kw = dict(eval_seeds=eval_seeds, tuning_seeds=tuning_seeds, scales=scales,
-              learners=learners, runner=runner, dtype=dtype)  # fmt: skip
     if "dimension" in studies:
-        result["dimension"] = dimension_study(cfg["dims"], cfg["T"], **kw)
+        result["dimension"] = dimension_study(cfg["dims"], cfg["T"], plan)
     if "variation" in studies:
         result["variation"] = variation_study(
-            cfg["d_variation"], cfg["T"], amplitudes=cfg["amplitudes"], noise=cfg["noise"], **kw
+            cfg["d_variation"], cfg["T"], plan, amplitudes=cfg["amplitudes"], noise=cfg["noise"]
         )
     result["config"]["wall_s"] = time.time() - t0
     return result
@@ -484,9 +463,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 def validate(args: argparse.Namespace) -> None:
     errors: list[str] = []
-    opt.check_common(args, errors)
-    opt.check_int(errors, args.rounds, "--rounds", minimum=1)
-    opt.check_int(errors, args.trials, "--trials", minimum=1)
+    opt.check_common(args, errors)  # --rounds and --trials too
     opt.check_int(errors, args.tune_trials, "--tune-trials", minimum=1)
     if args.tune_trials is not None and args.tune_trials > opt.EVAL_SEED_OFFSET:
         errors.append(f"--tune-trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
@@ -566,16 +543,10 @@ def run(args: argparse.Namespace) -> int:
         progress=bar,
         config={"cfg": cfg, "scales": scales, "dtype": jnp.dtype(dtype).name},
     )
-    result = run_studies(
-        cfg,
-        studies=studies,
-        eval_seeds=plan["eval_seeds"],
-        tuning_seeds=plan["tuning_seeds"],
-        scales=scales,
-        learners=plan["learners"],
-        runner=runner,
-        dtype=dtype,
+    study = StudyPlan(
+        plan["eval_seeds"], plan["tuning_seeds"], scales, plan["learners"], runner, dtype
     )
+    result = run_studies(cfg, study, studies=studies)
     result["config"]["command"] = (
         " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv
     )

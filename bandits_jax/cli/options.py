@@ -291,6 +291,9 @@ def check_out(errors: list[str], out: str) -> None:
 def check_common(args: argparse.Namespace, errors: list[str]) -> None:
     """Checks of the options every command shares."""
     check_int(errors, args.devices, "--devices", minimum=1)
+    check_threads(errors, args.threads)
+    for size in ("rounds", "trials"):  # commands with a horizon and a trial count
+        check_int(errors, getattr(args, size, None), f"--{size}", minimum=1)
     check_int(errors, args.seed, "--seed", minimum=0)
     check_int(errors, args.chunk, "--chunk", minimum=1)
     check_int(errors, args.sketch, "--sketch", minimum=1)
@@ -303,6 +306,19 @@ def check_common(args: argparse.Namespace, errors: list[str]) -> None:
             cache.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             errors.append(f"--compile-cache {cache}: cannot create it ({e.strerror or e})")
+
+
+def check_threads(errors: list[str], value: Any) -> None:
+    """``--threads`` (and ``$BANDITS_JAX_THREADS`` when the option is not given)."""
+    from bandits_jax import threads
+
+    try:
+        if value is None:
+            threads.threads_from_env()
+        else:
+            threads.parse_threads(value)
+    except ValueError as e:
+        errors.append(str(e))
 
 
 def compile_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
@@ -326,27 +342,44 @@ def finish(errors: list[str], args: argparse.Namespace) -> None:
         raise UsageError(errors)
 
 
-def add_common(p: argparse.ArgumentParser) -> None:
-    """The options every command takes."""
-    p.add_argument("--out", default="results", help="output directory (default ./results)")
-    p.add_argument("--resume", action="store_true", help="continue from checkpoints")
-    p.add_argument(
+# The options every command takes: (flag, argparse keywords).
+COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--out", dict(default="results", help="output directory (default ./results)")),
+    ("--resume", dict(action="store_true", help="continue from checkpoints")),
+    (
         "--devices",
-        type=int,
-        default=None,
-        help="on CPU, split the host into N devices (sets XLA_FLAGS before JAX starts)",
-    )
-    p.add_argument("--float32", action="store_true", help="float32 (default float64)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--no-plots", dest="plots", action="store_false", help="skip PNGs")
-    p.add_argument("--seed", type=int, default=0, help="first trial seed")
-    p.add_argument("--S", type=float, default=1.0, help="parameter-norm bound S (1.0)")
-    p.add_argument("--mnist", default=None, help="directory or .npz with the MNIST files")
-    p.add_argument("--chunk", type=int, default=None, help="rounds per compiled chunk")
-    p.add_argument("--sketch", type=int, default=None, help="override m = floor(Kd/10)")
-    p.add_argument(
+        dict(
+            type=int,
+            help="on CPU, split the host into N devices (sets XLA_FLAGS before JAX starts)",
+        ),
+    ),
+    (
+        "--threads",
+        dict(
+            help="XLA CPU threads, each on its own core: N or auto (default "
+            "$BANDITS_JAX_THREADS, else auto: one, or one per --devices; see "
+            "bandits_jax.threads); your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win",
+        ),
+    ),
+    ("--float32", dict(action="store_true", help="float32 (default float64)")),
+    ("--quiet", dict(action="store_true", help="no progress bar")),
+    ("--no-plots", dict(dest="plots", action="store_false", help="skip PNGs")),
+    ("--seed", dict(type=int, default=0, help="first trial seed")),
+    ("--S", dict(type=float, default=1.0, help="parameter-norm bound S (1.0)")),
+    ("--mnist", dict(help="directory or .npz with the MNIST files")),
+    ("--chunk", dict(type=int, help="rounds per compiled chunk")),
+    ("--sketch", dict(type=int, help="override m = floor(Kd/10)")),
+    (
         "--compile-cache",
-        default=None,
-        help="JAX's persistent compilation cache (default $BANDITS_JAX_DATA/xla or "
-        "~/.cache/bandits_jax/xla; 'off' disables it): a second run skips most compiling",
-    )
+        dict(
+            help="JAX's persistent compilation cache (default $BANDITS_JAX_DATA/xla or "
+            "~/.cache/bandits_jax/xla; 'off' disables it): a second run skips most compiling",
+        ),
+    ),
+)
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The options every command takes (:data:`COMMON_OPTIONS`)."""
+    for flag, kwargs in COMMON_OPTIONS:
+        p.add_argument(flag, **kwargs)

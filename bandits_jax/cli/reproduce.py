@@ -200,9 +200,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
 def validate(args: argparse.Namespace) -> None:
     """Checks every option and resolves defaults into ``args.plan``; raises ``UsageError``."""
     errors: list[str] = []
-    opt.check_common(args, errors)
-    opt.check_int(errors, args.rounds, "--rounds", minimum=1)
-    opt.check_int(errors, args.trials, "--trials", minimum=1)
+    opt.check_common(args, errors)  # --rounds and --trials too
     opt.check_float(errors, args.l, "--l")
     opt.check_float(errors, args.e, "--e")
     opt.check_beta(errors, args.beta, "--beta")

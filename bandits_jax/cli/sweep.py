@@ -66,9 +66,7 @@ def _learner_family(name: str) -> str:
 
 def validate(args: argparse.Namespace) -> None:
     errors: list[str] = []
-    opt.check_common(args, errors)
-    opt.check_int(errors, args.rounds, "--rounds", minimum=1)
-    opt.check_int(errors, args.trials, "--trials", minimum=1)
+    opt.check_common(args, errors)  # --rounds and --trials too
     opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=0)
     if args.select not in ("each", "across"):
         errors.append(f"--select: expected each or across, got {args.select!r}")

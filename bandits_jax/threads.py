@@ -1,0 +1,209 @@
+"""XLA's CPU threads, chosen before JAX starts its backend (the command and the benchmarks).
+
+What jaxlib 0.10 honours (checked by counting threads and timing, see
+``benchmarks/cpu_threads.py``): ``PJRT_NPROC`` (else ``NPROC``) sizes the CPU client's thread
+pools, which otherwise take one thread per schedulable core; ``--xla_cpu_multi_thread_eigen`` in
+``XLA_FLAGS`` switches Eigen's multi-threaded kernels; the process's CPU affinity (``taskset``,
+``os.sched_setaffinity``) bounds both. ``intra_op_parallelism_threads`` is not an XLA flag and
+has no effect.
+
+Why a default. A round of a learner is a few dozen small kernels, and XLA's CPU runtime hands
+them between its threads. When another process holds a core, every hand-off to a thread whose core
+is taken waits for a time slice: EOFD at (d, K, m) = (785, 1, 78) went from about 1.5 ms to
+47-81 ms per round with one other CPU-bound process on a 2-core machine. Shrinking the pools
+(``PJRT_NPROC=1``, Eigen off) only halves that; keeping the whole process on one core removes it
+(the hand-offs then stay on that core): 5-10 ms against 60-200 ms for the default under the same
+heavy load, and 1.6 ms with one busy core where the default took 47-81 ms (about 1.5 ms quiet).
+
+The default (``auto``) is therefore one thread on one core: ``PJRT_NPROC=1``,
+``--xla_cpu_multi_thread_eigen=false`` and the process's affinity narrowed to the least busy core
+(sampled from ``/proc/stat``); with ``--devices N`` (N host devices, parallelism across trials)
+it is N threads on the N least busy cores. ``--threads N`` (or ``BANDITS_JAX_THREADS=N``) asks for
+N threads on N cores; N at least the number of cores the process may use leaves the affinity alone
+and gives XLA's own defaults. A user's own settings always win: a ``--xla_cpu_multi_thread_eigen``
+already in ``XLA_FLAGS``, a ``PJRT_NPROC`` or ``NPROC`` already set, and an affinity already
+narrowed (e.g. by ``taskset``) are kept as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+ENV_VAR = "BANDITS_JAX_THREADS"
+EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
+POOL_VARS = ("PJRT_NPROC", "NPROC")  # read by XLA's CPU client, PJRT_NPROC first
+AUTO_THREADS = 1
+
+
+class ThreadConfig(NamedTuple):
+    """What :func:`configure_threads` did.
+
+    Attributes:
+      threads: the thread count applied.
+      environment: the environment variables set (``{}`` when the user set them all).
+      cores: the CPU cores the process was narrowed to (``None``: affinity left alone).
+    """
+
+    threads: int
+    environment: dict[str, str]
+    cores: tuple[int, ...] | None
+
+
+def parse_threads(value: object) -> int | None:
+    """``None``/``"auto"`` -> ``None`` (the automatic choice); ``"N"``/``N`` -> ``N >= 1``.
+
+    Raises:
+      ValueError: anything else (names the option and what was expected).
+    """
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    if isinstance(value, bool) or not re.fullmatch(r"\d+", text) or int(text) < 1:
+        raise ValueError(f"--threads: expected an integer >= 1 or auto, got {value!r}")
+    return int(text)
+
+
+def threads_from_env(environ: Mapping[str, str] | None = None) -> int | None:
+    """``$BANDITS_JAX_THREADS`` parsed by :func:`parse_threads` (unset: ``None``, auto).
+
+    Raises:
+      ValueError: a bad value (names the variable).
+    """
+    value = (os.environ if environ is None else environ).get(ENV_VAR)
+    try:
+        return parse_threads(value)
+    except ValueError:
+        raise ValueError(f"${ENV_VAR}: expected an integer >= 1 or auto, got {value!r}") from None
+
+
+def resolve_threads(threads: int | None, devices: int | None = None) -> int:
+    """The thread count: ``threads`` if given, else ``max(AUTO_THREADS, devices)``."""
+    return threads if threads is not None else max(AUTO_THREADS, devices or 1)
+
+
+def thread_environment(n: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables to set for ``n`` XLA CPU threads (pure function).
+
+    A user's own setting always wins: a ``--xla_cpu_multi_thread_eigen`` already in
+    ``XLA_FLAGS`` is kept (ours is not added), and so is a ``PJRT_NPROC`` or ``NPROC`` already
+    set; the other ``XLA_FLAGS`` are kept as they are, ours appended.
+
+    Args:
+      n: threads for XLA's CPU work.
+      environ: the current environment (``os.environ``); not modified.
+
+    Returns:
+      ``{name: value}`` of the variables to change (empty when the user set everything).
+    """
+    out: dict[str, str] = {}
+    flags = environ.get("XLA_FLAGS", "")
+    if not re.search(rf"(^|\s){EIGEN_FLAG}(=|\s|$)", flags):
+        eigen = f"{EIGEN_FLAG}={'true' if n > 1 else 'false'}"
+        out["XLA_FLAGS"] = (flags.strip() + " " + eigen).strip()
+    if not any(v in environ for v in POOL_VARS):
+        out["PJRT_NPROC"] = str(n)
+    return out
+
+
+def choose_cores(
+    allowed: Iterable[int], busy: Mapping[int, float], n: int, salt: int = 0
+) -> tuple[int, ...]:
+    """The ``n`` least busy of the ``allowed`` cores, sorted (pure function).
+
+    Busy fractions are compared in quarters, so that cores that are about as busy tie. Ties go
+    to the higher-numbered core (other work tends to start on core 0), rotated by ``salt`` (the
+    process id): processes started together spread over equally idle cores.
+    """
+    cores = sorted(allowed)
+    size = cores[-1] + 1 if cores else 1
+    ranked = sorted(
+        cores, key=lambda c: (round(4 * busy.get(c, 0.0)), (salt + size - 1 - c) % size)
+    )
+    return tuple(sorted(ranked[:n]))
+
+
+def core_busy(interval: float = 0.05) -> dict[int, float]:
+    """Busy fraction of each core over ``interval`` seconds from ``/proc/stat`` (``{}`` where
+    it cannot be read)."""
+
+    def sample() -> dict[int, tuple[int, int]]:
+        out = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                m = re.match(r"cpu(\d+)\s+(.*)", line)
+                if m:
+                    v = [int(x) for x in m.group(2).split()]
+                    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+                    out[int(m.group(1))] = (sum(v), idle)
+        return out
+
+    try:
+        a = sample()
+        time.sleep(interval)
+        b = sample()
+    except (OSError, ValueError, IndexError):
+        return {}
+    busy = {}
+    for c in a.keys() & b.keys():
+        total, idle = b[c][0] - a[c][0], b[c][1] - a[c][1]
+        busy[c] = 1.0 - idle / total if total > 0 else 0.0
+    return busy
+
+
+def _narrow_affinity(n: int) -> tuple[int, ...] | None:
+    """Keeps the process on the ``n`` least busy cores, unless affinity is unsupported, the user
+    narrowed it already, or ``n`` covers every allowed core."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < (os.cpu_count() or len(allowed)) or n >= len(allowed):
+        return None  # a user's taskset wins; or nothing to narrow
+    cores = choose_cores(allowed, core_busy(), n, salt=os.getpid())
+    os.sched_setaffinity(0, cores)
+    return cores
+
+
+def backend_started() -> bool:
+    """Whether JAX has started a backend in this process (then XLA's settings are fixed)."""
+    if "jax" not in sys.modules:
+        return False
+    from jax._src import xla_bridge  # no public equivalent in jax 0.10
+
+    return xla_bridge.backends_are_initialized()
+
+
+def configure_threads(threads: object = None, *, devices: int | None = None) -> ThreadConfig:
+    """Applies the thread choice to this process; call it before JAX's first computation.
+
+    Args:
+      threads: ``N``, ``"auto"`` or ``None`` (then ``$BANDITS_JAX_THREADS``, else auto).
+      devices: host devices asked for (``--devices``): auto gives as many threads.
+
+    Returns:
+      A :class:`ThreadConfig`. Once JAX's backend has started nothing can change: nothing is
+      set (a warning when ``threads`` was given explicitly).
+
+    Raises:
+      ValueError: a bad ``threads`` or ``$BANDITS_JAX_THREADS`` value.
+    """
+    asked = threads_from_env() if threads is None else parse_threads(threads)
+    n = resolve_threads(asked, devices)
+    if backend_started():  # too late: XLA read its settings when the backend started
+        if asked is not None:
+            warnings.warn(
+                f"threads={n} ignored: JAX's backend has already started (set it before the "
+                "first JAX computation)",
+                stacklevel=2,
+            )
+        return ThreadConfig(n, {}, None)
+    changes = thread_environment(n, os.environ)
+    os.environ.update(changes)
+    return ThreadConfig(n, changes, _narrow_affinity(n))

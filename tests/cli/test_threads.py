@@ -1,0 +1,206 @@
+"""XLA CPU threads: ``--threads`` / ``$BANDITS_JAX_THREADS`` validation and the environment
+composition of :mod:`bandits_jax.threads` (a user's own settings always win)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from bandits_jax import cli, threads
+from bandits_jax.sim import chunks
+
+
+@pytest.fixture(autouse=True)
+def no_runs(monkeypatch):
+    """Validation must fail before anything is compiled or played."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a chunk was compiled before the options were validated")
+
+    monkeypatch.setattr(chunks.ChunkFn, "compiled", forbidden)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "nan", "", "2x"])
+@pytest.mark.parametrize("command", ["reproduce", "sweep", "bco"])
+def test_bad_threads_is_one_line(command, value, tmp_path, capsys):
+    rc = cli.main([command, f"--threads={value}", "--out", str(tmp_path / "o"), "--quiet"])
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("bandits-jax: error: --threads") and repr(value) in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_threads_environment_variable(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(threads.ENV_VAR, "many")
+    rc = cli.main(["reproduce", "--out", str(tmp_path / "o")])
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1 and f"${threads.ENV_VAR}" in lines[0], lines
+    # The option wins over the variable: then the variable is not even read.
+    capsys.readouterr()
+    rc = cli.main(["reproduce", "--threads", "0", "--out", str(tmp_path / "o")])
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1 and "--threads" in lines[0], lines
+
+
+def test_threads_in_config_file(tmp_path, capsys):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text('{"threads": "zero"}')
+    rc = cli.main(["sweep", "--config", str(cfg), "--out", str(tmp_path / "o")])
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1 and "--threads" in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    "value,expected", [(None, None), ("auto", None), ("AUTO", None), ("1", 1), (3, 3), (" 2 ", 2)]
+)
+def test_parse_threads(value, expected):
+    assert threads.parse_threads(value) == expected
+
+
+@pytest.mark.parametrize("value", [0, -2, True, 1.5, "1e3", "auto1"])
+def test_parse_threads_rejects(value):
+    with pytest.raises(ValueError, match="--threads: expected an integer >= 1 or auto"):
+        threads.parse_threads(value)
+
+
+def _flags(env):
+    return env.get("XLA_FLAGS", "").split()
+
+
+def test_environment_from_nothing():
+    one = threads.thread_environment(1, {})
+    assert _flags(one) == ["--xla_cpu_multi_thread_eigen=false"] and one["PJRT_NPROC"] == "1"
+    four = threads.thread_environment(4, {})
+    assert _flags(four) == ["--xla_cpu_multi_thread_eigen=true"] and four["PJRT_NPROC"] == "4"
+
+
+def test_resolve_threads():
+    assert threads.resolve_threads(None) == threads.AUTO_THREADS == 1
+    assert threads.resolve_threads(None, devices=4) == 4  # one thread per host device
+    assert threads.resolve_threads(2, devices=4) == 2  # an explicit count wins
+
+
+def test_choose_cores_least_busy():
+    busy = {0: 0.9, 1: 0.1, 2: 0.5, 3: 0.1}
+    assert threads.choose_cores(range(4), busy, 1) == (3,)  # tie 1 vs 3: the higher core
+    assert threads.choose_cores(range(4), busy, 2) == (1, 3)
+    assert threads.choose_cores([0, 2], busy, 1) == (2,)  # only allowed cores
+    assert threads.choose_cores(range(3), {}, 2) == (1, 2)  # no sample: the last cores
+    assert threads.choose_cores(range(4), {0: 0.02, 1: 0.0, 2: 0.6, 3: 0.7}, 1) == (1,)
+    # About equally idle cores: the salt (a process id) spreads processes started together.
+    idle = {c: 0.01 * c for c in range(4)}
+    assert {threads.choose_cores(range(4), idle, 1, salt=p)[0] for p in range(4)} == {0, 1, 2, 3}
+
+
+def test_user_xla_flags_are_kept():
+    user = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4  --xla_dump_to=/x"}
+    env = threads.thread_environment(1, user)
+    assert _flags(env) == [
+        "--xla_force_host_platform_device_count=4",
+        "--xla_dump_to=/x",
+        "--xla_cpu_multi_thread_eigen=false",
+    ]
+    assert user["XLA_FLAGS"].startswith("--xla_force")  # the input is not modified
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "--xla_cpu_multi_thread_eigen=true",
+        "--xla_dump_to=/x --xla_cpu_multi_thread_eigen=false",
+        "--xla_cpu_multi_thread_eigen",
+    ],
+)
+def test_user_eigen_flag_wins(flags):
+    env = threads.thread_environment(1, {"XLA_FLAGS": flags})
+    assert "XLA_FLAGS" not in env  # nothing of ours added, nothing of the user's changed
+    assert env["PJRT_NPROC"] == "1"
+
+
+def test_similar_flag_name_is_not_the_users_eigen_flag():
+    env = threads.thread_environment(1, {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen_x=1"})
+    assert _flags(env)[-1] == "--xla_cpu_multi_thread_eigen=false"
+
+
+@pytest.mark.parametrize("var", ["PJRT_NPROC", "NPROC"])
+def test_user_pool_size_wins(var):
+    env = threads.thread_environment(3, {var: "8"})
+    assert "PJRT_NPROC" not in env and "NPROC" not in env
+    assert _flags(env) == ["--xla_cpu_multi_thread_eigen=true"]
+
+
+def test_everything_set_by_the_user_changes_nothing():
+    user = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true", "NPROC": "2"}
+    assert threads.thread_environment(1, user) == {}
+
+
+def test_configure_after_backend_started_warns_and_changes_nothing(monkeypatch):
+    import jax.numpy as jnp
+
+    jnp.zeros(1).block_until_ready()  # the backend has started in this process
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    with pytest.warns(UserWarning, match="already started"):
+        assert threads.configure_threads(2) == threads.ThreadConfig(2, {}, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert threads.configure_threads("auto").environment == {}  # automatic: silent
+    assert "PJRT_NPROC" not in os.environ
+
+
+def test_configure_in_a_fresh_process_reaches_xla():
+    """In a fresh process the variables are set before JAX starts, and JAX starts with them."""
+    code = (
+        "import os, jax.numpy as jnp\n"
+        "from bandits_jax import threads\n"
+        "cfg = threads.configure_threads(None)\n"
+        "jnp.ones(3).block_until_ready()\n"
+        "cores = os.sched_getaffinity(0) if hasattr(os, 'sched_getaffinity') else None\n"
+        "print(cfg.environment['PJRT_NPROC'], os.environ['XLA_FLAGS'])\n"
+        "print(cfg.cores is None or set(cfg.cores) == cores)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
+    env[threads.ENV_VAR] = "2"
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [
+        "2",
+        "--xla_force_host_platform_device_count=1",
+        "--xla_cpu_multi_thread_eigen=true",
+        "True",  # narrowed to 2 cores where the machine has more (else left alone)
+    ]
+
+
+AFFINITY_PROBE = (
+    "import json, os, jax.numpy as jnp\n"
+    "from bandits_jax import threads\n"
+    "cfg = threads.configure_threads(None)\n"
+    "jnp.ones(3).block_until_ready()\n"
+    "print(json.dumps([cfg.threads, cfg.cores, sorted(os.sched_getaffinity(0))]))\n"
+)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs CPU affinity and at least two allowed cores",
+)
+def test_auto_keeps_a_fresh_process_on_one_core():
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
+    env.pop(threads.ENV_VAR, None)
+    cmd = [sys.executable, "-c", AFFINITY_PROBE]
+    if len(os.sched_getaffinity(0)) == os.cpu_count():  # this session is not narrowed itself
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        n, cores, affinity = json.loads(out.stdout)
+        assert n == 1 and len(cores) == 1 and cores == affinity
+    if shutil.which("taskset"):  # a user's own affinity is kept: nothing narrowed
+        first = str(min(os.sched_getaffinity(0)))
+        out = subprocess.run(
+            ["taskset", "-c", first, *cmd], env=env, capture_output=True, text=True, check=True
+        )
+        assert json.loads(out.stdout) == [1, None, [int(first)]]
