@@ -49,7 +49,15 @@ import numpy as np
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.runner import StepFn, play
 
-__all__ = ["ChunkFn", "ChunkStats", "ChunkedResult", "Progress", "run_chunked"]
+__all__ = [
+    "ChunkFn",
+    "ChunkStats",
+    "ChunkedResult",
+    "Progress",
+    "run_chunked",
+    "memory_figures",
+    "tree_bytes",
+]
 
 PyTree = Any
 
@@ -140,6 +148,41 @@ def _fmt_seconds(s: float) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
 
 
+def tree_bytes(tree: PyTree) -> int:
+    """Bytes of a pytree's leaves (arrays or ``ShapeDtypeStruct``; PRNG keys count their data)."""
+    total = 0
+    for x in jax.tree_util.tree_leaves(tree):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.eval_shape(jax.random.key_data, x)  # (..., key words) of uint32
+        total += math.prod(x.shape) * np.dtype(x.dtype).itemsize
+    return int(total)
+
+
+def memory_figures(compiled: Any) -> dict[str, int] | None:
+    """XLA's static memory figures of a compiled executable, per device, in bytes.
+
+    ``peak_bytes`` = argument + output + temp - alias: what one call holds at once (a donated
+    input aliased to an output counts once). ``None`` where the backend has no analysis.
+    """
+    try:
+        ma = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - some backends do not implement it
+        return None
+    if ma is None:
+        return None
+    arg = int(ma.argument_size_in_bytes)
+    out = int(ma.output_size_in_bytes)
+    temp = int(ma.temp_size_in_bytes)
+    alias = int(ma.alias_size_in_bytes)
+    return {
+        "argument_bytes": arg,
+        "output_bytes": out,
+        "temp_bytes": temp,
+        "alias_bytes": alias,
+        "peak_bytes": arg + out + temp - alias,
+    }
+
+
 class ChunkFn:
     """``chunk(state, length) -> (state, metrics)``, compiled once per length (ahead of time).
 
@@ -198,13 +241,22 @@ class ChunkFn:
         return jax.jit(sharded, in_shardings=(sharding,), out_shardings=sharding, donate_argnums=0)
 
     def place(self, state: PyTree) -> PyTree:
-        """Puts ``state`` where the compiled function wants it (sharded over the mesh)."""
+        """Puts ``state`` where the compiled function wants it (sharded over the mesh).
+
+        Abstract leaves (``jax.ShapeDtypeStruct``, e.g. from ``jax.eval_shape``) get the sharding
+        attached, so a chunk can be compiled (and its memory analysed) before any run exists.
+        """
         if self.mesh is None:
             return state
         from jax.sharding import NamedSharding, PartitionSpec
 
-        spec = PartitionSpec(self.mesh.axis_names[0])
-        return jax.device_put(state, NamedSharding(self.mesh, spec))
+        sharding = NamedSharding(self.mesh, PartitionSpec(self.mesh.axis_names[0]))
+        leaves = jax.tree_util.tree_leaves(state)
+        if leaves and all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves):
+            return jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), state
+            )
+        return jax.device_put(state, sharding)
 
     def _signature(self, state, length):
         leaves, treedef = jax.tree_util.tree_flatten(state)
@@ -218,6 +270,11 @@ class ChunkFn:
             self._compiled[sig] = self._function(length).lower(self.place(state)).compile()
             self.compile_seconds += time.perf_counter() - t0
         return self._compiled[sig]
+
+    def memory(self, state: PyTree, length: int) -> dict[str, int] | None:
+        """:func:`memory_figures` of the chunk for ``state`` (arrays or ``ShapeDtypeStruct``s)
+        and ``length`` rounds, per device; compiles it if needed (the executable is kept)."""
+        return memory_figures(self.compiled(state, length))
 
     def eval_shape(self, state: PyTree, length: int) -> PyTree:
         """Abstract ``(state, metrics)`` of a chunk (shapes and dtypes, no computation)."""
