@@ -65,8 +65,10 @@ __all__ = [
     "build_runs",
     "run_sweep",
     "BatchPlan",
+    "MemoryBudgetError",
     "memory_budget",
     "HOST_MEMORY_FRACTION",
+    "MEMORY_COLUMNS",
     "DEVICE_MEMORY_FRACTION",
     "select_grid",
     "table",
@@ -87,6 +89,8 @@ PyTree = Any
 DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored", "status")
 HOST_MEMORY_FRACTION = 0.5  # of physical memory: the "auto" budget on CPU (shared by its devices)
 DEVICE_MEMORY_FRACTION = 0.9  # of a device's bytes_limit: the "auto" budget on GPU/TPU
+# Table columns of the memory a sweep's compiled call used (present when run_sweep planned it).
+MEMORY_COLUMNS = ("batches", "peak_bytes", "bytes_per_run", "state_bytes_per_run")
 GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
 
 # Per-round status codes of the learners' updates (:class:`bandits_jax.protocols.Status`), by
@@ -150,6 +154,10 @@ class SweepResult(NamedTuple):
     compile_seconds: float
     devices: int
     memory: dict | None = None
+
+
+class MemoryBudgetError(ValueError):
+    """The smallest batch of a sweep does not fit the memory budget (``max_bytes``)."""
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -490,7 +498,7 @@ def _choose_plan(
         if budget is None or mem["peak_bytes"] <= budget:
             return plan, mem
         if max(plan.slots) <= multiple:
-            raise ValueError(
+            raise MemoryBudgetError(
                 f"max_bytes: the smallest batch ({n} runs, one per experiment and device) needs "
                 f"{mem['peak_bytes']} bytes per device, over the budget of {budget} bytes"
             )
@@ -506,7 +514,7 @@ def _choose_plan(
         while nxt < max(runs) and sum(BatchPlan.of(runs, nxt, multiple).slots) > target:
             nxt += 1
         batches = nxt
-    raise ValueError(
+    raise MemoryBudgetError(
         f"max_bytes: no batch width found within {_PLAN_STEPS} compiles for a budget of "
         f"{budget} bytes (last try: {points[-1][0]} runs, {points[-1][1]} bytes)"
     )

@@ -107,7 +107,7 @@ def assert_same_results(a, b):
         for k in ea.metrics:
             np.testing.assert_array_equal(ea.metrics[k], eb.metrics[k], err_msg=k)
     ta, tb = sweep.table(a), sweep.table(b)
-    drop = ("batches", "peak_bytes", "bytes_per_run")
+    drop = sweep.MEMORY_COLUMNS
     assert [{k: v for k, v in r.items() if k not in drop} for r in ta] == [
         {k: v for k, v in r.items() if k not in drop} for r in tb
     ]
