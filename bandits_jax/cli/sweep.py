@@ -389,7 +389,7 @@ def memory_summary(sweeps: list[tuple[str, Any]]) -> str:
                 else f"; measured device peak {_fmt_bytes(mem['measured_peak_bytes'])}"
             )
         )
-        lines += [f"    retried: {note}" for note in mem["notes"]]
+        lines += [f"    note: {note}" for note in mem["notes"]]
         for r in res.experiments:
             m = r.memory
             lines.append(

@@ -444,6 +444,11 @@ def run_sweep(
             )
             mem = figures(plan)
 
+    if plan.batches > 1 and min(plan.slots) <= multiple:
+        notes.append(
+            "batches of one run per device: XLA simplifies a batch of one, so float diagnostics "
+            "may differ from a wider batch's in the last bits"
+        )
     per_call = sum(plan.slots)
     memory = {
         "budget_bytes": budget,
