@@ -344,6 +344,7 @@ def run_chunked(
     progress: Progress | None = None,
     keep: Callable[[PyTree], PyTree] | None = None,
     stop_after_chunks: int | None = None,
+    donate_initial: bool = False,
 ) -> ChunkedResult:
     """Plays ``num_rounds`` rounds in chunks, with progress and optional checkpoints.
 
@@ -362,6 +363,8 @@ def run_chunked(
         Must keep the round axis.
       stop_after_chunks: play at most this many chunks in this call (as if interrupted), for
         tests and for time-boxed jobs; the checkpoint lets a later call finish the run.
+      donate_initial: let the first chunk donate ``state`` itself (its buffers are deleted)
+        instead of a copy, so the run never holds two copies of its carry.
 
     Returns:
       :class:`ChunkedResult`; ``metrics`` leaves have the rounds done along
@@ -395,6 +398,7 @@ def run_chunked(
             progress=progress,
             keep=keep,
             stop_after_chunks=stop_after_chunks,
+            donate_initial=donate_initial,
         )
 
 
@@ -412,6 +416,7 @@ def _run_locked(
     progress: Progress | None,
     keep: Callable[[PyTree], PyTree],
     stop_after_chunks: int | None,
+    donate_initial: bool = False,
 ) -> ChunkedResult:
     """:func:`run_chunked`'s body, run while holding the checkpoint directory's lock."""
     pieces: list[PyTree] = []
@@ -462,8 +467,10 @@ def _run_locked(
 
     compile_before = chunk_fn.compile_seconds
     chunk_seconds: list[float] = []
-    # The chunks donate their input state; the caller's initial state is not theirs to delete.
-    state = jax.tree.map(jnp.copy, state)
+    # The chunks donate their input state; the caller's initial state is not theirs to delete
+    # (unless the caller gives it up: donate_initial).
+    if not donate_initial:
+        state = jax.tree.map(jnp.copy, state)
     played = 0
     for k in range(start_chunk, len(lengths)):
         if stop_after_chunks is not None and played >= stop_after_chunks:

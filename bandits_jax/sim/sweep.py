@@ -398,7 +398,7 @@ def run_sweep(
         return {**mem, "state_bytes": [tree_bytes(x) for x in state]}
 
     ckdir = pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None
-    recorded = _read_plan(ckdir, runs) if (ckdir is not None and resume) else None
+    recorded = _read_plan(ckdir, runs, multiple) if (ckdir is not None and resume) else None
     notes: list[str] = []
     retries = 0
     if recorded is not None:
@@ -424,7 +424,7 @@ def run_sweep(
                 config, progress, keep,
             )  # fmt: skip
             break
-        except Exception as err:  # noqa: BLE001 - only out-of-memory errors are retried
+        except jax.errors.JaxRuntimeError as err:  # only out-of-memory errors are retried
             if not _is_oom(err) or retries >= max_retries or max(plan.slots) <= multiple:
                 raise
             old = plan
@@ -525,12 +525,16 @@ def _choose_plan(
     )
 
 
-def _read_plan(ckdir: pathlib.Path, runs: tuple[int, ...]) -> tuple[BatchPlan, int] | None:
+def _read_plan(
+    ckdir: pathlib.Path, runs: tuple[int, ...], multiple: int
+) -> tuple[BatchPlan, int] | None:
     """The batch plan a checkpoint was played with: ``plan.json``, or one batch where only an
     unsplit checkpoint (``state.npz``) is there; ``None`` for a fresh directory."""
     path = ckdir / "plan.json"
     if not path.is_file():
-        return (BatchPlan(1, runs, runs), 0) if (ckdir / "state.npz").is_file() else None
+        if (ckdir / "state.npz").is_file():
+            return BatchPlan.of(runs, 1, multiple), 0
+        return None
     try:
         rec = json.loads(path.read_text())
         plan = BatchPlan(
@@ -543,6 +547,13 @@ def _read_plan(ckdir: pathlib.Path, runs: tuple[int, ...]) -> tuple[BatchPlan, i
         raise checkpoint.CheckpointError(
             f"{path}: the checkpoint has {list(plan.runs)} runs per experiment, this sweep has "
             f"{list(runs)}; resume with the same settings or start without --resume"
+        )
+    if any(s < 1 or s % multiple for s in plan.slots) or plan.batches != max(
+        _ceil_div(r, s) for r, s in zip(runs, plan.slots, strict=True)
+    ):
+        raise checkpoint.CheckpointError(
+            f"{path}: batches of {list(plan.slots)} runs do not suit {multiple} device(s); "
+            "resume on the devices it was played on or start without --resume"
         )
     return plan, retries
 
@@ -579,6 +590,7 @@ def _play_batches(
             config={**config, "batch": [b, plan.batches, list(plan.slots)]} if split else config,
             progress=progress,
             keep=keep,
+            donate_initial=True,  # built here for this batch: one copy of the carry, not two
         )
         run_seconds += res.stats.run_seconds
         for i, (m, n) in enumerate(zip(res.metrics, plan.valid(b), strict=True)):
