@@ -444,7 +444,8 @@ def run_sweep(
             )
             mem = figures(plan)
 
-    if plan.batches > 1 and min(plan.slots) <= multiple:
+    narrow = any(s <= multiple < r for s, r in zip(plan.slots, runs, strict=True))
+    if plan.batches > 1 and narrow:
         notes.append(
             "batches of one run per device: XLA simplifies a batch of one, so float diagnostics "
             "may differ from a wider batch's in the last bits"
