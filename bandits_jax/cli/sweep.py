@@ -61,6 +61,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         "powers of 1024) or auto (90%% of a GPU's memory limit, half the physical memory on "
         "CPU); runs that do not fit are played in batches (default auto)",
     )
+    s.add_argument(
+        "--microbatch",
+        type=int,
+        default=None,
+        help="play each device's runs as slices of this many (lax.map over vmap): the table then "
+        "does not depend on how the runs are batched, bit for bit (default: one vmap over all)",
+    )
 
 
 _BYTE_SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -120,6 +127,8 @@ def validate(args: argparse.Namespace) -> None:
     for b in betas:
         opt.check_beta(errors, b, "--beta-grid")
     scales = opt.check_float_list(errors, args.scale_grid, "--scale-grid", positive=True)
+    if args.microbatch is not None:
+        opt.check_int(errors, args.microbatch, "--microbatch", minimum=1)
     args.max_bytes = parse_bytes(args.max_memory)
     if args.max_bytes is None:
         errors.append(
@@ -281,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
         mesh=mesh,
         chunk_size=chunk,
         max_bytes=args.max_bytes,
+        microbatch=args.microbatch,
         resume=args.resume,
         config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "m": args.sketch},
     )

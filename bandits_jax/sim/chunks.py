@@ -196,13 +196,30 @@ class ChunkFn:
       mesh: a 1-D ``jax.sharding.Mesh`` (axis ``"runs"``) to shard the run axis over (requires
         ``batched``; the run count must be a multiple of the mesh size, see
         :func:`bandits_jax.sim.sharding.pad_runs`).
+      microbatch: play the runs (per device) as ``lax.map`` over ``vmap``-ed slices of this many
+        runs (the run count per device must be a multiple): a run's numbers then do not depend
+        on how many runs share the call (XLA's CPU kernels block sums by the batch width), and
+        temporaries shrink to one slice's; ``None``: one ``vmap`` over all runs.
     """
 
-    def __init__(self, step: StepFn | Sequence[StepFn], *, batched: bool = False, mesh: Any = None):
+    def __init__(
+        self,
+        step: StepFn | Sequence[StepFn],
+        *,
+        batched: bool = False,
+        mesh: Any = None,
+        microbatch: int | None = None,
+    ):
         self.multi = isinstance(step, (tuple, list))
         self.steps = tuple(step) if self.multi else (step,)
         self.batched = batched
         self.mesh = mesh
+        if microbatch is not None:
+            if isinstance(microbatch, bool) or not isinstance(microbatch, int) or microbatch < 1:
+                raise ValueError(f"microbatch: expected an int >= 1 or None, got {microbatch!r}")
+            if not batched:
+                raise ValueError("microbatch: needs batched=True (a leading run axis)")
+        self.microbatch = microbatch
         if mesh is not None and not batched:
             raise ValueError("mesh: sharding needs batched=True (a leading run axis)")
         self.round_axis = 1 if batched else 0
@@ -213,7 +230,12 @@ class ChunkFn:
         outs = []
         for step, s in zip(self.steps, states, strict=True):
             fn = functools.partial(play, step, num_rounds=length)
-            outs.append(jax.vmap(fn)(s) if self.batched else fn(s))
+            if not self.batched:
+                outs.append(fn(s))
+            elif self.microbatch is None:
+                outs.append(jax.vmap(fn)(s))
+            else:  # vmapped over microbatch-wide slices, one slice after another
+                outs.append(_map_metrics_last(fn, s, self.microbatch))
         new_states = tuple(o[0] for o in outs)
         metrics = tuple(o[1] for o in outs)
         return new_states, metrics
@@ -282,6 +304,16 @@ class ChunkFn:
 
     def __call__(self, state: PyTree, length: int) -> tuple[PyTree, PyTree]:
         return self.compiled(state, length)(self.place(state))
+
+
+def _map_metrics_last(fn: Callable, states: PyTree, width: int):
+    """``jax.vmap(fn)(states)`` computed as ``lax.map`` over slices of ``width`` runs (the run
+    count must be a multiple of ``width``): every run is computed by the same ``width``-wide
+    code however many runs there are, and temporaries are those of one slice."""
+    n = jax.tree_util.tree_leaves(states)[0].shape[0]
+    if n % width:
+        raise ValueError(f"microbatch: {n} runs is not a multiple of the width {width}")
+    return jax.lax.map(fn, states, batch_size=width)
 
 
 class ChunkStats(NamedTuple):
