@@ -16,16 +16,21 @@ ARGV = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "lots", "1.5Q", "", "0.1"])
-def test_bad_max_memory_is_one_line_and_compiles_nothing(value, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "option,value",
+    [("--max-memory", v) for v in ["0", "-5", "lots", "1.5Q", "", "0.1"]] + [("--microbatch", "0")],
+)
+def test_bad_memory_options_are_one_line_and_compile_nothing(
+    option, value, tmp_path, capsys, monkeypatch
+):
     def forbidden(*args, **kwargs):
         raise AssertionError("a chunk was compiled before the options were validated")
 
     monkeypatch.setattr(chunks.ChunkFn, "compiled", forbidden)
-    rc = cli.main([*ARGV, "--max-memory", value, "--out", str(tmp_path / "out")])
+    rc = cli.main([*ARGV, option, value, "--out", str(tmp_path / "out")])
     lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert rc == 2 and len(lines) == 1, lines
-    assert lines[0].startswith("bandits-jax: error: --max-memory")
+    assert lines[0].startswith(f"bandits-jax: error: {option}")
     assert not (tmp_path / "out").exists()
 
 

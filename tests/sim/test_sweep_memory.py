@@ -181,3 +181,22 @@ def test_split_checkpoints_resume_their_plan(unsplit, tmp_path):
     # Another sweep's checkpoint (other runs) is refused too.
     with pytest.raises(checkpoint.CheckpointError, match="runs per experiment"):
         sweep.run_sweep([EXP3], max_bytes=None, resume=True, **kw)
+
+
+def test_microbatch_plays_the_same_runs_in_slices(unsplit):
+    # lax.map over 2-run vmapped slices: the same numbers as one vmap (to rounding), and a split
+    # into batches (widths multiples of 2, the second experiment padded) equal bit for bit.
+    kw = dict(num_rounds=T, seeds=SEEDS, chunk_size=3, microbatch=2)
+    one = sweep.run_sweep([EXP3, EXP2], max_bytes=None, **kw)
+    assert one.memory["microbatch"] == 2 and one.memory["runs_per_batch"] == 10
+    for a, b in zip(unsplit.experiments, one.experiments, strict=True):
+        np.testing.assert_allclose(a.metrics["regret"], b.metrics["regret"], rtol=1e-12)
+    split = sweep.run_sweep([EXP3, EXP2], max_bytes=one.memory["peak_bytes"] - 1, **kw)
+    assert split.memory["batches"] > 1 and all(
+        e.memory["runs_per_batch"] % 2 == 0 for e in split.experiments
+    )
+    assert_same_results(one, split)
+    with pytest.raises(ValueError, match="microbatch"):
+        chunks.ChunkFn(toy_step, batched=True, microbatch=0)
+    with pytest.raises(ValueError, match="microbatch"):
+        chunks.ChunkFn(toy_step, microbatch=2)
