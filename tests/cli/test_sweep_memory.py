@@ -14,6 +14,8 @@ ARGV = [
     "sweep", "--settings", "bco-linear-2", "--learners", "sphere", "--scale-grid", "0.5,1,2",
     "--rounds", "6", "--trials", "2", "--eval-trials", "0", "--quiet", "--no-plots",
 ]  # fmt: skip
+# Slices of 2 runs: a run's numbers do not depend on the batch width (bit-identical split tables).
+MICRO = ["--microbatch", "2"]
 
 
 @pytest.mark.parametrize(
@@ -50,10 +52,11 @@ def _rows(out):
 
 def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path):
     one = tmp_path / "one"
-    assert cli.main([*ARGV, "--out", str(one)]) == 0
+    assert cli.main([*ARGV, *MICRO, "--out", str(one)]) == 0
     result = json.loads((one / "sweep.json").read_text())
     mem = result["memory"]["tuning"]
     assert mem["batches"] == 1 and mem["runs"] == 6 and mem["peak_bytes"] > 0
+    assert mem["microbatch"] == 2
     rows = _rows(one)
     assert all(int(r["peak_bytes"]) == mem["peak_bytes"] for r in rows)
     assert float(rows[0]["bytes_per_run"]) == pytest.approx(mem["peak_bytes"] / 6)
@@ -62,7 +65,7 @@ def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path):
 
     split = tmp_path / "split"
     budget = int(0.7 * mem["peak_bytes"])
-    assert cli.main([*ARGV, "--out", str(split), "--max-memory", str(budget)]) == 0
+    assert cli.main([*ARGV, *MICRO, "--out", str(split), "--max-memory", str(budget)]) == 0
     smem = json.loads((split / "sweep.json").read_text())["memory"]["tuning"]
     assert smem["batches"] > 1 and smem["peak_bytes"] <= budget
     text = (split / "sweep_summary.txt").read_text()
