@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import re
 import time
 from typing import Any
 
@@ -53,6 +54,36 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--no-shard", action="store_true", help="one device even if more exist")
     s.add_argument("--compare-loop", action="store_true", help="also time the same runs one by one")
+    s.add_argument(
+        "--max-memory",
+        default="auto",
+        help="memory budget per device of one compiled call, in bytes (suffix K, M, G, T: "
+        "powers of 1024) or auto (90%% of a GPU's memory limit, half the physical memory on "
+        "CPU); runs that do not fit are played in batches (default auto)",
+    )
+    s.add_argument(
+        "--microbatch",
+        type=int,
+        default=None,
+        help="play each device's runs as slices of this many (lax.map over vmap): the table then "
+        "does not depend on how the runs are batched, bit for bit (default: one vmap over all)",
+    )
+
+
+_BYTE_SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def parse_bytes(text: Any) -> int | str | None:
+    """``--max-memory``: ``"auto"``, or a positive byte count with an optional K/M/G/T suffix
+    (powers of 1024, e.g. ``512M``); ``None`` if it is neither."""
+    t = str(text).strip()
+    if t == "auto":
+        return "auto"
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", t, flags=re.IGNORECASE)
+    if m is None:
+        return None
+    value = int(float(m.group(1)) * _BYTE_SUFFIX[m.group(2).upper()])
+    return value if value >= 1 else None
 
 
 def _family(setting: str) -> str:
@@ -94,6 +125,14 @@ def validate(args: argparse.Namespace) -> None:
     for b in betas:
         opt.check_beta(errors, b, "--beta-grid")
     scales = opt.check_float_list(errors, args.scale_grid, "--scale-grid", positive=True)
+    if args.microbatch is not None:
+        opt.check_int(errors, args.microbatch, "--microbatch", minimum=1)
+    args.max_bytes = parse_bytes(args.max_memory)
+    if args.max_bytes is None:
+        errors.append(
+            "--max-memory: expected a positive byte count (e.g. 2000000000 or 2G) or auto, "
+            f"got {args.max_memory!r}"
+        )
     pairs = []
     if not errors:
         fams = {_family(s) for s in settings}
@@ -248,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
     common = dict(
         mesh=mesh,
         chunk_size=chunk,
+        max_bytes=args.max_bytes,
+        microbatch=args.microbatch,
         resume=args.resume,
         config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "m": args.sketch},
     )
@@ -299,6 +340,7 @@ def run(args: argparse.Namespace) -> int:
             "timing": timing,
             "select": args.select,
             "chosen": chosen,
+            "memory": {"tuning": tune.memory, **({"evaluation": ev.memory} if eval_seeds else {})},
             "chosen_points": [
                 {"learner": r.learner, "env": r.env, **{k: _plain(v[g]) for k, v in r.grid.items()}}
                 for r, g in zip(tune.experiments, chosen, strict=True)
@@ -315,11 +357,54 @@ def run(args: argparse.Namespace) -> int:
          for r, g in zip(tune.experiments, chosen, strict=True)],
         args.select,
     )  # fmt: skip
+    summary += memory_summary([("tuning", tune)] + ([("evaluation", ev)] if eval_seeds else []))
     (out / "sweep_summary.txt").write_text(summary)
     written.append(out / "sweep_summary.txt")
     print("\n" + summary)
     write_outputs(out, written)
     return 0
+
+
+def _fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def memory_summary(sweeps: list[tuple[str, Any]]) -> str:
+    """Lines of the summary on memory: per sweep, the static peak of its compiled call, bytes per
+    run, the batches it was played in (and any out-of-memory retry); per experiment its carry."""
+    lines = ["", "Memory (XLA's static figure per device of one compiled chunk call: arguments + "
+             "outputs + temporaries - donated; measured where the device reports it):"]  # fmt: skip
+    for name, res in sweeps:
+        mem = res.memory
+        if mem is None:
+            continue
+        budget = mem["budget_bytes"]
+        lines.append(
+            f"  {name}: peak {_fmt_bytes(mem['peak_bytes'])} per call"
+            + (" (estimated)" if mem["estimated"] else "")
+            + f", {_fmt_bytes(mem['bytes_per_run'])} per run; batches: {mem['batches']} of "
+            f"{mem['runs']} runs ({mem['runs_per_batch']} per batch, budget "
+            f"{'none' if budget is None else _fmt_bytes(budget)})"
+            + (
+                ""
+                if mem["measured_peak_bytes"] is None
+                else f"; measured device peak {_fmt_bytes(mem['measured_peak_bytes'])}"
+            )
+        )
+        lines += [f"    note: {note}" for note in mem["notes"]]
+        for r in res.experiments:
+            m = r.memory
+            lines.append(
+                f"    {r.learner} {r.env}: {m['runs']} runs, state "
+                f"{_fmt_bytes(m['state_bytes_per_run'])} per run ({_fmt_bytes(m['state_bytes'])})"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def _plain(v: Any) -> Any:

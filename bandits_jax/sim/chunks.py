@@ -49,7 +49,15 @@ import numpy as np
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.runner import StepFn, play
 
-__all__ = ["ChunkFn", "ChunkStats", "ChunkedResult", "Progress", "run_chunked"]
+__all__ = [
+    "ChunkFn",
+    "ChunkStats",
+    "ChunkedResult",
+    "Progress",
+    "run_chunked",
+    "memory_figures",
+    "tree_bytes",
+]
 
 PyTree = Any
 
@@ -140,6 +148,41 @@ def _fmt_seconds(s: float) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
 
 
+def tree_bytes(tree: PyTree) -> int:
+    """Bytes of a pytree's leaves (arrays or ``ShapeDtypeStruct``; PRNG keys count their data)."""
+    total = 0
+    for x in jax.tree_util.tree_leaves(tree):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.eval_shape(jax.random.key_data, x)  # (..., key words) of uint32
+        total += math.prod(x.shape) * np.dtype(x.dtype).itemsize
+    return int(total)
+
+
+def memory_figures(compiled: Any) -> dict[str, int] | None:
+    """XLA's static memory figures of a compiled executable, per device, in bytes.
+
+    ``peak_bytes`` = argument + output + temp - alias: what one call holds at once (a donated
+    input aliased to an output counts once). ``None`` where the backend has no analysis.
+    """
+    try:
+        ma = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - some backends do not implement it
+        return None
+    if ma is None:
+        return None
+    arg = int(ma.argument_size_in_bytes)
+    out = int(ma.output_size_in_bytes)
+    temp = int(ma.temp_size_in_bytes)
+    alias = int(ma.alias_size_in_bytes)
+    return {
+        "argument_bytes": arg,
+        "output_bytes": out,
+        "temp_bytes": temp,
+        "alias_bytes": alias,
+        "peak_bytes": arg + out + temp - alias,
+    }
+
+
 class ChunkFn:
     """``chunk(state, length) -> (state, metrics)``, compiled once per length (ahead of time).
 
@@ -153,13 +196,30 @@ class ChunkFn:
       mesh: a 1-D ``jax.sharding.Mesh`` (axis ``"runs"``) to shard the run axis over (requires
         ``batched``; the run count must be a multiple of the mesh size, see
         :func:`bandits_jax.sim.sharding.pad_runs`).
+      microbatch: play the runs (per device) as ``lax.map`` over ``vmap``-ed slices of this many
+        runs (the run count per device must be a multiple): a run's numbers then do not depend
+        on how many runs share the call (XLA's CPU kernels block sums by the batch width), and
+        temporaries shrink to one slice's; ``None``: one ``vmap`` over all runs.
     """
 
-    def __init__(self, step: StepFn | Sequence[StepFn], *, batched: bool = False, mesh: Any = None):
+    def __init__(
+        self,
+        step: StepFn | Sequence[StepFn],
+        *,
+        batched: bool = False,
+        mesh: Any = None,
+        microbatch: int | None = None,
+    ):
         self.multi = isinstance(step, (tuple, list))
         self.steps = tuple(step) if self.multi else (step,)
         self.batched = batched
         self.mesh = mesh
+        if microbatch is not None:
+            if isinstance(microbatch, bool) or not isinstance(microbatch, int) or microbatch < 1:
+                raise ValueError(f"microbatch: expected an int >= 1 or None, got {microbatch!r}")
+            if not batched:
+                raise ValueError("microbatch: needs batched=True (a leading run axis)")
+        self.microbatch = microbatch
         if mesh is not None and not batched:
             raise ValueError("mesh: sharding needs batched=True (a leading run axis)")
         self.round_axis = 1 if batched else 0
@@ -170,7 +230,12 @@ class ChunkFn:
         outs = []
         for step, s in zip(self.steps, states, strict=True):
             fn = functools.partial(play, step, num_rounds=length)
-            outs.append(jax.vmap(fn)(s) if self.batched else fn(s))
+            if not self.batched:
+                outs.append(fn(s))
+            elif self.microbatch is None:
+                outs.append(jax.vmap(fn)(s))
+            else:  # vmapped over microbatch-wide slices, one slice after another
+                outs.append(_map_metrics_last(fn, s, self.microbatch))
         new_states = tuple(o[0] for o in outs)
         metrics = tuple(o[1] for o in outs)
         return new_states, metrics
@@ -198,13 +263,22 @@ class ChunkFn:
         return jax.jit(sharded, in_shardings=(sharding,), out_shardings=sharding, donate_argnums=0)
 
     def place(self, state: PyTree) -> PyTree:
-        """Puts ``state`` where the compiled function wants it (sharded over the mesh)."""
+        """Puts ``state`` where the compiled function wants it (sharded over the mesh).
+
+        Abstract leaves (``jax.ShapeDtypeStruct``, e.g. from ``jax.eval_shape``) get the sharding
+        attached, so a chunk can be compiled (and its memory analysed) before any run exists.
+        """
         if self.mesh is None:
             return state
         from jax.sharding import NamedSharding, PartitionSpec
 
-        spec = PartitionSpec(self.mesh.axis_names[0])
-        return jax.device_put(state, NamedSharding(self.mesh, spec))
+        sharding = NamedSharding(self.mesh, PartitionSpec(self.mesh.axis_names[0]))
+        leaves = jax.tree_util.tree_leaves(state)
+        if leaves and all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves):
+            return jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), state
+            )
+        return jax.device_put(state, sharding)
 
     def _signature(self, state, length):
         leaves, treedef = jax.tree_util.tree_flatten(state)
@@ -219,12 +293,27 @@ class ChunkFn:
             self.compile_seconds += time.perf_counter() - t0
         return self._compiled[sig]
 
+    def memory(self, state: PyTree, length: int) -> dict[str, int] | None:
+        """:func:`memory_figures` of the chunk for ``state`` (arrays or ``ShapeDtypeStruct``s)
+        and ``length`` rounds, per device; compiles it if needed (the executable is kept)."""
+        return memory_figures(self.compiled(state, length))
+
     def eval_shape(self, state: PyTree, length: int) -> PyTree:
         """Abstract ``(state, metrics)`` of a chunk (shapes and dtypes, no computation)."""
         return jax.eval_shape(self._function(length), state)
 
     def __call__(self, state: PyTree, length: int) -> tuple[PyTree, PyTree]:
         return self.compiled(state, length)(self.place(state))
+
+
+def _map_metrics_last(fn: Callable, states: PyTree, width: int):
+    """``jax.vmap(fn)(states)`` computed as ``lax.map`` over slices of ``width`` runs (the run
+    count must be a multiple of ``width``): every run is computed by the same ``width``-wide
+    code however many runs there are, and temporaries are those of one slice."""
+    n = jax.tree_util.tree_leaves(states)[0].shape[0]
+    if n % width:
+        raise ValueError(f"microbatch: {n} runs is not a multiple of the width {width}")
+    return jax.lax.map(fn, states, batch_size=width)
 
 
 class ChunkStats(NamedTuple):
@@ -287,6 +376,7 @@ def run_chunked(
     progress: Progress | None = None,
     keep: Callable[[PyTree], PyTree] | None = None,
     stop_after_chunks: int | None = None,
+    donate_initial: bool = False,
 ) -> ChunkedResult:
     """Plays ``num_rounds`` rounds in chunks, with progress and optional checkpoints.
 
@@ -305,6 +395,8 @@ def run_chunked(
         Must keep the round axis.
       stop_after_chunks: play at most this many chunks in this call (as if interrupted), for
         tests and for time-boxed jobs; the checkpoint lets a later call finish the run.
+      donate_initial: let the first chunk donate ``state`` itself (its buffers are deleted)
+        instead of a copy, so the run never holds two copies of its carry.
 
     Returns:
       :class:`ChunkedResult`; ``metrics`` leaves have the rounds done along
@@ -338,6 +430,7 @@ def run_chunked(
             progress=progress,
             keep=keep,
             stop_after_chunks=stop_after_chunks,
+            donate_initial=donate_initial,
         )
 
 
@@ -355,6 +448,7 @@ def _run_locked(
     progress: Progress | None,
     keep: Callable[[PyTree], PyTree],
     stop_after_chunks: int | None,
+    donate_initial: bool = False,
 ) -> ChunkedResult:
     """:func:`run_chunked`'s body, run while holding the checkpoint directory's lock."""
     pieces: list[PyTree] = []
@@ -405,8 +499,10 @@ def _run_locked(
 
     compile_before = chunk_fn.compile_seconds
     chunk_seconds: list[float] = []
-    # The chunks donate their input state; the caller's initial state is not theirs to delete.
-    state = jax.tree.map(jnp.copy, state)
+    # The chunks donate their input state; the caller's initial state is not theirs to delete
+    # (unless the caller gives it up: donate_initial).
+    if not donate_initial:
+        state = jax.tree.map(jnp.copy, state)
     played = 0
     for k in range(start_chunk, len(lengths)):
         if stop_after_chunks is not None and played >= stop_after_chunks:

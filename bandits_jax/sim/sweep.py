@@ -10,6 +10,23 @@ one :class:`bandits_jax.sim.chunks.ChunkFn` (a tuple of step functions, each ``v
 runs), optionally sharded over a device mesh (:mod:`.sharding`) and chunked with progress and
 checkpoints.
 
+Memory (:func:`run_sweep`'s ``max_bytes``): before playing, the chunk function is compiled for
+the whole batch of runs and XLA's static memory figures of that executable are read (argument +
+output + temp - aliased bytes per device: :func:`bandits_jax.sim.chunks.memory_figures`). When
+they exceed the budget (``max_bytes``, or ``"auto"``: the device's ``bytes_limit`` or, on CPU, a
+fraction of physical memory), the runs are played in consecutive batches of equal width (one
+compiled function; the last batch padded by repeating a run), and the batches' metrics are
+concatenated. Each run depends only on its seed and grid point, so the split table is the one-batch
+table up to how XLA rounds: its CPU kernels block sums by the batch width, so with one ``vmap``
+over all runs a narrower batch agrees to about 1e-15 relative in float64 (bit for bit at the small
+sizes of the tests; at d = 40, K = 2 a 4-batch split of 294 runs moved final regrets by 5e-16
+relative and flipped 5 of 5880 update statuses between converged and inexact). With
+``microbatch=w`` every run is computed by the same ``w``-wide code (``lax.map`` over ``vmap``-ed
+slices), and a split table equals the one-batch table bit for bit. An out-of-memory error at run
+time halves the batch and plays the sweep again (at most ``max_retries`` times). The figures, the
+plan and any retry are in ``SweepResult.memory`` and in each experiment's table rows
+(``peak_bytes``, ``bytes_per_run``).
+
 Honest tuning (:func:`tune_and_evaluate`): the best grid point of each experiment is chosen by
 mean final regret on *tuning* seeds, and the number reported is its regret on disjoint
 *evaluation* seeds, never the minimum over the grid on the seeds it was chosen on.
@@ -29,6 +46,7 @@ import itertools
 import json
 import math
 import os
+import pathlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -38,8 +56,9 @@ import numpy as np
 
 from bandits_jax.checks import stack_trees
 from bandits_jax.protocols import REJECTED_CODES, Status
+from bandits_jax.sim import checkpoint
 from bandits_jax.sim import sharding as sh
-from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
+from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked, tree_bytes
 from bandits_jax.sim.runner import RunState, StepFn
 
 __all__ = [
@@ -51,6 +70,12 @@ __all__ = [
     "seed_keys",
     "build_runs",
     "run_sweep",
+    "BatchPlan",
+    "MemoryBudgetError",
+    "memory_budget",
+    "HOST_MEMORY_FRACTION",
+    "MEMORY_COLUMNS",
+    "DEVICE_MEMORY_FRACTION",
     "select_grid",
     "table",
     "tune_and_evaluate",
@@ -68,6 +93,10 @@ __all__ = [
 
 PyTree = Any
 DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored", "status")
+HOST_MEMORY_FRACTION = 0.5  # of physical memory: the "auto" budget on CPU (shared by its devices)
+DEVICE_MEMORY_FRACTION = 0.9  # of a device's bytes_limit: the "auto" budget on GPU/TPU
+# Table columns of the memory a sweep's compiled call used (present when run_sweep planned it).
+MEMORY_COLUMNS = ("batches", "peak_bytes", "bytes_per_run", "state_bytes_per_run")
 GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
 
 # Per-round status codes of the learners' updates (:class:`bandits_jax.protocols.Status`), by
@@ -109,23 +138,65 @@ class Experiment(NamedTuple):
 
 
 class ExperimentResult(NamedTuple):
-    """Metrics of one experiment as host arrays of shape ``(G, N, T, ...)``."""
+    """Metrics of one experiment as host arrays of shape ``(G, N, T, ...)``, and ``memory``:
+    its runs, batches and bytes (see :func:`run_sweep`; ``None`` where not planned)."""
 
     learner: str
     env: str
     grid: dict[str, np.ndarray]
     seeds: np.ndarray
     metrics: dict[str, np.ndarray]
+    memory: dict | None = None
 
 
 class SweepResult(NamedTuple):
-    """All experiments of a sweep, with timings (``run_seconds`` excludes compilation)."""
+    """All experiments of a sweep, with timings (``run_seconds`` excludes compilation) and
+    ``memory``: the batch plan and the memory figures of its compiled call (see
+    :func:`run_sweep`; ``None`` where a caller did not plan, e.g. ``distributed.run_sweep``)."""
 
     experiments: tuple[ExperimentResult, ...]
     num_rounds: int
     run_seconds: float
     compile_seconds: float
     devices: int
+    memory: dict | None = None
+
+
+class MemoryBudgetError(ValueError):
+    """The smallest batch of a sweep does not fit the memory budget (``max_bytes``)."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+class BatchPlan(NamedTuple):
+    """How a sweep's runs are split: ``batches`` consecutive compiled calls, each playing
+    ``slots[i]`` runs of experiment ``i`` (runs ``b * slots[i]`` onwards; past the experiment's
+    ``runs[i]`` a batch repeats its last run as padding, dropped from the results)."""
+
+    batches: int
+    slots: tuple[int, ...]
+    runs: tuple[int, ...]
+
+    @classmethod
+    def of(cls, runs: Sequence[int], batches: int, multiple: int = 1) -> BatchPlan:
+        """``batches`` batches (fewer if rounding each width up to ``multiple`` covers the runs
+        sooner)."""
+        slots = tuple(_ceil_div(_ceil_div(r, batches), multiple) * multiple for r in runs)
+        count = max(_ceil_div(r, s) for r, s in zip(runs, slots, strict=True))
+        return cls(count, slots, tuple(int(r) for r in runs))
+
+    def indices(self, b: int) -> list[np.ndarray]:
+        """Per experiment, the run indices batch ``b`` plays (padding repeats the last run)."""
+        return [
+            np.minimum(b * s + np.arange(s), r - 1)
+            for s, r in zip(self.slots, self.runs, strict=True)
+        ]
+
+    def valid(self, b: int) -> list[int]:
+        """Per experiment, how many of batch ``b``'s runs are real (the rest is padding)."""
+        return [int(np.clip(r - b * s, 0, s)) for s, r in zip(self.slots, self.runs, strict=True)]
 
 
 def grid_product(**axes: Sequence[Any]) -> dict[str, np.ndarray]:
@@ -143,24 +214,22 @@ def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
     return both[:, 0], both[:, 1]
 
 
-def build_runs(exp: Experiment, seeds: Sequence[int]) -> RunState:
-    """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major."""
+def build_runs(exp: Experiment, seeds: Sequence[int], indices: Any = None) -> RunState:
+    """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major (run
+    ``g * N + n``); with ``indices``, only those runs (in that order, repeats allowed)."""
     G, N = exp.grid_size, len(seeds)
+    idx = np.arange(G * N) if indices is None else np.asarray(indices, dtype=np.int64)
+    if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= G * N)):
+        raise ValueError(f"indices: expected run indices in [0, {G * N}), got {idx}")
+    g_idx, n_idx = idx // N, idx % N
     env_keys, run_keys = seed_keys(seeds)
     env = jax.vmap(exp.init_env)(env_keys)  # (N, ...)
-
-    def per_grid(x):  # (G, ...) -> (G * N, ...)
-        return jnp.repeat(x, N, axis=0)
-
-    def per_seed(x):  # (N, ...) -> (G * N, ...)
-        return jnp.concatenate([x] * G, axis=0)
-
-    learner = jax.tree_util.tree_map(per_grid, jax.vmap(exp.init_learner)(exp.hparams))
+    learner = jax.vmap(exp.init_learner)(exp.hparams)  # (G, ...)
     return RunState(
-        learner=learner,
-        env=jax.tree_util.tree_map(per_seed, env),
-        key=per_seed(run_keys),
-        t=jnp.zeros((G * N,), jnp.int32),
+        learner=jax.tree_util.tree_map(lambda x: x[g_idx], learner),
+        env=jax.tree_util.tree_map(lambda x: x[n_idx], env),
+        key=run_keys[n_idx],
+        t=jnp.zeros((idx.size,), jnp.int32),
     )
 
 
@@ -184,15 +253,72 @@ def _keep_fields(fields: Sequence[str], regret: Callable | None) -> Callable[[An
 _CHUNK_FNS: dict[Any, ChunkFn] = {}
 
 
-def _chunk_fn(steps: tuple[StepFn, ...], mesh: Any) -> ChunkFn:
-    """One :class:`ChunkFn` per (step functions, mesh), so that repeated sweeps of the same
-    experiments (tuning, then evaluation) reuse compiled executables."""
-    key = (steps, mesh)
+def _chunk_fn(steps: tuple[StepFn, ...], mesh: Any, microbatch: int | None = None) -> ChunkFn:
+    """One :class:`ChunkFn` per (step functions, mesh, microbatch), so that repeated sweeps of
+    the same experiments (tuning, then evaluation) reuse compiled executables."""
+    key = (steps, mesh, microbatch)
     if key not in _CHUNK_FNS:
         if len(_CHUNK_FNS) >= 16:
             _CHUNK_FNS.pop(next(iter(_CHUNK_FNS)))
-        _CHUNK_FNS[key] = ChunkFn(steps, batched=True, mesh=mesh)
+        _CHUNK_FNS[key] = ChunkFn(steps, batched=True, mesh=mesh, microbatch=microbatch)
     return _CHUNK_FNS[key]
+
+
+def memory_budget(max_bytes: int | str | None = "auto", devices: Sequence[Any] | None = None):
+    """The bytes one compiled call may use per device, or ``None`` (no limit).
+
+    Args:
+      max_bytes: a positive byte count; ``"auto"``: ``DEVICE_MEMORY_FRACTION`` of the smallest
+        ``memory_stats()["bytes_limit"]`` of ``devices`` where they report one (GPU, TPU),
+        otherwise ``HOST_MEMORY_FRACTION`` of physical memory shared by ``devices`` (CPU);
+        ``None``: no limit (never split).
+      devices: the devices a call runs on (default: the first device).
+    """
+    if max_bytes is None:
+        return None
+    if isinstance(max_bytes, str):
+        if max_bytes != "auto":
+            raise ValueError(
+                f"max_bytes: expected a positive int, 'auto' or None, got {max_bytes!r}"
+            )
+        devices = list(devices) if devices is not None else jax.devices()[:1]
+        limits = [
+            int(st["bytes_limit"]) for d in devices if (st := _stats(d)) and st.get("bytes_limit")
+        ]
+        if limits:
+            return int(min(limits) * DEVICE_MEMORY_FRACTION)
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return int(phys * HOST_MEMORY_FRACTION) // max(1, len(devices))
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 1:
+        raise ValueError(f"max_bytes: expected a positive int, 'auto' or None, got {max_bytes!r}")
+    return int(max_bytes)
+
+
+def _stats(device: Any) -> dict | None:
+    try:
+        return device.memory_stats()
+    except Exception:  # noqa: BLE001 - backends without memory statistics
+        return None
+
+
+def _measured_peak(devices: Sequence[Any]) -> int | None:
+    """The largest ``peak_bytes_in_use`` of ``devices`` (the process's peak so far), where the
+    backend measures it (GPU, TPU); ``None`` on CPU."""
+    peaks = [
+        int(st["peak_bytes_in_use"])
+        for d in devices
+        if (st := _stats(d)) and "peak_bytes_in_use" in st
+    ]
+    return max(peaks) if peaks else None
+
+
+def _is_oom(err: BaseException) -> bool:
+    text = str(err)
+    return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
+
+
+_PLAN_STEPS = 8  # compiles spent at most on choosing a batch width
+_FALLBACK_FACTOR = 3  # bytes per call ~ this x (state + outputs) where XLA gives no analysis
 
 
 def run_sweep(
@@ -207,6 +333,9 @@ def run_sweep(
     checkpoint_dir: str | os.PathLike | None = None,
     resume: bool = False,
     config: Any = None,
+    max_bytes: int | str | None = "auto",
+    max_retries: int = 3,
+    microbatch: int | None = None,
 ) -> SweepResult:
     """Plays every experiment's grid on every seed, all in one compiled call per chunk.
 
@@ -219,24 +348,40 @@ def run_sweep(
       chunk_size: rounds per compiled call (default: all rounds in one call).
       fields: metric fields kept per round (absent ones are skipped).
       progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`
-        (the progress bar counts rounds of the whole batch: give it ``num_rounds`` as total).
+        (the progress bar counts rounds of the whole batch: give it ``num_rounds`` as total;
+        when the runs are split its total becomes ``num_rounds`` x batches).
+      max_bytes: memory budget per device of one compiled call (:func:`memory_budget`): a byte
+        count, ``"auto"`` or ``None`` (never split). Runs that do not fit are played in batches.
+      max_retries: out-of-memory errors at run time answered by halving the batch.
+      microbatch: play each device's runs as slices of this many (``ChunkFn``'s ``microbatch``;
+        widths are padded to a multiple). A split sweep equals the one-call sweep bit for bit
+        only with a microbatch: XLA's CPU kernels block their sums by the batch width, so with
+        one ``vmap`` over all runs (``None``) different widths agree to rounding (about 1e-15
+        relative in float64), and a branch on a tolerance may then flip.
+
+    Checkpoints: ``checkpoint_dir/plan.json`` records the batch plan; a split sweep keeps batch
+    ``b`` in ``checkpoint_dir/batch_<b>`` (one batch: in ``checkpoint_dir`` itself), each batch's
+    identity including the plan. A resume plays the recorded plan (the run it claims to be) and
+    refuses it if it does not fit ``max_bytes``.
 
     Returns:
-      :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment.
+      :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment and ``memory``.
     """
     if not experiments:
         raise ValueError("experiments: expected at least one")
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds: expected at least one")
-    states = []
-    for exp in experiments:
-        runs = build_runs(exp, seeds)
-        if mesh is not None:
-            runs, _ = sh.pad_runs(runs, mesh.size)
-            runs = sh.shard_runs(runs, mesh)
-        states.append(runs)
-    chunk_fn = _chunk_fn(tuple(e.step for e in experiments), mesh)
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries: expected an int >= 0, got {max_retries!r}")
+    devices = jax.devices()[:1] if mesh is None else list(np.asarray(mesh.devices).flat)
+    budget = memory_budget(max_bytes, devices)
+    multiple = (1 if mesh is None else mesh.size) * (microbatch or 1)
+    runs = tuple(e.grid_size * len(seeds) for e in experiments)
+    chunk = chunk_size or max(num_rounds, 1)
+    length = min(chunk, num_rounds)
+    chunk_fn = _chunk_fn(tuple(e.step for e in experiments), mesh, microbatch)
+    compile_before = chunk_fn.compile_seconds
     config = {
         "user": config,
         "seeds": seeds,
@@ -245,22 +390,229 @@ def run_sweep(
         ],
         "fields": list(fields),
     }
-    res = run_chunked(
-        chunk_fn,
-        tuple(states),
-        num_rounds,
-        chunk_size=chunk_size or max(num_rounds, 1),
-        checkpoint_dir=checkpoint_dir,
-        resume=resume,
-        config=config,
-        progress=progress,
-        keep=lambda ms: tuple(
-            _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
-        ),
+    keep = lambda ms: tuple(  # noqa: E731
+        _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
     )
-    return collect(
-        experiments, res.metrics, seeds, num_rounds, res.stats, 1 if mesh is None else mesh.size
+
+    def abstract(plan: BatchPlan):
+        return tuple(
+            jax.eval_shape(lambda e=e, i=i: build_runs(e, seeds, i))
+            for e, i in zip(experiments, plan.indices(0), strict=True)
+        )
+
+    def figures(plan: BatchPlan) -> dict:
+        state = abstract(plan)
+        mem = chunk_fn.memory(state, length)
+        if mem is None:  # no static analysis on this backend: state size times a factor
+            out = jax.eval_shape(keep, chunk_fn.eval_shape(state, length)[1])
+            est = _FALLBACK_FACTOR * (tree_bytes(state) + tree_bytes(out))
+            mem = {"peak_bytes": est, "estimated": True}
+        return {**mem, "state_bytes": [tree_bytes(x) for x in state]}
+
+    ckdir = pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None
+    recorded = _read_plan(ckdir, runs, multiple) if (ckdir is not None and resume) else None
+    notes: list[str] = []
+    retries = 0
+    if recorded is not None:
+        plan, retries = recorded
+        mem = figures(plan)
+        if budget is not None and mem["peak_bytes"] > budget:
+            raise checkpoint.CheckpointError(
+                f"{ckdir}: the checkpoint plays {plan.batches} batch(es) of {sum(plan.slots)} runs,"
+                f" {mem['peak_bytes']} bytes per call, over the memory budget of {budget} bytes; "
+                "resume with a larger max_bytes (--max-memory) or start without --resume"
+            )
+    else:
+        plan, mem = _choose_plan(runs, multiple, budget, figures)
+
+    while True:
+        if ckdir is not None:
+            _write_plan(ckdir, plan, retries)
+        if progress is not None:
+            progress.total = progress.done + num_rounds * plan.batches
+        try:
+            metrics, run_seconds = _play_batches(
+                chunk_fn, experiments, seeds, plan, mesh, num_rounds, chunk, ckdir, resume,
+                config, progress, keep,
+            )  # fmt: skip
+            break
+        except jax.errors.JaxRuntimeError as err:  # only out-of-memory errors are retried
+            if not _is_oom(err) or retries >= max_retries or max(plan.slots) <= multiple:
+                raise
+            old = plan
+            plan = BatchPlan.of(runs, 2 * old.batches, multiple)
+            if plan.slots == old.slots:  # rounding kept the width: halve it directly
+                halved = [max(multiple, _ceil_div(s, 2 * multiple) * multiple) for s in old.slots]
+                plan = BatchPlan(
+                    max(_ceil_div(r, s) for r, s in zip(runs, halved, strict=True)),
+                    tuple(halved),
+                    runs,
+                )
+            retries += 1
+            resume = False  # the new plan's batches start afresh
+            notes.append(
+                f"out of memory with {sum(old.slots)} runs per batch; retried in {plan.batches} "
+                f"batches of {sum(plan.slots)} runs"
+            )
+            mem = figures(plan)
+
+    narrow = microbatch is None and any(
+        s <= multiple < r for s, r in zip(plan.slots, runs, strict=True)
     )
+    if plan.batches > 1 and narrow:
+        notes.append(
+            "batches of one run per device: XLA simplifies a batch of one, so float diagnostics "
+            "may differ from a wider batch's in the last bits"
+        )
+    per_call = sum(plan.slots)
+    memory = {
+        "budget_bytes": budget,
+        "batches": plan.batches,
+        "runs": sum(runs),
+        "runs_per_batch": per_call,
+        "bytes_per_run": mem["peak_bytes"] / per_call,
+        "retries": retries,
+        "notes": notes,
+        "measured_peak_bytes": _measured_peak(devices),
+        "estimated": bool(mem.get("estimated", False)),
+        "microbatch": microbatch,
+        **{k: v for k, v in mem.items() if k.endswith("_bytes") and k != "state_bytes"},
+    }
+    per_exp = [
+        {
+            "batches": plan.batches,
+            "runs": r,
+            "runs_per_batch": s,
+            "state_bytes_per_run": sb // s,
+            "state_bytes": sb // s * r,
+            "peak_bytes": mem["peak_bytes"],
+            "bytes_per_run": mem["peak_bytes"] / per_call,
+        }
+        for r, s, sb in zip(runs, plan.slots, mem["state_bytes"], strict=True)
+    ]
+
+    stats = _Stats(run_seconds, chunk_fn.compile_seconds - compile_before)
+    res = collect(experiments, metrics, seeds, num_rounds, stats, 1 if mesh is None else mesh.size)
+    exps = tuple(r._replace(memory=m) for r, m in zip(res.experiments, per_exp, strict=True))
+    return res._replace(experiments=exps, memory=memory)
+
+
+class _Stats(NamedTuple):
+    run_seconds: float
+    compile_seconds: float
+
+
+def _choose_plan(
+    runs: tuple[int, ...], multiple: int, budget: int | None, figures: Callable[[BatchPlan], dict]
+) -> tuple[BatchPlan, dict]:
+    """The fewest batches whose compiled call fits ``budget`` (one if ``budget`` is None).
+
+    Each try compiles the chunk for that batch width and reads its figures; the next width comes
+    from a line ``bytes = a + b * runs`` through the last two tries (one try: through zero).
+    """
+    batches = 1
+    points: list[tuple[int, int]] = []
+    for _ in range(_PLAN_STEPS):
+        plan = BatchPlan.of(runs, batches, multiple)
+        mem = figures(plan)
+        n = sum(plan.slots)
+        if budget is None or mem["peak_bytes"] <= budget:
+            return plan, mem
+        if max(plan.slots) <= multiple:
+            raise MemoryBudgetError(
+                f"max_bytes: the smallest batch ({n} runs, one per experiment and device) needs "
+                f"{mem['peak_bytes']} bytes per device, over the budget of {budget} bytes"
+            )
+        points.append((n, mem["peak_bytes"]))
+        if len(points) >= 2 and points[-2][0] != n:
+            (n1, p1), (n2, p2) = points[-2:]
+            slope = max((p1 - p2) / (n1 - n2), 1e-9)
+            fixed = max(p2 - slope * n2, 0.0)
+        else:
+            slope, fixed = mem["peak_bytes"] / n, 0.0
+        target = (budget - fixed) / slope
+        nxt = batches + 1
+        while nxt < max(runs) and sum(BatchPlan.of(runs, nxt, multiple).slots) > target:
+            nxt += 1
+        batches = nxt
+    raise MemoryBudgetError(
+        f"max_bytes: no batch width found within {_PLAN_STEPS} compiles for a budget of "
+        f"{budget} bytes (last try: {points[-1][0]} runs, {points[-1][1]} bytes)"
+    )
+
+
+def _read_plan(
+    ckdir: pathlib.Path, runs: tuple[int, ...], multiple: int
+) -> tuple[BatchPlan, int] | None:
+    """The batch plan a checkpoint was played with: ``plan.json``, or one batch where only an
+    unsplit checkpoint (``state.npz``) is there; ``None`` for a fresh directory."""
+    path = ckdir / "plan.json"
+    if not path.is_file():
+        if (ckdir / "state.npz").is_file():
+            return BatchPlan.of(runs, 1, multiple), 0
+        return None
+    try:
+        rec = json.loads(path.read_text())
+        plan = BatchPlan(
+            int(rec["batches"]), tuple(map(int, rec["slots"])), tuple(map(int, rec["runs"]))
+        )
+        retries = int(rec.get("retries", 0))
+    except (ValueError, KeyError, TypeError) as err:
+        raise checkpoint.CheckpointError(f"{path}: unreadable batch plan ({err})") from None
+    if plan.runs != runs:
+        raise checkpoint.CheckpointError(
+            f"{path}: the checkpoint has {list(plan.runs)} runs per experiment, this sweep has "
+            f"{list(runs)}; resume with the same settings or start without --resume"
+        )
+    if any(s < 1 or s % multiple for s in plan.slots) or plan.batches != max(
+        _ceil_div(r, s) for r, s in zip(runs, plan.slots, strict=True)
+    ):
+        raise checkpoint.CheckpointError(
+            f"{path}: batches of {list(plan.slots)} runs do not suit {multiple} device(s); "
+            "resume on the devices it was played on or start without --resume"
+        )
+    return plan, retries
+
+
+def _write_plan(ckdir: pathlib.Path, plan: BatchPlan, retries: int) -> None:
+    ckdir.mkdir(parents=True, exist_ok=True)
+    rec = {"batches": plan.batches, "slots": list(plan.slots), "runs": list(plan.runs)}
+    tmp = ckdir / "plan.json.tmp"
+    tmp.write_text(json.dumps({**rec, "retries": retries}) + "\n")
+    os.replace(tmp, ckdir / "plan.json")
+
+
+def _play_batches(
+    chunk_fn, experiments, seeds, plan, mesh, num_rounds, chunk, ckdir, resume, config,
+    progress, keep,
+):  # fmt: skip
+    """Plays the plan's batches one after another; returns the run-major metrics of each
+    experiment (padding dropped, batches concatenated) and the run seconds."""
+    pieces: list[list[dict]] = [[] for _ in experiments]
+    run_seconds = 0.0
+    for b in range(plan.batches):
+        states = []
+        for exp, idx in zip(experiments, plan.indices(b), strict=True):
+            runs = build_runs(exp, seeds, idx)
+            states.append(runs if mesh is None else sh.shard_runs(runs, mesh))
+        split = plan.batches > 1
+        res = run_chunked(
+            chunk_fn,
+            tuple(states),
+            num_rounds,
+            chunk_size=chunk,
+            checkpoint_dir=(ckdir / f"batch_{b:04d}") if (ckdir is not None and split) else ckdir,
+            resume=resume,
+            config={**config, "batch": [b, plan.batches, list(plan.slots)]} if split else config,
+            progress=progress,
+            keep=keep,
+            donate_initial=True,  # built here for this batch: one copy of the carry, not two
+        )
+        run_seconds += res.stats.run_seconds
+        for i, (m, n) in enumerate(zip(res.metrics, plan.valid(b), strict=True)):
+            pieces[i].append({k: np.asarray(v)[:n] for k, v in m.items()})
+    metrics = [{k: np.concatenate([p[k] for p in ps], axis=0) for k in ps[0]} for ps in pieces]
+    return metrics, run_seconds
 
 
 def collect(
@@ -332,7 +684,10 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
     """Tidy rows, one per (learner, environment, grid point): mean and sample std over trials of
     the final cumulative regret, regret per round, the exploration diagnostic, and (when the
     metrics carry ``status``) the rejected updates and a ``status_<name>`` count per status code
-    over all trials and rounds."""
+    over all trials and rounds; with the experiment's ``memory`` (from :func:`run_sweep`), its
+    ``batches``, the static ``peak_bytes`` per device of the compiled call that played it (all
+    experiments of a sweep share that call), ``bytes_per_run`` (that peak over the runs of one
+    call) and ``state_bytes_per_run`` (its own carry)."""
     exps = result.experiments if isinstance(result, SweepResult) else result
     rows = []
     for r in exps:
@@ -352,6 +707,13 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
                 final_regret_std=float(final[g].std(ddof=1)) if N > 1 else 0.0,
                 regret_per_round=float(final[g].mean() / max(T, 1)),
             )
+            if r.memory is not None:
+                row.update(
+                    batches=r.memory["batches"],
+                    peak_bytes=r.memory["peak_bytes"],
+                    bytes_per_run=r.memory["bytes_per_run"],
+                    state_bytes_per_run=r.memory["state_bytes_per_run"],
+                )
             if "explored" in r.metrics:
                 row["explore_rate"] = float(np.asarray(r.metrics["explored"][g]).mean())
             if "status" in r.metrics:

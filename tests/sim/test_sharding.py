@@ -47,6 +47,20 @@ SCRIPT = textwrap.dedent(
                             checkpoint_dir=os.environ["CKPT"], resume=True)
     for field, a in sharded.experiments[0].metrics.items():
         np.testing.assert_array_equal(a, again.experiments[0].metrics[field], err_msg=field)
+    # Split under a memory budget into batches of one run per device (the last one padded): the
+    # same regret, actions and statuses bit for bit; float diagnostics to the last bits (XLA
+    # compiles a batch of one differently, which the sweep notes).
+    budget = sharded.memory["peak_bytes"] - 1
+    split = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=4,
+                            max_bytes=budget)
+    assert split.memory["batches"] == 2 and split.memory["runs_per_batch"] == 4, split.memory
+    assert "one run per device" in split.memory["notes"][0]
+    for field, a in sharded.experiments[0].metrics.items():
+        b = split.experiments[0].metrics[field]
+        if field in ("regret", "explored", "status"):
+            np.testing.assert_array_equal(a, b, err_msg=field)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=field)
     print("OK max_abs_diff", worst)
     """
 )

@@ -64,6 +64,17 @@ def test_grid_in_one_call_equals_each_point_alone(result):
                     )
 
 
+def test_split_sweep_of_real_learners_is_bit_identical(result):
+    # EOFD and OFUL (eigendecompositions, vmapped): a budget under the one-call figure plays the
+    # 8 runs of each in batches, and every metric equals the one-call sweep's bit for bit.
+    budget = int(0.75 * result.memory["peak_bytes"])
+    split = sweep.run_sweep(EXPS, num_rounds=T, seeds=SEEDS, max_bytes=budget)
+    assert split.memory["batches"] > 1 and split.memory["peak_bytes"] <= budget
+    for a, b in zip(result.experiments, split.experiments, strict=True):
+        for k in a.metrics:
+            np.testing.assert_array_equal(a.metrics[k], b.metrics[k], err_msg=k)
+
+
 def test_table_statistics(result):
     rows = sweep.table(result)
     assert len(rows) == 8 and {r["learner"] for r in rows} == {"EOFD", "OFUL"}
