@@ -108,6 +108,91 @@ def lemma1_matrices(V: jax.Array, mu: jax.Array, lam: jax.Array, actions: jax.Ar
     return A + xx[:, None, None] * jnp.eye(K, dtype=actions.dtype)
 
 
+class _Step(NamedTuple):
+    """The small part of one EOFD round (everything but the sketch and the D-sized maps)."""
+
+    coef: jax.Array  # w_new = alpha w + [V, Q] coef
+    alpha: jax.Array
+    z_new: jax.Array  # W_{t+1} x_t
+    sol: projection.DualSolution
+    acc_increment: jax.Array
+
+
+def _newton_step(
+    hp: MLogBHyperparams,
+    lam: jax.Array,
+    mu: jax.Array,
+    A: jax.Array,
+    bw: jax.Array,
+    Wx: jax.Array,
+    w_sq0: jax.Array,
+    y: jax.Array,
+    max_newton_steps: int,
+    dim: int,
+) -> _Step:
+    """Newton step (eq. 8, 20-22), projection (Lemma 2, eq. 23-25) and the eq. (36) increment
+    in the orthonormal basis ``[V, Q]`` of a round: ``A = [V, Q]^T X``, ``bw = [V, Q]^T w``,
+    ``Wx = W_t x``, ``w_sq0 = ||w||^2``, ``lam`` Z's scalar part, ``mu`` the weights of V."""
+    K = A.shape[1]
+    dtype = A.dtype
+    eta = hp.eta
+    # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
+    # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
+    # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
+    # is the numpy reference's route).
+    s = model.sigma(Wx)
+    J = eta * model.jacobian(s)
+    diag = jnp.concatenate([mu, jnp.zeros((K,), dtype)]) + lam
+
+    def zt_solve(shift, v):
+        return lowrank.diag_lowrank_solve(diag + shift, A, J, v)
+
+    # Gradient step (eq. 8): grad = X (sigma - y) = [V, Q] A (sigma - y),
+    # w' = w - eta [V, Q] step.
+    g = A @ (s - model.onehot(y, K, dtype))
+    step = zt_solve(0.0, g)
+    b = bw - eta * step  # [V, Q]^T w'
+    w_sq = jnp.maximum(w_sq0 - 2.0 * eta * (bw @ step) + eta**2 * (step @ step), 0.0)
+
+    # Projection (Lemma 2, eq. 23-25). The part of w' outside span[V, Q] scales by
+    # lam/(lam+nu); inside, y(nu) = (M + nu I)^{-1} M b = b - nu (M + nu I)^{-1} b with
+    # M = Zt restricted, so f(nu) = r0 lam^2/(lam+nu)^2 + ||y(nu)||^2 is eq. (25) and
+    # f'(nu) = -2 r0 lam^2/(lam+nu)^3 - 2 y^T (M + nu I)^{-1} y.
+    r0 = jnp.maximum(projection.effective_norm_sq(w_sq, hp.S) - b @ b, 0.0)
+
+    def f_and_df(nu):
+        yv = b - nu * zt_solve(nu, b)
+        p = lam + nu
+        f = r0 * lam**2 / p**2 + yv @ yv
+        df = -2.0 * r0 * lam**2 / p**3 - 2.0 * (yv @ zt_solve(nu, yv))
+        return f, df
+
+    curvature = jnp.max(diag) + jnp.trace(J @ (A.T @ A))  # >= lambda_max(Zt)
+    sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=max_newton_steps)
+    nu = sol.nu
+    alpha = lam / (lam + nu)
+    y_nu = b - nu * zt_solve(nu, b)
+    # w_new = alpha (w' - [V,Q] b) + [V,Q] y_nu = alpha w + [V,Q] coef. W_new x needs no pass
+    # over V: (([V,Q] coef) as K x d) x = A^T coef, since X = [V, Q] A.
+    coef = y_nu - alpha * b - alpha * eta * step
+    z_new = alpha * Wx + A.T @ coef
+    # Eq. (36) running sum with Z_t (before the sketch absorbs the new term), from small
+    # quantities: [V,Q]^T (w_new - w) = (alpha - 1) bw + coef, and V^T Q = 0.
+    m = mu.shape[0]
+    dc = (alpha - 1.0) * bw + coef
+    dv = dc[:m]
+    step_z_sq = (
+        lam * jnp.sum(dc * dc)
+        + lam * (alpha - 1.0) ** 2 * jnp.maximum(w_sq0 - bw @ bw, 0.0)
+        + jnp.sum(mu * dv * dv)
+    )
+    step_x = z_new - Wx
+    inc = confidence.increment(
+        hp, num_outcomes=K, dim=dim, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
+    )
+    return _Step(coef=coef, alpha=alpha, z_new=z_new, sol=sol, acc_increment=inc)
+
+
 def eofd(
     *,
     num_outcomes: int,
@@ -192,8 +277,9 @@ def eofd(
         hp = state.hparams
         dtype = state.W.dtype
         x = x.astype(dtype)
-        lam, eta = z_scalar(state), hp.eta
+        lam = z_scalar(state)
         V, mu = state.V, state.mu
+        m = V.shape[1]
         w = state.W.reshape(-1)
         beta_used = beta_of(state)
 
@@ -207,46 +293,8 @@ def eofd(
         Wx = state.W @ x  # = X^T w
         bw = jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)])  # [V, Q]^T w
 
-        # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
-        # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
-        # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
-        # is the numpy reference's route).
-        s = model.sigma(Wx)
-        J = eta * model.jacobian(s)
-        diag = jnp.concatenate([mu, jnp.zeros((K,), dtype)]) + lam
-
-        def zt_solve(shift, v):
-            return lowrank.diag_lowrank_solve(diag + shift, A, J, v)
-
-        # Gradient step (eq. 8): grad = X (sigma - y) = [V, Q] A (sigma - y),
-        # w' = w - eta [V, Q] step.
-        g = A @ (s - model.onehot(y, K, dtype))
-        step = zt_solve(0.0, g)
-        b = bw - eta * step  # [V, Q]^T w'
-        w_sq = jnp.maximum(jnp.sum(w * w) - 2.0 * eta * (bw @ step) + eta**2 * (step @ step), 0.0)
-
-        # Projection (Lemma 2, eq. 23-25). The part of w' outside span[V, Q] scales by
-        # lam/(lam+nu); inside, y(nu) = (M + nu I)^{-1} M b = b - nu (M + nu I)^{-1} b with
-        # M = Zt restricted, so f(nu) = r0 lam^2/(lam+nu)^2 + ||y(nu)||^2 is eq. (25) and
-        # f'(nu) = -2 r0 lam^2/(lam+nu)^3 - 2 y^T (M + nu I)^{-1} y.
-        r0 = jnp.maximum(projection.effective_norm_sq(w_sq, hp.S) - b @ b, 0.0)
-
-        def f_and_df(nu):
-            yv = b - nu * zt_solve(nu, b)
-            p = lam + nu
-            f = r0 * lam**2 / p**2 + yv @ yv
-            df = -2.0 * r0 * lam**2 / p**3 - 2.0 * (yv @ zt_solve(nu, yv))
-            return f, df
-
-        curvature = jnp.max(diag) + jnp.trace(J @ (A.T @ A))  # >= lambda_max(Zt)
-        sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=max_newton_steps)
-        nu = sol.nu
-        alpha = lam / (lam + nu)
-        y_nu = b - nu * zt_solve(nu, b)
-        # w_new = alpha (w' - [V,Q] b) + [V,Q] y_nu = alpha w + [V,Q] coef. W_new x needs no pass
-        # over V: (([V,Q] coef) as K x d) x = A^T coef, since X = [V, Q] A.
-        coef = y_nu - alpha * b - alpha * eta * step
-        z_new = alpha * Wx + A.T @ coef
+        st = _newton_step(hp, lam, mu, A, bw, Wx, jnp.sum(w * w), y, max_newton_steps, d)
+        coef, alpha, z_new, sol = st.coef, st.alpha, st.z_new, st.sol
 
         # Algorithm 1: absorb grad^2 l_t(W_{t+1}) (eq. 12-15) in the same basis.
         M_new = model.jacobian(model.sigma(z_new))
@@ -256,20 +304,7 @@ def eofd(
         else:
             tr, rank_new = sketch.truncate(mu, ext, M_new), state.rank
 
-        # Eq. (36) running sum with Z_t (before the sketch absorbs the new term), from small
-        # quantities: [V,Q]^T (w_new - w) = (alpha - 1) bw + coef, and V^T Q = 0.
-        m = V.shape[1]
-        dc = (alpha - 1.0) * bw + coef
-        dv = dc[:m]
-        step_z_sq = (
-            lam * jnp.sum(dc * dc)
-            + lam * (alpha - 1.0) ** 2 * jnp.maximum(jnp.sum(w * w) - bw @ bw, 0.0)
-            + jnp.sum(mu * dv * dv)
-        )
-        step_x = z_new - Wx
-        acc = state.acc + confidence.increment(
-            hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
-        )
+        acc = state.acc + st.acc_increment
 
         # NaN guard on the small quantities only (V, w are finite by induction, Q is finite when
         # x is): a rejected update maps the identity ([V, Q] [I; 0] = V with X, C zeroed), so the
