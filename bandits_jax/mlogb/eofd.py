@@ -51,20 +51,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks
-from bandits_jax.linalg import lowrank, projection, sketch
+from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.roots import NONFINITE
 from bandits_jax.mlogb import confidence, model
+from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
-from bandits_jax.mlogb.learner import (
-    MLogBLearner,
-    UpdateInfo,
-    assemble,
-    check_hparams,
-    check_static,
-    check_update_args,
-    empty_info,
-    radius_of,
-)
 
 
 class EOFDState(NamedTuple):
@@ -89,19 +80,58 @@ class EOFDState(NamedTuple):
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
-    info: UpdateInfo
+    info: base.UpdateInfo
 
 
-def lemma1_matrices(V: jax.Array, mu: jax.Array, lam: jax.Array, actions: jax.Array, K: int):
+class EOFDFastState(NamedTuple):
+    """EOFD-MLogB state under ``sketch_rule="fast"``: the sketch is ``V diag(mu) V^T`` with
+    ``V = basis @ R`` (deferred rotation).
+
+    Attributes:
+      W: (K, d) estimate ``W_t``.
+      basis: (K d, c) columns ``0 .. used`` orthonormal (or zero), the rest zero; ``c`` is the
+        capacity (``buffer_size``, default 2m).
+      R: (c, c) rotation; columns at and after ``rank`` are zero.
+      mu: (c,) weights, descending, zero at and after ``rank``; rho: ``rho_{1:t-1}`` (the sum of
+        the shrinks' ``delta``).
+      rank: int32, number of sketch directions (between m and c once the sketch has filled).
+      used: int32, basis columns in use (where the next round's ``Q`` is written).
+      acc, t, hparams, info: as :class:`EOFDState`.
+    """
+
+    W: jax.Array
+    basis: jax.Array
+    R: jax.Array
+    mu: jax.Array
+    rho: jax.Array
+    rank: jax.Array
+    used: jax.Array
+    acc: jax.Array
+    t: jax.Array
+    hparams: MLogBHyperparams
+    info: base.UpdateInfo
+
+
+def lemma1_matrices(
+    V: jax.Array,
+    mu: jax.Array,
+    lam: jax.Array,
+    actions: jax.Array,
+    K: int,
+    R: jax.Array | None = None,
+):
     """``A(x)`` of Lemma 1, eq. (18), for every row of ``actions`` (N, d): (N, K, K).
 
     ``C[n, i, k] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
-    ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation).
+    ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation). With ``R`` the
+    directions are ``V @ R`` (the fast rule's deferred rotation; O(N K m^2) more).
     """
     d = actions.shape[1]
     Vr = V.reshape(K, d, V.shape[1])
     # One (N, d) x (d, m) product per block: no transposed copy of V.
     C = jnp.stack([actions @ Vr[i] for i in range(K)], axis=1)  # (N, K, m)
+    if R is not None:
+        C = C @ R
     w = 1.0 / (mu + lam) - 1.0 / lam
     A = jnp.einsum("nik,k,njk->nij", C, w, C)
     xx = jnp.sum(actions * actions, axis=1) / lam
@@ -202,8 +232,11 @@ def eofd(
     regularization: str = "paper",
     max_sketch_size: int | None = None,
     delta_target: float | None = None,
-) -> MLogBLearner:
-    """EOFD-MLogB (Algorithm 2), optionally robust and/or with an adaptive sketch size.
+    sketch_rule: str = "per_round",
+    buffer_size: int | None = None,
+) -> base.MLogBLearner:
+    """EOFD-MLogB (Algorithm 2), optionally robust, with an adaptive sketch size, or with the
+    fast sketch rule.
 
     Args:
       num_outcomes: K >= 1 (K = 1 is the logistic bandit with decision rule eq. 16).
@@ -217,6 +250,12 @@ def eofd(
         needs ``delta_target``.
       delta_target: ``tau >= 1``: the active rank grows so that ``Delta_t <= tau`` while it can
         (``inf``: never grows; ``1``: grows whenever mass would be discarded).
+      sketch_rule: ``"per_round"`` (Algorithm 1, the paper) or ``"fast"`` (Fast FD with a
+        deferred basis rotation; module docstring). The fast rule cannot be combined with an
+        adaptive sketch size.
+      buffer_size: capacity ``c`` of the fast rule (default ``2 m``, Ghashami et al., or
+        ``m + K`` when K > m; capped at K d); needs ``sketch_rule="fast"`` and ``c >= m + K``
+        (room for one round between shrinks).
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
@@ -224,16 +263,17 @@ def eofd(
     Raises:
       ValueError: naming the offending argument.
     """
-    K, d = check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
+    K, d = base.check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
     robust = confidence.check_regularization(regularization)
     adaptive = _check_adaptive(sketch_size, max_sketch_size, delta_target)
     D = K * d
+    capacity = _check_rule(sketch_rule, buffer_size, adaptive, min(int(sketch_size), D), K, D)
     m_eff = min(int(max_sketch_size if adaptive else sketch_size), D)
     rank0 = min(int(sketch_size), m_eff)
     tau = float(delta_target) if adaptive else None
 
     def init(hp: MLogBHyperparams) -> EOFDState:
-        check_hparams(hp, K)
+        base.check_hparams(hp, K)
         dtype = hp.lam.dtype
         fd = sketch.init(D, m_eff, dtype)
         return EOFDState(
@@ -246,7 +286,7 @@ def eofd(
             t=jnp.zeros((), jnp.int32),
             # Own copies: a donated state must not delete the caller's hyperparameter arrays.
             hparams=jax.tree_util.tree_map(jnp.array, hp),
-            info=empty_info(dtype),
+            info=base.empty_info(dtype),
         )
 
     def z_scalar(state: EOFDState) -> jax.Array:
@@ -256,7 +296,7 @@ def eofd(
 
     def beta_of(state: EOFDState) -> jax.Array:
         if not (robust or adaptive):
-            return radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
+            return base.radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
         rank = state.rank if adaptive else m_eff
         return confidence.radius(
             state.hparams,
@@ -273,7 +313,7 @@ def eofd(
         return lemma1_matrices(state.V, state.mu, z_scalar(state), actions, K)
 
     def update(state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
-        check_update_args(x, y, K, d)
+        base.check_update_args(x, y, K, d)
         hp = state.hparams
         dtype = state.W.dtype
         x = x.astype(dtype)
@@ -322,7 +362,7 @@ def eofd(
         V_new, dw = sketch.map_basis(V, ext, U, coef)
         w_new = jnp.where(ok, alpha, 1.0) * w + dw
 
-        info = UpdateInfo(
+        info = base.UpdateInfo(
             projected=sol.active,
             nu=sol.nu,
             newton_steps=sol.steps,
@@ -345,7 +385,18 @@ def eofd(
             info=info_n,
         )
 
-    return assemble(
+    if capacity is not None:
+        return _fast(
+            K=K,
+            d=d,
+            m=m_eff,
+            capacity=capacity,
+            robust=robust,
+            max_newton_steps=max_newton_steps,
+            z_scalar=z_scalar,
+        )
+
+    return base.assemble(
         num_outcomes=K,
         dim=d,
         rank=m_eff,
@@ -354,6 +405,148 @@ def eofd(
         update=update,
         radius=beta_of,
     )
+
+
+def _fast(*, K, d, m, capacity, robust, max_newton_steps, z_scalar) -> base.MLogBLearner:
+    """The learner under ``sketch_rule="fast"`` (module docstring)."""
+    D, c = K * d, capacity
+
+    def init(hp: MLogBHyperparams) -> EOFDFastState:
+        base.check_hparams(hp, K)
+        dtype = hp.lam.dtype
+        return EOFDFastState(
+            W=jnp.zeros((K, d), dtype),
+            basis=jnp.zeros((D, c), dtype),
+            R=jnp.zeros((c, c), dtype),
+            mu=jnp.zeros((c,), dtype),
+            rho=jnp.zeros((), dtype),
+            rank=jnp.zeros((), jnp.int32),
+            used=jnp.zeros((), jnp.int32),
+            acc=jnp.zeros((), dtype),
+            t=jnp.zeros((), jnp.int32),
+            hparams=jax.tree_util.tree_map(jnp.array, hp),
+            info=base.empty_info(dtype),
+        )
+
+    def beta_of(state: EOFDFastState) -> jax.Array:
+        # Lemma 6 with the rank of G_t (<= c); m ln(1 + a/m) grows with m, and 1 bounds rank 0.
+        rank = jnp.maximum(state.rank, 1)
+        return confidence.radius(
+            state.hparams,
+            state.t,
+            state.rho,
+            state.acc,
+            num_outcomes=K,
+            dim=d,
+            rank=rank,
+            robust=robust,
+        )
+
+    def a_matrices(state: EOFDFastState, actions: jax.Array) -> jax.Array:
+        return lemma1_matrices(state.basis, state.mu, z_scalar(state), actions, K, state.R)
+
+    def update(state: EOFDFastState, x: jax.Array, y: jax.Array) -> EOFDFastState:
+        base.check_update_args(x, y, K, d)
+        hp = state.hparams
+        dtype = state.W.dtype
+        x = x.astype(dtype)
+        lam = z_scalar(state)
+        B, R, mu = state.basis, state.R, state.mu
+        w = state.W.reshape(-1)
+        beta_used = beta_of(state)
+
+        # Pass 1 over the basis: basis^T [X, w]. The extension is taken in basis coordinates
+        # (its Q is the same in V = basis R coordinates, as span V = span of the used columns).
+        X = jnp.kron(jnp.eye(K, dtype=dtype), x[:, None])
+        P = B.T @ jnp.concatenate([X, w[:, None]], axis=1)
+        ext_b = sketch.extend(B, X, P[:, :K])
+        ext = ext_b._replace(C=R.T @ ext_b.C)
+        Vw = R.T @ P[:, K]
+        Wx = state.W @ x
+        bw = jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)])
+        st = _newton_step(hp, lam, mu, ext.coords, bw, Wx, jnp.sum(w * w), y, max_newton_steps, d)
+        M_new = model.jacobian(model.sigma(st.z_new))
+        rot = fast_fd.spectral_round(R, mu, state.rank, state.used, ext, M_new, m)
+        acc = state.acc + st.acc_increment
+
+        small = (x, st.coef, st.alpha, st.z_new, rot.R, rot.mu, rot.delta, rot.coeffs, acc)
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in small + (st.sol.nu,)]))
+        coef = jnp.where(ok, st.coef, 0.0)
+        ext_b = ext_b._replace(
+            X=jnp.where(ok, ext_b.X, 0.0),
+            C=jnp.where(ok, ext_b.C, 0.0),
+            T_pinv=jnp.where(ok, ext_b.T_pinv, 0.0),
+        )
+        # Pass 2: Q and [V, Q] coef = basis (R coef_V) + Q coef_Q in one product.
+        top = jnp.concatenate([jnp.zeros((c, K), dtype), (R @ coef[:c])[:, None]], axis=1)
+        bottom = jnp.concatenate([jnp.eye(K, dtype=dtype), coef[c:, None]], axis=1)
+        out = sketch.apply_basis(B, ext_b, jnp.concatenate([top, bottom], axis=0))
+        rot = rot._replace(shrink=rot.shrink & ok)
+        basis = fast_fd.commit_basis(B, out[:, :K], rot, state.used)
+        w_new = jnp.where(ok, st.alpha, 1.0) * w + out[:, K]
+
+        status = jnp.where(ok, st.sol.status, NONFINITE).astype(jnp.int32)
+        info = base.UpdateInfo(st.sol.active, st.sol.nu, st.sol.steps, status, beta_used)
+        old = (state.R, state.mu, state.rho, state.rank, state.used, state.acc, state.t, state.info)
+        new = (rot.R, rot.mu, state.rho + rot.delta, rot.rank, rot.used, acc, state.t + 1, info)
+        R_n, mu_n, rho_n, rank_n, used_n, acc_n, t_n, info_n = checks.guard(ok, new, old)
+        return EOFDFastState(
+            W=w_new.reshape(K, d),
+            basis=basis,
+            R=R_n,
+            mu=mu_n,
+            rho=rho_n,
+            rank=rank_n,
+            used=used_n,
+            acc=acc_n,
+            t=t_n,
+            hparams=hp,
+            info=info_n._replace(status=status),
+        )
+
+    return base.assemble(
+        num_outcomes=K,
+        dim=d,
+        rank=c,
+        init=init,
+        a_matrices=a_matrices,
+        update=update,
+        radius=beta_of,
+    )
+
+
+SKETCH_RULES = ("per_round", "fast")
+
+
+def _check_rule(
+    sketch_rule: object, buffer_size: object, adaptive: bool, m: int, K: int, D: int
+) -> int | None:
+    """Eager validation of the sketch rule; the fast rule's capacity (None for per-round)."""
+    if not isinstance(sketch_rule, str) or sketch_rule not in SKETCH_RULES:
+        raise ValueError(f"sketch_rule must be one of {SKETCH_RULES}, got {sketch_rule!r}")
+    if sketch_rule == "per_round":
+        if buffer_size is not None:
+            raise ValueError(f'buffer_size needs sketch_rule="fast", got {buffer_size!r}')
+        return None
+    if adaptive:
+        raise ValueError(
+            'sketch_rule="fast" cannot be combined with max_sketch_size/delta_target: the fast '
+            "rule already holds up to buffer_size directions between shrinks, and a rank grown "
+            "at a shrink would leave less room, so shrinks (O(K d c m) each) would come more "
+            "often until every round shrinks; use the per-round rule for an adaptive size"
+        )
+    if buffer_size is None:
+        return min(m + max(m, K), D)
+    if (
+        not isinstance(buffer_size, int | np.integer)
+        or isinstance(buffer_size, bool)
+        or buffer_size < m + K
+    ):
+        raise ValueError(
+            f"buffer_size must be an int >= sketch_size + num_outcomes = {m + K}, "
+            f"got {buffer_size!r}"
+        )
+    return min(int(buffer_size), D)
 
 
 def _check_adaptive(sketch_size: int, max_sketch_size: object, delta_target: object) -> bool:
