@@ -155,13 +155,13 @@ class Rotation(NamedTuple):
     """The small part of one fast-FD round on the spectral state ``V = basis @ R``.
 
     Attributes:
-      R: (c, c) new rotation; columns at and after ``rank`` are zero (unused slots).
-      mu: (c,) new weights, descending, zero at and after ``rank``.
+      R: (n, n) new rotation; columns at and after ``rank`` are zero (unused slots).
+      mu: (n,) new weights, descending, zero at and after ``rank``.
       rank: int32, number of sketch directions (orthonormal columns of ``basis @ R``).
       used: int32, number of basis columns in use after the round.
       delta: the mass discarded by a shrink (``lambda_{m+1}`` of the core; 0 without one).
       shrink: bool, whether the round shrinks (then the basis is rebuilt, :func:`commit_basis`).
-      coeffs: (c + k, m) coordinates of the new basis in ``[basis, Q]`` at a shrink.
+      coeffs: (n, m) coordinates of the new basis in the basis with ``Q`` written in (a shrink).
     """
 
     R: jax.Array
@@ -185,46 +185,46 @@ def spectral_round(
     """Absorbs ``X M X^T`` into the sketch ``V diag(mu) V^T`` with ``V = basis @ R`` (Algorithm 3
     of Ghashami et al. in the spectral form of EOFD-MLogB's eq. 12-15); only small work.
 
-    ``ext`` is the extension ``X = V C + Q T`` in V's coordinates (``C = R^T basis^T X``). The
-    core ``diag(mu, 0) + [C; T] M [C; T]^T`` is decomposed (slots at and after ``rank`` and
-    degenerate residual directions get a sentinel below every genuine eigenvalue). While the
-    ``k`` new directions fit in the capacity (``used + k <= c``) nothing is discarded: ``Q`` is
-    written into the basis columns ``used .. used + k`` and only ``R`` rotates. Otherwise the
-    sketch shrinks to ``m = sketch_size`` directions with weights ``lambda_i - lambda_{m+1}``
-    and ``delta = lambda_{m+1}`` (eq. 15 at the shrink; the basis is rebuilt by
-    :func:`commit_basis`).
+    The arrays have ``n = c + k`` slots for a capacity of ``c`` directions between rounds
+    (``k`` the block width), so the round's ``Q`` always fits in the basis columns
+    ``used .. used + k``. ``ext`` is the extension ``X = V C + Q T`` in V's coordinates
+    (``C = R^T basis^T X``). The core ``diag(mu, 0) + [C; T] M [C; T]^T`` is decomposed (slots
+    at and after ``rank`` and degenerate residual directions get a sentinel below every genuine
+    eigenvalue), and ``[V, Q] U = basis' (R U_V + E U_Q)`` with ``E`` placing ``Q``: only ``R``
+    rotates. When the next block would not fit (``used + k > c``) the sketch shrinks to
+    ``m = sketch_size`` directions with weights ``lambda_i - lambda_{m+1}`` and
+    ``delta = lambda_{m+1}`` (eq. 15 at the shrink; :func:`commit_basis` rebuilds the basis).
     """
-    c = mu.shape[0]
+    n = mu.shape[0]
     k = ext.T.shape[0]
     m = sketch_size
     dtype = mu.dtype
     S = sketch.core(mu, ext, M)
-    genuine = jnp.concatenate([jnp.arange(c) < rank, ext.valid])
+    genuine = jnp.concatenate([jnp.arange(n) < rank, ext.valid])
     S = jnp.where(genuine[:, None] & genuine[None, :], S, 0.0)
     S = S + jnp.diag(jnp.where(genuine, 0.0, -(1.0 + jnp.trace(S))))
     evals, evecs = jnp.linalg.eigh(S)
     desc, U = evals[::-1], evecs[:, ::-1]
     rank_all = (rank + jnp.sum(ext.valid)).astype(jnp.int32)
 
-    # No shrink: [V, Q] U = basis' (R U_V + E U_Q), E placing Q at columns used .. used + k.
-    keep = jnp.arange(c) < rank_all
-    Uc = jnp.where(keep[None, :], U[:, :c], 0.0)
-    E_U = lax.dynamic_update_slice(jnp.zeros((c, c), dtype), Uc[c:], (used, jnp.int32(0)))
-    R_keep = R @ Uc[:c] + E_U
-    mu_keep = jnp.where(keep, jnp.maximum(desc[:c], 0.0), 0.0)
+    # [V, Q] U = basis' (R U_V + E U_Q), basis' with Q written at columns used .. used + k.
+    keep = jnp.arange(n) < rank_all
+    Uc = jnp.where(keep[None, :], U[:, :n], 0.0)
+    E_U = lax.dynamic_update_slice(jnp.zeros((n, n), dtype), Uc[n:], (used, jnp.int32(0)))
+    R_keep = R @ Uc[:n] + E_U
+    mu_keep = jnp.where(keep, jnp.maximum(desc[:n], 0.0), 0.0)
 
-    # Shrink to m directions (Ghashami's Algorithm 3): the new basis is [basis, Q] coeffs.
+    # Shrink to m directions (Ghashami's Algorithm 3): the new basis is basis' coeffs.
     rank_s = jnp.minimum(rank_all, m).astype(jnp.int32)
     delta = jnp.maximum(desc[m], 0.0)
     top = jnp.arange(m) < rank_s
-    Um = jnp.where(top[None, :], U[:, :m], 0.0)
-    coeffs = jnp.concatenate([R @ Um[:c], Um[c:]], axis=0)
+    coeffs = jnp.where(top[None, :], R_keep[:, :m], 0.0)
     mu_s = (
-        jnp.zeros((c,), dtype).at[:m].set(jnp.where(top, jnp.maximum(desc[:m] - delta, 0.0), 0.0))
+        jnp.zeros((n,), dtype).at[:m].set(jnp.where(top, jnp.maximum(desc[:m] - delta, 0.0), 0.0))
     )
-    R_s = jnp.eye(c, dtype=dtype) * (jnp.arange(c) < rank_s)[None, :]
+    R_s = jnp.eye(n, dtype=dtype) * (jnp.arange(n) < rank_s)[None, :]
 
-    shrink = used + k > c
+    shrink = used + 2 * k > n  # the next round's Q would not fit
     return Rotation(
         R=jnp.where(shrink, R_s, R_keep),
         mu=jnp.where(shrink, mu_s, mu_keep),
@@ -238,23 +238,20 @@ def spectral_round(
 
 def commit_basis(basis: jax.Array, Q: jax.Array, rot: Rotation, used: jax.Array) -> jax.Array:
     """The basis after a round: ``Q`` (D, k) written into columns ``used .. used + k`` (O(D k)),
-    or at a shrink ``[basis, Q] coeffs`` (O(D c m), once every ``(c - m) / k`` rounds).
+    then at a shrink ``basis coeffs`` (O(D n m), once every ``(c - m) / k`` rounds).
 
-    The shrink runs in a ``lax.while_loop`` of zero or one trip rather than a ``lax.cond``:
-    XLA copies a buffer passed through a conditional (a pass over the D x c basis every round),
-    whereas a while loop aliases its carry, so a round without shrink only writes ``Q``."""
-    D, c = basis.shape
+    The shrink runs in a ``lax.while_loop`` of zero or one trip whose only large operand is its
+    carry: measured, a ``lax.cond`` over the basis, a slice read back and rewritten, or a
+    product with a captured ``Q`` (hoisted out of the loop by XLA and so computed every round)
+    each cost a D-sized pass per round; this form costs none."""
+    D, n = basis.shape
     m = rot.coeffs.shape[1]
+    basis = lax.dynamic_update_slice(basis, Q, (jnp.zeros((), jnp.int32), used))
 
     def shrink(carry):
         i, B = carry
-        top = B @ rot.coeffs[:c] + Q @ rot.coeffs[c:]
-        return i + 1, jnp.concatenate([top, jnp.zeros((D, c - m), B.dtype)], axis=1)
+        return i + 1, jnp.concatenate([B @ rot.coeffs, jnp.zeros((D, n - m), B.dtype)], axis=1)
 
     trips = rot.shrink.astype(jnp.int32)
     _, basis = lax.while_loop(lambda cr: cr[0] < trips, shrink, (jnp.zeros((), jnp.int32), basis))
-    # After a shrink nothing is written: the columns at 0 are written back unchanged.
-    zero = jnp.zeros((), jnp.int32)
-    pos = jnp.where(rot.shrink, zero, used).astype(jnp.int32)
-    old = lax.dynamic_slice(basis, (zero, pos), Q.shape)
-    return lax.dynamic_update_slice(basis, jnp.where(rot.shrink, old, Q), (zero, pos))
+    return basis

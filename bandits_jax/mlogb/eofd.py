@@ -89,10 +89,10 @@ class EOFDFastState(NamedTuple):
 
     Attributes:
       W: (K, d) estimate ``W_t``.
-      basis: (K d, c) columns ``0 .. used`` orthonormal (or zero), the rest zero; ``c`` is the
-        capacity (``buffer_size``, default 2m).
-      R: (c, c) rotation; columns at and after ``rank`` are zero.
-      mu: (c,) weights, descending, zero at and after ``rank``; rho: ``rho_{1:t-1}`` (the sum of
+      basis: (K d, c + K) columns ``0 .. used`` orthonormal (or zero), the rest zero; ``c`` is
+        the capacity (``buffer_size``, default 2m) and K more columns take a round's new ones.
+      R: (c + K, c + K) rotation; columns at and after ``rank`` are zero.
+      mu: (c + K,) weights, descending, zero at and after ``rank``; rho: ``rho_{1:t-1}`` (the sum of
         the shrinks' ``delta``).
       rank: int32, number of sketch directions (between m and c once the sketch has filled).
       used: int32, basis columns in use (where the next round's ``Q`` is written).
@@ -409,7 +409,8 @@ def eofd(
 
 def _fast(*, K, d, m, capacity, robust, max_newton_steps, z_scalar) -> base.MLogBLearner:
     """The learner under ``sketch_rule="fast"`` (module docstring)."""
-    D, c = K * d, capacity
+    # Arrays hold c + K slots so that a round's Q always fits (fast_fd.spectral_round).
+    D, c = K * d, capacity + K
 
     def init(hp: MLogBHyperparams) -> EOFDFastState:
         base.check_hparams(hp, K)

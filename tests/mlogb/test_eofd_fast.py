@@ -60,7 +60,8 @@ def _dense_sketch(s):
 @pytest.mark.parametrize("K,d,m", [(1, 12, 3), (2, 5, 3), (3, 3, 2)])
 def test_fd_invariants_along_a_stream(K, d, m):
     """G <= M <= G + rho I and Ghashami's rho <= (tr M - tr G)/(m + 1) after every round, with
-    M = sum_s grad^2 l_s(W_{s+1}) from the trajectory; the rank stays within the capacity; V orthonormal."""
+    M = sum_s grad^2 l_s(W_{s+1}) from the trajectory; the rank stays within the capacity and
+    V = basis R is orthonormal."""
     learner = _fast(K, d, m)
     xs, ys = _stream(K, d, 40, seed=K + d)
     _, states = _runner(learner)(learner.init(_hp(K, S=2.0)), xs, ys)
