@@ -37,7 +37,7 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import is_concrete
-from bandits_jax.linalg import sketch
+from bandits_jax.linalg import secular
 from bandits_jax.linalg.sketch import FDState
 
 __all__ = [
@@ -188,23 +188,26 @@ def spectral_round(
     The arrays have ``n = c + k`` slots for a capacity of ``c`` directions between rounds
     (``k`` the block width), so the round's ``Q`` always fits in the basis columns
     ``used .. used + k``. ``ext`` is the extension ``X = V C + Q T`` in V's coordinates
-    (``C = R^T basis^T X``). The core ``diag(mu, 0) + [C; T] M [C; T]^T`` is decomposed (slots
-    at and after ``rank`` and degenerate residual directions get a sentinel below every genuine
-    eigenvalue), and ``[V, Q] U = basis' (R U_V + E U_Q)`` with ``E`` placing ``Q``: only ``R``
-    rotates. When the next block would not fit (``used + k > c``) the sketch shrinks to
-    ``m = sketch_size`` directions with weights ``lambda_i - lambda_{m+1}`` and
+    (``C = R^T basis^T X``). The core ``diag(mu, 0) + [C; T] M [C; T]^T`` is decomposed by
+    :func:`bandits_jax.linalg.secular.eigh_diag_plus_lowrank` (slots at and after ``rank`` and
+    degenerate residual directions get a sentinel below every genuine eigenvalue), and
+    ``[V, Q] U = basis' (R U_V + E U_Q)`` with ``E`` placing ``Q``: only ``R`` rotates. When
+    the next block would not fit (``used + k > c``) the sketch shrinks to ``m = sketch_size``
+    directions with weights ``lambda_i - lambda_{m+1}`` and
     ``delta = lambda_{m+1}`` (eq. 15 at the shrink; :func:`commit_basis` rebuilds the basis).
     """
     n = mu.shape[0]
     k = ext.T.shape[0]
     m = sketch_size
     dtype = mu.dtype
-    S = sketch.core(mu, ext, M)
+    # The core is a diagonal plus a rank-k term: k secular-equation updates (O(k n^2), plain jnp)
+    # instead of a dense (n + k)^2 eigh (O(n^3) LAPACK, whose threads collapse on a shared CPU).
     genuine = jnp.concatenate([jnp.arange(n) < rank, ext.valid])
-    S = jnp.where(genuine[:, None] & genuine[None, :], S, 0.0)
-    S = S + jnp.diag(jnp.where(genuine, 0.0, -(1.0 + jnp.trace(S))))
-    evals, evecs = jnp.linalg.eigh(S)
-    desc, U = evals[::-1], evecs[:, ::-1]
+    A = jnp.where(genuine[:, None], ext.coords, 0.0)
+    sentinel = -(1.0 + jnp.sum(mu) + jnp.trace(M @ (A.T @ A)))
+    diag = jnp.where(genuine, jnp.concatenate([mu, jnp.zeros((k,), dtype)]), sentinel)
+    eig = secular.eigh_diag_plus_lowrank(diag, A, 0.5 * (M + M.T))
+    desc, U = eig.evals[::-1], eig.evecs[:, ::-1]
     rank_all = (rank + jnp.sum(ext.valid)).astype(jnp.int32)
 
     # [V, Q] U = basis' (R U_V + E U_Q), basis' with Q written at columns used .. used + k.
