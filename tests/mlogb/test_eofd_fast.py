@@ -12,13 +12,18 @@ import pytest
 from jax import lax
 
 from bandits_jax import envs, mlogb
+from bandits_jax.linalg import roots
 from bandits_jax.mlogb.eofd import lemma1_matrices
-from bandits_jax.sim import rollout
+from bandits_jax.sim import make_rollout, rollout
 from tests.mlogb.test_learners import _hp, dense_ons_step, dense_scores
 
 
-def _fast(K, d, m, **kw):
-    return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, sketch_rule="fast", **kw)
+@functools.cache
+def _fast(K, d, m, regularization="paper"):
+    """One learner object per configuration, so that tests share its compiled functions."""
+    return mlogb.eofd(
+        num_outcomes=K, dim=d, sketch_size=m, sketch_rule="fast", regularization=regularization
+    )
 
 
 def _stream(K, d, T, seed, decay=True):
@@ -57,7 +62,7 @@ def _dense_sketch(s):
     return (V * np.asarray(s.mu)) @ V.T, V
 
 
-@pytest.mark.parametrize("K,d,m", [(1, 12, 3), (2, 5, 3), (3, 3, 2)])
+@pytest.mark.parametrize("K,d,m", [(1, 12, 3), (2, 4, 2)])
 def test_fd_invariants_along_a_stream(K, d, m):
     """G <= M <= G + rho I and Ghashami's rho <= (tr M - tr G)/(m + 1) after every round, with
     M = sum_s grad^2 l_s(W_{s+1}) from the trajectory; the rank stays within the capacity and
@@ -86,7 +91,7 @@ def test_fd_invariants_along_a_stream(K, d, m):
     assert shrinks >= 2 and float(states.rho[-1]) > 0  # the shrink path is exercised
 
 
-@pytest.mark.parametrize("K,d,m", [(1, 8, 2), (3, 3, 2)])
+@pytest.mark.parametrize("K,d,m", [(2, 4, 2)])
 def test_one_update_equals_dense_step_with_same_z(K, d, m):
     """From a state mid-stream (some shrinks done), one update equals the dense eq. (8) + QCQP (9)
     with the same Z = lam I + V diag(mu) V^T; the new sketch is Z's sketch plus the exact new
@@ -131,7 +136,7 @@ def test_one_update_equals_dense_step_with_same_z(K, d, m):
     np.testing.assert_allclose(np.asarray(A[0]), IkX.T @ Zinv @ IkX, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("K,d", [(1, 4), (3, 2)])
+@pytest.mark.parametrize("K,d", [(2, 2)])
 def test_fast_with_full_sketch_equals_oful(K, d):
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=3.0, min_actions=3, max_actions=6)
     lf, lo = _fast(K, d, K * d), mlogb.oful(num_outcomes=K, dim=d)
@@ -143,3 +148,74 @@ def test_fast_with_full_sketch_equals_oful(K, d):
     np.testing.assert_array_equal(mf.choice, mo.choice)
     np.testing.assert_allclose(mf.regret, mo.regret, atol=1e-10)
     assert float(mf.rho[-1]) == 0.0
+
+
+def test_regret_close_to_per_round_over_seeds():
+    """Same bandit, same seeds: the fast rule's mean final regret is at most 5% above per-round
+    FD's."""
+    K, d, m, T, trials = 1, 12, 3, 80, 4
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, min_actions=4, max_actions=6)
+    hp = _hp(K, S=2.0, beta=0.5)
+    keys = jax.random.split(jax.random.PRNGKey(0), trials)
+    env_states = jax.vmap(env.init)(keys)
+    totals = {}
+    for rule in ("fast", "per_round"):
+        learner = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, sketch_rule=rule)
+        run = make_rollout(mlogb.interact(learner, env), T, trials=True)
+        met = run(learner.init(hp), env_states, keys)
+        assert np.all(np.isin(np.asarray(met.status), [0, 3, 5]))
+        totals[rule] = np.asarray(met.regret).sum(axis=1)
+        if rule == "fast":
+            assert float(np.asarray(met.rho)[:, -1].min()) > 0  # the sketch did discard mass
+    # One-sided: the fast rule holds m to 2m directions (per-round FD: m), so it may do better
+    # (here about 15% less regret); it must not do worse by more than 5%.
+    ratio = totals["fast"].mean() / totals["per_round"].mean()
+    assert ratio <= 1.05, (ratio, totals)
+
+
+def test_robust_scores_use_lam_plus_half_rho():
+    """Robust regularisation with the fast rule: Z = (lam + rho/2) I + V diag(mu) V^T in the
+    scores (eq. 16/19) and in the next update (dense step with that Z)."""
+    K, d, m, lam, eta, S = 2, 4, 2, 0.8, 2.0, 0.6
+    learner = _fast(K, d, m, regularization="robust")
+    hp = _hp(K, S=S, eta=eta)
+    xs, ys = _stream(K, d, 20, seed=5)
+    s, _ = _runner(learner)(learner.init(hp), xs, ys)
+    rho = float(s.rho)
+    assert rho > 0
+    Z = (lam + 0.5 * rho) * np.eye(K * d) + _dense_sketch(s)[0]
+    X = np.random.default_rng(1).normal(size=(4, d))
+    want = dense_scores(np.asarray(s.W), np.linalg.inv(Z), X, np.asarray(hp.rewards), 0.3)
+    np.testing.assert_allclose(np.asarray(learner.scores(s, jnp.asarray(X))), want, rtol=1e-9)
+    x, y = X[0], 1
+    w_new, _ = dense_ons_step(Z, np.asarray(s.W), x, y, eta, S)
+    s1 = jax.jit(learner.update)(s, jnp.asarray(x), y)
+    np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
+
+
+def test_nonfinite_update_rejected_and_float32():
+    K, d, m = 2, 4, 2
+    learner = _fast(K, d, m)
+    xs, ys = _stream(K, d, 8, seed=2)
+    s, _ = _runner(learner)(learner.init(_hp(K)), xs, ys)
+    bad = jax.jit(learner.update)(s, jnp.full((d,), jnp.nan), 1)
+    assert int(bad.info.status) == roots.NONFINITE
+    for a, b in zip(jax.tree.leaves(bad._replace(info=s.info)), jax.tree.leaves(s), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    s32, _ = _runner(learner)(learner.init(_hp(K, dtype=jnp.float32)), xs, ys)
+    assert s32.basis.dtype == jnp.float32 and s32.R.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(s32.W), np.asarray(s.W), atol=1e-4)
+
+
+def test_bad_arguments_name_themselves():
+    kw = {"num_outcomes": 2, "dim": 3, "sketch_size": 2}
+    with pytest.raises(ValueError, match="sketch_rule"):
+        mlogb.eofd(**kw, sketch_rule="fastest")
+    with pytest.raises(ValueError, match="sketch_rule"):
+        mlogb.eofd(**kw, sketch_rule="fast", max_sketch_size=4, delta_target=1.5)
+    with pytest.raises(ValueError, match="buffer_size"):
+        mlogb.eofd(**kw, buffer_size=6)  # per-round rule
+    with pytest.raises(ValueError, match="buffer_size"):
+        mlogb.eofd(**kw, sketch_rule="fast", buffer_size=3)  # < m + K
+    learner = mlogb.eofd(**kw, sketch_rule="fast", buffer_size=5)
+    assert learner.init(_hp(2)).basis.shape == (6, 7)  # min(c, K d) + K columns
