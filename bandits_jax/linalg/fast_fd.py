@@ -20,11 +20,12 @@ small ``eigh``), which loses accuracy only in directions whose weight is below `
 Reading it as the spectral state ``(V, mu, rho)`` of :class:`bandits_jax.linalg.sketch.FDState`:
 between shrinks the buffer holds up to 2m directions, so :func:`view` returns a D x 2m ``V``
 (orthonormal where ``mu > 0``, zero columns where ``mu = 0``) with ``V diag(mu) V^T = S S^T``,
-again through the Gram matrix (O(D m^2): for tests and occasional use). An EOFD learner on this
-rule would rather use the factor itself: every quantity EOFD needs from the sketch is
-``(lambda + rho) I + S S^T`` applied or inverted, and by Woodbury that only needs ``S^T x`` and
-the 2m x 2m matrix ``(lambda + rho) I + S^T S``, kept up to date by rank-k updates as columns
-arrive; no orthonormal basis is formed per round.
+again through the Gram matrix (O(D m^2): for tests and occasional use).
+
+EOFD-MLogB needs the sketch's eigenbasis every round (Woodbury step, Lemma 1, Lemma 2), so its
+``sketch_rule="fast"`` keeps the spectral state instead of the factor: :func:`spectral_round`
+and :func:`commit_basis` below hold ``V = basis @ R`` with a deferred rotation ``R`` (the basis
+is rebuilt only at a shrink) and shrink by Algorithm 3's rule.
 """
 
 from __future__ import annotations

@@ -40,6 +40,25 @@ Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exac
   the rank becomes the smallest ``r'`` in ``[rank, m_max]`` whose discarded eigenvalue keeps
   ``Delta_t`` (``1 + rho/lam``, robust ``1 + rho/(2 lam)``) at or below ``tau`` (``m_max`` if
   none), so the rank is non-decreasing. The radius uses the active rank.
+- ``sketch_rule="fast"``: Fast Frequent Directions (Ghashami, Liberty, Phillips & Woodruff 2016,
+  Algorithm 3) in EOFD's spectral form, for very large K d. The sketch holds up to a capacity
+  ``c`` (``buffer_size``, default 2m) of directions: each round's K new directions are added to
+  the core without truncation (its eigendecomposition is still taken every round, by K
+  secular-equation updates, since the Woodbury step, Lemma 1 and Lemma 2 need Z's eigenbasis);
+  only when the next block would not fit is the sketch shrunk to m directions by
+  ``delta = lambda_{m+1}`` (added to ``rho``). FD's ``G <= M <= G + rho I`` holds, with
+  ``rho <= (tr M - tr G)/(m + 1)``, and ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})`` as in the
+  paper's telescoping. The basis rotation is deferred: ``V = basis @ R`` with ``basis``
+  (K d x (c + K)) orthonormal in its used columns (a round's Q is written into a spare column)
+  and R small, so a round costs two passes over ``basis`` (``basis^T [X, w]`` and one product
+  giving Q and the new w) plus O(c^2 K) small work, and the O(K d c m) product ``basis @ R`` is
+  formed only at a shrink, once every ``(c - m)/K`` rounds. Radius (eq. 36, Lemma 6): ``rho``
+  is the sum of the shrinks' deltas, and the rank is the state's ``rank``, the number of
+  sketch directions (between m and c once filled; ``max(rank, 1)`` since
+  ``m ln(1 + a/m)`` grows with m): so the radius is that of a sketch of size ``rank``. The
+  robust regularisation works unchanged (``lam + rho/2`` everywhere Z is used). An adaptive
+  sketch size is rejected: the buffer already grows the rank between shrinks, and a rank kept
+  above m at a shrink leaves less room, so shrinks come more often until every round shrinks.
 """
 
 from __future__ import annotations
