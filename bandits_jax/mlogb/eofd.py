@@ -313,10 +313,8 @@ def eofd(
         lam = state.hparams.lam
         return lam + 0.5 * state.rho if robust else lam
 
-    def beta_of(state: EOFDState) -> jax.Array:
-        if not (robust or adaptive):
-            return base.radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
-        rank = state.rank if adaptive else m_eff
+    def radius_at(state, rank) -> jax.Array:
+        """Eq. (36)/(27) with the sketch rank ``rank`` (static int or int32 array)."""
         return confidence.radius(
             state.hparams,
             state.t,
@@ -327,6 +325,11 @@ def eofd(
             rank=rank,
             robust=robust,
         )
+
+    def beta_of(state: EOFDState) -> jax.Array:
+        if not (robust or adaptive):
+            return base.radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
+        return radius_at(state, state.rank if adaptive else m_eff)
 
     def a_matrices(state: EOFDState, actions: jax.Array) -> jax.Array:
         return lemma1_matrices(state.V, state.mu, z_scalar(state), actions, K)
@@ -410,9 +413,9 @@ def eofd(
             d=d,
             m=m_eff,
             capacity=capacity,
-            robust=robust,
             max_newton_steps=max_newton_steps,
             z_scalar=z_scalar,
+            radius_at=radius_at,
         )
 
     return base.assemble(
@@ -426,7 +429,7 @@ def eofd(
     )
 
 
-def _fast(*, K, d, m, capacity, robust, max_newton_steps, z_scalar) -> base.MLogBLearner:
+def _fast(*, K, d, m, capacity, max_newton_steps, z_scalar, radius_at) -> base.MLogBLearner:
     """The learner under ``sketch_rule="fast"`` (module docstring)."""
     # Arrays hold c + K slots so that a round's Q always fits (fast_fd.spectral_round).
     D, c = K * d, capacity + K
@@ -450,17 +453,7 @@ def _fast(*, K, d, m, capacity, robust, max_newton_steps, z_scalar) -> base.MLog
 
     def beta_of(state: EOFDFastState) -> jax.Array:
         # Lemma 6 with the rank of G_t (<= c); m ln(1 + a/m) grows with m, and 1 bounds rank 0.
-        rank = jnp.maximum(state.rank, 1)
-        return confidence.radius(
-            state.hparams,
-            state.t,
-            state.rho,
-            state.acc,
-            num_outcomes=K,
-            dim=d,
-            rank=rank,
-            robust=robust,
-        )
+        return radius_at(state, jnp.maximum(state.rank, 1))
 
     def a_matrices(state: EOFDFastState, actions: jax.Array) -> jax.Array:
         return lemma1_matrices(state.basis, state.mu, z_scalar(state), actions, K, state.R)
@@ -510,19 +503,9 @@ def _fast(*, K, d, m, capacity, robust, max_newton_steps, z_scalar) -> base.MLog
         old = (state.R, state.mu, state.rho, state.rank, state.used, state.acc, state.t, state.info)
         new = (rot.R, rot.mu, state.rho + rot.delta, rot.rank, rot.used, acc, state.t + 1, info)
         R_n, mu_n, rho_n, rank_n, used_n, acc_n, t_n, info_n = checks.guard(ok, new, old)
-        return EOFDFastState(
-            W=w_new.reshape(K, d),
-            basis=basis,
-            R=R_n,
-            mu=mu_n,
-            rho=rho_n,
-            rank=rank_n,
-            used=used_n,
-            acc=acc_n,
-            t=t_n,
-            hparams=hp,
-            info=info_n._replace(status=status),
-        )
+        info_n = info_n._replace(status=status)
+        W_n = w_new.reshape(K, d)
+        return EOFDFastState(W_n, basis, R_n, mu_n, rho_n, rank_n, used_n, acc_n, t_n, hp, info_n)
 
     return base.assemble(
         num_outcomes=K,
