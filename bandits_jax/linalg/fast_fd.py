@@ -20,16 +20,17 @@ small ``eigh``), which loses accuracy only in directions whose weight is below `
 Reading it as the spectral state ``(V, mu, rho)`` of :class:`bandits_jax.linalg.sketch.FDState`:
 between shrinks the buffer holds up to 2m directions, so :func:`view` returns a D x 2m ``V``
 (orthonormal where ``mu > 0``, zero columns where ``mu = 0``) with ``V diag(mu) V^T = S S^T``,
-again through the Gram matrix (O(D m^2): for tests and occasional use). An EOFD learner on this
-rule would rather use the factor itself: every quantity EOFD needs from the sketch is
-``(lambda + rho) I + S S^T`` applied or inverted, and by Woodbury that only needs ``S^T x`` and
-the 2m x 2m matrix ``(lambda + rho) I + S^T S``, kept up to date by rank-k updates as columns
-arrive; no orthonormal basis is formed per round.
+again through the Gram matrix (O(D m^2): for tests and occasional use).
+
+EOFD-MLogB needs the sketch's eigenbasis every round (Woodbury step, Lemma 1, Lemma 2), so its
+``sketch_rule="fast"`` keeps the spectral state instead of the factor: :func:`spectral_round`
+and :func:`commit_basis` below hold ``V = basis @ R`` with a deferred rotation ``R`` (the basis
+is rebuilt only at a shrink) and shrink by Algorithm 3's rule.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -37,9 +38,20 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import is_concrete
+from bandits_jax.linalg import secular
 from bandits_jax.linalg.sketch import FDState
 
-__all__ = ["FastFDState", "init", "update", "shrink", "view", "covariance"]
+__all__ = [
+    "FastFDState",
+    "Rotation",
+    "commit_basis",
+    "covariance",
+    "init",
+    "shrink",
+    "spectral_round",
+    "update",
+    "view",
+]
 
 
 class FastFDState(NamedTuple):
@@ -135,3 +147,115 @@ def view(state: FastFDState) -> FDState:
     pos = lam > tol
     V = S @ (W * jnp.where(pos, 1.0 / jnp.sqrt(jnp.where(pos, lam, 1.0)), 0.0)[None, :])
     return FDState(V=V, mu=jnp.where(pos, lam, 0.0), rho=state.rho)
+
+
+# --- Fast FD in spectral form with a deferred basis rotation (EOFD-MLogB's sketch_rule="fast") ---
+
+
+class Rotation(NamedTuple):
+    """The small part of one fast-FD round on the spectral state ``V = basis @ R``.
+
+    Attributes:
+      R: (n, n) new rotation; columns at and after ``rank`` are zero (unused slots).
+      mu: (n,) new weights, descending, zero at and after ``rank``.
+      rank: int32, number of sketch directions (orthonormal columns of ``basis @ R``).
+      used: int32, number of basis columns in use after the round.
+      delta: the mass discarded by a shrink (``lambda_{m+1}`` of the core; 0 without one).
+      shrink: bool, whether the round shrinks (then the basis is rebuilt, :func:`commit_basis`).
+      coeffs: (n, m) coordinates of the new basis in the basis with ``Q`` written in (a shrink).
+    """
+
+    R: jax.Array
+    mu: jax.Array
+    rank: jax.Array
+    used: jax.Array
+    delta: jax.Array
+    shrink: jax.Array
+    coeffs: jax.Array
+
+
+def spectral_round(
+    R: jax.Array,
+    mu: jax.Array,
+    rank: jax.Array,
+    used: jax.Array,
+    ext: Any,
+    M: jax.Array,
+    sketch_size: int,
+) -> Rotation:
+    """Absorbs ``X M X^T`` into the sketch ``V diag(mu) V^T`` with ``V = basis @ R`` (Algorithm 3
+    of Ghashami et al. in the spectral form of EOFD-MLogB's eq. 12-15); only small work.
+
+    The arrays have ``n = c + k`` slots for a capacity of ``c`` directions between rounds
+    (``k`` the block width), so the round's ``Q`` always fits in the basis columns
+    ``used .. used + k``. ``ext`` is the extension ``X = V C + Q T`` in V's coordinates
+    (``C = R^T basis^T X``). The core ``diag(mu, 0) + [C; T] M [C; T]^T`` is decomposed by
+    :func:`bandits_jax.linalg.secular.eigh_diag_plus_lowrank` (slots at and after ``rank`` and
+    degenerate residual directions get a sentinel below every genuine eigenvalue), and
+    ``[V, Q] U = basis' (R U_V + E U_Q)`` with ``E`` placing ``Q``: only ``R`` rotates. When
+    the next block would not fit (``used + k > c``) the sketch shrinks to ``m = sketch_size``
+    directions with weights ``lambda_i - lambda_{m+1}`` and
+    ``delta = lambda_{m+1}`` (eq. 15 at the shrink; :func:`commit_basis` rebuilds the basis).
+    """
+    n = mu.shape[0]
+    k = ext.T.shape[0]
+    m = sketch_size
+    dtype = mu.dtype
+    # The core is a diagonal plus a rank-k term: k secular-equation updates (O(k n^2), plain jnp)
+    # instead of a dense (n + k)^2 eigh (O(n^3) LAPACK, whose threads collapse on a shared CPU).
+    genuine = jnp.concatenate([jnp.arange(n) < rank, ext.valid])
+    A = jnp.where(genuine[:, None], ext.coords, 0.0)
+    sentinel = -(1.0 + jnp.sum(mu) + jnp.trace(M @ (A.T @ A)))
+    diag = jnp.where(genuine, jnp.concatenate([mu, jnp.zeros((k,), dtype)]), sentinel)
+    eig = secular.eigh_diag_plus_lowrank(diag, A, 0.5 * (M + M.T))
+    desc, U = eig.evals[::-1], eig.evecs[:, ::-1]
+    rank_all = (rank + jnp.sum(ext.valid)).astype(jnp.int32)
+
+    # [V, Q] U = basis' (R U_V + E U_Q), basis' with Q written at columns used .. used + k.
+    keep = jnp.arange(n) < rank_all
+    Uc = jnp.where(keep[None, :], U[:, :n], 0.0)
+    E_U = lax.dynamic_update_slice(jnp.zeros((n, n), dtype), Uc[n:], (used, jnp.int32(0)))
+    R_keep = R @ Uc[:n] + E_U
+    mu_keep = jnp.where(keep, jnp.maximum(desc[:n], 0.0), 0.0)
+
+    # Shrink to m directions (Ghashami's Algorithm 3): the new basis is basis' coeffs.
+    rank_s = jnp.minimum(rank_all, m).astype(jnp.int32)
+    delta = jnp.maximum(desc[m], 0.0)
+    top = jnp.arange(m) < rank_s
+    coeffs = jnp.where(top[None, :], R_keep[:, :m], 0.0)
+    mu_s = (
+        jnp.zeros((n,), dtype).at[:m].set(jnp.where(top, jnp.maximum(desc[:m] - delta, 0.0), 0.0))
+    )
+    R_s = jnp.eye(n, dtype=dtype) * (jnp.arange(n) < rank_s)[None, :]
+
+    shrink = used + 2 * k > n  # the next round's Q would not fit
+    return Rotation(
+        R=jnp.where(shrink, R_s, R_keep),
+        mu=jnp.where(shrink, mu_s, mu_keep),
+        rank=jnp.where(shrink, rank_s, rank_all).astype(jnp.int32),
+        used=jnp.where(shrink, rank_s, used + k).astype(jnp.int32),
+        delta=jnp.where(shrink, delta, 0.0),
+        shrink=shrink,
+        coeffs=coeffs,
+    )
+
+
+def commit_basis(basis: jax.Array, Q: jax.Array, rot: Rotation, used: jax.Array) -> jax.Array:
+    """The basis after a round: ``Q`` (D, k) written into columns ``used .. used + k`` (O(D k)),
+    then at a shrink ``basis coeffs`` (O(D n m), once every ``(c - m) / k`` rounds).
+
+    The shrink runs in a ``lax.while_loop`` of zero or one trip whose only large operand is its
+    carry: measured, a ``lax.cond`` over the basis, a slice read back and rewritten, or a
+    product with a captured ``Q`` (hoisted out of the loop by XLA and so computed every round)
+    each cost a D-sized pass per round; this form costs none."""
+    D, n = basis.shape
+    m = rot.coeffs.shape[1]
+    basis = lax.dynamic_update_slice(basis, Q, (jnp.zeros((), jnp.int32), used))
+
+    def shrink(carry):
+        i, B = carry
+        return i + 1, jnp.concatenate([B @ rot.coeffs, jnp.zeros((D, n - m), B.dtype)], axis=1)
+
+    trips = rot.shrink.astype(jnp.int32)
+    _, basis = lax.while_loop(lambda cr: cr[0] < trips, shrink, (jnp.zeros((), jnp.int32), basis))
+    return basis

@@ -40,6 +40,25 @@ Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exac
   the rank becomes the smallest ``r'`` in ``[rank, m_max]`` whose discarded eigenvalue keeps
   ``Delta_t`` (``1 + rho/lam``, robust ``1 + rho/(2 lam)``) at or below ``tau`` (``m_max`` if
   none), so the rank is non-decreasing. The radius uses the active rank.
+- ``sketch_rule="fast"``: Fast Frequent Directions (Ghashami, Liberty, Phillips & Woodruff 2016,
+  Algorithm 3) in EOFD's spectral form, for very large K d. The sketch holds up to a capacity
+  ``c`` (``buffer_size``, default 2m) of directions: each round's K new directions are added to
+  the core without truncation (its eigendecomposition is still taken every round, by K
+  secular-equation updates, since the Woodbury step, Lemma 1 and Lemma 2 need Z's eigenbasis);
+  only when the next block would not fit is the sketch shrunk to m directions by
+  ``delta = lambda_{m+1}`` (added to ``rho``). FD's ``G <= M <= G + rho I`` holds, with
+  ``rho <= (tr M - tr G)/(m + 1)``, and ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})`` as in the
+  paper's telescoping. The basis rotation is deferred: ``V = basis @ R`` with ``basis``
+  (K d x (c + K)) orthonormal in its used columns (a round's Q is written into a spare column)
+  and R small, so a round costs two passes over ``basis`` (``basis^T [X, w]`` and one product
+  giving Q and the new w) plus O(c^2 K) small work, and the O(K d c m) product ``basis @ R`` is
+  formed only at a shrink, once every ``(c - m)/K`` rounds. Radius (eq. 36, Lemma 6): ``rho``
+  is the sum of the shrinks' deltas, and the rank is the state's ``rank``, the number of
+  sketch directions (between m and c once filled; ``max(rank, 1)`` since
+  ``m ln(1 + a/m)`` grows with m): so the radius is that of a sketch of size ``rank``. The
+  robust regularisation works unchanged (``lam + rho/2`` everywhere Z is used). An adaptive
+  sketch size is rejected: the buffer already grows the rank between shrinks, and a rank kept
+  above m at a shrink leaves less room, so shrinks come more often until every round shrinks.
 """
 
 from __future__ import annotations
@@ -51,20 +70,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks
-from bandits_jax.linalg import lowrank, projection, sketch
+from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.roots import NONFINITE
 from bandits_jax.mlogb import confidence, model
+from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
-from bandits_jax.mlogb.learner import (
-    MLogBLearner,
-    UpdateInfo,
-    assemble,
-    check_hparams,
-    check_static,
-    check_update_args,
-    empty_info,
-    radius_of,
-)
 
 
 class EOFDState(NamedTuple):
@@ -89,23 +99,147 @@ class EOFDState(NamedTuple):
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
-    info: UpdateInfo
+    info: base.UpdateInfo
 
 
-def lemma1_matrices(V: jax.Array, mu: jax.Array, lam: jax.Array, actions: jax.Array, K: int):
+class EOFDFastState(NamedTuple):
+    """EOFD-MLogB state under ``sketch_rule="fast"``: the sketch is ``V diag(mu) V^T`` with
+    ``V = basis @ R`` (deferred rotation).
+
+    Attributes:
+      W: (K, d) estimate ``W_t``.
+      basis: (K d, c + K) columns ``0 .. used`` orthonormal (or zero), the rest zero; ``c`` is
+        the capacity (``buffer_size``, default 2m) and K more columns take a round's new ones.
+      R: (c + K, c + K) rotation; columns at and after ``rank`` are zero.
+      mu: (c + K,) weights, descending, zero at and after ``rank``; rho: ``rho_{1:t-1}`` (the sum of
+        the shrinks' ``delta``).
+      rank: int32, number of sketch directions (between m and c once the sketch has filled).
+      used: int32, basis columns in use (where the next round's ``Q`` is written).
+      acc, t, hparams, info: as :class:`EOFDState`.
+    """
+
+    W: jax.Array
+    basis: jax.Array
+    R: jax.Array
+    mu: jax.Array
+    rho: jax.Array
+    rank: jax.Array
+    used: jax.Array
+    acc: jax.Array
+    t: jax.Array
+    hparams: MLogBHyperparams
+    info: base.UpdateInfo
+
+
+def lemma1_matrices(
+    V: jax.Array,
+    mu: jax.Array,
+    lam: jax.Array,
+    actions: jax.Array,
+    K: int,
+    R: jax.Array | None = None,
+):
     """``A(x)`` of Lemma 1, eq. (18), for every row of ``actions`` (N, d): (N, K, K).
 
     ``C[n, i, k] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
-    ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation).
+    ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation). With ``R`` the
+    directions are ``V @ R`` (the fast rule's deferred rotation; O(N K m^2) more).
     """
     d = actions.shape[1]
     Vr = V.reshape(K, d, V.shape[1])
     # One (N, d) x (d, m) product per block: no transposed copy of V.
     C = jnp.stack([actions @ Vr[i] for i in range(K)], axis=1)  # (N, K, m)
+    if R is not None:
+        C = C @ R
     w = 1.0 / (mu + lam) - 1.0 / lam
     A = jnp.einsum("nik,k,njk->nij", C, w, C)
     xx = jnp.sum(actions * actions, axis=1) / lam
     return A + xx[:, None, None] * jnp.eye(K, dtype=actions.dtype)
+
+
+class _Step(NamedTuple):
+    """The small part of one EOFD round (everything but the sketch and the D-sized maps)."""
+
+    coef: jax.Array  # w_new = alpha w + [V, Q] coef
+    alpha: jax.Array
+    z_new: jax.Array  # W_{t+1} x_t
+    sol: projection.DualSolution
+    acc_increment: jax.Array
+
+
+def _newton_step(
+    hp: MLogBHyperparams,
+    lam: jax.Array,
+    mu: jax.Array,
+    A: jax.Array,
+    bw: jax.Array,
+    Wx: jax.Array,
+    w_sq0: jax.Array,
+    y: jax.Array,
+    max_newton_steps: int,
+    dim: int,
+) -> _Step:
+    """Newton step (eq. 8, 20-22), projection (Lemma 2, eq. 23-25) and the eq. (36) increment
+    in the orthonormal basis ``[V, Q]`` of a round: ``A = [V, Q]^T X``, ``bw = [V, Q]^T w``,
+    ``Wx = W_t x``, ``w_sq0 = ||w||^2``, ``lam`` Z's scalar part, ``mu`` the weights of V."""
+    K = A.shape[1]
+    dtype = A.dtype
+    eta = hp.eta
+    # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
+    # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
+    # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
+    # is the numpy reference's route).
+    s = model.sigma(Wx)
+    J = eta * model.jacobian(s)
+    diag = jnp.concatenate([mu, jnp.zeros((K,), dtype)]) + lam
+
+    def zt_solve(shift, v):
+        return lowrank.diag_lowrank_solve(diag + shift, A, J, v)
+
+    # Gradient step (eq. 8): grad = X (sigma - y) = [V, Q] A (sigma - y),
+    # w' = w - eta [V, Q] step.
+    g = A @ (s - model.onehot(y, K, dtype))
+    step = zt_solve(0.0, g)
+    b = bw - eta * step  # [V, Q]^T w'
+    w_sq = jnp.maximum(w_sq0 - 2.0 * eta * (bw @ step) + eta**2 * (step @ step), 0.0)
+
+    # Projection (Lemma 2, eq. 23-25). The part of w' outside span[V, Q] scales by
+    # lam/(lam+nu); inside, y(nu) = (M + nu I)^{-1} M b = b - nu (M + nu I)^{-1} b with
+    # M = Zt restricted, so f(nu) = r0 lam^2/(lam+nu)^2 + ||y(nu)||^2 is eq. (25) and
+    # f'(nu) = -2 r0 lam^2/(lam+nu)^3 - 2 y^T (M + nu I)^{-1} y.
+    r0 = jnp.maximum(projection.effective_norm_sq(w_sq, hp.S) - b @ b, 0.0)
+
+    def f_and_df(nu):
+        yv = b - nu * zt_solve(nu, b)
+        p = lam + nu
+        f = r0 * lam**2 / p**2 + yv @ yv
+        df = -2.0 * r0 * lam**2 / p**3 - 2.0 * (yv @ zt_solve(nu, yv))
+        return f, df
+
+    curvature = jnp.max(diag) + jnp.trace(J @ (A.T @ A))  # >= lambda_max(Zt)
+    sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=max_newton_steps)
+    nu = sol.nu
+    alpha = lam / (lam + nu)
+    y_nu = b - nu * zt_solve(nu, b)
+    # w_new = alpha (w' - [V,Q] b) + [V,Q] y_nu = alpha w + [V,Q] coef. W_new x needs no pass
+    # over V: (([V,Q] coef) as K x d) x = A^T coef, since X = [V, Q] A.
+    coef = y_nu - alpha * b - alpha * eta * step
+    z_new = alpha * Wx + A.T @ coef
+    # Eq. (36) running sum with Z_t (before the sketch absorbs the new term), from small
+    # quantities: [V,Q]^T (w_new - w) = (alpha - 1) bw + coef, and V^T Q = 0.
+    m = mu.shape[0]
+    dc = (alpha - 1.0) * bw + coef
+    dv = dc[:m]
+    step_z_sq = (
+        lam * jnp.sum(dc * dc)
+        + lam * (alpha - 1.0) ** 2 * jnp.maximum(w_sq0 - bw @ bw, 0.0)
+        + jnp.sum(mu * dv * dv)
+    )
+    step_x = z_new - Wx
+    inc = confidence.increment(
+        hp, num_outcomes=K, dim=dim, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
+    )
+    return _Step(coef=coef, alpha=alpha, z_new=z_new, sol=sol, acc_increment=inc)
 
 
 def eofd(
@@ -117,8 +251,11 @@ def eofd(
     regularization: str = "paper",
     max_sketch_size: int | None = None,
     delta_target: float | None = None,
-) -> MLogBLearner:
-    """EOFD-MLogB (Algorithm 2), optionally robust and/or with an adaptive sketch size.
+    sketch_rule: str = "per_round",
+    buffer_size: int | None = None,
+) -> base.MLogBLearner:
+    """EOFD-MLogB (Algorithm 2), optionally robust, with an adaptive sketch size, or with the
+    fast sketch rule.
 
     Args:
       num_outcomes: K >= 1 (K = 1 is the logistic bandit with decision rule eq. 16).
@@ -132,6 +269,12 @@ def eofd(
         needs ``delta_target``.
       delta_target: ``tau >= 1``: the active rank grows so that ``Delta_t <= tau`` while it can
         (``inf``: never grows; ``1``: grows whenever mass would be discarded).
+      sketch_rule: ``"per_round"`` (Algorithm 1, the paper) or ``"fast"`` (Fast FD with a
+        deferred basis rotation; module docstring). The fast rule cannot be combined with an
+        adaptive sketch size.
+      buffer_size: capacity ``c`` of the fast rule (default ``2 m``, Ghashami et al., or
+        ``m + K`` when K > m; capped at K d); needs ``sketch_rule="fast"`` and ``c >= m + K``
+        (room for one round between shrinks).
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
@@ -139,16 +282,17 @@ def eofd(
     Raises:
       ValueError: naming the offending argument.
     """
-    K, d = check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
+    K, d = base.check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
     robust = confidence.check_regularization(regularization)
     adaptive = _check_adaptive(sketch_size, max_sketch_size, delta_target)
     D = K * d
+    capacity = _check_rule(sketch_rule, buffer_size, adaptive, min(int(sketch_size), D), K, D)
     m_eff = min(int(max_sketch_size if adaptive else sketch_size), D)
     rank0 = min(int(sketch_size), m_eff)
     tau = float(delta_target) if adaptive else None
 
     def init(hp: MLogBHyperparams) -> EOFDState:
-        check_hparams(hp, K)
+        base.check_hparams(hp, K)
         dtype = hp.lam.dtype
         fd = sketch.init(D, m_eff, dtype)
         return EOFDState(
@@ -161,7 +305,7 @@ def eofd(
             t=jnp.zeros((), jnp.int32),
             # Own copies: a donated state must not delete the caller's hyperparameter arrays.
             hparams=jax.tree_util.tree_map(jnp.array, hp),
-            info=empty_info(dtype),
+            info=base.empty_info(dtype),
         )
 
     def z_scalar(state: EOFDState) -> jax.Array:
@@ -169,10 +313,8 @@ def eofd(
         lam = state.hparams.lam
         return lam + 0.5 * state.rho if robust else lam
 
-    def beta_of(state: EOFDState) -> jax.Array:
-        if not (robust or adaptive):
-            return radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
-        rank = state.rank if adaptive else m_eff
+    def radius_at(state, rank) -> jax.Array:
+        """Eq. (36)/(27) with the sketch rank ``rank`` (static int or int32 array)."""
         return confidence.radius(
             state.hparams,
             state.t,
@@ -184,16 +326,22 @@ def eofd(
             robust=robust,
         )
 
+    def beta_of(state: EOFDState) -> jax.Array:
+        if not (robust or adaptive):
+            return base.radius_of(state, num_outcomes=K, dim=d, rank=m_eff)
+        return radius_at(state, state.rank if adaptive else m_eff)
+
     def a_matrices(state: EOFDState, actions: jax.Array) -> jax.Array:
         return lemma1_matrices(state.V, state.mu, z_scalar(state), actions, K)
 
     def update(state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
-        check_update_args(x, y, K, d)
+        base.check_update_args(x, y, K, d)
         hp = state.hparams
         dtype = state.W.dtype
         x = x.astype(dtype)
-        lam, eta = z_scalar(state), hp.eta
+        lam = z_scalar(state)
         V, mu = state.V, state.mu
+        m = V.shape[1]
         w = state.W.reshape(-1)
         beta_used = beta_of(state)
 
@@ -207,46 +355,8 @@ def eofd(
         Wx = state.W @ x  # = X^T w
         bw = jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)])  # [V, Q]^T w
 
-        # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
-        # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
-        # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
-        # is the numpy reference's route).
-        s = model.sigma(Wx)
-        J = eta * model.jacobian(s)
-        diag = jnp.concatenate([mu, jnp.zeros((K,), dtype)]) + lam
-
-        def zt_solve(shift, v):
-            return lowrank.diag_lowrank_solve(diag + shift, A, J, v)
-
-        # Gradient step (eq. 8): grad = X (sigma - y) = [V, Q] A (sigma - y),
-        # w' = w - eta [V, Q] step.
-        g = A @ (s - model.onehot(y, K, dtype))
-        step = zt_solve(0.0, g)
-        b = bw - eta * step  # [V, Q]^T w'
-        w_sq = jnp.maximum(jnp.sum(w * w) - 2.0 * eta * (bw @ step) + eta**2 * (step @ step), 0.0)
-
-        # Projection (Lemma 2, eq. 23-25). The part of w' outside span[V, Q] scales by
-        # lam/(lam+nu); inside, y(nu) = (M + nu I)^{-1} M b = b - nu (M + nu I)^{-1} b with
-        # M = Zt restricted, so f(nu) = r0 lam^2/(lam+nu)^2 + ||y(nu)||^2 is eq. (25) and
-        # f'(nu) = -2 r0 lam^2/(lam+nu)^3 - 2 y^T (M + nu I)^{-1} y.
-        r0 = jnp.maximum(projection.effective_norm_sq(w_sq, hp.S) - b @ b, 0.0)
-
-        def f_and_df(nu):
-            yv = b - nu * zt_solve(nu, b)
-            p = lam + nu
-            f = r0 * lam**2 / p**2 + yv @ yv
-            df = -2.0 * r0 * lam**2 / p**3 - 2.0 * (yv @ zt_solve(nu, yv))
-            return f, df
-
-        curvature = jnp.max(diag) + jnp.trace(J @ (A.T @ A))  # >= lambda_max(Zt)
-        sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=max_newton_steps)
-        nu = sol.nu
-        alpha = lam / (lam + nu)
-        y_nu = b - nu * zt_solve(nu, b)
-        # w_new = alpha (w' - [V,Q] b) + [V,Q] y_nu = alpha w + [V,Q] coef. W_new x needs no pass
-        # over V: (([V,Q] coef) as K x d) x = A^T coef, since X = [V, Q] A.
-        coef = y_nu - alpha * b - alpha * eta * step
-        z_new = alpha * Wx + A.T @ coef
+        st = _newton_step(hp, lam, mu, A, bw, Wx, jnp.sum(w * w), y, max_newton_steps, d)
+        coef, alpha, z_new, sol = st.coef, st.alpha, st.z_new, st.sol
 
         # Algorithm 1: absorb grad^2 l_t(W_{t+1}) (eq. 12-15) in the same basis.
         M_new = model.jacobian(model.sigma(z_new))
@@ -256,20 +366,7 @@ def eofd(
         else:
             tr, rank_new = sketch.truncate(mu, ext, M_new), state.rank
 
-        # Eq. (36) running sum with Z_t (before the sketch absorbs the new term), from small
-        # quantities: [V,Q]^T (w_new - w) = (alpha - 1) bw + coef, and V^T Q = 0.
-        m = V.shape[1]
-        dc = (alpha - 1.0) * bw + coef
-        dv = dc[:m]
-        step_z_sq = (
-            lam * jnp.sum(dc * dc)
-            + lam * (alpha - 1.0) ** 2 * jnp.maximum(jnp.sum(w * w) - bw @ bw, 0.0)
-            + jnp.sum(mu * dv * dv)
-        )
-        step_x = z_new - Wx
-        acc = state.acc + confidence.increment(
-            hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
-        )
+        acc = state.acc + st.acc_increment
 
         # NaN guard on the small quantities only (V, w are finite by induction, Q is finite when
         # x is): a rejected update maps the identity ([V, Q] [I; 0] = V with X, C zeroed), so the
@@ -287,7 +384,7 @@ def eofd(
         V_new, dw = sketch.map_basis(V, ext, U, coef)
         w_new = jnp.where(ok, alpha, 1.0) * w + dw
 
-        info = UpdateInfo(
+        info = base.UpdateInfo(
             projected=sol.active,
             nu=sol.nu,
             newton_steps=sol.steps,
@@ -310,7 +407,18 @@ def eofd(
             info=info_n,
         )
 
-    return assemble(
+    if capacity is not None:
+        return _fast(
+            K=K,
+            d=d,
+            m=m_eff,
+            capacity=capacity,
+            max_newton_steps=max_newton_steps,
+            z_scalar=z_scalar,
+            radius_at=radius_at,
+        )
+
+    return base.assemble(
         num_outcomes=K,
         dim=d,
         rank=m_eff,
@@ -319,6 +427,129 @@ def eofd(
         update=update,
         radius=beta_of,
     )
+
+
+def _fast(*, K, d, m, capacity, max_newton_steps, z_scalar, radius_at) -> base.MLogBLearner:
+    """The learner under ``sketch_rule="fast"`` (module docstring)."""
+    # Arrays hold c + K slots so that a round's Q always fits (fast_fd.spectral_round).
+    D, c = K * d, capacity + K
+
+    def init(hp: MLogBHyperparams) -> EOFDFastState:
+        base.check_hparams(hp, K)
+        dtype = hp.lam.dtype
+        return EOFDFastState(
+            W=jnp.zeros((K, d), dtype),
+            basis=jnp.zeros((D, c), dtype),
+            R=jnp.zeros((c, c), dtype),
+            mu=jnp.zeros((c,), dtype),
+            rho=jnp.zeros((), dtype),
+            rank=jnp.zeros((), jnp.int32),
+            used=jnp.zeros((), jnp.int32),
+            acc=jnp.zeros((), dtype),
+            t=jnp.zeros((), jnp.int32),
+            hparams=jax.tree_util.tree_map(jnp.array, hp),
+            info=base.empty_info(dtype),
+        )
+
+    def beta_of(state: EOFDFastState) -> jax.Array:
+        # Lemma 6 with the rank of G_t (<= c); m ln(1 + a/m) grows with m, and 1 bounds rank 0.
+        return radius_at(state, jnp.maximum(state.rank, 1))
+
+    def a_matrices(state: EOFDFastState, actions: jax.Array) -> jax.Array:
+        return lemma1_matrices(state.basis, state.mu, z_scalar(state), actions, K, state.R)
+
+    def update(state: EOFDFastState, x: jax.Array, y: jax.Array) -> EOFDFastState:
+        base.check_update_args(x, y, K, d)
+        hp = state.hparams
+        dtype = state.W.dtype
+        x = x.astype(dtype)
+        lam = z_scalar(state)
+        B, R, mu = state.basis, state.R, state.mu
+        w = state.W.reshape(-1)
+        beta_used = beta_of(state)
+
+        # Pass 1 over the basis: basis^T [X, w]. The extension is taken in basis coordinates
+        # (its Q is the same in V = basis R coordinates, as span V = span of the used columns).
+        X = jnp.kron(jnp.eye(K, dtype=dtype), x[:, None])
+        P = B.T @ jnp.concatenate([X, w[:, None]], axis=1)
+        ext_b = sketch.extend(B, X, P[:, :K])
+        ext = ext_b._replace(C=R.T @ ext_b.C)
+        Vw = R.T @ P[:, K]
+        Wx = state.W @ x
+        bw = jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)])
+        st = _newton_step(hp, lam, mu, ext.coords, bw, Wx, jnp.sum(w * w), y, max_newton_steps, d)
+        M_new = model.jacobian(model.sigma(st.z_new))
+        rot = fast_fd.spectral_round(R, mu, state.rank, state.used, ext, M_new, m)
+        acc = state.acc + st.acc_increment
+
+        small = (x, st.coef, st.alpha, st.z_new, rot.R, rot.mu, rot.delta, rot.coeffs, acc)
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in small + (st.sol.nu,)]))
+        coef = jnp.where(ok, st.coef, 0.0)
+        ext_b = ext_b._replace(
+            X=jnp.where(ok, ext_b.X, 0.0),
+            C=jnp.where(ok, ext_b.C, 0.0),
+            T_pinv=jnp.where(ok, ext_b.T_pinv, 0.0),
+        )
+        # Pass 2: Q and [V, Q] coef = basis (R coef_V) + Q coef_Q in one product.
+        top = jnp.concatenate([jnp.zeros((c, K), dtype), (R @ coef[:c])[:, None]], axis=1)
+        bottom = jnp.concatenate([jnp.eye(K, dtype=dtype), coef[c:, None]], axis=1)
+        out = sketch.apply_basis(B, ext_b, jnp.concatenate([top, bottom], axis=0))
+        rot = rot._replace(shrink=rot.shrink & ok)
+        basis = fast_fd.commit_basis(B, out[:, :K], rot, state.used)
+        w_new = jnp.where(ok, st.alpha, 1.0) * w + out[:, K]
+
+        status = jnp.where(ok, st.sol.status, NONFINITE).astype(jnp.int32)
+        info = base.UpdateInfo(st.sol.active, st.sol.nu, st.sol.steps, status, beta_used)
+        old = (state.R, state.mu, state.rho, state.rank, state.used, state.acc, state.t, state.info)
+        new = (rot.R, rot.mu, state.rho + rot.delta, rot.rank, rot.used, acc, state.t + 1, info)
+        R_n, mu_n, rho_n, rank_n, used_n, acc_n, t_n, info_n = checks.guard(ok, new, old)
+        info_n = info_n._replace(status=status)
+        W_n = w_new.reshape(K, d)
+        return EOFDFastState(W_n, basis, R_n, mu_n, rho_n, rank_n, used_n, acc_n, t_n, hp, info_n)
+
+    return base.assemble(
+        num_outcomes=K,
+        dim=d,
+        rank=c,
+        init=init,
+        a_matrices=a_matrices,
+        update=update,
+        radius=beta_of,
+    )
+
+
+SKETCH_RULES = ("per_round", "fast")
+
+
+def _check_rule(
+    sketch_rule: object, buffer_size: object, adaptive: bool, m: int, K: int, D: int
+) -> int | None:
+    """Eager validation of the sketch rule; the fast rule's capacity (None for per-round)."""
+    if not isinstance(sketch_rule, str) or sketch_rule not in SKETCH_RULES:
+        raise ValueError(f"sketch_rule must be one of {SKETCH_RULES}, got {sketch_rule!r}")
+    if sketch_rule == "per_round":
+        if buffer_size is not None:
+            raise ValueError(f'buffer_size needs sketch_rule="fast", got {buffer_size!r}')
+        return None
+    if adaptive:
+        raise ValueError(
+            'sketch_rule="fast" cannot be combined with max_sketch_size/delta_target: the fast '
+            "rule already holds up to buffer_size directions between shrinks, and a rank grown "
+            "at a shrink would leave less room, so shrinks (O(K d c m) each) would come more "
+            "often until every round shrinks; use the per-round rule for an adaptive size"
+        )
+    if buffer_size is None:
+        return min(m + max(m, K), D)
+    if (
+        not isinstance(buffer_size, int | np.integer)
+        or isinstance(buffer_size, bool)
+        or buffer_size < m + K
+    ):
+        raise ValueError(
+            f"buffer_size must be an int >= sketch_size + num_outcomes = {m + K}, "
+            f"got {buffer_size!r}"
+        )
+    return min(int(buffer_size), D)
 
 
 def _check_adaptive(sketch_size: int, max_sketch_size: object, delta_target: object) -> bool:

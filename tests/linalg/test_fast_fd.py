@@ -99,3 +99,25 @@ def test_bad_input():
     assert int(bad.rejected) == 1
     np.testing.assert_array_equal(bad.buffer, good.buffer)
     assert int(bad.count) == int(good.count)
+
+
+def test_commit_basis_writes_in_place_or_shrinks():
+    """Without a shrink only columns used .. used + k change (to Q); with one the basis becomes
+    basis' @ coeffs (basis' = Q written in) padded with zero columns."""
+    D, n, m, k, used = 7, 6, 2, 2, 3
+    rng = np.random.default_rng(0)
+    basis = jnp.asarray(np.concatenate([rng.normal(size=(D, used)), np.zeros((D, n - used))], 1))
+    Q = jnp.asarray(rng.normal(size=(D, k)))
+    coeffs = jnp.asarray(rng.normal(size=(n, m)))
+    rot = fast_fd.Rotation(
+        R=jnp.eye(n), mu=jnp.zeros(n), rank=jnp.int32(used), used=jnp.int32(used + k),
+        delta=jnp.zeros(()), shrink=jnp.asarray(False), coeffs=coeffs,
+    )  # fmt: skip
+    commit = jax.jit(fast_fd.commit_basis)
+    out = np.asarray(commit(basis, Q, rot, jnp.int32(used)))
+    want = np.asarray(basis).copy()
+    want[:, used : used + k] = np.asarray(Q)
+    np.testing.assert_array_equal(out, want)
+    out = np.asarray(commit(basis, Q, rot._replace(shrink=jnp.asarray(True)), jnp.int32(used)))
+    np.testing.assert_allclose(out[:, :m], want @ np.asarray(coeffs), rtol=1e-12)
+    assert np.all(out[:, m:] == 0)
