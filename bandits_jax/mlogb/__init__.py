@@ -5,7 +5,7 @@ Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Freque
 """
 
 from bandits_jax.mlogb.bonus import argmax_tie
-from bandits_jax.mlogb.eofd import EOFDState, eofd
+from bandits_jax.mlogb.eofd import EOFDFastState, EOFDState, eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams, Section4, hyperparams, section4
 from bandits_jax.mlogb.interact import MLogBMetrics, interact
@@ -21,6 +21,7 @@ from bandits_jax.mlogb.uniform import (
 )
 
 __all__ = [
+    "EOFDFastState",
     "EOFDState",
     "LinUCBHyperparams",
     "LinUCBState",
