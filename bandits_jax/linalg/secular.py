@@ -50,8 +50,8 @@ __all__ = [
     "psd_factor",
 ]
 
-UNROLLED = 6  # root steps without a loop after the midpoint step (quadratic: enough, as a rule)
-MAX_STEPS = 64  # further root steps in a while_loop, only while some root is short of tolerance
+UNROLLED = 3  # root steps always taken after the midpoint step (as a rule all that is needed)
+MAX_STEPS = 64  # further root steps, only while some root is short of its tolerance
 
 
 class SecularEigh(NamedTuple):
@@ -140,10 +140,11 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     largest). Returns ``(origin, tau, converged)`` with ``lam_i = origin_i + tau_i`` and
     ``origin_i`` the nearer pole.
 
-    The secular function is evaluated once at each interval's midpoint, which decides the
-    nearer pole and gives the first two-pole step; then ``UNROLLED`` steps without a loop
-    (they fuse, and under ``vmap`` they cost no loop predicate), then a ``lax.while_loop`` for
-    the rare roots still short of their tolerance (none, as a rule: it runs zero times)."""
+    One ``lax.while_loop`` whose body is compiled once: the first step evaluates the secular
+    function at each interval's midpoint, which decides the nearer pole (the origin) and gives
+    the first two-pole step; ``UNROLLED`` more steps run whatever the tolerance says (a trip
+    count known in advance, as a rule all that is needed), then only while some root is short
+    of its tolerance, at most ``MAX_STEPS`` more."""
     n = d.shape[0]
     dtype = d.dtype
     eps = jnp.finfo(dtype).eps
@@ -172,15 +173,20 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
             jnp.where(left_mask, 0.0, dterms),
         )
 
-    def step(origin, p, q, tau, lo, hi, done, sums_at_tau):
-        psi, phi, dpsi, dphi = sums_at_tau
+    def body(c):
+        origin, p, q, tau, lo, hi, done, k = c
+        psi, phi, dpsi, dphi = sums(origin, tau)
         f = 1.0 + psi + phi
+        # First step (at the midpoint, relative to the left pole): f < 0 means the root is
+        # nearer the right pole, which becomes the origin (exact shifts: half = gap / 2).
+        shift = jnp.where((k == 0) & (~last) & (f < 0), gap, 0.0)
+        origin = jnp.where(shift > 0, d_right, origin)
+        p, q, tau, lo, hi = p - shift, q - shift, tau - shift, lo - shift, hi - shift
         err = 1.0 + phi - psi  # psi <= 0 <= phi: the sum of |terms|
         lo_new = jnp.where(f < 0, tau, lo)
         hi_new = jnp.where(f > 0, tau, hi)
-        lo, hi, lo_old, hi_old = lo_new, hi_new, lo, hi
         small = (jnp.abs(f) <= 4 * n * eps * err) | (
-            hi - lo <= 4 * eps * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+            hi_new - lo_new <= 4 * eps * jnp.maximum(jnp.abs(lo_new), jnp.abs(hi_new))
         )
         # Two-pole model: psi ~ a1 + s/(p - x), phi ~ a2 + t/(q - x), matched at tau.
         s = dpsi * (p - tau) ** 2
@@ -192,45 +198,29 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
         qq = 0.5 * (a + jnp.where(a >= 0, disc, -disc))
         x1 = jnp.where(cc != 0, qq / jnp.where(cc != 0, cc, 1.0), jnp.inf)
         x2 = jnp.where(qq != 0, b / jnp.where(qq != 0, qq, 1.0), jnp.inf)
-        in1 = jnp.isfinite(x1) & (x1 > lo) & (x1 < hi)
-        in2 = jnp.isfinite(x2) & (x2 > lo) & (x2 < hi)
-        x = jnp.where(in2, x2, jnp.where(in1, x1, 0.5 * (lo + hi)))
+        in1 = jnp.isfinite(x1) & (x1 > lo_new) & (x1 < hi_new)
+        in2 = jnp.isfinite(x2) & (x2 > lo_new) & (x2 < hi_new)
+        x = jnp.where(in2, x2, jnp.where(in1, x1, 0.5 * (lo_new + hi_new)))
         new_done = done | small
         return (
+            origin,
+            p,
+            q,
             jnp.where(new_done, tau, x),
-            jnp.where(done, lo_old, lo),
-            jnp.where(done, hi_old, hi),
+            jnp.where(done, lo, lo_new),
+            jnp.where(done, hi, hi_new),
             new_done,
+            k + 1,
         )
 
-    # Midpoint, relative to the left pole; its sign says which pole is nearer.
-    half = 0.5 * gap
-    at_mid = sums(d, half)
-    right = (~last) & (1.0 + at_mid[0] + at_mid[1] < 0)
-    origin = jnp.where(right, d_right, d)
-    p = jnp.where(right, -gap, 0.0)  # left pole, relative to the origin
-    q = jnp.where(right, 0.0, gap)  # right pole (for the last root: the upper bound, no pole)
-    tau = jnp.where(right, -half, half)  # the midpoint, relative to the origin
-    lo, hi = p, q
-    done = ~active
-    tau, lo, hi, done = step(origin, p, q, tau, lo, hi, done, at_mid)
-
-    def fixed(_, c):
-        tau, lo, hi, done = c
-        return step(origin, p, q, tau, lo, hi, done, sums(origin, tau))
-
-    tau, lo, hi, done = lax.fori_loop(0, UNROLLED, fixed, (tau, lo, hi, done))
-
-    def body(c):
-        tau, lo, hi, done, k = c
-        tau, lo, hi, done = step(origin, p, q, tau, lo, hi, done, sums(origin, tau))
-        return tau, lo, hi, done, k + 1
-
     def cond(c):
-        return jnp.any(~c[3]) & (c[4] < MAX_STEPS)
+        k = c[7]
+        return (k <= UNROLLED) | (jnp.any(~c[6]) & (k <= UNROLLED + MAX_STEPS))
 
-    k0 = jnp.zeros((), jnp.int32)
-    tau, lo, hi, done, _ = lax.while_loop(cond, body, (tau, lo, hi, done, k0))
+    # Start at each interval's midpoint, relative to the left pole (origin d, poles 0 and gap).
+    zero = jnp.zeros_like(d)
+    init = (d, zero, gap, 0.5 * gap, zero, gap, ~active, jnp.zeros((), jnp.int32))
+    origin, _, _, tau, _, _, done, _ = lax.while_loop(cond, body, init)
     return origin, tau, jnp.all(done)
 
 
