@@ -31,7 +31,7 @@ from bandits_jax.linalg.secular import eigh_diag_plus_lowrank  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
-SIZES = ((41, 1), (44, 4), (101, 1))
+SIZES = ((41, 1), (44, 4), (79, 1), (101, 1))  # (m + K, K) of the paper's sizes
 
 
 def _time(fn, args, repeats: int) -> float:

@@ -4,9 +4,10 @@ Run as ``python -m benchmarks.mlogb_profile`` (``--quick`` for fewer sizes, ``--
 
 Prints, for D in a range, the per-round time of ``update`` alone inside a ``lax.scan`` (compile
 excluded), the fitted slope (ms per 1000 dimensions: the passes over the D x m matrix V and the
-D x (m+1) x m product that forms the new V) and intercept (D-independent work, mostly the
-(m+1) x (m+1) eigendecomposition of the FD core), and, at the largest D, the time of those two
-kernels alone: a plain ``V @ U`` product and ``eigh`` of an (m+1) x (m+1) matrix.
+D x (m+1) x m product that forms the new V) and intercept (D-independent work: the (m+1) x (m+1)
+eigendecomposition of the FD core, by a rank-one secular update for K = 1), and, at the largest
+D, those kernels alone: a plain ``V @ U`` product, ``eigh`` of an (m+1) x (m+1) matrix and the
+secular solver that replaces it for K = 1.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bandits_jax import mlogb  # noqa: E402
+from bandits_jax.linalg import secular  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
@@ -72,12 +74,17 @@ def main(argv=None) -> dict:
     S = jnp.asarray(S @ S.T)
     gemm = jax.jit(lambda V, U: V @ U)
     eigh = jax.jit(jnp.linalg.eigh)
+    sec = jax.jit(secular.lowrank_eigh)  # what the FD core uses for K = 1 (sketch._core_eigh)
+    mu = jnp.asarray(np.concatenate([np.sort(rng.exponential(size=args.m))[::-1], [0.0]]))
+    a = jnp.asarray(rng.normal(size=(args.m + 1, 1)))
     t_gemm = _time(lambda: gemm(V, U), 20)
     t_eigh = _time(lambda: eigh(S), 50)
+    t_sec = _time(lambda: sec(mu, a, jnp.eye(1, dtype=a.dtype)), 50)
     flops = 2.0 * dims[-1] * args.m * (args.m + 1)
     print(
         f"at D = {dims[-1]}: V @ U ({dims[-1]} x {args.m} x {args.m + 1}) {1e3 * t_gemm:.3f} ms "
-        f"({flops / t_gemm / 1e9:.0f} GFLOP/s); eigh ({args.m + 1}) {1e3 * t_eigh:.3f} ms"
+        f"({flops / t_gemm / 1e9:.0f} GFLOP/s); eigh ({args.m + 1}) {1e3 * t_eigh:.3f} ms; "
+        f"secular rank-one eigh ({args.m + 1}) {1e3 * t_sec:.3f} ms"
     )
     result = {
         "m": args.m,
@@ -87,6 +94,7 @@ def main(argv=None) -> dict:
         "intercept_ms": float(intercept),
         "gemm_ms": 1e3 * t_gemm,
         "eigh_ms": 1e3 * t_eigh,
+        "secular_ms": 1e3 * t_sec,
     }
     return finish(result, args.json)  # records backend and devices too
 

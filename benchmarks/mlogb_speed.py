@@ -10,13 +10,18 @@ median over repeats of a whole ``lax.scan`` divided by the number of rounds; num
 median per-round time of a Python loop over rounds (``bandits_jax.reference.mlogb_numpy``, which
 follows the paper: a full SVD per sketch update), measured in a separate process so that XLA's
 spinning worker threads do not slow numpy's BLAS. Vmapped throughput compares 64 trials in one
-call with one trial, both on the synthetic environment, in learner-rounds per second.
+call with one trial, both on the synthetic environment, in learner-rounds per second; the same
+for OFUL (``--oful-trials``, few rounds: its dense Kd x Kd eigendecomposition per update is the
+paper's baseline). Every time is the median over repeats with its ``[min, max]`` spread in the
+JSON; the run ends by printing each target of the speed issue as met or MISSED, and the 1-minute
+load average before and after (the machine may be shared).
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import statistics
 import time
 
@@ -47,12 +52,23 @@ def _stream(K, d, T, seed=0, S=1.0):
 
 
 def _time(fn, repeats):
+    """Median wall time of ``fn()`` over ``repeats`` calls; all times are kept in ``_SPREAD``."""
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         jax.block_until_ready(fn())
         times.append(time.perf_counter() - t0)
+    _SPREAD.append(times)
     return statistics.median(times)
+
+
+_SPREAD: list[list[float]] = []  # the repeats of the last _time calls (spread in the JSON)
+
+
+def _spread(scale=1.0):
+    """``[min, max]`` of the last timed repeats, times ``scale``."""
+    times = _SPREAD[-1]
+    return [scale * min(times), scale * max(times)]
 
 
 def _jax_per_round(learner, hp, stream, dtype, repeats):
@@ -69,7 +85,7 @@ def _jax_per_round(learner, hp, stream, dtype, repeats):
     t0 = time.perf_counter()
     jax.block_until_ready(run(s0))
     compile_s = time.perf_counter() - t0
-    return _time(lambda: run(s0), repeats) / T, compile_s
+    return _time(lambda: run(s0), repeats) / T, compile_s, _spread(1.0 / T)
 
 
 def _numpy_worker(K, d, m, kw, rounds, seed):
@@ -96,6 +112,8 @@ def _numpy_per_round(K, d, m, kw, rounds, seed=0):
 
 
 def _vmapped(learner, hp, K, d, rounds, trials, repeats):
+    """Learner-rounds per second of one trial and of ``trials`` vmapped trials (same call shape),
+    with the spread of each over the repeats."""
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=hp.lam.dtype)
     step = mlogb.interact(learner, env)
     out = {}
@@ -107,6 +125,8 @@ def _vmapped(learner, hp, K, d, rounds, trials, repeats):
         jax.block_until_ready(run(s, es, keys))
         call = lambda s=s, es=es, keys=keys, run=run: run(s, es, keys)  # noqa: E731
         out[n] = n * rounds / _time(call, repeats)
+        rates = [n * rounds / t for t in _SPREAD[-1]]
+        out[f"spread_{n}"] = [min(rates), max(rates)]
     return out
 
 
@@ -117,13 +137,18 @@ def main(argv=None) -> dict:
     p.add_argument("--float32", action="store_true", help="JAX side in float32")
     p.add_argument("--rounds", type=int, default=None, help="rounds per timed scan")
     p.add_argument("--trials", type=int, default=64, help="vmapped trials")
+    p.add_argument(
+        "--oful-trials", type=int, default=8, help="vmapped OFUL trials (dense Kd x Kd eigh each)"
+    )
     args = p.parse_args(argv)
+    load_before = os.getloadavg()[0]
 
     dtype = jnp.float32 if args.float32 else jnp.float64
     rounds = args.rounds or (10 if args.quick else 40)
     repeats = 3 if args.quick else 5
     np_rounds = 6 if args.quick else 20
     vmap_cases = {(100, 4, 40)} if args.quick else {(100, 4, 40), (400, 1, 40), (785, 1, 78)}
+    oful_vmap_cases = {(100, 4, 40)} if args.quick else {(100, 4, 40), (400, 1, 40)}
     rows = []
     for d, K, m in FULL_CASES:
         stream = _stream(K, d, rounds)
@@ -131,7 +156,7 @@ def main(argv=None) -> dict:
         hp = rec.hparams
         row = {"d": d, "K": K, "m": m}
         eofd = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
-        row["jax_eofd_s"], row["jax_eofd_compile_s"] = _jax_per_round(
+        row["jax_eofd_s"], row["jax_eofd_compile_s"], row["jax_eofd_spread_s"] = _jax_per_round(
             eofd, hp, stream, dtype, repeats
         )
         kw = dict(
@@ -146,21 +171,63 @@ def main(argv=None) -> dict:
         if K * d <= OFUL_MAX_D:
             oful = mlogb.oful(num_outcomes=K, dim=d)
             oful_stream = tuple(a[: max(4, rounds // 4)] for a in stream[:3]) + (stream[3],)
-            row["jax_oful_s"], _ = _jax_per_round(oful, hp, oful_stream, dtype, repeats)
+            row["jax_oful_s"], _, row["jax_oful_spread_s"] = _jax_per_round(
+                oful, hp, oful_stream, dtype, repeats
+            )
         if (d, K, m) in vmap_cases:
             v = _vmapped(eofd, hp, K, d, rounds, args.trials, repeats)
             row["rounds_per_s_1"], row[f"rounds_per_s_{args.trials}"] = v[1], v[args.trials]
+            row["rounds_per_s_1_spread"] = v["spread_1"]
+            row[f"rounds_per_s_{args.trials}_spread"] = v[f"spread_{args.trials}"]
+        if (d, K, m) in oful_vmap_cases and K * d <= OFUL_MAX_D:
+            n = args.oful_trials
+            v = _vmapped(oful, hp, K, d, max(2, rounds // 8), n, repeats)
+            row["oful_rounds_per_s_1"], row[f"oful_rounds_per_s_{n}"] = v[1], v[n]
         rows.append(row)
         _print_row(row, args.trials)
 
+    goals = _goals(rows, args.trials)
     return finish(
         {
             "dtype": "float32" if args.float32 else "float64",
             "rounds": rounds,
+            "repeats": repeats,
+            "trials": args.trials,
+            "oful_trials": args.oful_trials,
+            "loadavg_1min": [load_before, os.getloadavg()[0]],
             "cases": rows,
+            "goals": goals,
         },
         args.json,
     )
+
+
+def _goals(rows, trials):
+    """Prints and returns the issue's targets with the measured ratios (from this run)."""
+    goals = []
+    for r in rows:
+        case = f"({r['d']}, {r['K']}, {r['m']})"
+        goals.append(("numpy/jax EOFD " + case, r["numpy_eofd_s"] / r["jax_eofd_s"], ">=", 10.0))
+        if f"rounds_per_s_{trials}" in r:
+            gain = r[f"rounds_per_s_{trials}"] / r["rounds_per_s_1"]
+            goals.append((f"EOFD vmap x{trials} gain " + case, gain, ">=", 4.0))
+        if (r["d"], r["K"], r["m"]) == (785, 1, 78) and "jax_oful_s" in r:
+            goals.append(
+                ("EOFD/OFUL per round " + case, r["jax_eofd_s"] / r["jax_oful_s"], "<=", 0.05)
+            )
+    out = []
+    for name, val, op, target in goals:
+        ok = val >= target if op == ">=" else val <= target
+        print(f"goal {name}: {val:.3f} (target {op} {target}) {'met' if ok else 'MISSED'}")
+        out.append({"goal": name, "value": val, "target": f"{op} {target}", "met": bool(ok)})
+    for r in rows:
+        keys = [k for k in r if k.startswith("oful_rounds_per_s_") and k != "oful_rounds_per_s_1"]
+        for k in keys:
+            n = k.rsplit("_", 1)[1]
+            gain = r[k] / r["oful_rounds_per_s_1"]
+            print(f"OFUL vmap x{n} gain ({r['d']}, {r['K']}): {gain:.2f}")
+            out.append({"goal": f"OFUL vmap x{n} gain ({r['d']}, {r['K']})", "value": gain})
+    return out
 
 
 _HEADER_DONE = []

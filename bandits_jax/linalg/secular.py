@@ -20,8 +20,16 @@ plain ``jnp`` so that a batch vectorises:
    formula from the computed roots), which makes them numerically orthogonal however close
    the roots are.
 
-Cost per rank-one update: O(n^2) per root iteration for all n roots together, plus one n x n
-matrix product per extra update (the basis ``Q``); no LAPACK call.
+Nothing needs the diagonal sorted: the next pole of each root, the tie groups and the final
+ascending order come from pairwise comparisons (n x n masks and reductions), the order is applied
+as a one-hot permutation to the (n,)-vectors that define the eigenvectors, and the n x n sums of
+each root step are one variadic reduction. So there is no sort, gather or scatter, which XLA's
+CPU backend runs elementwise, and the K updates chain without re-sorting.
+
+Cost per rank-one update: O(n^2) per root step for all n roots together (1 + ``UNROLLED`` steps
+as a rule), two n x n matrix products (the tie reflection and, for K > 1, the basis ``Q``); no
+LAPACK call. On one CPU core it beats LAPACK ``eigh`` for K = 1 (``benchmarks/eigh_batch.py``);
+for K = 4 the four chained updates cost more than one ``eigh`` of the small core.
 
 References:
   J. R. Bunch, C. P. Nielsen, D. C. Sorensen, "Rank-one modification of the symmetric
@@ -42,9 +50,16 @@ from jax import lax
 
 from bandits_jax.checks import is_concrete
 
-__all__ = ["SecularEigh", "eigh_diag_plus_lowrank", "eigh_diag_plus_rank_one", "psd_factor"]
+__all__ = [
+    "SecularEigh",
+    "eigh_diag_plus_lowrank",
+    "eigh_diag_plus_rank_one",
+    "lowrank_eigh",
+    "psd_factor",
+]
 
-MAX_STEPS = 64  # root iterations per rank-one update; convergence takes ~5-10 (quadratic)
+UNROLLED = 3  # root steps always taken after the midpoint step (as a rule all that is needed)
+MAX_STEPS = 64  # further root steps, only while some root is short of its tolerance
 
 
 class SecularEigh(NamedTuple):
@@ -82,171 +97,199 @@ def psd_factor(M: jax.Array) -> jax.Array:
     return jnp.stack(cols, axis=1)
 
 
-def _householder_groups(ds: jax.Array, y: jax.Array, tol: jax.Array):
-    """Groups of tied sorted entries (consecutive gaps <= tol) and the block reflection ``H``
-    (``H = H^T = H^{-1}``) that maps each group's part of ``y`` onto its first member.
+def _row_sums(*xs: jax.Array, prod: bool = False) -> tuple[jax.Array, ...]:
+    """Row sums (or products) of several (n, n) arrays in one variadic ``lax.reduce``: one
+    fused loop instead of one per array."""
+    init = tuple(jnp.asarray(1.0 if prod else 0.0, x.dtype) for x in xs)
+    if prod:
+        return lax.reduce(
+            xs, init, lambda a, b: tuple(u * v for u, v in zip(a, b, strict=True)), (1,)
+        )
+    return lax.reduce(xs, init, lambda a, b: tuple(u + v for u, v in zip(a, b, strict=True)), (1,))
 
-    Returns ``(y_new, apply_h)`` with ``y_new = H y`` and ``apply_h(W, active) = H W`` for the
-    eigenvector matrix ``W`` of the deflated problem (see the comment there)."""
-    n = ds.shape[0]
+
+def _tie_reflection(d: jax.Array, y: jax.Array, tol: jax.Array):
+    """Deflation of tied diagonal entries, in any order of ``d`` (no sort, no scatter).
+
+    Entries within ``tol`` of a common entry form a group (``g_i = min{j : |d_i - d_j| <= tol}``,
+    equal ``g`` = same group, so members lie within ``2 tol``); the block Householder reflection
+    ``H = H^T = H^{-1}`` moves each group's part of ``y`` onto its first member (Dongarra &
+    Sorensen 1987). Every step is an elementwise n x n expression or a reduction over it, which
+    vectorises under ``vmap``.
+
+    Returns ``(y_new, H)`` with ``y_new = H y`` and ``H`` dense (n, n)."""
+    n = d.shape[0]
     idx = jnp.arange(n)
-    tie = jnp.concatenate([jnp.zeros((1,), bool), (ds[1:] - ds[:-1]) <= tol])
-    gid = jnp.cumsum(~tie) - 1
-    size = jax.ops.segment_sum(jnp.ones_like(ds), gid, num_segments=n)[gid]
-    leader = ~tie
-    norm = jnp.sqrt(jax.ops.segment_sum(y * y, gid, num_segments=n))[gid]
-    lead_pos = lax.cummax(jnp.where(leader, idx, 0))
-    s = jnp.where(y[lead_pos] < 0, -1.0, 1.0).astype(ds.dtype)
+    tie = jnp.abs(d[:, None] - d[None, :]) <= tol
+    g = jnp.min(jnp.where(tie, idx[None, :], n), axis=1)
+    same = g[:, None] == g[None, :]
+    rep = jnp.min(jnp.where(same, idx[None, :], n), axis=1)
+    leader = rep == idx
+    size, norm2, y_rep = _row_sums(
+        same.astype(d.dtype),
+        jnp.where(same, (y * y)[None, :], 0.0),
+        jnp.where(same & leader[None, :], y[None, :], 0.0),
+    )
+    norm = jnp.sqrt(norm2)
+    s = jnp.where(y_rep < 0, -1.0, 1.0).astype(d.dtype)
     use = (size > 1) & (norm > 0)
     u = jnp.where(use, jnp.where(leader, y + s * norm, y), 0.0)
-    uu = jax.ops.segment_sum(u * u, gid, num_segments=n)[gid]
+    (uu,) = _row_sums(jnp.where(same, (u * u)[None, :], 0.0))
     coef = jnp.where(uu > 0, 2.0 / jnp.where(uu > 0, uu, 1.0), 0.0)
     y_new = jnp.where(use, jnp.where(leader, -s * norm, 0.0), y)
-
-    def apply_h(W, active):
-        # H W for the deflated eigenvector matrix W without a scatter: a column of an active
-        # root is zero on every non-leader (those are deflated), so within a group it only
-        # meets the leader's row; a deflated column is e_c. Hence (H W)[r, c] = W[r, c] -
-        # coef_r u_r S[r, c] with S[r, c] = sum_{j in g(r)} u_j W[j, c] given by gathers.
-        same = gid[:, None] == gid[None, :]
-        lead_part = (u[lead_pos])[:, None] * W[lead_pos, :]
-        S = jnp.where(active[None, :], lead_part, jnp.where(same, u[None, :], 0.0))
-        return W - (coef * u)[:, None] * S
-
-    return y_new, apply_h
+    H = jnp.eye(n, dtype=d.dtype) - jnp.where(same, (coef * u)[:, None] * u[None, :], 0.0)
+    return y_new, H
 
 
-def _secular_roots(ds: jax.Array, w: jax.Array, active: jax.Array):
-    """Roots of ``1 + sum_j w_j / (ds_j - lam)`` (``w >= 0``, zero where not active), one per
-    active pole: root i lies in ``(ds_i, ds_next)`` (``ds_next`` the next active pole, or
-    ``ds_i + sum w`` for the last). Returns ``(origin, tau, converged)`` with
-    ``lam_i = origin_i + tau_i`` and ``origin_i`` the nearer pole."""
-    n = ds.shape[0]
-    dtype = ds.dtype
+def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
+    """Roots of ``1 + sum_j w_j / (d_j - lam)`` (``w >= 0``, zero where not active; active
+    entries of ``d`` distinct, any order), one per active pole: root i lies in
+    ``(d_i, d_next)`` with ``d_next`` the next larger active pole (``d_i + sum w`` for the
+    largest). Returns ``(origin, tau, converged)`` with ``lam_i = origin_i + tau_i`` and
+    ``origin_i`` the nearer pole.
+
+    One ``lax.while_loop`` whose body is compiled once: the first step evaluates the secular
+    function at each interval's midpoint, which decides the nearer pole (the origin) and gives
+    the first two-pole step; ``UNROLLED`` more steps run whatever the tolerance says (a trip
+    count known in advance, as a rule all that is needed), then only while some root is short
+    of its tolerance, at most ``MAX_STEPS`` more."""
+    n = d.shape[0]
+    dtype = d.dtype
     eps = jnp.finfo(dtype).eps
-    idx = jnp.arange(n)
-    nxt = lax.cummin(jnp.where(active, idx, n)[::-1])[::-1]
-    nxt = jnp.concatenate([nxt[1:], jnp.full((1,), n)])  # next active strictly after i
-    last = nxt >= n
-    nxt_c = jnp.minimum(nxt, n - 1)
+    above = active[None, :] & (d[None, :] > d[:, None])  # [i, j]: active pole j right of d_i
+    nxt = jnp.min(jnp.where(above, d[None, :], jnp.inf), axis=1)
+    last = ~jnp.any(above, axis=1)
     total = jnp.sum(w)
-    gap = jnp.where(last, total, ds[nxt_c] - ds)
+    gap = jnp.where(last, total, jnp.where(last, 0.0, nxt) - d)
     gap = jnp.where(active & (gap > 0), gap, 1.0)  # inactive rows: any harmless value
+    d_right = jnp.where(last, d + gap, nxt)
+    left_mask = d[None, :] <= d[:, None]  # [i, j]: pole j at or left of root i's left pole
+    wpos = w > 0
 
     def sums(origin, tau):
-        # Everything from 1-D inputs, so that XLA fuses the n x n terms into the reductions
-        # (no n x n temporaries: under vmap they would not fit in cache).
-        den = (ds[None, :] - origin[:, None]) - tau[:, None]  # ds_j - lam_i
-        r = jnp.where(w[None, :] > 0, 1.0 / jnp.where(w[None, :] > 0, den, 1.0), 0.0)
+        # Everything from 1-D inputs into one variadic reduction, so that XLA computes the
+        # n x n terms once, in one loop, with no n x n temporaries (2-3x faster under vmap
+        # than four separate sums).
+        den = (d[None, :] - origin[:, None]) - tau[:, None]  # d_j - lam_i
+        r = jnp.where(wpos[None, :], 1.0 / jnp.where(wpos[None, :], den, 1.0), 0.0)
         terms = w[None, :] * r
-        left = idx[None, :] <= idx[:, None]  # poles at or left of root i's left pole
-        psi = jnp.sum(jnp.where(left, terms, 0.0), axis=1)
-        phi = jnp.sum(jnp.where(left, 0.0, terms), axis=1)
-        dpsi = jnp.sum(jnp.where(left, terms * r, 0.0), axis=1)
-        dphi = jnp.sum(jnp.where(left, 0.0, terms * r), axis=1)
-        return psi, phi, dpsi, dphi
+        dterms = terms * r
+        return _row_sums(
+            jnp.where(left_mask, terms, 0.0),
+            jnp.where(left_mask, 0.0, terms),
+            jnp.where(left_mask, dterms, 0.0),
+            jnp.where(left_mask, 0.0, dterms),
+        )
 
-    # Which pole is nearer: the sign of f at the interval's midpoint.
-    psi, phi, _, _ = sums(ds, 0.5 * gap)
-    right = (~last) & (1.0 + psi + phi < 0)
-    origin = jnp.where(right, ds[nxt_c], ds)
-    p = jnp.where(right, -gap, 0.0)  # left pole, relative to the origin
-    q = jnp.where(right, 0.0, gap)  # right pole (for the last root: the upper bound, no pole)
-    lo = jnp.where(right, -0.5 * gap, 0.0)
-    hi = jnp.where(right, 0.0, jnp.where(last, gap, 0.5 * gap))
-
-    class Carry(NamedTuple):
-        tau: jax.Array
-        lo: jax.Array
-        hi: jax.Array
-        done: jax.Array
-        step: jax.Array
-
-    def body(c: Carry) -> Carry:
-        psi, phi, dpsi, dphi = sums(origin, c.tau)
+    def body(c):
+        origin, p, q, tau, lo, hi, done, k = c
+        psi, phi, dpsi, dphi = sums(origin, tau)
         f = 1.0 + psi + phi
+        # First step (at the midpoint, relative to the left pole): f < 0 means the root is
+        # nearer the right pole, which becomes the origin (exact shifts: half = gap / 2).
+        shift = jnp.where((k == 0) & (~last) & (f < 0), gap, 0.0)
+        origin = jnp.where(shift > 0, d_right, origin)
+        p, q, tau, lo, hi = p - shift, q - shift, tau - shift, lo - shift, hi - shift
         err = 1.0 + phi - psi  # psi <= 0 <= phi: the sum of |terms|
-        lo = jnp.where(f < 0, c.tau, c.lo)
-        hi = jnp.where(f > 0, c.tau, c.hi)
+        lo_new = jnp.where(f < 0, tau, lo)
+        hi_new = jnp.where(f > 0, tau, hi)
         small = (jnp.abs(f) <= 4 * n * eps * err) | (
-            hi - lo <= 4 * eps * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+            hi_new - lo_new <= 4 * eps * jnp.maximum(jnp.abs(lo_new), jnp.abs(hi_new))
         )
         # Two-pole model: psi ~ a1 + s/(p - x), phi ~ a2 + t/(q - x), matched at tau.
-        s = dpsi * (p - c.tau) ** 2
-        t = jnp.where(last, 0.0, dphi * (q - c.tau) ** 2)
-        cc = 1.0 + psi - s / (p - c.tau) + phi - jnp.where(last, 0.0, t / (q - c.tau))
-        # cc x^2 - a x + b = 0
-        a = cc * (p + q) + s + t
+        s = dpsi * (p - tau) ** 2
+        t = jnp.where(last, 0.0, dphi * (q - tau) ** 2)
+        cc = 1.0 + psi - s / (p - tau) + phi - jnp.where(last, 0.0, t / (q - tau))
+        a = cc * (p + q) + s + t  # cc x^2 - a x + b = 0
         b = cc * p * q + s * q + t * p
         disc = jnp.sqrt(jnp.maximum(a * a - 4 * cc * b, 0.0))
         qq = 0.5 * (a + jnp.where(a >= 0, disc, -disc))
-        safe_qq = jnp.where(qq != 0, qq, 1.0)
         x1 = jnp.where(cc != 0, qq / jnp.where(cc != 0, cc, 1.0), jnp.inf)
-        x2 = jnp.where(qq != 0, b / safe_qq, jnp.inf)
-        in1 = jnp.isfinite(x1) & (x1 > lo) & (x1 < hi)
-        in2 = jnp.isfinite(x2) & (x2 > lo) & (x2 < hi)
-        x = jnp.where(in2, x2, jnp.where(in1, x1, 0.5 * (lo + hi)))
-        done = c.done | small
-        return Carry(
-            tau=jnp.where(done, c.tau, x),
-            lo=jnp.where(c.done, c.lo, lo),
-            hi=jnp.where(c.done, c.hi, hi),
-            done=done,
-            step=c.step + 1,
+        x2 = jnp.where(qq != 0, b / jnp.where(qq != 0, qq, 1.0), jnp.inf)
+        in1 = jnp.isfinite(x1) & (x1 > lo_new) & (x1 < hi_new)
+        in2 = jnp.isfinite(x2) & (x2 > lo_new) & (x2 < hi_new)
+        x = jnp.where(in2, x2, jnp.where(in1, x1, 0.5 * (lo_new + hi_new)))
+        new_done = done | small
+        return (
+            origin,
+            p,
+            q,
+            jnp.where(new_done, tau, x),
+            jnp.where(done, lo, lo_new),
+            jnp.where(done, hi, hi_new),
+            new_done,
+            k + 1,
         )
 
-    def cond(c: Carry):
-        return jnp.any(~c.done) & (c.step < MAX_STEPS)
+    def cond(c):
+        k = c[7]
+        return (k <= UNROLLED) | (jnp.any(~c[6]) & (k <= UNROLLED + MAX_STEPS))
 
-    init = Carry(0.5 * (lo + hi), lo, hi, ~active, jnp.zeros((), jnp.int32))
-    out = lax.while_loop(cond, body, init)
-    return origin, out.tau, jnp.all(out.done)
+    # Start at each interval's midpoint, relative to the left pole (origin d, poles 0 and gap).
+    zero = jnp.zeros_like(d)
+    init = (d, zero, gap, 0.5 * gap, zero, gap, ~active, jnp.zeros((), jnp.int32))
+    origin, _, _, tau, _, _, done, _ = lax.while_loop(cond, body, init)
+    return origin, tau, jnp.all(done)
 
 
-def _rank_one_sorted(ds: jax.Array, y: jax.Array):
-    """Eigen-decomposition of ``diag(ds) + y y^T`` with ``ds`` ascending.
+def _rank_one(d: jax.Array, y: jax.Array):
+    """Eigen-decomposition of ``diag(d) + y y^T`` (any order of ``d``), eigenvalues ascending.
 
-    Returns ``(lam, E, converged)``: eigenvalues (not sorted), eigenvectors (columns) and the
-    convergence flag."""
-    n = ds.shape[0]
-    dtype = ds.dtype
+    Returns ``(lam, E, converged)``. The ascending order comes from pairwise comparisons and a
+    one-hot permutation applied to the (n,)-vectors that define the eigenvectors, so no sort,
+    gather or scatter is needed."""
+    n = d.shape[0]
+    dtype = d.dtype
     eps = jnp.finfo(dtype).eps
     ynorm2 = jnp.sum(y * y)
-    scale = jnp.maximum(jnp.max(jnp.abs(ds)), ynorm2)
+    scale = jnp.maximum(jnp.max(jnp.abs(d)), ynorm2)
     tol = 8 * eps * scale
-    y, apply_h = _householder_groups(ds, y, tol)
+    y, H = _tie_reflection(d, y, tol)
     active = jnp.sqrt(ynorm2) * jnp.abs(y) > tol
     y = jnp.where(active, y, 0.0)
-    w = y * y
-    origin, tau, converged = _secular_roots(ds, w, active)
-    lam = jnp.where(active, origin + tau, ds)
-    # den[i, j] = ds_j - lam_i, accurate through the nearer pole.
-    den = (ds[None, :] - origin[:, None]) - tau[:, None]
-    both = active[:, None] & active[None, :]
-    # Gu-Eisenstat: z_hat_j^2 = (lam_j - ds_j) prod_{i != j} (lam_i - ds_j) / (ds_i - ds_j) over
-    # active i, j (every factor is positive by interlacing); summed as logs, which cannot
-    # overflow.
+    origin, tau, converged = _secular_roots(d, y * y, active)
+    lam = jnp.where(active, origin + tau, d)
+    tau = jnp.where(active, tau, 0.0)
+    origin = jnp.where(active, origin, d)
+
+    # Gu-Eisenstat: z_hat_j^2 = (lam_j - d_j) prod_{i != j} (lam_i - d_j) / (d_i - d_j) over
+    # active i, j. Every factor is positive by interlacing; those with d_i < d_j are <= 1 and
+    # the others >= 1 and telescoping, so the two partial products neither overflow nor
+    # underflow before z_hat itself would.
+    both = active[:, None] & active[None, :]  # symmetric
     eye = jnp.eye(n, dtype=bool)
-    dd = ds[None, :] - ds[:, None]  # ds_j - ds_i
-    ratio = jnp.where(eye, -den, den / jnp.where(both & ~eye, dd, 1.0))
-    tiny = jnp.finfo(dtype).tiny
-    log_z2 = jnp.sum(jnp.where(both, jnp.log(jnp.maximum(jnp.abs(ratio), tiny)), 0.0), axis=0)
-    z_hat = jnp.where(active, jnp.where(y < 0, -1.0, 1.0) * jnp.exp(0.5 * log_z2), 0.0)
-    safe = jnp.where(both, den, 1.0)
-    Wt = jnp.where(both, z_hat[None, :] / safe, 0.0)  # row i: eigenvector of root i
-    Wt = Wt / jnp.where(active, jnp.linalg.norm(Wt, axis=1), 1.0)[:, None]
-    Wt = jnp.where(active[:, None], Wt, jnp.eye(n, dtype=dtype))
-    return lam, apply_h(Wt.T, active), converged
+    den = (d[:, None] - origin[None, :]) - tau[None, :]  # [j, i] = d_j - lam_i
+    dd = d[None, :] - d[:, None]  # [j, i] = d_i - d_j
+    off = both & ~eye
+    ratio = jnp.where(off, -den / jnp.where(off, dd, 1.0), 1.0)
+    small, large = _row_sums(
+        jnp.where(dd < 0, ratio, 1.0), jnp.where(dd < 0, 1.0, ratio), prod=True
+    )
+    own = jnp.maximum((origin - d) + tau, 0.0)  # lam_j - d_j, accurate through the nearer pole
+    z_hat = jnp.where(active, jnp.where(y < 0, -1.0, 1.0) * jnp.sqrt(own * large * small), 0.0)
+
+    # Ascending order: rank_i = #{lam_j < lam_i} + #{j < i: lam_j = lam_i}; P[r, i] = [rank_i = r].
+    idx = jnp.arange(n)
+    before = (lam[None, :] < lam[:, None]) | (
+        (lam[None, :] == lam[:, None]) & (idx[None, :] < idx[:, None])
+    )
+    rank = jnp.sum(before, axis=1)
+    P = (rank[None, :] == idx[:, None]).astype(dtype)
+    lam_s, origin_s, tau_s = (P @ v for v in (lam, origin, tau))
+    active_s = (P @ active.astype(dtype)) > 0.5
+    # Column r: the eigenvector of the r-th smallest root, z_hat_j / (d_j - lam); a deflated
+    # root's is e_j of its pole (row r of P).
+    both = active_s[None, :] & active[:, None]  # [j, r]
+    den = (d[:, None] - origin_s[None, :]) - tau_s[None, :]
+    W = jnp.where(both, z_hat[:, None] / jnp.where(both, den, 1.0), 0.0)
+    W = W / jnp.where(active_s, jnp.sqrt(jnp.sum(W * W, axis=0)), 1.0)[None, :]
+    W = jnp.where(active_s[None, :], W, P.T)
+    return lam_s, H @ W, converged
 
 
 def eigh_diag_plus_rank_one(d: jax.Array, z: jax.Array) -> SecularEigh:
     """Eigendecomposition of ``diag(d) + z z^T`` (any order of ``d``); see the module docstring."""
-    perm = jnp.argsort(d)
-    lam, E, ok = _rank_one_sorted(d[perm], z[perm])
-    inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(d.shape[0], dtype=perm.dtype))
-    E = E[inv]  # rows back to the input order (a gather, not an n x n scatter)
-    order = jnp.argsort(lam)
-    return SecularEigh(lam[order], E[:, order], ok)
+    return SecularEigh(*_rank_one(d, z))
 
 
 def eigh_diag_plus_lowrank(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularEigh:
@@ -272,7 +315,14 @@ def eigh_diag_plus_lowrank(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularE
     for name, x in (("d", d), ("A", A), ("M", M)):
         if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
             raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    return lowrank_eigh(d, A, M)
+
+
+def lowrank_eigh(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularEigh:
+    """:func:`eigh_diag_plus_lowrank` without the eager checks (for callers inside a jitted
+    update, whose non-finite inputs are flagged by ``converged`` and rejected there)."""
     Z = A @ psd_factor(M)
+    K = A.shape[1]
     res = eigh_diag_plus_rank_one(d, Z[:, 0])
     lam, Q, ok = res
     for k in range(1, K):

@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from bandits_jax.linalg import secular
+
 
 class FDState(NamedTuple):
     """Spectral sketch state.
@@ -200,13 +202,40 @@ def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
     return Truncation(U=evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2)
 
 
+# Largest K for which the FD core's eigendecomposition uses the secular solver (see
+# :func:`_core_eigh`); a static choice, read at trace time.
+SECULAR_MAX_K = 1
+
+
+def _use_secular(n: int, k: int) -> bool:
+    """Static choice of the core's eigensolver: K rank-one secular updates
+    (:mod:`bandits_jax.linalg.secular`) for ``k <= SECULAR_MAX_K``, else ``jnp.linalg.eigh``."""
+    return k <= SECULAR_MAX_K
+
+
 def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Ascending eigenpairs of the core; degenerate directions get a sentinel below every
-    genuine (>= 0) eigenvalue."""
+    """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``);
+    degenerate directions get a sentinel below every genuine (>= 0) eigenvalue.
+
+    The core is a diagonal plus a rank-k term, so for small k its eigenpairs come from k
+    rank-one secular-equation updates (:func:`bandits_jax.linalg.secular.lowrank_eigh`: plain
+    ``jnp``, exact to rounding, with deflation of the tied and zero weights of the first m
+    rounds) that vectorise under ``vmap``, instead of a LAPACK ``eigh`` that becomes a loop of
+    small calls there. A degenerate direction has a zero row in ``A``, so the secular solver
+    deflates it and returns its sentinel and unit vector exactly. The choice is static
+    (:func:`_use_secular`)."""
     m = mu.shape[0]
+    k = ext.T.shape[0]
+    A = ext.coords
+    base = jnp.concatenate([mu, jnp.zeros((k,), mu.dtype)])
+    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
+    if _use_secular(m + k, k):
+        M = 0.5 * (M + M.T)
+        sentinel = -(1.0 + jnp.sum(base) + jnp.sum((A @ M) * A))
+        res = secular.lowrank_eigh(base + jnp.where(invalid, sentinel, 0.0), A, M)
+        return res.evals, res.evecs
     S = core(mu, ext, M)
     sentinel = -(1.0 + jnp.trace(S))
-    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
     S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
     return jnp.linalg.eigh(S)
 
