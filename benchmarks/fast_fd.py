@@ -48,6 +48,7 @@ import numpy as np  # noqa: E402
 
 from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.linalg import fast_fd, sketch  # noqa: E402
+from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
 
@@ -235,7 +236,9 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true", help="D = 20000, m = 20, short runs")
     p.add_argument("--float32", action="store_true")
     p.add_argument("--json", default="docs/bench/fast_fd.json")
+    add_device_option(p)
     args = p.parse_args(argv)
+    select_device(args)
     if args.quick:
         args.dim, args.sketch_size, args.rounds, args.fd_rounds = 20_000, 20, 60, 10
         args.horizon, args.chunk = 80, 20

@@ -36,6 +36,7 @@ from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
 from bandits_jax.reference import mlogb_numpy as ref  # noqa: E402
 from bandits_jax.sim import init_run, make_rollout, play  # noqa: E402
+from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
 FULL_CASES = [(100, 4, 40), (400, 1, 40), (785, 1, 78), (10000, 1, 100)]
@@ -140,7 +141,9 @@ def main(argv=None) -> dict:
     p.add_argument(
         "--oful-trials", type=int, default=8, help="vmapped OFUL trials (dense Kd x Kd eigh each)"
     )
+    add_device_option(p)
     args = p.parse_args(argv)
+    select_device(args)
     load_before = os.getloadavg()[0]
 
     dtype = jnp.float32 if args.float32 else jnp.float64
