@@ -9,11 +9,12 @@ has no effect.
 
 Why a default. A round of a learner is a few dozen small kernels, and XLA's CPU runtime hands
 them between its threads. When another process holds a core, every hand-off to a thread whose core
-is taken waits for a time slice: EOFD at (d, K, m) = (785, 1, 78) went from about 1.5 ms to
-47-81 ms per round with one other CPU-bound process on a 2-core machine. Shrinking the pools
-(``PJRT_NPROC=1``, Eigen off) only halves that; keeping the whole process on one core removes it
-(the hand-offs then stay on that core): 5-10 ms against 60-200 ms for the default under the same
-heavy load, and 1.6 ms with one busy core where the default took 47-81 ms (about 1.5 ms quiet).
+is taken waits for a time slice. ``python -m benchmarks.cpu_threads --quick`` on a 2-core machine
+(``docs/bench/cpu_threads.json``, ms per round quiet / with one busy core): OFUL (400, 1) 16.6 /
+64.9 with XLA's defaults, 20.1 / 50.1 with ``PJRT_NPROC=1``, 23.3 / 22.9 with the process kept on
+one core; EOFD (785, 1, 78) 1.45 / 1.88 against 1.76 / 1.37. Shrinking the pools helps only
+partly; keeping the whole process on one core removes the slowdown (the hand-offs then stay on
+that core) at a cost of 20-40% on a quiet machine.
 
 The default (``auto``) is therefore one thread on one core: ``PJRT_NPROC=1``,
 ``--xla_cpu_multi_thread_eigen=false`` and the process's affinity narrowed to the least busy core
