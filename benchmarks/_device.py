@@ -31,6 +31,13 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
         help="where JAX runs: cpu, gpu (fails if JAX sees none) or auto (JAX's default)",
     )
     parser.add_argument(
+        "--host-devices",
+        type=int,
+        default=1,
+        help="split the CPU into N host devices (one thread each); benchmarks that shard their "
+        "trials use them",
+    )
+    parser.add_argument(
         "--threads",
         default=None,
         help="XLA CPU threads: N or auto (default: $BANDITS_JAX_THREADS, else auto); "
@@ -50,8 +57,16 @@ def select_device(args: argparse.Namespace) -> str:
     """
     from bandits_jax import threads
 
+    host_devices = getattr(args, "host_devices", 1)
+    if not isinstance(host_devices, int) or host_devices < 1:
+        raise SystemExit(f"error: --host-devices: expected a positive int, got {host_devices!r}")
+    if host_devices > 1:
+        flag = f"--xla_force_host_platform_device_count={host_devices}"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
     try:
-        threads.configure_threads(getattr(args, "threads", None))
+        threads.configure_threads(
+            getattr(args, "threads", None), devices=host_devices if host_devices > 1 else None
+        )
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     import jax

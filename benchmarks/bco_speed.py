@@ -23,7 +23,10 @@ whole batch (flat per learner-round once the batch is large: the work, not dispa
 the bytes of carry per learner, the kernels (fusions and other ops) in the compiled round, the
 learner-round cost in units of one streamed float64 element of a plain ``x * a + b`` pass over
 memory (the machine's memory-bound floor, measured in the same run), and the cost of the random
-draws alone (the runner's key split and the coordinate draw, threefry in ``lax.scan``).
+draws alone (the runner's key split and the coordinate draw, threefry in ``lax.scan``). With
+``--host-devices N`` the CPU is split into N host devices, one thread each, and the trials are
+sharded over them (``bandits_jax.sim.sharding``; jit splits the vmapped scan): on 2 cores that is
+the way to use both, since two XLA threads on one device (``--threads 2``) did not help.
 
 Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``; Algorithm 4 with
 ``eta = 0.01 / d``; the universal ensemble with ``preset="practical"`` and horizon ``10^4``
@@ -49,6 +52,7 @@ from bandits_jax.bco import one_point as op  # noqa: E402
 from bandits_jax.bco import two_point as tp  # noqa: E402
 from bandits_jax.reference import bco_numpy  # noqa: E402
 from bandits_jax.reference.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
+from bandits_jax.sim import sharding as sh  # noqa: E402
 from bandits_jax.sim.runner import make_rollout  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
@@ -124,6 +128,9 @@ def _jax_rate(step, learner_state, d, trials, rounds, repeats, dtype=jnp.float64
     run = make_rollout(step, rounds, trials=True)
     es = _env_batch(d, trials, dtype)
     keys = jax.random.split(jax.random.key(0), trials)
+    if jax.device_count() > 1 and trials % jax.device_count() == 0:
+        # Trials sharded over the host devices (--host-devices): jit splits the vmapped scan.
+        es, keys = sh.shard_runs((es, keys), sh.run_mesh())
     t0 = time.perf_counter()
     jax.block_until_ready(run(learner_state, es, keys))
     compile_s = time.perf_counter() - t0
@@ -175,7 +182,7 @@ def _numpy_alg4_rate(d, rounds, repeats, eta):
 
 
 THROUGHPUT_D = 10
-THROUGHPUT_BATCHES = (1024, 4096, 16384, 65536)
+THROUGHPUT_BATCHES = (1024, 2048, 4096, 8192, 16384, 65536)
 THROUGHPUT_TARGET = 1e7
 
 
