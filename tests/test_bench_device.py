@@ -1,0 +1,35 @@
+"""benchmarks._device: ``--host-devices`` splits the CPU before JAX starts; bad values exit."""
+
+import os
+import subprocess
+import sys
+
+PROBE = (
+    "import argparse, jax\n"
+    "from benchmarks._device import add_device_option, select_device\n"
+    "p = argparse.ArgumentParser(); add_device_option(p)\n"
+    "args = p.parse_args(sys_args)\n"
+    "select_device(args)\n"
+    "print(jax.device_count(), os.environ['PJRT_NPROC'])\n"
+)
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
+    env.pop("BANDITS_JAX_THREADS", None)
+    code = f"import os\nsys_args = {list(argv)!r}\n" + PROBE
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+def test_host_devices_split_the_cpu_with_one_thread_each():
+    out = _run("--device", "cpu", "--host-devices", "2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "2"]  # two host devices, a pool of two threads
+
+
+def test_bad_host_devices_is_one_error_line():
+    out = _run("--host-devices", "0")
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines() == [
+        "error: --host-devices: expected a positive int, got 0"
+    ]
