@@ -114,6 +114,13 @@ def thread_environment(n: int, environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def host_device_flags(flags: str, n: int) -> str:
+    """``XLA_FLAGS`` value ``flags`` with ``--xla_force_host_platform_device_count=n`` (N host
+    devices on the CPU), replacing a count already there (pure function)."""
+    rest = re.sub(r"--xla_force_host_platform_device_count=\d+", "", flags)
+    return (rest.strip() + f" --xla_force_host_platform_device_count={n}").strip()
+
+
 def choose_cores(
     allowed: Iterable[int], busy: Mapping[int, float], n: int, salt: int = 0
 ) -> tuple[int, ...]:

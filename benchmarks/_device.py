@@ -46,23 +46,25 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
 
 
 def select_device(args: argparse.Namespace) -> str:
-    """Applies ``args.device`` and ``args.threads`` before JAX's backend starts.
+    """Applies ``args.device``, ``args.host_devices`` and ``args.threads`` before JAX's backend
+    starts.
 
     Returns:
       The backend JAX will use (``"cpu"``, ``"gpu"``, ...).
 
     Raises:
-      SystemExit: ``--device gpu`` without a GPU visible to JAX, or a bad ``--threads`` value
-        (one line, as argparse does).
+      SystemExit: ``--device gpu`` without a GPU visible to JAX, or a bad ``--threads`` or
+        ``--host-devices`` value (one line, as argparse does).
     """
     from bandits_jax import threads
 
     host_devices = getattr(args, "host_devices", 1)
-    if not isinstance(host_devices, int) or host_devices < 1:
+    if host_devices < 1:
         raise SystemExit(f"error: --host-devices: expected a positive int, got {host_devices!r}")
     if host_devices > 1:
-        flag = f"--xla_force_host_platform_device_count={host_devices}"
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+        os.environ["XLA_FLAGS"] = threads.host_device_flags(
+            os.environ.get("XLA_FLAGS", ""), host_devices
+        )
     try:
         threads.configure_threads(
             getattr(args, "threads", None), devices=host_devices if host_devices > 1 else None

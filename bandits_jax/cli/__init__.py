@@ -38,11 +38,11 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from bandits_jax import threads
 from bandits_jax.cli import bco, bench, reproduce, sweep
 from bandits_jax.cli.options import (
     DEFAULT_SETTINGS,
@@ -134,11 +134,7 @@ def build_parser() -> Parser:
 def _configure_devices(n: int | None) -> None:
     if not n:
         return
-    flag = f"--xla_force_host_platform_device_count={n}"
-    flags = re.sub(
-        r"--xla_force_host_platform_device_count=\d+", "", os.environ.get("XLA_FLAGS", "")
-    )
-    os.environ["XLA_FLAGS"] = (flags + " " + flag).strip()
+    os.environ["XLA_FLAGS"] = threads.host_device_flags(os.environ.get("XLA_FLAGS", ""), n)
     import jax
 
     if jax.device_count() != n and jax.default_backend() == "cpu":
@@ -183,8 +179,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         return _error(e.errors)
     args.argv = None if argv is None else "bandits-jax " + " ".join(argv_list)
-    from bandits_jax import threads
-
     if argv is None or args.threads is not None:
         # The console script's process (or an explicit --threads): before JAX starts; auto is
         # one thread per host device (bandits_jax.threads). main(argv) called from Python

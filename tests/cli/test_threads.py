@@ -204,3 +204,12 @@ def test_auto_keeps_a_fresh_process_on_one_core():
             ["taskset", "-c", first, *cmd], env=env, capture_output=True, text=True, check=True
         )
         assert json.loads(out.stdout) == [1, None, [int(first)]]
+
+
+def test_host_device_flags_replace_a_count_and_keep_other_flags():
+    flags = "--xla_dump_to=/x --xla_force_host_platform_device_count=4"
+    assert threads.host_device_flags(flags, 2).split() == [
+        "--xla_dump_to=/x",
+        "--xla_force_host_platform_device_count=2",
+    ]
+    assert threads.host_device_flags("", 3) == "--xla_force_host_platform_device_count=3"
