@@ -27,8 +27,12 @@ each root step are one variadic reduction. So there is no sort, gather or scatte
 CPU backend runs elementwise, and the K updates chain without re-sorting.
 
 Cost per rank-one update: O(n^2) per root step for all n roots together (1 + ``UNROLLED`` steps
-as a rule), two n x n matrix products (the tie reflection and, for K > 1, the basis ``Q``); no
-LAPACK call. On one CPU core it beats LAPACK ``eigh`` for K = 1 (``benchmarks/eigh_batch.py``);
+as a rule), an n x n matrix product for the tie reflection (skipped by a ``lax.cond`` when no
+group is reflected; under ``vmap`` both branches run) and, for K > 1, one for the basis ``Q``; no
+LAPACK call. The n x n reductions are written so that XLA's CPU backend vectorises them under
+IEEE semantics: the problem is padded to a multiple of ``LANES`` with inert entries, and each row
+is reduced first across ``LANES``-wide chunks (elementwise vector operations), then across the
+lanes. On one CPU core it beats LAPACK ``eigh`` for K = 1 (``benchmarks/eigh_batch.py``);
 for K = 4 the four chained updates cost more than one ``eigh`` of the small core.
 
 References:
@@ -59,6 +63,7 @@ __all__ = [
 ]
 
 UNROLLED = 3  # root steps always taken after the midpoint step (as a rule all that is needed)
+LANES = 8  # width of the vectorised partial reductions of _row_sums
 MAX_STEPS = 64  # further root steps, only while some root is short of its tolerance
 
 
@@ -99,13 +104,29 @@ def psd_factor(M: jax.Array) -> jax.Array:
 
 def _row_sums(*xs: jax.Array, prod: bool = False) -> tuple[jax.Array, ...]:
     """Row sums (or products) of several (n, n) arrays in one variadic ``lax.reduce``: one
-    fused loop instead of one per array."""
-    init = tuple(jnp.asarray(1.0 if prod else 0.0, x.dtype) for x in xs)
-    if prod:
-        return lax.reduce(
-            xs, init, lambda a, b: tuple(u * v for u, v in zip(a, b, strict=True)), (1,)
+    fused loop instead of one per array.
+
+    The rows are cut into ``LANES``-wide chunks (padded with the identity) and reduced first
+    across the chunks, then across the lanes: a reduction over a major axis is a sequence of
+    elementwise vector operations, which XLA's CPU backend vectorises under IEEE semantics,
+    whereas a reduction over the minor axis stays a scalar loop (reassociating it needs fast
+    math). The padding is fused only when the inputs already have a width that is a multiple
+    of ``LANES`` (:func:`_rank_one` pads the problem), so callers should pass such widths."""
+    n = xs[0].shape[-1]
+    one = 1.0 if prod else 0.0
+    width = -(-n // LANES) * LANES
+    xs = tuple(
+        jnp.pad(x, ((0, 0), (0, width - n)), constant_values=one).reshape(
+            x.shape[0], width // LANES, LANES
         )
-    return lax.reduce(xs, init, lambda a, b: tuple(u + v for u, v in zip(a, b, strict=True)), (1,))
+        for x in xs
+    )
+    init = tuple(jnp.asarray(one, x.dtype) for x in xs)
+
+    def op(a, b):
+        return tuple(u * v if prod else u + v for u, v in zip(a, b, strict=True))
+
+    return lax.reduce(lax.reduce(xs, init, op, (1,)), init, op, (1,))
 
 
 def _tie_reflection(d: jax.Array, y: jax.Array, tol: jax.Array):
@@ -117,7 +138,8 @@ def _tie_reflection(d: jax.Array, y: jax.Array, tol: jax.Array):
     Sorensen 1987). Every step is an elementwise n x n expression or a reduction over it, which
     vectorises under ``vmap``.
 
-    Returns ``(y_new, H)`` with ``y_new = H y`` and ``H`` dense (n, n)."""
+    Returns ``(y_new, H, reflects)`` with ``y_new = H y``, ``H`` dense (n, n) and ``reflects``
+    False when ``H = I`` (no group of two or more with a non-zero part of ``y``)."""
     n = d.shape[0]
     idx = jnp.arange(n)
     tie = jnp.abs(d[:, None] - d[None, :]) <= tol
@@ -138,7 +160,7 @@ def _tie_reflection(d: jax.Array, y: jax.Array, tol: jax.Array):
     coef = jnp.where(uu > 0, 2.0 / jnp.where(uu > 0, uu, 1.0), 0.0)
     y_new = jnp.where(use, jnp.where(leader, -s * norm, 0.0), y)
     H = jnp.eye(n, dtype=d.dtype) - jnp.where(same, (coef * u)[:, None] * u[None, :], 0.0)
-    return y_new, H
+    return y_new, H, jnp.any(use)
 
 
 def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
@@ -237,14 +259,32 @@ def _rank_one(d: jax.Array, y: jax.Array):
 
     Returns ``(lam, E, converged)``. The ascending order comes from pairwise comparisons and a
     one-hot permutation applied to the (n,)-vectors that define the eigenvectors, so no sort,
-    gather or scatter is needed."""
+    gather or scatter is needed.
+
+    The problem is padded to a multiple of ``LANES`` with inert entries (``y = 0``, a diagonal
+    above every eigenvalue, so they are deflated and sort last) so that every n x n reduction
+    of :func:`_row_sums` vectorises; the padding is sliced off the result."""
     n = d.shape[0]
     dtype = d.dtype
     eps = jnp.finfo(dtype).eps
     ynorm2 = jnp.sum(y * y)
     scale = jnp.maximum(jnp.max(jnp.abs(d)), ynorm2)
     tol = 8 * eps * scale
-    y, H = _tie_reflection(d, y, tol)
+    width = -(-n // LANES) * LANES
+    if width > n:
+        # Above every eigenvalue (<= max d + ||y||^2) and more than tol from every d.
+        top = jnp.max(d) + 2.0 * ynorm2 + jnp.max(jnp.abs(d)) + 1.0
+        d = jnp.concatenate([d, jnp.full((width - n,), top, dtype)])
+        y = jnp.concatenate([y, jnp.zeros((width - n,), dtype)])
+    lam, E, converged = _rank_one_padded(d, y, tol, ynorm2)
+    return lam[:n], E[:n, :n], converged
+
+
+def _rank_one_padded(d: jax.Array, y: jax.Array, tol: jax.Array, ynorm2: jax.Array):
+    """:func:`_rank_one` on a problem whose size is a multiple of ``LANES``."""
+    n = d.shape[0]
+    dtype = d.dtype
+    y, H, reflects = _tie_reflection(d, y, tol)
     active = jnp.sqrt(ynorm2) * jnp.abs(y) > tol
     y = jnp.where(active, y, 0.0)
     origin, tau, converged = _secular_roots(d, y * y, active)
@@ -273,10 +313,10 @@ def _rank_one(d: jax.Array, y: jax.Array):
     before = (lam[None, :] < lam[:, None]) | (
         (lam[None, :] == lam[:, None]) & (idx[None, :] < idx[:, None])
     )
-    rank = jnp.sum(before, axis=1)
-    P = (rank[None, :] == idx[:, None]).astype(dtype)
-    lam_s, origin_s, tau_s = (P @ v for v in (lam, origin, tau))
-    active_s = (P @ active.astype(dtype)) > 0.5
+    (rank,) = _row_sums(before.astype(dtype))
+    P = (rank[None, :] == idx[:, None].astype(dtype)).astype(dtype)
+    lam_s, origin_s, tau_s, act_s = (P @ jnp.stack([lam, origin, tau, active.astype(dtype)], 1)).T
+    active_s = act_s > 0.5
     # Column r: the eigenvector of the r-th smallest root, z_hat_j / (d_j - lam); a deflated
     # root's is e_j of its pole (row r of P).
     both = active_s[None, :] & active[:, None]  # [j, r]
@@ -284,7 +324,10 @@ def _rank_one(d: jax.Array, y: jax.Array):
     W = jnp.where(both, z_hat[:, None] / jnp.where(both, den, 1.0), 0.0)
     W = W / jnp.where(active_s, jnp.sqrt(jnp.sum(W * W, axis=0)), 1.0)[None, :]
     W = jnp.where(active_s[None, :], W, P.T)
-    return lam_s, H @ W, converged
+    # The n^3 product only when some tie group was reflected (as a rule, only in the first
+    # rounds of a sketch, whose zero weights tie).
+    E = lax.cond(reflects, lambda W: H @ W, lambda W: W, W)
+    return lam_s, E, converged
 
 
 def eigh_diag_plus_rank_one(d: jax.Array, z: jax.Array) -> SecularEigh:
