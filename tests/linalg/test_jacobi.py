@@ -74,3 +74,17 @@ def test_nonfinite_input_gives_nonfinite_output():
 def test_bad_shape_is_a_value_error():
     with pytest.raises(ValueError, match="A: expected shape"):
         jacobi.eigvalsh(jnp.ones((2, 3)))
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_eigh_unsorted_is_an_eigendecomposition(K):
+    rng = np.random.default_rng(10 + K)
+    A = _cases(K, rng)
+    w, V = jax.jit(jacobi.eigh_unsorted)(jnp.asarray(A))
+    w, V = np.asarray(w), np.asarray(V)
+    scale = np.max(np.abs(np.linalg.eigvalsh(A)), axis=1)[:, None, None] + 1e-300
+    np.testing.assert_allclose(np.sort(w, axis=1), np.linalg.eigvalsh(A), rtol=0, atol=1e-12)
+    assert np.all(np.abs(A @ V - V * w[:, None, :]) <= 1e-13 * K * scale)
+    np.testing.assert_allclose(
+        np.swapaxes(V, 1, 2) @ V, np.broadcast_to(np.eye(K), A.shape), atol=1e-14 * K
+    )
