@@ -4,9 +4,10 @@ The optimistic bonus of MLogB for K >= 2 (He et al., eq. 10/19, Lemma 1) needs
 ``lambda_max(A(x))`` of one K x K matrix per action, and EOFD's basis extension
 (``linalg.sketch.extend``) the eigenpairs of a K x K Gram matrix every round.
 ``jnp.linalg.eigvalsh`` on an (N, K, K) stack is a loop of N LAPACK calls on CPU (and N x trials
-calls under ``vmap``), which cost more than the rest of the selection. Here the K x K matrix is held as its K(K+1)/2 entries, each an
-array over the batch, and every rotation is elementwise arithmetic on those arrays, so a whole
-sweep is a few fused loops over the batch, whatever the leading axes are.
+calls under ``vmap``), which cost more than the rest of the selection. Here the K x K matrix is
+held as its K(K+1)/2 entries, each an array over the batch, and every rotation is elementwise
+arithmetic on those arrays, so a whole sweep is a few fused loops over the batch, whatever the
+leading axes are. Above ``MAX_K`` the functions call LAPACK (the unrolled sweep grows as K^2).
 
 Cyclic Jacobi (Golub & Van Loan, Matrix Computations, 4th ed., Algorithm 8.5.3 with the stable
 rotation of Algorithm 8.5.1) converges quadratically; a sweep annihilates each off-diagonal entry
@@ -25,6 +26,7 @@ from jax import lax
 __all__ = ["eigh_unsorted", "eigvalsh", "lambda_max"]
 
 MAX_SWEEPS = 12  # quadratic convergence: 3-6 sweeps as a rule for K <= 8 in float64
+MAX_K = 8  # above this the unrolled sweep (K (K - 1) / 2 rotations) is too long: LAPACK instead
 
 
 def _rotate(a: dict, K: int, p: int, q: int) -> tuple[dict, jax.Array, jax.Array]:
@@ -107,6 +109,9 @@ def eigh_unsorted(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> tuple[jax.Array
       ``(w, V)``: (..., K) eigenvalues and (..., K, K) orthonormal eigenvectors, ``V[..., :, j]``
       for ``w[..., j]``.
     """
+    if A.shape[-1] > MAX_K:
+        V, w = lax.linalg.eigh(A, lower=False, symmetrize_input=False, sort_eigenvalues=False)
+        return w, V
     d, v = _sweeps(A, max_sweeps, vectors=True)
     V = jnp.stack([jnp.stack(row, axis=-1) for row in v], axis=-2)
     return jnp.stack(d, axis=-1), V
@@ -123,12 +128,16 @@ def eigvalsh(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
     Returns:
       (..., K) eigenvalues, ascending.
     """
+    if A.shape[-1] > MAX_K:
+        return jnp.linalg.eigvalsh(A, UPLO="U")
     return jnp.sort(jnp.stack(_sweeps(A, max_sweeps, vectors=False)[0], axis=-1), axis=-1)
 
 
 def lambda_max(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
     """Largest eigenvalue of symmetric ``A`` (..., K, K): ``eigvalsh(A)[..., -1]`` without the
     sort."""
+    if A.shape[-1] > MAX_K:
+        return jnp.linalg.eigvalsh(A, UPLO="U")[..., -1]
     d, _ = _sweeps(A, max_sweeps, vectors=False)
     out = d[0]
     for x in d[1:]:

@@ -88,3 +88,19 @@ def test_eigh_unsorted_is_an_eigendecomposition(K):
     np.testing.assert_allclose(
         np.swapaxes(V, 1, 2) @ V, np.broadcast_to(np.eye(K), A.shape), atol=1e-14 * K
     )
+
+
+def test_above_max_k_falls_back_to_lapack():
+    K = jacobi.MAX_K + 2
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(2, K, K + 1))
+    A = G @ np.swapaxes(G, 1, 2)
+    ref = np.linalg.eigvalsh(A)
+    np.testing.assert_allclose(np.asarray(jacobi.eigvalsh(jnp.asarray(A))), ref, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(jacobi.lambda_max(jnp.asarray(A))), ref[:, -1], rtol=1e-12
+    )
+    w, V = jacobi.eigh_unsorted(jnp.asarray(A))
+    np.testing.assert_allclose(
+        A @ np.asarray(V), np.asarray(V) * np.asarray(w)[:, None, :], atol=1e-10
+    )
