@@ -1,13 +1,12 @@
-"""Eigenpairs of many small symmetric matrices by cyclic Jacobi rotations, in plain ``jnp``.
+"""Eigenvalues of many small symmetric matrices by cyclic Jacobi rotations, in plain ``jnp``.
 
 The optimistic bonus of MLogB for K >= 2 (He et al., eq. 10/19, Lemma 1) needs
-``lambda_max(A(x))`` of one K x K matrix per action, and EOFD's basis extension
-(``linalg.sketch.extend``) the eigenpairs of a K x K Gram matrix every round.
-``jnp.linalg.eigvalsh`` on an (N, K, K) stack is a loop of N LAPACK calls on CPU (and N x trials
-calls under ``vmap``), which cost more than the rest of the selection. Here the K x K matrix is
-held as its K(K+1)/2 entries, each an array over the batch, and every rotation is elementwise
-arithmetic on those arrays, so a whole sweep is a few fused loops over the batch, whatever the
-leading axes are. Above ``MAX_K`` the functions call LAPACK (the unrolled sweep grows as K^2).
+``lambda_max(A(x))`` of one K x K matrix per action. ``jnp.linalg.eigvalsh`` on an (N, K, K)
+stack is a loop of N LAPACK calls on CPU (and N x trials calls under ``vmap``), which cost more
+than the rest of the selection. Here the K x K matrix is held as its K(K+1)/2 entries, each an
+array over the batch, and every rotation is elementwise arithmetic on those arrays, so a whole
+sweep is a few fused loops over the batch, whatever the leading axes are. Above ``MAX_K`` the
+functions call LAPACK (the unrolled sweep grows as K^2).
 
 Cyclic Jacobi (Golub & Van Loan, Matrix Computations, 4th ed., Algorithm 8.5.3 with the stable
 rotation of Algorithm 8.5.1) converges quadratically; a sweep annihilates each off-diagonal entry
@@ -23,16 +22,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["eigh_unsorted", "eigvalsh", "lambda_max"]
+__all__ = ["eigvalsh", "lambda_max"]
 
 MAX_SWEEPS = 12  # quadratic convergence: 3-6 sweeps as a rule for K <= 8 in float64
 MAX_K = 8  # above this the unrolled sweep (K (K - 1) / 2 rotations) is too long: LAPACK instead
 
 
-def _rotate(a: dict, K: int, p: int, q: int) -> tuple[dict, jax.Array, jax.Array]:
+def _rotate(a: dict, K: int, p: int, q: int) -> dict:
     """One Jacobi rotation ``A <- J^T A J`` annihilating ``a[p, q]`` (``a`` holds the upper
-    triangle); returns the new entries and ``(c, s)``: columns p, q of J are
-    ``c e_p - s e_q`` and ``s e_p + c e_q``."""
+    triangle)."""
     apq = a[p, q]
     app, aqq = a[p, p], a[q, q]
     nonzero = apq != 0
@@ -52,15 +50,11 @@ def _rotate(a: dict, K: int, p: int, q: int) -> tuple[dict, jax.Array, jax.Array
         arq = a[min(r, q), max(r, q)]
         out[min(r, p), max(r, p)] = c * arp - s * arq
         out[min(r, q), max(r, q)] = s * arp + c * arq
-    return out, c, s
+    return out
 
 
-def _sweeps(
-    A: jax.Array, max_sweeps: int, vectors: bool
-) -> tuple[list[jax.Array], list[list[jax.Array]] | None]:
-    """Cyclic Jacobi sweeps on ``A`` (..., K, K): the final diagonal (the eigenvalues, in no
-    particular order) and, with ``vectors``, the accumulated rotations ``v[i][j]`` (row i,
-    column j of the eigenvector matrix, column j for eigenvalue j)."""
+def _diagonal(A: jax.Array, max_sweeps: int) -> list[jax.Array]:
+    """The diagonal of ``A`` (..., K, K) after cyclic Jacobi sweeps: its eigenvalues, unordered."""
     K = A.shape[-1]
     if A.ndim < 2 or A.shape[-2] != K:
         raise ValueError(f"A: expected shape (..., K, K), got {A.shape}")
@@ -75,46 +69,22 @@ def _sweeps(
         return jnp.all((off <= eps * scale) | ~jnp.isfinite(off + scale))
 
     def sweep(carry):
-        k, entries, vs = carry
+        k, entries = carry
         a = dict(zip(keys, entries, strict=True))
-        v = [list(vs[i * K : (i + 1) * K]) for i in range(K)] if vectors else None
         for p, q in pairs:
-            a, c, s = _rotate(a, K, p, q)
-            if vectors:
-                for i in range(K):
-                    v[i][p], v[i][q] = c * v[i][p] - s * v[i][q], s * v[i][p] + c * v[i][q]
-        flat = tuple(x for row in v for x in row) if vectors else vs
-        return k + 1, tuple(a[key] for key in keys), flat
+            a = _rotate(a, K, p, q)
+        return k + 1, tuple(a[key] for key in keys)
 
     def cond(carry):
-        k, entries, _ = carry
+        k, entries = carry
         return (k < max_sweeps) & ~off_small(dict(zip(keys, entries, strict=True)))
 
     entries = tuple(A[..., i, j] for i, j in keys)
-    one, zero = jnp.ones_like(entries[0]), jnp.zeros_like(entries[0])
-    eye = tuple(one if i == j else zero for i in range(K) for j in range(K)) if vectors else ()
     # A non-finite entry makes every eigenvalue of its matrix NaN (the rotations would hide it).
     poison = jnp.where(jnp.isfinite(sum(entries)), 0.0, jnp.nan).astype(A.dtype)
-    _, entries, flat = lax.while_loop(cond, sweep, (jnp.zeros((), jnp.int32), entries, eye))
+    _, entries = lax.while_loop(cond, sweep, (jnp.zeros((), jnp.int32), entries))
     a = dict(zip(keys, entries, strict=True))
-    v = [[flat[i * K + j] + poison for j in range(K)] for i in range(K)] if vectors else None
-    return [a[i, i] + poison for i in range(K)], v
-
-
-def eigh_unsorted(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> tuple[jax.Array, jax.Array]:
-    """Eigenpairs of symmetric ``A`` (..., K, K) (upper triangle read), for small K, in no
-    particular order (as ``lax.linalg.eigh(..., sort_eigenvalues=False)``).
-
-    Returns:
-      ``(w, V)``: (..., K) eigenvalues and (..., K, K) orthonormal eigenvectors, ``V[..., :, j]``
-      for ``w[..., j]``.
-    """
-    if A.shape[-1] > MAX_K:
-        V, w = lax.linalg.eigh(A, lower=False, symmetrize_input=False, sort_eigenvalues=False)
-        return w, V
-    d, v = _sweeps(A, max_sweeps, vectors=True)
-    V = jnp.stack([jnp.stack(row, axis=-1) for row in v], axis=-2)
-    return jnp.stack(d, axis=-1), V
+    return [a[i, i] + poison for i in range(K)]
 
 
 def eigvalsh(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
@@ -130,7 +100,7 @@ def eigvalsh(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
     """
     if A.shape[-1] > MAX_K:
         return jnp.linalg.eigvalsh(A, UPLO="U")
-    return jnp.sort(jnp.stack(_sweeps(A, max_sweeps, vectors=False)[0], axis=-1), axis=-1)
+    return jnp.sort(jnp.stack(_diagonal(A, max_sweeps), axis=-1), axis=-1)
 
 
 def lambda_max(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
@@ -138,7 +108,7 @@ def lambda_max(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
     sort."""
     if A.shape[-1] > MAX_K:
         return jnp.linalg.eigvalsh(A, UPLO="U")[..., -1]
-    d, _ = _sweeps(A, max_sweeps, vectors=False)
+    d = _diagonal(A, max_sweeps)
     out = d[0]
     for x in d[1:]:
         out = jnp.maximum(out, x)

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from bandits_jax.linalg import jacobi, secular
+from bandits_jax.linalg import secular
 
 
 class FDState(NamedTuple):
@@ -115,9 +115,8 @@ def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
     if k == 1:
         g_min = G[0, 0]
     else:
-        # k x k: Jacobi in plain jnp, not a LAPACK call per round (and per trial under vmap).
-        ev, Ve = jacobi.eigh_unsorted(0.5 * (G + G.T))
-        g_min = jnp.min(ev)
+        ev, Ve = jnp.linalg.eigh(0.5 * (G + G.T))
+        g_min = ev[0]
     need = (g_min < 0.25 * jnp.min(x_sq)) | jnp.any(jnp.diag(G) < 0.25 * x_sq)
 
     def explicit(C):
@@ -238,16 +237,7 @@ def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> tuple[jax.Array, 
     S = core(mu, ext, M)
     sentinel = -(1.0 + jnp.trace(S))
     S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
-    # LAPACK's syevd returns ascending eigenvalues: XLA's sort of the pairs (a third of the
-    # call's time at n = 44) is only run if an implementation did not.
-    evecs, evals = lax.linalg.eigh(S, symmetrize_input=False, sort_eigenvalues=False)
-    return lax.cond(
-        jnp.all(evals[1:] >= evals[:-1]),
-        lambda e, v: (e, v),
-        lambda e, v: (jnp.sort(e), v[:, jnp.argsort(e)]),
-        evals,
-        evecs,
-    )
+    return jnp.linalg.eigh(S)
 
 
 def truncate_adaptive(

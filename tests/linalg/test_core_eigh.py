@@ -119,29 +119,3 @@ def test_eofd_iterates_secular_equal_eigh(K, variant, dtype):
     np.testing.assert_allclose(rho_s, rho_e, rtol=tol, atol=tol)
     if variant == "robust_adaptive":
         assert float(rho_e[-1]) > 0.0  # the sketch truncated, so the comparison means something
-
-
-def test_dense_core_path_sorts_when_the_solver_does_not(monkeypatch):
-    """K >= 2 takes LAPACK's eigh unsorted (syevd's order is ascending); if an implementation
-    returns another order, the pairs are sorted: checked with a solver that reverses them."""
-    rng = np.random.default_rng(5)
-    m, k = 6, 3
-    mu = jnp.asarray(np.sort(rng.uniform(size=m))[::-1].copy())
-    V = jnp.asarray(np.linalg.qr(rng.normal(size=(20, m)))[0])
-    ext = sketch.extend(V, jnp.asarray(rng.normal(size=(20, k))))
-    G = rng.normal(size=(k, k))
-    M = jnp.asarray(G @ G.T)
-    want_vals, _ = np.linalg.eigh(np.asarray(sketch.core(mu, ext, M)))
-    real = jax.lax.linalg.eigh
-
-    def reversed_eigh(x, **kw):
-        v, w = real(x, **kw)
-        return v[:, ::-1], w[::-1]
-
-    monkeypatch.setattr(jax.lax.linalg, "eigh", reversed_eigh)
-    evals, evecs = sketch._core_eigh(mu, ext, M)
-    np.testing.assert_allclose(np.asarray(evals), want_vals, rtol=1e-12, atol=1e-12)
-    S = np.asarray(sketch.core(mu, ext, M))
-    np.testing.assert_allclose(
-        S @ np.asarray(evecs), np.asarray(evecs) * np.asarray(evals), atol=1e-11
-    )
