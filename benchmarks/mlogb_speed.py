@@ -10,11 +10,16 @@ median over repeats of a whole ``lax.scan`` divided by the number of rounds; num
 median per-round time of a Python loop over rounds (``bandits_jax.reference.mlogb_numpy``, which
 follows the paper: a full SVD per sketch update), measured in a separate process so that XLA's
 spinning worker threads do not slow numpy's BLAS. Vmapped throughput compares 64 trials in one
-call with one trial, both on the synthetic environment, in learner-rounds per second; the same
-for OFUL (``--oful-trials``, few rounds: its dense Kd x Kd eigendecomposition per update is the
-paper's baseline). Every time is the median over repeats with its ``[min, max]`` spread in the
-JSON; the run ends by printing each target of the speed issue as met or MISSED, and the 1-minute
-load average before and after (the machine may be shared).
+call with one trial, in learner-rounds per second, twice: through the library's runner on the
+synthetic environment (whose per-trial Gaussian action draws, 30 x d normals a round, are part of
+the cost), and for the learner alone (select and update on one recorded stream of action sets
+shared by the trials, each trial with its own ``W*`` and outcomes). With ``--host-devices N`` the
+64 trials are sharded over N host devices (one thread each; the one-trial figure stays on one).
+The same for OFUL through the runner (``--oful-trials``, few rounds: its dense Kd x Kd
+eigendecomposition per update is the paper's baseline). Every time is the median over repeats
+with its ``[min, max]`` spread in the JSON; the run ends by printing each target of the speed
+issue as met or MISSED, and the 1-minute load average before and after (the machine may be
+shared).
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ import numpy as np  # noqa: E402
 
 from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
+from bandits_jax.mlogb import model  # noqa: E402
 from bandits_jax.reference import mlogb_numpy as ref  # noqa: E402
 from bandits_jax.sim import init_run, make_rollout, play  # noqa: E402
+from bandits_jax.sim import sharding as sh  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
@@ -112,22 +119,67 @@ def _numpy_per_round(K, d, m, kw, rounds, seed=0):
         return pool.apply(_numpy_worker, (K, d, m, kw, rounds, seed))
 
 
+def _shard(tree, n):
+    """Trials sharded over the host devices (``--host-devices``) when they divide evenly: jit
+    then splits the vmapped scan, one slice per device."""
+    if n > 1 and jax.device_count() > 1 and n % jax.device_count() == 0:
+        return sh.shard_runs(tree, sh.run_mesh())
+    return tree
+
+
+def _rates(call, n, rounds, repeats):
+    """Learner-rounds per second of ``call()`` (``n`` trials of ``rounds``), and its spread."""
+    rate = n * rounds / _time(call, repeats)
+    rates = [n * rounds / t for t in _SPREAD[-1]]
+    return rate, [min(rates), max(rates)]
+
+
 def _vmapped(learner, hp, K, d, rounds, trials, repeats):
-    """Learner-rounds per second of one trial and of ``trials`` vmapped trials (same call shape),
-    with the spread of each over the repeats."""
+    """Learner-rounds per second of one trial and of ``trials`` vmapped trials through the
+    library's runner on the synthetic environment (whose Gaussian actions, 30 x d normals a
+    round, are drawn per trial), with the spread of each over the repeats."""
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=hp.lam.dtype)
     step = mlogb.interact(learner, env)
     out = {}
     for n in (1, trials):
         keys = jax.random.split(jax.random.PRNGKey(1), n)
-        es = jax.vmap(env.init)(keys)
+        es, keys = _shard((jax.vmap(env.init)(keys), keys), n)
         run = make_rollout(step, rounds, trials=True)
         s = learner.init(hp)
         jax.block_until_ready(run(s, es, keys))
         call = lambda s=s, es=es, keys=keys, run=run: run(s, es, keys)  # noqa: E731
-        out[n] = n * rounds / _time(call, repeats)
-        rates = [n * rounds / t for t in _SPREAD[-1]]
-        out[f"spread_{n}"] = [min(rates), max(rates)]
+        out[n], out[f"spread_{n}"] = _rates(call, n, rounds, repeats)
+    return out
+
+
+def _learner_only(learner, hp, K, d, rounds, trials, repeats):
+    """Like :func:`_vmapped` for the learner alone: every trial selects (``learner.select``) and
+    updates on one recorded stream of action sets shared by the trials (no environment draws),
+    each with its own ``W*`` and outcome uniforms, so the trials' paths differ."""
+    X, mask, _, _ = _stream(K, d, rounds, seed=2)
+    X = jnp.asarray(X, hp.lam.dtype)
+    mask = jnp.asarray(mask)
+    out = {}
+    for n in (1, trials):
+        rng = np.random.default_rng(3)
+        W = rng.normal(size=(n, K, d))
+        W = jnp.asarray(W / np.linalg.norm(W, axis=(1, 2), keepdims=True), hp.lam.dtype)
+        U = jnp.asarray(rng.uniform(size=(rounds, n)), hp.lam.dtype)
+        states = jax.vmap(lambda _: learner.init(hp))(jnp.arange(n))
+        states, W = _shard((states, W), n)
+
+        def one(s, W_star, Xt, mt, u):
+            x = Xt[learner.select(s, Xt, mt)]
+            return learner.update(s, x, model.sample_outcome(W_star @ x, u))
+
+        def body(states, xs, W=W):
+            Xt, mt, u = xs
+            return jax.vmap(one, in_axes=(0, 0, None, None, 0))(states, W, Xt, mt, u), None
+
+        run = jax.jit(lambda s, body=body, U=U: jax.lax.scan(body, s, (X, mask, U))[0])
+        jax.block_until_ready(run(states))
+        call = lambda run=run, states=states: run(states)  # noqa: E731
+        out[n], out[f"spread_{n}"] = _rates(call, n, rounds, repeats)
     return out
 
 
@@ -178,10 +230,12 @@ def main(argv=None) -> dict:
                 oful, hp, oful_stream, dtype, repeats
             )
         if (d, K, m) in vmap_cases:
-            v = _vmapped(eofd, hp, K, d, rounds, args.trials, repeats)
-            row["rounds_per_s_1"], row[f"rounds_per_s_{args.trials}"] = v[1], v[args.trials]
-            row["rounds_per_s_1_spread"] = v["spread_1"]
-            row[f"rounds_per_s_{args.trials}_spread"] = v[f"spread_{args.trials}"]
+            n = args.trials
+            for prefix, fn in (("", _vmapped), ("learner_", _learner_only)):
+                v = fn(eofd, hp, K, d, rounds, n, repeats)
+                row[f"{prefix}rounds_per_s_1"], row[f"{prefix}rounds_per_s_{n}"] = v[1], v[n]
+                row[f"{prefix}rounds_per_s_1_spread"] = v["spread_1"]
+                row[f"{prefix}rounds_per_s_{n}_spread"] = v[f"spread_{n}"]
         if (d, K, m) in oful_vmap_cases and K * d <= OFUL_MAX_D:
             n = args.oful_trials
             v = _vmapped(oful, hp, K, d, max(2, rounds // 8), n, repeats)
@@ -213,7 +267,11 @@ def _goals(rows, trials):
         goals.append(("numpy/jax EOFD " + case, r["numpy_eofd_s"] / r["jax_eofd_s"], ">=", 10.0))
         if f"rounds_per_s_{trials}" in r:
             gain = r[f"rounds_per_s_{trials}"] / r["rounds_per_s_1"]
-            goals.append((f"EOFD vmap x{trials} gain " + case, gain, ">=", 4.0))
+            goals.append(
+                (f"EOFD vmap x{trials} gain (runner, synthetic env) " + case, gain, ">=", 4.0)
+            )
+            gain = r[f"learner_rounds_per_s_{trials}"] / r["learner_rounds_per_s_1"]
+            goals.append((f"EOFD vmap x{trials} gain (learner only) " + case, gain, ">=", 4.0))
         if (r["d"], r["K"], r["m"]) == (785, 1, 78) and "jax_oful_s" in r:
             goals.append(
                 ("EOFD/OFUL per round " + case, r["jax_eofd_s"] / r["jax_oful_s"], "<=", 0.05)
@@ -240,18 +298,21 @@ def _print_row(row, trials):
     if not _HEADER_DONE:
         print(
             f"{'d':>6} {'K':>2} {'m':>4} | {'jax eofd':>10} {'np eofd':>10} {'np/jax':>7} | "
-            f"{'jax oful':>10} {'eofd/oful':>9} | {'vmap x' + str(trials) + ' speedup':>16}"
+            f"{'jax oful':>10} {'eofd/oful':>9} | {'vmap x' + str(trials) + ' gain':>12} "
+            f"{'learner only':>12}"
         )
         _HEADER_DONE.append(True)
     ms = lambda s: f"{1e3 * s:8.3f}ms"  # noqa: E731
     oful = row.get("jax_oful_s")
     vm = row.get(f"rounds_per_s_{trials}")
+    lo = row.get(f"learner_rounds_per_s_{trials}")
     print(
         f"{row['d']:>6} {row['K']:>2} {row['m']:>4} | {ms(row['jax_eofd_s'])} "
         f"{ms(row['numpy_eofd_s'])} {row['numpy_eofd_s'] / row['jax_eofd_s']:7.1f} | "
         f"{ms(oful) if oful else '       n/a'} "
         f"{format(row['jax_eofd_s'] / oful, '9.3f') if oful else '-':>9} | "
-        f"{format(vm / row['rounds_per_s_1'], '16.2f') if vm else '-':>16}",
+        f"{format(vm / row['rounds_per_s_1'], '12.2f') if vm else '-':>12} "
+        f"{format(lo / row['learner_rounds_per_s_1'], '12.2f') if lo else '-':>12}",
         flush=True,
     )
 
