@@ -13,13 +13,32 @@ He et al., Algorithm 2 (with Algorithm 1 for the sketch), eq. (16)-(25). Per rou
    neither its eigenvectors as a D x (m+K) matrix nor even its eigendecomposition (the paper's
    SVD of eq. 21 is what the numpy reference does; the tests check both agree);
 3. Algorithm 1 absorbs ``grad^2 l_t(W_{t+1})`` with one eigendecomposition of the
-   (m+K) x (m+K) core in the same basis (eq. 12-15): O(D (m+K) m) for the new ``V``.
+   (m+K) x (m+K) core in the same basis (eq. 12-15), whose top m eigenvectors ``U`` give the
+   new ``V = [V, Q] U``.
 
-Per round the D x m matrix ``V`` is read four times (one fused ``V^T [X, w]``, the residual, one
-product forming both the new ``V`` and the new ``w``, the next round's scores) and twice more only
-when the residual needs a second Gram-Schmidt pass: at large D these memory-bound passes, not the
-flops, set the time. Putting ``eta grad sigma`` in the core directly (instead of
-``P (eta D)^{1/2}`` of eq. 21) means errata 4's negative-eigenvalue trap never arises.
+The basis rotation of step 3 is deferred (as under the fast rule below): the state keeps
+``V = basis @ R`` with ``basis`` (K d x n, ``n = m + c``, ``c = spare_columns``) orthonormal in
+its ``used`` columns and zero after them, and ``R`` (n x m) small. After a truncation
+``span V`` is a strict subspace of the used columns (they also hold discarded directions), so
+the round's new direction is orthogonalised against the whole used basis: with
+``P = basis^T X``, ``X = basis P + Qb Tb`` (``Qb``: K new columns, written into the spare
+columns ``used .. used + K``), and the extension ``X = V C + Q T`` of step 1 is taken in basis
+coordinates (``R`` for V, ``[P; Tb]`` for X): ``C = R^T P``, and Q has the coordinates
+``[P - R C; Tb] T^+``. The FD core ``diag(mu, 0) + [C; T] M [C; T]^T`` is the same matrix as
+with an explicit V, and the new V is ``basis' R'`` with ``R' = [R, Q's coordinates] U``, an
+n x (m+K) x m product. A round so costs two passes over ``basis`` (one ``basis^T [X, w]``, one
+product giving ``Qb`` and the w step; two more only when the residual needs a second
+Gram-Schmidt pass), the next round's scores read it once more, and the K d x n x m product
+``basis' R'`` is formed only when the spare columns run out, once every ``c / K`` rounds (then
+``basis = [V, 0]``, ``R = I``, ``used = m``), in a ``lax.while_loop`` of zero or one trip
+(:func:`bandits_jax.linalg.fast_fd.rebase`). A residual already in the used basis adds no
+column (with ``m >= K d`` the basis is the identity and never grows). Before, V was read four
+times per round and a D x (m+K) x m product formed the new V every round. Each pass now reads
+``m + c`` columns, so ``c`` trades passes against products: the default
+(:func:`default_spare_columns`, about m/4) was measured on one CPU core, float64 (numbers in
+``default_spare_columns``). At large D the memory-bound passes, not the flops, set the time.
+Putting ``eta grad sigma`` in the core directly (instead of ``P (eta D)^{1/2}`` of eq. 21)
+means errata 4's negative-eigenvalue trap never arises.
 
 Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exactly):
 
@@ -60,7 +79,8 @@ Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exac
   sketch size is rejected: the buffer already grows the rank between shrinks, and a rank kept
   above m at a shrink leaves less room, so shrinks come more often until every round shrinks.
   Speed: on a 2-core CPU at K d = 10^5, m = 100 (``python -m benchmarks.fast_fd``,
-  docs/bench/fast_fd.json) the fast rule was not faster than per-round FD (0.78x): the passes
+  docs/bench/fast_fd.json, before the per-round rule deferred its rotation too) the fast rule
+  was not faster than per-round FD (0.78x): the passes
   over the wider basis are memory-bound and cost about what the per-round rule's
   D x (m+1) x m product does. It does discard less (a smaller ``rho`` at the same m).
 """
@@ -161,7 +181,8 @@ def lemma1_matrices(
 
     ``C[n, i, k] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
     ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation). With ``R`` the
-    directions are ``V @ R`` (the fast rule's deferred rotation; O(N K m^2) more).
+    directions are ``V @ R`` (the deferred rotation of both sketch rules, V then being the basis;
+    O(N K n m) more).
     """
     d = actions.shape[1]
     Vr = V.reshape(K, d, V.shape[1])
@@ -327,6 +348,10 @@ def eofd(
       buffer_size: capacity ``c`` of the fast rule (default ``2 m``, Ghashami et al., or
         ``m + K`` when K > m; capped at K d); needs ``sketch_rule="fast"`` and ``c >= m + K``
         (room for one round between shrinks).
+      spare_columns: spare basis columns ``c >= K`` of the per-round rule's deferred rotation
+        (module docstring; default :func:`default_spare_columns`, about ``m / 4``): V is formed
+        once every ``c / K`` rounds, and every pass over the basis reads ``m + c`` columns.
+        ``c = K`` forms V every round. Not for the fast rule.
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
@@ -593,8 +618,10 @@ def default_spare_columns(m: int, K: int, D: int) -> int:
     ``K d (m + c) m`` once every ``c / K`` rounds, so the per-round cost is about
     ``a (m + c) + b (m + c) m K / c`` (``a`` a pass, ``b`` a product, per basis entry), least
     at ``c = m sqrt(b K / a)``. Measured on one CPU core (float64, full rounds with 30 actions
-    scored) the optimum was broad, between ``m / 8`` and ``m / 4``, from K d = 400 to 10^4;
-    ``c = m`` was slower than ``m / 4`` at every size (module docstring)."""
+    scored, 120-200 rounds) the optimum was broad, between ``m / 8`` and ``m / 4``, from
+    K d = 400 to 10^4, and ``c = m`` was as slow or slower than ``m / 4`` at every size: at
+    (d, K, m) = (785, 1, 78) 0.52 against 0.37 ms per round, at (10^4, 1, 100) 4.1 against
+    3.5 ms (before the deferral: 0.40 and 4.7 ms)."""
     if m >= D:
         return K  # errata 1: X always lies in span V, no column is ever added
     return max(K, (m // 4) // K * K)
