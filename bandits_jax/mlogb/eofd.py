@@ -36,7 +36,10 @@ column (with ``m >= K d`` the basis is the identity and never grows). Before, V 
 times per round and a D x (m+K) x m product formed the new V every round. Each pass now reads
 ``m + c`` columns, so ``c`` trades passes against products: the default
 (:func:`default_spare_columns`, about m/4) was measured on one CPU core, float64 (numbers in
-``default_spare_columns``). At large D the memory-bound passes, not the flops, set the time.
+``default_spare_columns``). At large D the memory-bound passes, not the flops, set the time; at
+K d = 400 the deferral gains nothing (full rounds equal within the noise or up to 10% slower):
+the product it saves is small there, and it adds small work (a second, (n, K)-sized extension,
+the n x (m+K) x m rotation, wider score passes).
 Putting ``eta grad sigma`` in the core directly (instead of ``P (eta D)^{1/2}`` of eq. 21)
 means errata 4's negative-eigenvalue trap never arises.
 
@@ -617,8 +620,9 @@ def default_spare_columns(m: int, K: int, D: int) -> int:
     Every pass over the basis reads ``m + c`` columns and ``V = basis @ R`` costs
     ``K d (m + c) m`` once every ``c / K`` rounds, so the per-round cost is about
     ``a (m + c) + b (m + c) m K / c`` (``a`` a pass, ``b`` a product, per basis entry), least
-    at ``c = m sqrt(b K / a)``. Measured on one CPU core (float64, full rounds with 30 actions
-    scored, 120-200 rounds) the optimum was broad, between ``m / 8`` and ``m / 4``, from
+    at ``c = m sqrt(b K / a)``. Measured on one CPU core (float64, the rounds of
+    ``benchmarks.mlogb_speed``: 30 actions scored, then the update; 120-200 rounds, c in
+    ``K, m/8, m/4, m/2, m``) the optimum was broad, between ``m / 8`` and ``m / 4``, from
     K d = 400 to 10^4, and ``c = m`` was as slow or slower than ``m / 4`` at every size: at
     (d, K, m) = (785, 1, 78) 0.52 against 0.37 ms per round, at (10^4, 1, 100) 4.1 against
     3.5 ms (before the deferral: 0.40 and 4.7 ms)."""

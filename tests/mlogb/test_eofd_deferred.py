@@ -275,3 +275,23 @@ def test_default_spare_columns_and_bad_values():
             mlogb.eofd(**kw, spare_columns=bad)
     with pytest.raises(ValueError, match="spare_columns"):
         mlogb.eofd(**kw, sketch_rule="fast", spare_columns=4)
+
+
+def test_vmap_with_different_used_columns_equals_loops():
+    """Under vmap the trials' ``used`` differ (one stream repeats its actions, so it adds fewer
+    columns and forms V at other rounds): batched scatter/gather of the spare columns and the
+    batched zero-or-one-trip loop equal running each trial alone."""
+    K, d, m, spare, T = 1, 9, 2, 4, 18
+    learner = _learner(K, d, m, spare)
+    hp = _hp(K, S=1.5)
+    streams = [_stream(K, d, T, seed=5, repeat_every=r) for r in (0, 2)]
+    xs, ys, acts = (jnp.stack(a) for a in zip(*streams, strict=True))
+    run = _runner(learner)
+    _, (sc_b, st_b) = jax.vmap(run, in_axes=(None, 0, 0, 0))(learner.init(hp), xs, ys, acts)
+    assert np.any(np.asarray(st_b.used[0]) != np.asarray(st_b.used[1]))
+    for i in range(2):
+        _, (sc, st) = run(learner.init(hp), xs[i], ys[i], acts[i])
+        np.testing.assert_array_equal(st_b.used[i], st.used)
+        np.testing.assert_allclose(sc_b[i], sc, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(st_b.W[i], st.W, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(_sketch(st_b)[i], _sketch(st), rtol=1e-10, atol=1e-12)
