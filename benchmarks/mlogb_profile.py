@@ -1,10 +1,13 @@
 """Where EOFD-MLogB's update time goes at large D (K = 1, fixed m): a profile by scaling.
 
-Run as ``python -m benchmarks.mlogb_profile`` (``--quick`` for fewer sizes, ``--json PATH``).
+Run as ``python -m benchmarks.mlogb_profile`` (``--quick`` for fewer sizes, ``--json PATH``,
+``--rounds N`` for the scan length: the per-round rule forms V once every ``spare_columns``
+rounds, m/4 by default, so a scan shorter than that times no formation at all).
 
 Prints, for D in a range, the per-round time of ``update`` alone inside a ``lax.scan`` (compile
-excluded), the fitted slope (ms per 1000 dimensions: the passes over the D x m matrix V and the
-D x (m+1) x m product that forms the new V) and intercept (D-independent work: the (m+1) x (m+1)
+excluded), the fitted slope (ms per 1000 dimensions: the passes over the D x (m + c) basis and,
+amortised, the D x (m + c) x m product that forms V when the spare columns run out) and
+intercept (D-independent work: the (m+1) x (m+1)
 eigendecomposition of the FD core, by a rank-one secular update for K = 1), and, at the largest
 D, those kernels alone: a plain ``V @ U`` product, ``eigh`` of an (m+1) x (m+1) matrix and the
 secular solver that replaces it for K = 1.
@@ -57,11 +60,15 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", type=str, default=None)
     p.add_argument("--m", type=int, default=100)
+    p.add_argument(
+        "--rounds", type=int, default=None, help="scan length (default 50, 20 with --quick)"
+    )
     add_device_option(p)
     args = p.parse_args(argv)
     select_device(args)
     dims = [2500, 10000] if args.quick else [2500, 5000, 10000, 20000]
     rounds, repeats = (20, 3) if args.quick else (50, 5)
+    rounds = args.rounds or rounds
     per_round = [update_per_round(d, args.m, rounds, repeats) for d in dims]
     for d, t in zip(dims, per_round, strict=True):
         print(f"D = {d:>6}: update {1e3 * t:7.3f} ms per round", flush=True)

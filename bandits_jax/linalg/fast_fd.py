@@ -47,6 +47,7 @@ __all__ = [
     "commit_basis",
     "covariance",
     "init",
+    "rebase",
     "shrink",
     "spectral_round",
     "update",
@@ -242,20 +243,31 @@ def spectral_round(
 
 def commit_basis(basis: jax.Array, Q: jax.Array, rot: Rotation, used: jax.Array) -> jax.Array:
     """The basis after a round: ``Q`` (D, k) written into columns ``used .. used + k`` (O(D k)),
-    then at a shrink ``basis coeffs`` (O(D n m), once every ``(c - m) / k`` rounds).
+    then at a shrink ``basis coeffs`` (O(D n m), once every ``(c - m) / k`` rounds); see
+    :func:`rebase`."""
+    return rebase(basis, Q, used, rot.coeffs, rot.shrink)
 
-    The shrink runs in a ``lax.while_loop`` of zero or one trip whose only large operand is its
-    carry: measured, a ``lax.cond`` over the basis, a slice read back and rewritten, or a
-    product with a captured ``Q`` (hoisted out of the loop by XLA and so computed every round)
-    each cost a D-sized pass per round; this form costs none."""
+
+def rebase(
+    basis: jax.Array, Q: jax.Array, used: jax.Array, coeffs: jax.Array, flag: jax.Array
+) -> jax.Array:
+    """Writes ``Q`` (D, k) into columns ``used .. used + k`` of ``basis`` (D, n) (O(D k)), then,
+    when ``flag``, replaces the basis by ``[basis coeffs, 0]`` (``coeffs``: (n, m); O(D n m)).
+
+    Shared by the deferred rotations of both EOFD sketch rules (the fast rule's shrink, the
+    per-round rule's materialisation of ``V = basis @ R``). The product runs in a
+    ``lax.while_loop`` of zero or one trip whose only large operand is its carry: measured, a
+    ``lax.cond`` over the basis, a slice read back and rewritten, or a product with a captured
+    ``Q`` (hoisted out of the loop by XLA and so computed every round) each cost a D-sized pass
+    per round; this form costs none."""
     D, n = basis.shape
-    m = rot.coeffs.shape[1]
+    m = coeffs.shape[1]
     basis = lax.dynamic_update_slice(basis, Q, (jnp.zeros((), jnp.int32), used))
 
-    def shrink(carry):
+    def product(carry):
         i, B = carry
-        return i + 1, jnp.concatenate([B @ rot.coeffs, jnp.zeros((D, n - m), B.dtype)], axis=1)
+        return i + 1, jnp.concatenate([B @ coeffs, jnp.zeros((D, n - m), B.dtype)], axis=1)
 
-    trips = rot.shrink.astype(jnp.int32)
-    _, basis = lax.while_loop(lambda cr: cr[0] < trips, shrink, (jnp.zeros((), jnp.int32), basis))
+    trips = flag.astype(jnp.int32)
+    _, basis = lax.while_loop(lambda cr: cr[0] < trips, product, (jnp.zeros((), jnp.int32), basis))
     return basis
