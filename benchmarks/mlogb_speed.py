@@ -2,6 +2,8 @@
 
 Run as ``python -m benchmarks.mlogb_speed`` (``--quick`` for a run of under a minute,
 ``--json PATH`` to write the figures). float64 by default (``--float32`` for the JAX side).
+``--spare-columns N`` sets EOFD's deferred basis rotation at every size (``0``: V formed every
+round; the default is the library's, which defers from K d = 1000 on).
 
 Method: each case replays one recorded stream (action sets of 10-30 unit vectors padded to 30,
 outcome uniforms, ``W*`` with ``||W*||_F = S``) so that JAX and numpy do the same work: select by
@@ -193,6 +195,13 @@ def main(argv=None) -> dict:
     p.add_argument(
         "--oful-trials", type=int, default=8, help="vmapped OFUL trials (dense Kd x Kd eigh each)"
     )
+    p.add_argument(
+        "--spare-columns",
+        type=int,
+        default=None,
+        help="EOFD's spare_columns at every size (default: the library's, 0 below K d = 1000; "
+        "0 forms V every round)",
+    )
     add_device_option(p)
     args = p.parse_args(argv)
     select_device(args)
@@ -210,7 +219,7 @@ def main(argv=None) -> dict:
         rec = mlogb.section4(num_outcomes=K, dim=d, S=1.0, horizon=10_000, dtype=dtype)
         hp = rec.hparams
         row = {"d": d, "K": K, "m": m}
-        eofd = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+        eofd = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, spare_columns=args.spare_columns)
         row["jax_eofd_s"], row["jax_eofd_compile_s"], row["jax_eofd_spread_s"] = _jax_per_round(
             eofd, hp, stream, dtype, repeats
         )
@@ -250,6 +259,7 @@ def main(argv=None) -> dict:
             "rounds": rounds,
             "repeats": repeats,
             "trials": args.trials,
+            "spare_columns": args.spare_columns,
             "oful_trials": args.oful_trials,
             "loadavg_1min": [load_before, os.getloadavg()[0]],
             "cases": rows,

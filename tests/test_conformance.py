@@ -139,6 +139,12 @@ CASES += [
     Case(
         "mlogb-eofd-fast", "mlogb", mlogb.eofd(**_KD, sketch_size=1, sketch_rule="fast"), _mlogb_hp
     ),
+    Case(
+        "mlogb-eofd-deferred",
+        "mlogb",
+        mlogb.eofd(**_KD, sketch_size=2, spare_columns=2 * K),
+        _mlogb_hp,
+    ),
     Case("mlogb-oful", "mlogb", mlogb.oful(**_KD), _mlogb_hp),
     Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
     Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),

@@ -16,13 +16,14 @@ He et al., Algorithm 2 (with Algorithm 1 for the sketch), eq. (16)-(25). Per rou
    (m+K) x (m+K) core in the same basis (eq. 12-15), whose top m eigenvectors ``U`` give the
    new ``V = [V, Q] U``.
 
-The basis rotation of step 3 is deferred (as under the fast rule below): the state keeps
-``V = basis @ R`` with ``basis`` (K d x n, ``n = m + c``, ``c = spare_columns``) orthonormal in
-its ``used`` columns and zero after them, and ``R`` (n x m) small. After a truncation
-``span V`` is a strict subspace of the used columns (they also hold discarded directions), so
-the round's new direction is orthogonalised against the whole used basis: with
-``P = basis^T X``, ``X = basis P + Qb Tb`` (``Qb``: K new columns, written into the spare
-columns ``used .. used + K``), and the extension ``X = V C + Q T`` of step 1 is taken in basis
+From K d = ``DEFER_MIN_DIM`` on (by default; ``spare_columns`` chooses) the basis rotation of
+step 3 is deferred (as under the fast rule below): the state keeps ``V = basis @ R`` with
+``basis`` (K d x n, ``n = m + c``, ``c = spare_columns``) orthonormal in its ``used`` columns
+and zero after them, and ``R`` (n x m) small. After a truncation ``span V`` is a strict
+subspace of the used columns (they also hold discarded directions), so the round's new
+direction is orthogonalised against the whole used basis: with ``P = basis^T X``,
+``X = basis P + Qb Tb`` (``Qb``: K new columns, written into the spare columns
+``used .. used + K``), and the extension ``X = V C + Q T`` of step 1 is taken in basis
 coordinates (``R`` for V, ``[P; Tb]`` for X): ``C = R^T P``, and Q has the coordinates
 ``[P - R C; Tb] T^+``. The FD core ``diag(mu, 0) + [C; T] M [C; T]^T`` is the same matrix as
 with an explicit V, and the new V is ``basis' R'`` with ``R' = [R, Q's coordinates] U``, an
@@ -32,14 +33,13 @@ Gram-Schmidt pass), the next round's scores read it once more, and the K d x n x
 ``basis' R'`` is formed only when the spare columns run out, once every ``c / K`` rounds (then
 ``basis = [V, 0]``, ``R = I``, ``used = m``), in a ``lax.while_loop`` of zero or one trip
 (:func:`bandits_jax.linalg.fast_fd.rebase`). A residual already in the used basis adds no
-column (with ``m >= K d`` the basis is the identity and never grows). Before, V was read four
-times per round and a D x (m+K) x m product formed the new V every round. Each pass now reads
-``m + c`` columns, so ``c`` trades passes against products: the default
-(:func:`default_spare_columns`, about m/4) was measured on one CPU core, float64 (numbers in
-``default_spare_columns``). At large D the memory-bound passes, not the flops, set the time; at
-K d = 400 the deferral gains nothing (full rounds equal within the noise or up to 10% slower):
-the product it saves is small there, and it adds small work (a second, (n, K)-sized extension,
-the n x (m+K) x m rotation, wider score passes).
+column (with ``m >= K d`` the basis is the identity and never grows). Without the deferral
+(``c = 0``: ``basis`` is V, ``R`` is None) V is read three times per round (``V^T [X, w]``, one
+D x (m+K) x (m+1) product forming the new V and the w step, the next round's scores) and twice
+more only for a second Gram-Schmidt pass. Each deferred pass reads ``m + c`` columns, so ``c``
+trades passes against products, and the deferral adds small fixed work (a second, (n, K)-sized
+extension, the n x (m+K) x m rotation, scores through R): measured on one CPU core it pays only
+at large K d (:func:`default_spare_columns`), where the D x (m+K) x m product dominates.
 Putting ``eta grad sigma`` in the core directly (instead of ``P (eta D)^{1/2}`` of eq. 21)
 means errata 4's negative-eigenvalue trap never arises.
 
@@ -112,8 +112,9 @@ class EOFDState(NamedTuple):
     Attributes:
       W: (K, d) estimate ``W_t``.
       basis: (K d, n) with ``n = m_eff + c`` (``c`` spare columns): columns ``0 .. used``
-        orthonormal (or zero), the rest zero.
-      R: (n, m_eff) rotation with orthonormal columns, zero rows at and after ``used``.
+        orthonormal (or zero), the rest zero. With ``c = 0`` (no deferral) it is V itself.
+      R: (n, m_eff) rotation with orthonormal columns, zero rows at and after ``used``; None
+        with ``c = 0``.
       mu: (m_eff,) weights; rho: ``rho_{1:t-1}`` (``m_eff`` is the capacity
         ``min(max_sketch_size, K d)`` of an adaptive sketch).
       rank: active rank (int32): ``m_eff`` for a fixed sketch size; weights beyond it are 0.
@@ -139,8 +140,8 @@ class EOFDState(NamedTuple):
     @property
     def V(self) -> jax.Array:
         """(K d, m_eff) sketch directions ``basis @ R`` (read-only; formed on each access, a
-        O(K d n m) product, batched over leading axes)."""
-        return self.basis @ self.R
+        O(K d n m) product, batched over leading axes), ``basis`` when not deferred."""
+        return self.basis if self.R is None else self.basis @ self.R
 
 
 class EOFDFastState(NamedTuple):
@@ -352,9 +353,10 @@ def eofd(
         ``m + K`` when K > m; capped at K d); needs ``sketch_rule="fast"`` and ``c >= m + K``
         (room for one round between shrinks).
       spare_columns: spare basis columns ``c >= K`` of the per-round rule's deferred rotation
-        (module docstring; default :func:`default_spare_columns`, about ``m / 4``): V is formed
-        once every ``c / K`` rounds, and every pass over the basis reads ``m + c`` columns.
-        ``c = K`` forms V every round. Not for the fast rule.
+        (module docstring): V is formed once every ``c / K`` rounds, and every pass over the
+        basis reads ``m + c`` columns; ``0``: no deferral (V formed every round, one
+        D x (m+K) x m product). Default :func:`default_spare_columns`: 0 below
+        K d = ``DEFER_MIN_DIM``, else about ``m / 4``. Not for the fast rule.
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
@@ -379,7 +381,7 @@ def eofd(
         return EOFDState(
             W=jnp.zeros((K, d), dtype),
             basis=jnp.concatenate([fd.V, jnp.zeros((D, spare), dtype)], axis=1),
-            R=jnp.eye(m_eff + spare, m_eff, dtype=dtype),
+            R=jnp.eye(m_eff + spare, m_eff, dtype=dtype) if spare else None,
             mu=fd.mu,
             rho=fd.rho,
             rank=jnp.full((), rank0, jnp.int32),
@@ -424,7 +426,8 @@ def eofd(
         x = x.astype(dtype)
         lam = z_scalar(state)
         B, R, mu, used = state.basis, state.R, state.mu, state.used
-        n, m = R.shape
+        m = mu.shape[0]
+        n = m + spare
         w = state.W.reshape(-1)
         beta_used = beta_of(state)
 
@@ -432,8 +435,12 @@ def eofd(
         # the whole round, taken in basis coordinates (V^T = R^T basis^T: no pass over V).
         X = jnp.kron(jnp.eye(K, dtype=dtype), x[:, None])  # (D, K)
         P = B.T @ jnp.concatenate([X, w[:, None]], axis=1)
-        ext_b, ext = _extend_deferred(B, R, used, X, P[:, :K])
-        Vw = R.T @ P[:, K]
+        if spare:
+            ext_b, ext = _extend_deferred(B, R, used, X, P[:, :K])
+            Vw = R.T @ P[:, K]
+        else:  # V is the basis: one extension, the new V formed below
+            ext_b = ext = sketch.extend(B, X, P[:, :K])
+            Vw = P[:, K]
         Wx = state.W @ x  # = X^T w
         bw = jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)])  # [V, Q]^T w
 
@@ -449,30 +456,39 @@ def eofd(
             tr, rank_new = sketch.truncate(mu, ext, M_new), state.rank
 
         acc = state.acc + st.acc_increment
-        # The new V = [V, Q] U = basis' R_new and the step [V, Q] coef = basis' c_w, in basis
-        # coordinates (basis' = basis with Qb written in): (n, m)-sized work.
-        R_new, c_w = sketch.map_basis(R, ext, tr.U, coef)
+        small = (x, coef, alpha, z_new, tr.U, tr.mu, tr.sigma2, acc, sol.nu)
+        if spare:
+            # The new V = [V, Q] U = basis' R_new and the step [V, Q] coef = basis' c_w, in
+            # basis coordinates (basis' = basis with Qb written in): (n, m)-sized work.
+            R_new, c_w = sketch.map_basis(R, ext, tr.U, coef)
+            small = small + (R_new, c_w)
 
         # NaN guard on the small quantities only (basis, w are finite by induction, Qb is finite
-        # when x is): a rejected update writes zero columns where zero columns are and keeps the
-        # small state, so the D-sized work is done once either way.
-        small = (x, coef, alpha, z_new, tr.U, tr.mu, tr.sigma2, acc, sol.nu, R_new, c_w)
+        # when x is): a rejected update maps the identity / writes zero columns where zero
+        # columns are, and keeps the small state, so the D-sized work is done once either way.
         ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in small]))
-        c_w = jnp.where(ok, c_w, 0.0)
         ext_b = ext_b._replace(
             X=jnp.where(ok, ext_b.X, 0.0),
             C=jnp.where(ok, ext_b.C, 0.0),
             T_pinv=jnp.where(ok, ext_b.T_pinv, 0.0),
         )
-        # Pass 2: Qb and the w step in one product; then Qb goes into the spare columns and,
-        # once they run out, V = basis' R_new is formed (the only O(K d n m) product).
-        out = sketch.apply_basis(B, ext_b, _pass2_coeffs(c_w, used, K))
-        grown = used + jnp.where(jnp.any(ext_b.valid), K, 0).astype(jnp.int32)
-        full = ok & (grown + K > n)  # the next round's Qb would not fit
-        basis = fast_fd.rebase(B, out[:, :K], used, R_new, full)
-        R_new = jnp.where(full, jnp.eye(n, m, dtype=dtype), R_new)
-        used_new = jnp.where(full, m, grown).astype(jnp.int32)
-        w_new = jnp.where(ok, alpha, 1.0) * w + out[:, K]
+        if spare:
+            # Pass 2: Qb and the w step in one product; then Qb goes into the spare columns and,
+            # once they run out, V = basis' R_new is formed (the only O(K d n m) product).
+            out = sketch.apply_basis(B, ext_b, _pass2_coeffs(jnp.where(ok, c_w, 0.0), used, K))
+            grown = used + jnp.where(jnp.any(ext_b.valid), K, 0).astype(jnp.int32)
+            full = ok & (grown + K > n)  # the next round's Qb would not fit
+            basis = fast_fd.rebase(B, out[:, :K], used, R_new, full)
+            R_new = jnp.where(full, jnp.eye(n, m, dtype=dtype), R_new)
+            used_new = jnp.where(full, m, grown).astype(jnp.int32)
+            dw = out[:, K]
+        else:
+            # The new V and the step in one D x (m+K) x (m+1) product ([V, Q] [I; 0] = V when
+            # rejected, with X and C zeroed).
+            U = jnp.where(ok, tr.U, jnp.eye(m + K, m, dtype=dtype))
+            basis, dw = sketch.map_basis(B, ext_b, U, jnp.where(ok, coef, 0.0))
+            R_new, used_new = R, used
+        w_new = jnp.where(ok, alpha, 1.0) * w + dw
 
         info = base.UpdateInfo(
             projected=sol.active,
@@ -613,19 +629,28 @@ def _fast(*, K, d, m, capacity, max_newton_steps, z_scalar, radius_at) -> base.M
 SKETCH_RULES = ("per_round", "fast")
 
 
+# K d from which the per-round rule defers its basis rotation by default (see
+# :func:`default_spare_columns`).
+DEFER_MIN_DIM = 1000
+
+
 def default_spare_columns(m: int, K: int, D: int) -> int:
-    """Default number ``c`` of spare basis columns of the per-round rule: about ``m / 4``, a
-    multiple of K (``c / K`` rounds between materialisations), at least K.
+    """Default number ``c`` of spare basis columns of the per-round rule (``D = K d``): 0 (no
+    deferral, V formed every round) below ``DEFER_MIN_DIM``, else about ``m / 4``, a multiple
+    of K (``c / K`` rounds between materialisations), at least K.
 
     Every pass over the basis reads ``m + c`` columns and ``V = basis @ R`` costs
     ``K d (m + c) m`` once every ``c / K`` rounds, so the per-round cost is about
     ``a (m + c) + b (m + c) m K / c`` (``a`` a pass, ``b`` a product, per basis entry), least
-    at ``c = m sqrt(b K / a)``. Measured on one CPU core (float64, the rounds of
-    ``benchmarks.mlogb_speed``: 30 actions scored, then the update; 120-200 rounds, c in
-    ``K, m/8, m/4, m/2, m``) the optimum was broad, between ``m / 8`` and ``m / 4``, from
-    K d = 400 to 10^4, and ``c = m`` was as slow or slower than ``m / 4`` at every size: at
-    (d, K, m) = (785, 1, 78) 0.52 against 0.37 ms per round, at (10^4, 1, 100) 4.1 against
-    3.5 ms (before the deferral: 0.40 and 4.7 ms)."""
+    at ``c = m sqrt(b K / a)``; the deferral also adds small fixed work per round (a second
+    extension in basis coordinates, the rotation of R, scores through R). Measured on one CPU
+    core, float64, full rounds of ``benchmarks.mlogb_speed`` (30 actions scored, then the
+    update; ``spare_columns=0`` against the default): the optimum c was broad, between
+    ``m / 8`` and ``m / 4``; the deferral was slower than forming V every round at K d = 400
+    (``(100, 4, 40)``, ``(400, 1, 40)``), equal at ``(785, 1, 78)`` and faster from K d = 1600
+    on: hence the threshold."""
+    if D < DEFER_MIN_DIM:
+        return 0
     if m >= D:
         return K  # errata 1: X always lies in span V, no column is ever added
     return max(K, (m // 4) // K * K)
@@ -645,10 +670,11 @@ def _check_spare(spare_columns: object, fast: bool, m: int, K: int, D: int) -> i
     if (
         not isinstance(spare_columns, int | np.integer)
         or isinstance(spare_columns, bool)
-        or spare_columns < K
+        or not (spare_columns == 0 or spare_columns >= K)
     ):
         raise ValueError(
-            f"spare_columns must be an int >= num_outcomes = {K}, got {spare_columns!r}"
+            f"spare_columns must be 0 (no deferral) or an int >= num_outcomes = {K}, "
+            f"got {spare_columns!r}"
         )
     return int(spare_columns)
 

@@ -1,8 +1,9 @@
 """EOFD-MLogB's per-round rule with the deferred basis rotation (``V = basis @ R``, spare basis
 columns, ``V`` formed only when they run out): streams crossing many materialisations equal the
-numpy reference and the learner that forms V every round (``spare_columns = K``), robust and
-adaptive too; the materialisation round itself; a residual already in the basis; the NaN guard
-in the middle of the spare columns and at a materialisation; float32; m >= Kd; validation."""
+numpy reference and the learner without the deferral (``spare_columns = 0``, V formed every
+round), robust and adaptive too; the materialisation round itself; a residual already in the
+basis; the NaN guard in the middle of the spare columns and at a materialisation; float32;
+m >= Kd; validation."""
 
 import functools
 
@@ -119,41 +120,43 @@ def test_long_stream_matches_numpy_reference(K, d, m, spare):
     ],
 )
 def test_deferred_equals_forming_v_every_round(K, d, m, spare, reg, m_max, tau):
-    """``spare_columns = K`` forms V every round (the basis is V after each round, the pre-change
-    state); wider spares defer it: scores, W, weights, rho, rank and the sketch agree to 1e-9
-    over a stream crossing >= 3 materialisations (robust + adaptive included)."""
+    """``spare_columns = 0`` forms V every round without deferral (the basis is V) and
+    ``spare_columns = K`` every round through the deferred path; wider spares defer it: scores,
+    W, weights, rho, rank and the sketch agree to 1e-9 over a stream crossing >= 3
+    materialisations (robust + adaptive included)."""
     T = 4 * spare // K + 3
     hp = _hp(K, S=1.5, beta="theory", beta_scale=0.05)
-    every, deferred = (
-        _learner(K, d, m, K, reg, m_max, tau),
-        _learner(K, d, m, spare, reg, m_max, tau),
-    )
+    plain = _learner(K, d, m, 0, reg, m_max, tau)
     xs, ys, acts = _stream(K, d, T, seed=K + d)
-    _, (sc1, s1) = _runner(every)(every.init(hp), xs, ys, acts)
-    _, (sc2, s2) = _runner(deferred)(deferred.init(hp), xs, ys, acts)
-    m_eff = s2.mu.shape[1]
-    np.testing.assert_array_equal(np.asarray(s1.used), m_eff)  # formed every round
-    assert _materialisations(s2, m_eff) >= 3
-    np.testing.assert_allclose(sc2, sc1, rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(s2.W, s1.W, rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(s2.mu, s1.mu, rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(s2.rho, s1.rho, rtol=1e-9, atol=1e-11)
-    np.testing.assert_array_equal(s2.rank, s1.rank)
-    np.testing.assert_allclose(_sketch(s2), _sketch(s1), rtol=1e-9, atol=1e-11)
-    if m_max is not None:
-        assert int(s2.rank[-1]) > m  # the adaptive rank grew
-    if reg == "robust":
-        assert float(s2.rho[-1]) > 0.0
-    # V = basis @ R stays orthonormal (zero-weight columns included) and R's rows past `used`
-    # are zero, as are the basis columns past it.
-    V = np.asarray(s2.V)
-    np.testing.assert_allclose(
-        np.swapaxes(V, 1, 2) @ V, np.broadcast_to(np.eye(m_eff), (T, m_eff, m_eff)), atol=1e-12
-    )
-    n = s2.R.shape[1]
-    past = np.arange(n)[None, :] >= np.asarray(s2.used)[:, None]
-    assert np.all(np.where(past[:, :, None], np.asarray(s2.R), 0.0) == 0.0)
-    assert np.all(np.where(past[:, None, :], np.asarray(s2.basis), 0.0) == 0.0)
+    _, (sc1, s1) = _runner(plain)(plain.init(hp), xs, ys, acts)
+    assert s1.R is None and s1.basis.shape[-1] == s1.mu.shape[-1]
+    for c in (K, spare):
+        deferred = _learner(K, d, m, c, reg, m_max, tau)
+        _, (sc2, s2) = _runner(deferred)(deferred.init(hp), xs, ys, acts)
+        m_eff = s2.mu.shape[1]
+        if c == K:
+            np.testing.assert_array_equal(np.asarray(s2.used), m_eff)  # formed every round
+        else:
+            assert _materialisations(s2, m_eff) >= 3
+        np.testing.assert_allclose(sc2, sc1, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(s2.W, s1.W, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(s2.mu, s1.mu, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(s2.rho, s1.rho, rtol=1e-9, atol=1e-11)
+        np.testing.assert_array_equal(s2.rank, s1.rank)
+        np.testing.assert_allclose(_sketch(s2), _sketch(s1), rtol=1e-9, atol=1e-11)
+        if m_max is not None:
+            assert int(s2.rank[-1]) > m  # the adaptive rank grew
+        if reg == "robust":
+            assert float(s2.rho[-1]) > 0.0
+        # V = basis @ R stays orthonormal (zero-weight columns included) and R's rows past
+        # `used` are zero, as are the basis columns past it.
+        V = np.asarray(s2.V)
+        eye = np.broadcast_to(np.eye(m_eff), (T, m_eff, m_eff))
+        np.testing.assert_allclose(np.swapaxes(V, 1, 2) @ V, eye, atol=1e-12)
+        n = s2.R.shape[1]
+        past = np.arange(n)[None, :] >= np.asarray(s2.used)[:, None]
+        assert np.all(np.where(past[:, :, None], np.asarray(s2.R), 0.0) == 0.0)
+        assert np.all(np.where(past[:, None, :], np.asarray(s2.basis), 0.0) == 0.0)
 
 
 def test_materialisation_round():
@@ -264,13 +267,16 @@ def test_full_sketch_equals_oful_and_adds_no_column():
 
 def test_default_spare_columns_and_bad_values():
     assert default_spare_columns(100, 1, 10_000) == 25
-    assert default_spare_columns(40, 4, 400) == 8
-    assert default_spare_columns(3, 2, 60) == 2  # at least K
-    assert default_spare_columns(6, 2, 6) == 2  # m >= Kd: never used
+    assert default_spare_columns(40, 4, 4000) == 8
+    assert default_spare_columns(3, 2, 1200) == 2  # at least K
+    assert default_spare_columns(1200, 1, 1200) == 1  # m >= Kd: never used
+    assert default_spare_columns(40, 4, 400) == 0  # below DEFER_MIN_DIM: no deferral
     s = mlogb.eofd(num_outcomes=1, dim=785, sketch_size=78).init(_hp(1))
-    assert s.basis.shape == (785, 78 + 19) and s.R.shape == (78 + 19, 78) and int(s.used) == 78
+    assert s.basis.shape == (785, 78) and s.R is None and int(s.used) == 78
+    s = mlogb.eofd(num_outcomes=1, dim=1200, sketch_size=78).init(_hp(1))
+    assert s.basis.shape == (1200, 78 + 19) and s.R.shape == (78 + 19, 78) and int(s.used) == 78
     kw = {"num_outcomes": 2, "dim": 3, "sketch_size": 2}
-    for bad in (1, 0, True, 2.0, "4"):
+    for bad in (1, -1, True, 2.0, "4"):
         with pytest.raises(ValueError, match="spare_columns"):
             mlogb.eofd(**kw, spare_columns=bad)
     with pytest.raises(ValueError, match="spare_columns"):
