@@ -18,12 +18,14 @@ that core) at a cost of 20-40% on a quiet machine.
 
 The default (``auto``) is therefore one thread on one core: ``PJRT_NPROC=1``,
 ``--xla_cpu_multi_thread_eigen=false`` and the process's affinity narrowed to the least busy core
-(sampled from ``/proc/stat``); with ``--devices N`` (N host devices, parallelism across trials)
-it is N threads on the N least busy cores. ``--threads N`` (or ``BANDITS_JAX_THREADS=N``) asks for
-N threads on N cores; N at least the number of cores the process may use leaves the affinity alone
-and gives XLA's own defaults. A user's own settings always win: a ``--xla_cpu_multi_thread_eigen``
-already in ``XLA_FLAGS``, a ``PJRT_NPROC`` or ``NPROC`` already set, and an affinity already
-narrowed (e.g. by ``taskset``) are kept as they are.
+(sampled from ``/proc/stat``); with ``--devices N`` (N host devices, parallelism across trials) it
+is N threads on the N least busy cores, with N more pool threads that only run when a device blocks
+at a cross-device rendezvous (:func:`pool_size`: without them sharded runs can deadlock).
+``--threads N`` (or ``BANDITS_JAX_THREADS=N``) asks for N threads on N cores; N at least the number
+of cores the process may use leaves the affinity alone and gives XLA's own defaults. A user's own
+settings always win: a ``--xla_cpu_multi_thread_eigen`` already in ``XLA_FLAGS``, a ``PJRT_NPROC``
+or ``NPROC`` already set, and an affinity already narrowed (e.g. by ``taskset``) are kept as they
+are.
 """
 
 from __future__ import annotations
@@ -90,7 +92,21 @@ def resolve_threads(threads: int | None, devices: int | None = None) -> int:
     return threads if threads is not None else max(AUTO_THREADS, devices or 1)
 
 
-def thread_environment(n: int, environ: Mapping[str, str]) -> dict[str, str]:
+def pool_size(n: int, devices: int | None = None) -> int:
+    """XLA CPU pool threads for ``n`` compute threads and ``devices`` host devices (pure).
+
+    With N > 1 host devices each device's program holds a pool thread and blocks in it at every
+    cross-device rendezvous (e.g. the predicate of a ``while_loop`` over trials sharded across
+    the devices), while XLA also splits large kernels into tasks for the same pool: with only N
+    threads both can wait on each other for ever (EOFD at (d, K, m) = (100, 4, 40), 64 trials
+    on 2 host devices hung with ``PJRT_NPROC=2`` and ran with 3; ``tests/cli/test_threads.py``).
+    So N host devices get N more threads than compute threads (they sit idle unless blocked)."""
+    return n + devices if devices is not None and devices > 1 else n
+
+
+def thread_environment(
+    n: int, environ: Mapping[str, str], devices: int | None = None
+) -> dict[str, str]:
     """The environment variables to set for ``n`` XLA CPU threads (pure function).
 
     A user's own setting always wins: a ``--xla_cpu_multi_thread_eigen`` already in
@@ -100,6 +116,7 @@ def thread_environment(n: int, environ: Mapping[str, str]) -> dict[str, str]:
     Args:
       n: threads for XLA's CPU work.
       environ: the current environment (``os.environ``); not modified.
+      devices: host devices (``--devices``): the pool gets :func:`pool_size` threads.
 
     Returns:
       ``{name: value}`` of the variables to change (empty when the user set everything).
@@ -110,7 +127,7 @@ def thread_environment(n: int, environ: Mapping[str, str]) -> dict[str, str]:
         eigen = f"{EIGEN_FLAG}={'true' if n > 1 else 'false'}"
         out["XLA_FLAGS"] = (flags.strip() + " " + eigen).strip()
     if not any(v in environ for v in POOL_VARS):
-        out["PJRT_NPROC"] = str(n)
+        out["PJRT_NPROC"] = str(pool_size(n, devices))
     return out
 
 
@@ -212,6 +229,6 @@ def configure_threads(threads: object = None, *, devices: int | None = None) -> 
                 stacklevel=2,
             )
         return ThreadConfig(n, {}, None)
-    changes = thread_environment(n, os.environ)
+    changes = thread_environment(n, os.environ, devices)
     os.environ.update(changes)
     return ThreadConfig(n, changes, _narrow_affinity(n))

@@ -77,6 +77,48 @@ def test_environment_from_nothing():
     assert _flags(four) == ["--xla_cpu_multi_thread_eigen=true"] and four["PJRT_NPROC"] == "4"
 
 
+def test_host_devices_get_spare_pool_threads():
+    assert threads.pool_size(1) == threads.pool_size(1, devices=1) == 1
+    assert threads.pool_size(2, devices=2) == 4 and threads.pool_size(1, devices=3) == 4
+    env = threads.thread_environment(2, {}, devices=2)
+    assert env["PJRT_NPROC"] == "4"
+    assert "PJRT_NPROC" not in threads.thread_environment(2, {"NPROC": "2"}, devices=2)
+
+
+SHARDED_EOFD = """
+import faulthandler, sys
+faulthandler.dump_traceback_later(240, exit=True)  # a deadlock fails the test, not the suite
+import os
+from bandits_jax import threads
+os.environ["XLA_FLAGS"] = threads.host_device_flags(os.environ.get("XLA_FLAGS", ""), 2)
+threads.configure_threads(None, devices=2)
+import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+from bandits_jax import envs, mlogb
+from bandits_jax.sim import make_rollout, sharding
+K, d, m, n = 4, 100, 40, 64
+hp = mlogb.section4(num_outcomes=K, dim=d, S=1.0, horizon=10_000, dtype=jnp.float64).hparams
+learner = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=jnp.float64)
+keys = jax.random.split(jax.random.PRNGKey(1), n)
+es, keys = sharding.shard_runs((jax.vmap(env.init)(keys), keys), sharding.run_mesh())
+out = make_rollout(mlogb.interact(learner, env), 3, trials=True)(learner.init(hp), es, keys)
+print(jax.device_count(), os.environ["PJRT_NPROC"], int(jnp.sum(out.regret >= 0)))
+"""
+
+
+def test_sharded_trials_over_host_devices_do_not_deadlock():
+    """EOFD (100, 4, 40), 64 trials sharded over 2 host devices through the library's own
+    thread set-up: with a pool of one thread per device this hung (every thread blocked)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
+    env.pop(threads.ENV_VAR, None)
+    out = subprocess.run(
+        [sys.executable, "-c", SHARDED_EOFD], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2", "4", str(64 * 3)]
+
+
 def test_resolve_threads():
     assert threads.resolve_threads(None) == threads.AUTO_THREADS == 1
     assert threads.resolve_threads(None, devices=4) == 4  # one thread per host device
