@@ -1,5 +1,17 @@
-"""Test configuration: float64 by default (exactness checks); float32 tests ask for it."""
+"""Test configuration: float64 by default (exactness checks); float32 tests ask for it.
+
+The command's ``main(argv)``, which the CLI tests call in this process, would turn on JAX's
+persistent compilation cache for the whole process (``jax_compilation_cache_dir``), so that every
+later test wrote its executables into the user's cache directory whenever a compilation took
+longer than the threshold. The session runs with the cache off (``BANDITS_JAX_COMPILE_CACHE``)
+and a fresh temporary data root (``BANDITS_JAX_DATA``); tests of the cache set their own.
+"""
+
+import os
+import tempfile
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
+os.environ.setdefault("BANDITS_JAX_COMPILE_CACHE", "off")
+os.environ.setdefault("BANDITS_JAX_DATA", tempfile.mkdtemp(prefix="bandits-jax-tests-"))

@@ -24,7 +24,8 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 def test_host_devices_split_the_cpu_with_one_thread_each():
     out = _run("--device", "cpu", "--host-devices", "2")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["2", "2"]  # two host devices, a pool of two threads
+    # Two host devices, one compute thread each and one spare each (threads.pool_size).
+    assert out.stdout.split() == ["2", "4"]
 
 
 def test_bad_host_devices_is_one_error_line():

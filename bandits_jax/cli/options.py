@@ -321,9 +321,13 @@ def check_threads(errors: list[str], value: Any) -> None:
         errors.append(str(e))
 
 
+COMPILE_CACHE_ENV = "BANDITS_JAX_COMPILE_CACHE"  # a directory or "off"; --compile-cache wins
+
+
 def compile_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
-    """Where JAX's persistent compilation cache lives (``None``: off)."""
-    value = getattr(args, "compile_cache", None)
+    """Where JAX's persistent compilation cache lives (``None``: off): ``--compile-cache``, else
+    ``$BANDITS_JAX_COMPILE_CACHE``, else ``<data root>/xla``."""
+    value = getattr(args, "compile_cache", None) or os.environ.get(COMPILE_CACHE_ENV)
     if value == "off":
         return None
     if value:
@@ -372,8 +376,9 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--compile-cache",
         dict(
-            help="JAX's persistent compilation cache (default $BANDITS_JAX_DATA/xla or "
-            "~/.cache/bandits_jax/xla; 'off' disables it): a second run skips most compiling",
+            help="JAX's persistent compilation cache (default $BANDITS_JAX_COMPILE_CACHE, else "
+            "$BANDITS_JAX_DATA/xla or ~/.cache/bandits_jax/xla; 'off' disables it): a second run "
+            "skips most compiling",
         ),
     ),
 )

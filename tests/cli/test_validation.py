@@ -205,10 +205,18 @@ def test_unwritable_compile_cache(tmp_path, capsys):
 def test_compile_cache_dir_default_and_off(tmp_path, monkeypatch):
     parser = cli.build_parser()
     monkeypatch.setenv("BANDITS_JAX_DATA", str(tmp_path))
+    monkeypatch.delenv(opt.COMPILE_CACHE_ENV, raising=False)
     args = parser.parse_args(["reproduce"])
     assert opt.compile_cache_dir(args) == tmp_path / "xla"
     args = parser.parse_args(["reproduce", "--compile-cache", "off"])
     assert opt.compile_cache_dir(args) is None
+    # The environment variable: a directory or off; the option wins over it.
+    monkeypatch.setenv(opt.COMPILE_CACHE_ENV, str(tmp_path / "env"))
+    assert opt.compile_cache_dir(parser.parse_args(["reproduce"])) == tmp_path / "env"
+    monkeypatch.setenv(opt.COMPILE_CACHE_ENV, "off")
+    assert opt.compile_cache_dir(parser.parse_args(["reproduce"])) is None
+    args = parser.parse_args(["reproduce", "--compile-cache", str(tmp_path / "opt")])
+    assert opt.compile_cache_dir(args) == tmp_path / "opt"
 
 
 def test_out_in_use_by_another_process(tmp_path, capsys):

@@ -11,15 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
 
 from bandits_jax import mlogb
-from bandits_jax.envs.replay import replay_mlogb, replay_state
 from bandits_jax.linalg import roots
 from bandits_jax.mlogb.eofd import default_spare_columns
 from bandits_jax.reference import mlogb_numpy as ref
-from bandits_jax.sim import init_run, play
+from tests.mlogb.test_eofd_adaptive import _runner
 from tests.mlogb.test_learners import _hp
+from tests.mlogb.test_numpy_equivalence import replay_run
 
 
 @functools.cache
@@ -33,23 +32,6 @@ def _learner(K, d, m, spare, reg="paper", m_max=None, tau=None):
         max_sketch_size=m_max,
         delta_target=tau,
     )
-
-
-@functools.cache
-def _runner(learner):
-    """Jitted scan: scores on ``actions[t]``, then ``update(x[t], y[t])``; returns the final
-    state and per round the scores and the state after the update."""
-
-    def run(state, xs, ys, actions):
-        def body(s, inp):
-            x, y, acts = inp
-            sc = learner.scores(s, acts)
-            s = learner.update(s, x, y)
-            return s, (sc, s)
-
-        return lax.scan(body, state, (xs, ys, actions))
-
-    return jax.jit(run)
 
 
 def _stream(K, d, T, seed, repeat_every=0):
@@ -90,13 +72,7 @@ def test_long_stream_matches_numpy_reference(K, d, m, spare):
     kw = dict(lam=0.7, eta=1.3, S=1.0, rewards=rewards, beta=0.3, beta_scale=1.0)
     learner = _learner(K, d, m, spare)
     want = ref.simulate(ref.NumpyEOFD(K, d, m, **kw), W_star, X, mask, U, rewards=rewards)
-    env = replay_mlogb(num_outcomes=K, dim=d, max_actions=N)
-    state = init_run(
-        learner.init(mlogb.hyperparams(**kw)),
-        replay_state(X, mask, U, W_star, rewards),
-        jax.random.PRNGKey(0),
-    )
-    final, met = jax.jit(lambda s: play(mlogb.interact(learner, env), s, T))(state)
+    final, met = replay_run(learner, kw, X, mask, U, W_star)
     np.testing.assert_array_equal(np.asarray(met.choice), want["chosen"])
     np.testing.assert_allclose(np.asarray(met.regret), want["regret"], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(np.asarray(final.learner.W), want["W"][-1], rtol=1e-9, atol=1e-11)

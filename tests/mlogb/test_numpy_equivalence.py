@@ -22,6 +22,18 @@ def _stream(K, d, T, N, seed):
     return X, mask, rng.uniform(size=T), W_star
 
 
+def replay_run(learner, kw, X, mask, U, W_star):
+    """Plays ``learner`` (hyperparameters ``kw``) on the recorded stream: ``(final, metrics)``."""
+    T, N, d = X.shape
+    env = replay_mlogb(num_outcomes=W_star.shape[0], dim=d, max_actions=N)
+    state = init_run(
+        learner.init(mlogb.hyperparams(**kw)),
+        replay_state(X, mask, U, W_star, kw["rewards"]),
+        jax.random.PRNGKey(0),
+    )
+    return jax.jit(lambda s: play(mlogb.interact(learner, env), s, T))(state)
+
+
 CASES = [
     # K, d, m, beta, beta_scale, S
     (1, 6, 2, "theory", 0.02, 1.0),
@@ -45,13 +57,7 @@ def test_jax_matches_numpy_reference(K, d, m, beta, beta_scale, S, algo):
         np_learner = ref.NumpyOFUL(K, d, **kw)
     want = ref.simulate(np_learner, W_star, X, mask, U, rewards=rewards)
 
-    env = replay_mlogb(num_outcomes=K, dim=d, max_actions=N)
-    state = init_run(
-        learner.init(mlogb.hyperparams(**kw)),
-        replay_state(X, mask, U, W_star, rewards),
-        jax.random.PRNGKey(0),
-    )
-    final, met = jax.jit(lambda s: play(mlogb.interact(learner, env), s, T))(state)
+    final, met = replay_run(learner, kw, X, mask, U, W_star)
 
     np.testing.assert_array_equal(np.asarray(met.choice), want["chosen"])
     np.testing.assert_array_equal(np.asarray(met.y), want["y"])
