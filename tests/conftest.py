@@ -11,7 +11,17 @@ import os
 import tempfile
 
 import jax
+import pytest
 
 jax.config.update("jax_enable_x64", True)
 os.environ.setdefault("BANDITS_JAX_COMPILE_CACHE", "off")
 os.environ.setdefault("BANDITS_JAX_DATA", tempfile.mkdtemp(prefix="bandits-jax-tests-"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drops JAX's compiled programs after each test module. A full run compiles thousands of
+    programs; kept alive together in one process they ended in a segmentation fault inside
+    XLA's compiler (always at the same test, never in a subset of the suite)."""
+    yield
+    jax.clear_caches()
