@@ -106,21 +106,17 @@ def _row_sums(*xs: jax.Array, prod: bool = False) -> tuple[jax.Array, ...]:
     """Row sums (or products) of several (n, n) arrays in one variadic ``lax.reduce``: one
     fused loop instead of one per array.
 
-    The rows are cut into ``LANES``-wide chunks (padded with the identity) and reduced first
-    across the chunks, then across the lanes: a reduction over a major axis is a sequence of
-    elementwise vector operations, which XLA's CPU backend vectorises under IEEE semantics,
-    whereas a reduction over the minor axis stays a scalar loop (reassociating it needs fast
-    math). The padding is fused only when the inputs already have a width that is a multiple
-    of ``LANES`` (:func:`_rank_one` pads the problem), so callers should pass such widths."""
+    The rows are cut into ``LANES``-wide chunks and reduced first across the chunks, then across
+    the lanes: a reduction over a major axis is a sequence of elementwise vector operations,
+    which XLA's CPU backend vectorises under IEEE semantics, whereas a reduction over the minor
+    axis stays a scalar loop (reassociating it needs fast math). The width must be a multiple of
+    ``LANES`` (:func:`_rank_one` pads the problem: padding the n x n terms here instead is not
+    fused and loses the gain)."""
     n = xs[0].shape[-1]
+    if n % LANES:
+        raise ValueError(f"xs: expected a width that is a multiple of {LANES}, got {n}")
     one = 1.0 if prod else 0.0
-    width = -(-n // LANES) * LANES
-    xs = tuple(
-        jnp.pad(x, ((0, 0), (0, width - n)), constant_values=one).reshape(
-            x.shape[0], width // LANES, LANES
-        )
-        for x in xs
-    )
+    xs = tuple(x.reshape(x.shape[0], n // LANES, LANES) for x in xs)
     init = tuple(jnp.asarray(one, x.dtype) for x in xs)
 
     def op(a, b):
