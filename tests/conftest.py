@@ -5,13 +5,24 @@ persistent compilation cache for the whole process (``jax_compilation_cache_dir`
 later test wrote its executables into the user's cache directory whenever a compilation took
 longer than the threshold. The session runs with the cache off (``BANDITS_JAX_COMPILE_CACHE``)
 and a fresh temporary data root (``BANDITS_JAX_DATA``); tests of the cache set their own.
+
+Most of the suite's time is XLA compiling small programs, so tests compile with LLVM's
+optimisation level 0 (``--xla_backend_optimization_level=0``, added to ``XLA_FLAGS`` before JAX
+starts its backend, inherited by the tests' subprocesses; a level the caller set wins): the
+suite then takes about three quarters of the time. The level changes how fast the compiled code
+runs, not what it computes (XLA keeps IEEE semantics at every level, and the suite passes at
+either). Benchmarks and the command compile at XLA's default level.
 """
 
 import os
 import tempfile
 
-import jax
-import pytest
+_OPT_FLAG = "--xla_backend_optimization_level"
+if _OPT_FLAG not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_OPT_FLAG}=0".strip()
+
+import jax  # noqa: E402  (after XLA_FLAGS: the backend reads them when it starts)
+import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 os.environ.setdefault("BANDITS_JAX_COMPILE_CACHE", "off")

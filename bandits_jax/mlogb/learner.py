@@ -192,12 +192,37 @@ def assemble(
     """
     K, d = num_outcomes, dim
 
-    def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
+    # Each function validates its concrete arguments eagerly, then runs one compiled program:
+    # called outside jit, a learner's step is one dispatch instead of hundreds of op-by-op
+    # ones (each compiled on first use); inside jit the compiled call is inlined.
+    @jax.jit
+    def parts_compiled(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         actions = actions.astype(state.W.dtype)
         beta = radius(state) if radius else radius_of(state, num_outcomes=K, dim=d, rank=rank)
         A = a_matrices(state, actions)
         return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
+
+    @jax.jit
+    def select_compiled(state, actions: jax.Array, mask: jax.Array | None):
+        est, bon = parts_compiled(state, actions)
+        return bonus.select_index(est + bon, mask)
+
+    @jax.jit
+    def update_compiled(state, x: jax.Array, y: jax.Array):
+        # ||W|| <= S whatever the learner's rounding (into_ball). Under jit a bad outcome is
+        # rejected like a non-finite x: the update sees a NaN x (every learner keeps its previous
+        # state then, at no D-sized cost, where a tree-where would re-read the whole sketch) and
+        # the status says BAD_OUTCOME.
+        valid = outcome_valid(y, K)
+        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
+        x_safe = jnp.where(valid, x, jnp.nan)
+        new = into_ball(update(state, x_safe, y_safe))
+        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
+        return new._replace(info=new.info._replace(status=status))
+
+    def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
+        return parts_compiled(state, actions)
 
     def scores(state, actions: jax.Array) -> jax.Array:
         return bonus.optimistic_reward(K, *score_parts(state, actions))
@@ -205,8 +230,8 @@ def assemble(
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
         bonus.check_mask((actions.shape[0],), mask)
-        est, bon = score_parts(state, actions)
-        idx, status = bonus.select_index(est + bon, mask)
+        check_actions(actions, d)
+        idx, status = select_compiled(state, actions, mask)
         if is_concrete(status) and int(status) != bonus.SELECT_OK:
             raise ValueError(
                 f"select: the scores of valid actions contain NaN "
@@ -215,19 +240,10 @@ def assemble(
         return idx
 
     def checked_update(state, x: jax.Array, y: jax.Array):
-        # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
-        # ValueError when concrete. Under jit a bad outcome is rejected like a non-finite x: the
-        # update sees a NaN x (every learner keeps its previous state then, at no D-sized cost,
-        # where a tree-where would re-read the whole sketch) and the status says BAD_OUTCOME.
-        y = check_outcome(y, K)
-        valid = outcome_valid(y, K)
-        if is_concrete(valid):  # checked above: always valid
-            return into_ball(update(state, x, y.astype(jnp.int32)))
-        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
-        x_safe = jnp.where(valid, x, jnp.nan)
-        new = into_ball(update(state, x_safe, y_safe))
-        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
-        return new._replace(info=new.info._replace(status=status))
+        # Outcomes outside 0..K and non-finite x are a ValueError when concrete.
+        x = jnp.asarray(x)
+        check_update_args(x, y, K, d)
+        return update_compiled(state, x, jnp.asarray(y))
 
     return MLogBLearner(
         init=init,
