@@ -10,11 +10,11 @@ has no effect.
 Why a default. A round of a learner is a few dozen small kernels, and XLA's CPU runtime hands
 them between its threads. When another process holds a core, every hand-off to a thread whose core
 is taken waits for a time slice. ``python -m benchmarks.cpu_threads --quick`` on a 2-core machine
-(``docs/bench/cpu_threads.json``, ms per round quiet / with one busy core): OFUL (400, 1) 16.6 /
-64.9 with XLA's defaults, 20.1 / 50.1 with ``PJRT_NPROC=1``, 23.3 / 22.9 with the process kept on
-one core; EOFD (785, 1, 78) 1.45 / 1.88 against 1.76 / 1.37. Shrinking the pools helps only
-partly; keeping the whole process on one core removes the slowdown (the hand-offs then stay on
-that core) at a cost of 20-40% on a quiet machine.
+(``docs/bench/cpu_threads.json``, ms per round quiet / with one busy core): OFUL (400, 1) 7.0 /
+13.7 with XLA's defaults, 6.0 / 24.3 with ``PJRT_NPROC=1``, 8.0 / 8.4 with the process kept on
+one core; EOFD (785, 1, 78) 0.53 / 0.78 against 0.52 / 0.56. Shrinking the pools does not help;
+keeping the whole process on one core removes the slowdown (the hand-offs then stay on that
+core) at a cost of up to 15% on a quiet machine.
 
 The default (``auto``) is therefore one thread on one core: ``PJRT_NPROC=1``,
 ``--xla_cpu_multi_thread_eigen=false`` and the process's affinity narrowed to the least busy core
