@@ -306,14 +306,13 @@ def _extend_deferred(
     return ext_b, sketch.extend(R, ext_b.C + place)
 
 
-def _pass2_coeffs(c_w: jax.Array, used: jax.Array, K: int) -> jax.Array:
-    """Coefficients in ``[basis, Qb]`` of ``[Qb, [V, Q] coef]`` given ``c_w`` (n,), the basis
-    coordinates of ``[V, Q] coef`` (rows ``used .. used + K`` on ``Qb``): one product
-    (:func:`bandits_jax.linalg.sketch.apply_basis`) gives the new columns and the w step."""
-    n = c_w.shape[0]
-    dtype = c_w.dtype
-    top = jnp.concatenate([jnp.zeros((n, K), dtype), c_w[:, None]], axis=1)
-    on_q = lax.dynamic_slice(c_w, (used,), (K,))
+def _pass2_coeffs(on_basis: jax.Array, on_q: jax.Array) -> jax.Array:
+    """Coefficients in ``[basis, Q]`` of ``[Q, step]`` for one product
+    (:func:`bandits_jax.linalg.sketch.apply_basis`) giving a round's K new columns ``Q`` and the
+    w step, given the step's coordinates ``on_basis`` (n,) in the basis and ``on_q`` (K,) in Q."""
+    n, K = on_basis.shape[0], on_q.shape[0]
+    dtype = on_basis.dtype
+    top = jnp.concatenate([jnp.zeros((n, K), dtype), on_basis[:, None]], axis=1)
     bottom = jnp.concatenate([jnp.eye(K, dtype=dtype), on_q[:, None]], axis=1)
     return jnp.concatenate([top, bottom], axis=0)
 
@@ -475,7 +474,10 @@ def eofd(
         if spare:
             # Pass 2: Qb and the w step in one product; then Qb goes into the spare columns and,
             # once they run out, V = basis' R_new is formed (the only O(K d n m) product).
-            out = sketch.apply_basis(B, ext_b, _pass2_coeffs(jnp.where(ok, c_w, 0.0), used, K))
+            # c_w's rows used .. used + K are the step's coordinates on Qb.
+            c_w = jnp.where(ok, c_w, 0.0)
+            on_q = lax.dynamic_slice(c_w, (used,), (K,))
+            out = sketch.apply_basis(B, ext_b, _pass2_coeffs(c_w, on_q))
             grown = used + jnp.where(jnp.any(ext_b.valid), K, 0).astype(jnp.int32)
             full = ok & (grown + K > n)  # the next round's Qb would not fit
             basis = fast_fd.rebase(B, out[:, :K], used, R_new, full)
@@ -599,9 +601,7 @@ def _fast(*, K, d, m, capacity, max_newton_steps, z_scalar, radius_at) -> base.M
             T_pinv=jnp.where(ok, ext_b.T_pinv, 0.0),
         )
         # Pass 2: Q and [V, Q] coef = basis (R coef_V) + Q coef_Q in one product.
-        top = jnp.concatenate([jnp.zeros((c, K), dtype), (R @ coef[:c])[:, None]], axis=1)
-        bottom = jnp.concatenate([jnp.eye(K, dtype=dtype), coef[c:, None]], axis=1)
-        out = sketch.apply_basis(B, ext_b, jnp.concatenate([top, bottom], axis=0))
+        out = sketch.apply_basis(B, ext_b, _pass2_coeffs(R @ coef[:c], coef[c:]))
         rot = rot._replace(shrink=rot.shrink & ok)
         basis = fast_fd.commit_basis(B, out[:, :K], rot, state.used)
         w_new = jnp.where(ok, st.alpha, 1.0) * w + out[:, K]
