@@ -1,8 +1,8 @@
 """One conformance suite for every learner of both papers (bandits_jax.protocols).
 
 Each learner is one :class:`Case` in :data:`CASES`; a new learner joins with one line. Every case
-is checked for: the protocol members, jit == eager, float32 and float64 kept, donation of the
-state, vmap over trials and over a hyperparameter grid == loops, one compile per chunk length, a
+is checked for: the protocol members, jit == eager, an eager call is one compiled program,
+float32 and float64 kept, donation of the state, vmap over trials and over a hyperparameter grid == loops, one compile per chunk length, a
 checkpoint round trip, and a ValueError naming the argument on bad input.
 """
 
@@ -333,6 +333,35 @@ def test_checkpoint_round_trip(case, tmp_path):
     restored, _ = checkpoint.restore(path, like)
     chex.assert_trees_all_equal(restored, state)
     chex.assert_trees_all_equal_structs(restored, state)
+
+
+def _compiles(caplog, fn, *args) -> tuple[Any, int]:
+    """``fn(*args)`` and the number of programs JAX compiled for it."""
+    caplog.clear()
+    with jax.log_compiles(True), caplog.at_level("WARNING"):
+        out = fn(*args)
+    return out, sum("Compiling" in r.getMessage() for r in caplog.records)
+
+
+def test_eager_step_is_compiled(any_case, caplog):
+    """Outside jit, each protocol call is one compiled program (op by op, the first eager
+    round of an EOFD learner compiled about 250 small programs, of Algorithm 1 about 30)."""
+    case = any_case
+    learner = case.learner
+    state = learner.init(case.hparams(jnp.float64, False))
+    counts = []
+    for key in jax.random.split(KEY, 2):
+        if case.family == "bco":
+            (points, aux), n_query = _compiles(caplog, learner.query, state, key)
+            state, n_update = _compiles(caplog, learner.update, state, aux, _bco_loss(points))
+        else:
+            actions = jax.random.normal(key, (N_ACTIONS, D)) / np.sqrt(D)
+            x = actions[0]
+            _, n_query = _compiles(caplog, learner.select, state, actions)
+            state, n_update = _compiles(caplog, learner.update, state, x, 1)
+        counts.append((n_query, n_update))
+    # First round: the program and at most a few argument conversions; then nothing.
+    assert all(n <= 3 for n in counts[0]) and counts[1] == (0, 0), counts
 
 
 def _bad_inputs(case, state):

@@ -85,6 +85,7 @@ from bandits_jax.bco.two_point import (
     check_hparams,
     coordinate_feedback,
     grid,
+    make_learner,
     oogd_step,
     query_coordinates,
     start,
@@ -348,7 +349,7 @@ def dynamic_ensemble(dim: int) -> Learner:
         )
         return accept(state, new, all_finite(values, err_sq, base_w, hedge.weights))
 
-    return Learner(init, query_coordinates, update, make_hparams, d)
+    return make_learner(init, query_coordinates, update, make_hparams, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -635,7 +636,7 @@ def universal_ensemble(
         ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
         return accept(state, new, ok, fp_status)
 
-    return Learner(init, query_coordinates, update, make_hparams, d)
+    return make_learner(init, query_coordinates, update, make_hparams, d)
 
 
 __all__ = [

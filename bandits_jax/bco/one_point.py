@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks
-from bandits_jax.bco.two_point import Learner, count_failure, fresh_state, grid
+from bandits_jax.bco.two_point import Learner, count_failure, fresh_state, grid, make_learner
 from bandits_jax.linalg.roots import NONFINITE, bracketed_newton
 
 
@@ -361,7 +361,7 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
     def make_hparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHParams:
         return hyperparams(dim=dim, eta=eta, lower=lower, upper=upper, optimism_cap=optimism_cap)
 
-    return Learner(init, query, update, make_hparams, dim)
+    return make_learner(init, query, update, make_hparams, dim)
 
 
 __all__ = [

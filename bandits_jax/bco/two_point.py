@@ -118,6 +118,16 @@ class Learner(NamedTuple):
     dim: int
 
 
+def make_learner(
+    init: Callable, query: Callable, update: Callable, hyperparams: Callable, dim: int
+) -> Learner:
+    """A :class:`Learner` whose ``query`` and ``update`` are compiled: called outside ``jit``
+    a round is two dispatches instead of one per operation (each compiled on first use); inside
+    ``jit`` they are inlined. Shape checks still raise at trace time, and a non-finite value is a
+    rejected update either way (``status``)."""
+    return Learner(init, jax.jit(query), jax.jit(update), hyperparams, dim)
+
+
 def fresh_state(state):
     """Every leaf copied into its own buffer (so the state can be donated; see ``checks.fresh``)."""
     return jax.tree_util.tree_map(checks.fresh, state)
@@ -378,7 +388,7 @@ def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
         new = state._replace(w=w_next, w_hat=w_hat_next, g_tilde=g_tilde_next, sched=sched_next)
         return accept(state, new, ok)
 
-    return Learner(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
+    return make_learner(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
 
 
 def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
@@ -412,7 +422,7 @@ def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
         ok = all_finite(values, err_sq, w_next)
         return accept(state, state._replace(w=w_next, sched=sched_next), ok)
 
-    return Learner(init, query, update, _make_hparams_method(d, schedule), d)
+    return make_learner(init, query, update, _make_hparams_method(d, schedule), d)
 
 
 def from_preset(dim: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner, TwoPointHParams]:

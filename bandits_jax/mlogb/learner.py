@@ -192,27 +192,19 @@ def assemble(
     """
     K, d = num_outcomes, dim
 
-    # Each function validates its concrete arguments eagerly, then runs one compiled program:
-    # called outside jit, a learner's step is one dispatch instead of hundreds of op-by-op
-    # ones (each compiled on first use); inside jit the compiled call is inlined.
-    @jax.jit
-    def parts_compiled(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
         actions = actions.astype(state.W.dtype)
         beta = radius(state) if radius else radius_of(state, num_outcomes=K, dim=d, rank=rank)
         A = a_matrices(state, actions)
         return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
 
-    @jax.jit
-    def select_compiled(state, actions: jax.Array, mask: jax.Array | None):
-        est, bon = parts_compiled(state, actions)
-        return bonus.select_index(est + bon, mask)
-
-    @jax.jit
-    def update_compiled(state, x: jax.Array, y: jax.Array):
-        # ||W|| <= S whatever the learner's rounding (into_ball). Under jit a bad outcome is
-        # rejected like a non-finite x: the update sees a NaN x (every learner keeps its previous
-        # state then, at no D-sized cost, where a tree-where would re-read the whole sketch) and
-        # the status says BAD_OUTCOME.
+    def checked_update(state, x: jax.Array, y: jax.Array):
+        # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
+        # ValueError when concrete (from_score_parts). Under jit a bad outcome is rejected like a
+        # non-finite x: the update sees a NaN x (every learner keeps its previous state then, at
+        # no D-sized cost, where a tree-where would re-read the whole sketch) and the status says
+        # BAD_OUTCOME.
         valid = outcome_valid(y, K)
         y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
         x_safe = jnp.where(valid, x, jnp.nan)
@@ -220,39 +212,13 @@ def assemble(
         status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
         return new._replace(info=new.info._replace(status=status))
 
-    def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
-        return parts_compiled(state, actions)
-
-    def scores(state, actions: jax.Array) -> jax.Array:
-        return bonus.optimistic_reward(K, *score_parts(state, actions))
-
-    def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
-        bonus.check_mask((actions.shape[0],), mask)
-        check_actions(actions, d)
-        idx, status = select_compiled(state, actions, mask)
-        if is_concrete(status) and int(status) != bonus.SELECT_OK:
-            raise ValueError(
-                f"select: the scores of valid actions contain NaN "
-                f"({bonus.SELECT_STATUS_NAMES[int(status)]}); the state or actions are not usable"
-            )
-        return idx
-
-    def checked_update(state, x: jax.Array, y: jax.Array):
-        # Outcomes outside 0..K and non-finite x are a ValueError when concrete.
-        x = jnp.asarray(x)
-        check_update_args(x, y, K, d)
-        return update_compiled(state, x, jnp.asarray(y))
-
-    return MLogBLearner(
-        init=init,
-        scores=scores,
-        score_parts=score_parts,
-        select=select,
-        update=checked_update,
-        num_outcomes=K,
-        dim=d,
+    return from_score_parts(
+        K,
+        d,
+        init,
+        score_parts,
+        checked_update,
+        scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
     )
 
 
@@ -267,19 +233,52 @@ def from_score_parts(
 ) -> MLogBLearner:
     """A learner from its ``score_parts``: ``select`` is the tie-broken argmax of
     ``estimate + bonus`` over the valid actions, ``scores`` is ``scores(estimate, bonus)``
-    (default their sum). For learners without Lemma 1's ``A(x)`` (the baselines)."""
+    (default their sum). Used by every MLogB learner (:func:`assemble` for those with Lemma 1's
+    ``A(x)``).
+
+    Called outside ``jit``, each function validates its concrete arguments eagerly (a
+    ``ValueError`` naming the argument: actions, mask, x, y; NaN scores of valid actions in
+    ``select``) and then runs one compiled program, instead of dispatching the learner's
+    operations one by one (hundreds of small programs, each compiled on first use). Inside
+    ``jit`` the compiled call is inlined.
+    """
+    K, d = num_outcomes, dim
     combine = scores if scores is not None else (lambda est, bon: est + bon)
+    parts_compiled = jax.jit(score_parts)
+    update_compiled = jax.jit(update)
+
+    @jax.jit
+    def select_compiled(state, actions: jax.Array, mask: jax.Array | None):
+        est, bon = score_parts(state, actions)
+        return bonus.select_index(est + bon, mask)
+
+    def checked_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
+        return parts_compiled(state, actions)
 
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        est, bon = score_parts(state, actions)
-        return bonus.argmax_tie(est + bon, mask)
+        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
+        bonus.check_mask((actions.shape[0],), mask)
+        check_actions(actions, d)
+        idx, status = select_compiled(state, actions, mask)
+        if is_concrete(status) and int(status) != bonus.SELECT_OK:
+            raise ValueError(
+                f"select: the scores of valid actions contain NaN "
+                f"({bonus.SELECT_STATUS_NAMES[int(status)]}); the state or actions are not usable"
+            )
+        return idx
+
+    def checked_update(state, x: jax.Array, y: jax.Array):
+        x = jnp.asarray(x)
+        check_update_args(x, y, K, d)
+        return update_compiled(state, x, jnp.asarray(y))
 
     return MLogBLearner(
         init=init,
-        scores=lambda state, actions: combine(*score_parts(state, actions)),
-        score_parts=score_parts,
+        scores=lambda state, actions: combine(*checked_parts(state, actions)),
+        score_parts=checked_parts,
         select=select,
-        update=update,
+        update=checked_update,
         num_outcomes=num_outcomes,
         dim=dim,
     )
