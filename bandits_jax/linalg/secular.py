@@ -181,7 +181,17 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     gap = jnp.where(last, total, jnp.where(last, 0.0, nxt) - d)
     gap = jnp.where(active & (gap > 0), gap, 1.0)  # inactive rows: any harmless value
     d_right = jnp.where(last, d + gap, nxt)
-    left_mask = d[None, :] <= d[:, None]  # [i, j]: pole j at or left of root i's left pole
+    # The two poles of each root's model (relative to its origin, which starts at its left pole):
+    # the left pole (its share of the sum in psi) and the right one (phi). The largest root has
+    # no pole on its right; as in LAPACK dlaed4 (i = n) its own pole's term, exact, is phi and
+    # the poles left of it, psi, are modelled at the next one (without this it took twice the
+    # steps of the other roots and set the loop's trip count).
+    below = active[None, :] & (d[None, :] < d[:, None])  # [i, j]: active pole j left of d_i
+    prev = jnp.max(jnp.where(below, d[None, :], -jnp.inf), axis=1)
+    p0 = jnp.where(last, jnp.where(jnp.any(below, axis=1), prev - d, -1.0), 0.0)
+    q0 = jnp.where(last, 0.0, gap)
+    # [i, j]: pole j's term in psi (else phi).
+    left_mask = jnp.where(last[:, None], below, d[None, :] <= d[:, None])
     wpos = w > 0
 
     def sums(origin, tau):
@@ -208,7 +218,7 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
         shift = jnp.where((k == 0) & (~last) & (f < 0), gap, 0.0)
         origin = jnp.where(shift > 0, d_right, origin)
         p, q, tau, lo, hi = p - shift, q - shift, tau - shift, lo - shift, hi - shift
-        err = 1.0 + phi - psi  # psi <= 0 <= phi: the sum of |terms|
+        err = 1.0 + jnp.abs(phi) - psi  # the sum of |terms| (psi <= 0)
         lo_new = jnp.where(f < 0, tau, lo)
         hi_new = jnp.where(f > 0, tau, hi)
         small = (jnp.abs(f) <= 4 * n * eps * err) | (
@@ -216,8 +226,8 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
         )
         # Two-pole model: psi ~ a1 + s/(p - x), phi ~ a2 + t/(q - x), matched at tau.
         s = dpsi * (p - tau) ** 2
-        t = jnp.where(last, 0.0, dphi * (q - tau) ** 2)
-        cc = 1.0 + psi - s / (p - tau) + phi - jnp.where(last, 0.0, t / (q - tau))
+        t = dphi * (q - tau) ** 2
+        cc = 1.0 + psi - s / (p - tau) + phi - t / (q - tau)
         a = cc * (p + q) + s + t  # cc x^2 - a x + b = 0
         b = cc * p * q + s * q + t * p
         disc = jnp.sqrt(jnp.maximum(a * a - 4 * cc * b, 0.0))
@@ -243,9 +253,9 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
         k = c[7]
         return (k <= UNROLLED) | (jnp.any(~c[6]) & (k <= UNROLLED + MAX_STEPS))
 
-    # Start at each interval's midpoint, relative to the left pole (origin d, poles 0 and gap).
+    # Start at each interval's midpoint, relative to the left pole (origin d).
     zero = jnp.zeros_like(d)
-    init = (d, zero, gap, 0.5 * gap, zero, gap, ~active, jnp.zeros((), jnp.int32))
+    init = (d, p0, q0, 0.5 * gap, zero, gap, ~active, jnp.zeros((), jnp.int32))
     origin, _, _, tau, _, _, done, _ = lax.while_loop(cond, body, init)
     return origin, tau, jnp.all(done)
 

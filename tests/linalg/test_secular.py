@@ -61,6 +61,17 @@ def _case(name, n, K, rng):
     elif name == "sentinel":  # sketch.truncate's degenerate directions: negative d, zero rows
         d = np.concatenate([np.sort(rng.exponential(size=n - K))[::-1], -5.0 * np.ones(K)])
         A[n - K :] = 0.0
+    # The largest root, above every pole, is modelled with its own pole and the next one down:
+    elif name == "one_active":  # a single active pole: no pole below it
+        d = rng.normal(size=n)
+        A[1:] = 0.0
+    elif name == "top_light":  # little weight on the largest pole, the next one close below
+        d = np.sort(rng.normal(size=n))
+        d[-2] = d[-1] - 1e-7
+        A[-1] *= 1e-5
+    elif name == "top_heavy":  # the largest pole carries almost all the weight
+        d = rng.normal(size=n)
+        A[np.argmax(d)] *= 1e4
     else:
         raise AssertionError(name)
     return d, A, M
@@ -77,6 +88,9 @@ CASES = [
     "graded",
     "singular_M",
     "sentinel",
+    "one_active",
+    "top_light",
+    "top_heavy",
 ]
 
 
