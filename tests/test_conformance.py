@@ -2,8 +2,9 @@
 
 Each learner is one :class:`Case` in :data:`CASES`; a new learner joins with one line. Every case
 is checked for: the protocol members, jit == eager, an eager call is one compiled program,
-float32 and float64 kept, donation of the state, vmap over trials and over a hyperparameter grid == loops, one compile per chunk length, a
-checkpoint round trip, and a ValueError naming the argument on bad input.
+float32 and float64 kept, donation of the state, vmap over trials and over a hyperparameter grid
+== loops, one compile per chunk length, a checkpoint round trip, and a ValueError naming the
+argument on bad input.
 """
 
 from __future__ import annotations
