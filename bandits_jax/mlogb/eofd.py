@@ -82,7 +82,7 @@ Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exac
   sketch size is rejected: the buffer already grows the rank between shrinks, and a rank kept
   above m at a shrink leaves less room, so shrinks come more often until every round shrinks.
   Speed: on a 2-core CPU at K d = 10^5, m = 100 (``python -m benchmarks.fast_fd``,
-  docs/bench/fast_fd.json) the fast rule was slower than the per-round rule (0.70x), which
+  docs/bench/fast_fd.json) the fast rule was slower than the per-round rule (0.69x), which
   defers its rotation too at that size: the fast rule's passes read a wider basis (c + K = 201
   columns against m + m/4 = 125), they are memory-bound, and its core is up to twice as large.
   It does discard less (a smaller ``rho`` at the same m).
