@@ -184,8 +184,8 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     # The two poles of each root's model (relative to its origin, which starts at its left pole):
     # the left pole (its share of the sum in psi) and the right one (phi). The largest root has
     # no pole on its right; as in LAPACK dlaed4 (i = n) its own pole's term, exact, is phi and
-    # the poles left of it, psi, are modelled at the next one (without this it took twice the
-    # steps of the other roots and set the loop's trip count).
+    # the poles left of it, psi, are modelled at the next one (with one model pole for all of
+    # them it was the slowest root and set the loop's trip count).
     below = active[None, :] & (d[None, :] < d[:, None])  # [i, j]: active pole j left of d_i
     prev = jnp.max(jnp.where(below, d[None, :], -jnp.inf), axis=1)
     p0 = jnp.where(last, jnp.where(jnp.any(below, axis=1), prev - d, -1.0), 0.0)

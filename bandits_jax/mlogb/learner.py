@@ -199,7 +199,7 @@ def assemble(
         A = a_matrices(state, actions)
         return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
 
-    def checked_update(state, x: jax.Array, y: jax.Array):
+    def guarded_update(state, x: jax.Array, y: jax.Array):
         # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
         # ValueError when concrete (from_score_parts). Under jit a bad outcome is rejected like a
         # non-finite x: the update sees a NaN x (every learner keeps its previous state then, at
@@ -217,7 +217,7 @@ def assemble(
         d,
         init,
         score_parts,
-        checked_update,
+        guarded_update,
         scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
     )
 
