@@ -69,6 +69,18 @@ def test_select_empty_mask_error_eagerly_flag_under_jit():
         learner.select(state, jnp.eye(3), jnp.zeros(3, bool))
 
 
+def test_select_takes_array_like_masks():
+    """A list of bools is a mask like the array it stands for; a list of ints is not boolean."""
+    learner, state = small_learner()
+    actions = jnp.eye(3)
+    for mask in ([False, True, False], [False, False, True]):
+        assert int(learner.select(state, actions, mask)) == mask.index(True)
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        learner.select(state, actions, [0, 1, 0])
+    with pytest.raises(ValueError, match="mask is all False"):
+        learner.select(state, actions, [False] * 3)
+
+
 def test_interact_reports_select_status():
     env = synthetic_mlogb(num_outcomes=2, dim=3, min_actions=2, max_actions=4)
     observe = env.observe

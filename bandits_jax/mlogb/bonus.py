@@ -59,9 +59,12 @@ SELECT_STATUS_NAMES = {
 
 
 def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
-    """Eager mask checks (shape, boolean, not all False when concrete); ``None``: all valid."""
+    """Eager mask checks (shape, boolean, not all False when concrete); ``None``: all valid.
+    Array-likes (a list of bools) are taken as arrays."""
     if mask is None:
         return jnp.ones(shape, bool)
+    if not isinstance(mask, jax.Array | np.ndarray):
+        mask = np.asarray(mask)
     if jnp.shape(mask) != tuple(shape):
         raise ValueError(
             f"mask must have shape {tuple(shape)} (one per action), got {jnp.shape(mask)}"

@@ -248,7 +248,7 @@ def from_score_parts(
     update_compiled = jax.jit(update)
 
     @jax.jit
-    def select_compiled(state, actions: jax.Array, mask: jax.Array | None):
+    def select_compiled(state, actions: jax.Array, mask: jax.Array):
         est, bon = score_parts(state, actions)
         return bonus.select_index(est + bon, mask)
 
@@ -258,7 +258,7 @@ def from_score_parts(
 
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
-        bonus.check_mask((actions.shape[0],), mask)
+        mask = bonus.check_mask((actions.shape[0],), mask)
         check_actions(actions, d)
         idx, status = select_compiled(state, actions, mask)
         if is_concrete(status) and int(status) != bonus.SELECT_OK:
