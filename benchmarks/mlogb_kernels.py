@@ -32,24 +32,19 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bandits_jax import mlogb  # noqa: E402
-from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
-from bandits_jax.sim import init_run, play  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
-from benchmarks.mlogb_speed import _stream  # noqa: E402
+from benchmarks.mlogb_speed import _stream, replay_round  # noqa: E402
 
 CASES = [(100, 4, 40), (400, 1, 40), (785, 1, 78)]
 
 
 def _compiled_round(d: int, K: int, m: int, rounds: int):
-    """The jitted ``rounds``-round replay run of EOFD and its start state."""
-    X, mask, U, W = _stream(K, d, rounds)
+    """The jitted ``rounds``-round replay run of EOFD (as in ``mlogb_speed``), compiled, and
+    its start state."""
     hp = mlogb.section4(num_outcomes=K, dim=d, S=1.0, horizon=10_000, dtype=jnp.float64).hparams
     learner = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
-    env = replay_mlogb(num_outcomes=K, dim=d, max_actions=X.shape[1])
-    es = replay_state(jnp.asarray(X), mask, jnp.asarray(U), jnp.asarray(W), np.asarray(hp.rewards))
-    s0 = init_run(learner.init(hp), es, jax.random.PRNGKey(0))
-    run = jax.jit(lambda s: play(mlogb.interact(learner, env), s, rounds))
+    run, s0 = replay_round(learner, hp, _stream(K, d, rounds), jnp.float64)
     jax.block_until_ready(run(s0))
     return run, s0
 

@@ -81,7 +81,9 @@ def _spread(scale=1.0):
     return [scale * min(times), scale * max(times)]
 
 
-def _jax_per_round(learner, hp, stream, dtype, repeats):
+def replay_round(learner, hp, stream, dtype):
+    """The jitted run of ``learner`` over the recorded ``stream`` (select, then update, each
+    round) and its start state: ``(run, s0)``; also used by ``benchmarks.mlogb_kernels``."""
     X, mask, U, W = stream
     T, N, d = X.shape
     K = W.shape[0]
@@ -91,7 +93,12 @@ def _jax_per_round(learner, hp, stream, dtype, repeats):
         jnp.asarray(X, dtype), mask, jnp.asarray(U, dtype), jnp.asarray(W, dtype), rewards
     )
     s0 = init_run(learner.init(hp), es, jax.random.PRNGKey(0))
-    run = jax.jit(lambda s: play(mlogb.interact(learner, env), s, T))
+    return jax.jit(lambda s: play(mlogb.interact(learner, env), s, T)), s0
+
+
+def _jax_per_round(learner, hp, stream, dtype, repeats):
+    T = stream[0].shape[0]
+    run, s0 = replay_round(learner, hp, stream, dtype)
     t0 = time.perf_counter()
     jax.block_until_ready(run(s0))
     compile_s = time.perf_counter() - t0

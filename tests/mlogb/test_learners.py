@@ -159,30 +159,6 @@ def test_jit_equals_eager_and_state_dtypes():
         assert bool(jitted.info.projected) and int(jitted.info.status) == roots.CONVERGED
 
 
-def test_eager_calls_run_one_compiled_program_each(caplog):
-    """Called outside jit, select and update validate eagerly and then run one compiled program
-    (op by op, the first eager EOFD update compiled hundreds of small programs); a second call
-    with new values compiles nothing."""
-    K, d = 2, 3
-    rng = np.random.default_rng(0)
-    for learner in (
-        mlogb.eofd(num_outcomes=K, dim=d, sketch_size=2),
-        mlogb.oful(num_outcomes=K, dim=d),
-    ):
-        s = learner.init(_hp(K))
-        actions = jnp.asarray(rng.normal(size=(4, d)))
-        x = actions[1]
-        counts = []
-        for _ in range(2):
-            caplog.clear()
-            with jax.log_compiles(True), caplog.at_level("WARNING"):
-                learner.select(s, actions)
-                s = learner.update(s, x, 1)
-            counts.append(sum("Compiling" in r.getMessage() for r in caplog.records))
-        assert counts[0] <= 5 and counts[1] == 0, counts  # op by op: 253 and 0
-        assert int(s.t) == 2
-
-
 def test_float32_run_stays_finite_and_close_to_float64():
     K, d = 1, 6
     env32 = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, dtype=jnp.float32)
