@@ -18,14 +18,28 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
 DEFAULT_SETTINGS = ("synth-100-4", "synth-400-1", "digits")
 EVAL_SEED_OFFSET = 10_000
-MLOGB_SETTING = re.compile(r"synth-(\d+)-(\d+)|digits|digits-k4|mnist")
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_SYNTH = re.compile(rf"synth-(\d+)-(\d+)(?:-S({_NUMBER}))?")
+_LOWRANK = re.compile(rf"lowrank-(\d+)-(\d+)-(\d+)(?:-S({_NUMBER}))?")
+_DIGITS = re.compile(r"digits(?:-(\d+|all))?")
+_ALL_TARGETS = re.compile(r"(wine|iris|cancer)-all")
+_BAD_S = re.compile(r"(?:synth-\d+-\d+|lowrank-\d+-\d+-\d+)-S(.*)")
+MLOGB_SETTING = re.compile(
+    "|".join(r.pattern for r in (_SYNTH, _LOWRANK, _DIGITS, _ALL_TARGETS)) + "|digits-k4|mnist"
+)
 BCO_SETTING = re.compile(r"bco-(linear|quadratic)-(\d+)")
-SETTINGS_HELP = "synth-D-K (e.g. synth-100-4), digits, digits-k4 or mnist"
+SETTINGS_HELP = (
+    "synth-D-K[-S<s>] (e.g. synth-100-4, synth-20-1-S8: ||W*|| = s, else --S), "
+    "lowrank-D-K-R[-S<s>] (actions near a rank-R subspace), digits (target class 1), "
+    "digits-C (C in 0..9), digits-all, wine-all, iris-all, cancer-all (trial i rewards class "
+    "i mod C), digits-k4 or mnist"
+)
+DIGITS_CLASSES = 10
 
 
 class UsageError(Exception):
@@ -226,13 +240,85 @@ def check_beta(errors: list[str], b: Any, option: str) -> None:
         errors.append(f"{option}: expected theory, order or a finite number >= 0, got {b!r}")
 
 
-def check_setting(name: str, *, bco: bool = False) -> str | None:
-    """An error line for an unknown setting name (``None`` if valid)."""
-    m = MLOGB_SETTING.fullmatch(name)
-    if m:
-        if m.group(1) is not None and (int(m.group(1)) < 1 or int(m.group(2)) < 1):
-            return f"--settings: {name!r} needs D >= 1 and K >= 1"
+class SettingName(NamedTuple):
+    """A parsed MLogB setting name (see :data:`SETTINGS_HELP`).
+
+    Attributes:
+      family: ``"synthetic"``, ``"lowrank"`` or ``"classification"``.
+      kind: ``"synth"``, ``"lowrank"``, ``"digits"``, ``"digits-k4"``, ``"mnist"``, ``"wine"``,
+        ``"iris"`` or ``"cancer"``.
+      D: dimension (synthetic and low-rank).
+      K: outcomes (synthetic and low-rank).
+      R: subspace rank (low-rank).
+      S: the ``||W*||_F`` bound from the name (``-S<s>``), ``None`` when not given.
+      target: the rewarded class of a single-target classification setting.
+      all_targets: trial ``i`` rewards class ``i mod C`` (``-all`` settings).
+    """
+
+    family: str
+    kind: str
+    D: int | None = None
+    K: int | None = None
+    R: int | None = None
+    S: float | None = None
+    target: int | None = None
+    all_targets: bool = False
+
+
+def _name_S(name: str, text: str | None) -> float | None:
+    if text is None:
         return None
+    S = float(text)
+    if not math.isfinite(S):
+        raise ValueError(f"{name!r} needs a finite S")
+    if S <= 0:
+        raise ValueError(f"{name!r} needs S > 0")
+    return S
+
+
+def parse_setting(name: str) -> SettingName | None:
+    """Parses an MLogB setting name: ``None`` if it is not one.
+
+    Raises:
+      ValueError: a known form with values out of range (e.g. ``digits-12``, ``synth-20-1-S0``,
+        ``lowrank-20-1-30``); the message names the setting and what it needs.
+    """
+    if m := _SYNTH.fullmatch(name):
+        D, K = int(m.group(1)), int(m.group(2))
+        if D < 1 or K < 1:
+            raise ValueError(f"{name!r} needs D >= 1 and K >= 1")
+        return SettingName("synthetic", "synth", D, K, S=_name_S(name, m.group(3)))
+    if m := _LOWRANK.fullmatch(name):
+        D, K, R = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if D < 1 or K < 1 or R < 1:
+            raise ValueError(f"{name!r} needs D >= 1, K >= 1 and R >= 1")
+        if R > D:
+            raise ValueError(f"{name!r} needs R <= D (the subspace lies in R^D), got R = {R}")
+        return SettingName("lowrank", "lowrank", D, K, R, S=_name_S(name, m.group(4)))
+    if name in ("digits-k4", "mnist"):
+        return SettingName("classification", name)
+    if m := _DIGITS.fullmatch(name):
+        which = m.group(1)
+        if which == "all":
+            return SettingName("classification", "digits", all_targets=True)
+        target = 1 if which is None else int(which)
+        if not 0 <= target < DIGITS_CLASSES:
+            raise ValueError(f"{name!r} needs a class in 0..{DIGITS_CLASSES - 1}")
+        return SettingName("classification", "digits", target=target)
+    if m := _ALL_TARGETS.fullmatch(name):
+        return SettingName("classification", m.group(1), all_targets=True)
+    if m := _BAD_S.fullmatch(name):
+        raise ValueError(f"{name!r} needs S<s> with s a number > 0, got S{m.group(1)}")
+    return None
+
+
+def check_setting(name: str, *, bco: bool = False) -> str | None:
+    """An error line for an unknown or out-of-range setting name (``None`` if valid)."""
+    try:
+        if parse_setting(name) is not None:
+            return None
+    except ValueError as e:
+        return f"--settings: {e}"
     if bco:
         m = BCO_SETTING.fullmatch(name)
         if m:
@@ -369,7 +455,16 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--quiet", dict(action="store_true", help="no progress bar")),
     ("--no-plots", dict(dest="plots", action="store_false", help="skip PNGs")),
     ("--seed", dict(type=int, default=0, help="first trial seed")),
-    ("--S", dict(type=float, default=1.0, help="parameter-norm bound S (1.0)")),
+    (
+        "--S",
+        dict(
+            type=float,
+            default=None,
+            help="parameter-norm bound S of the learners and of synthetic settings without -S<s> "
+            "in their name (default: 1 for synthetic settings, the name's S<s> where given; "
+            "none on classification data, where the recipe chooses S)",
+        ),
+    ),
     ("--mnist", dict(help="directory or .npz with the MNIST files")),
     ("--chunk", dict(type=int, help="rounds per compiled chunk")),
     ("--sketch", dict(type=int, help="override m = floor(Kd/10)")),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import re
 import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -24,33 +23,87 @@ from bandits_jax.cli import tables
 
 
 class Setting(NamedTuple):
+    """A named setting (see ``options.SETTINGS_HELP``).
+
+    Attributes:
+      name: the setting's name (e.g. ``"synth-20-1-S8"``).
+      title: its title in figures and tables.
+      env: the MLogB environment.
+      num_outcomes: ``K``.
+      dim: ``d``.
+      init_env_trial: ``(key, trial_index) -> env_state`` where the environment depends on the
+        trial (``-all`` settings: trial ``i`` rewards class ``i mod C``; the index may be a
+        traced int32), ``None`` where every trial uses ``env.init(key)``.
+      S: the known bound on ``||W*||_F`` (the name's ``S<s>`` or ``--S``) for synthetic and
+        low-rank settings, ``None`` for classification data.
+      family: ``"synthetic"``, ``"lowrank"`` or ``"classification"``.
+    """
+
     name: str
     title: str
     env: Any
     num_outcomes: int
     dim: int
+    init_env_trial: Callable[[Any, Any], Any] | None = None
+    S: float | None = None
+    family: str = "synthetic"
 
 
-def make_setting(name: str, *, S: float, dtype: Any, mnist_path: str | None = None) -> Setting:
-    """Builds the environment of a named setting (names checked by ``options.check_setting``)."""
+def _all_targets(env: Any) -> Callable[[Any, Any], Any]:
+    """Trial ``i`` of a binary classification env rewards class ``i mod C``."""
+    C = env.num_classes
+
+    def init_env_trial(key: Any, trial_index: Any) -> Any:
+        return env.init_target(key, trial_index % C)
+
+    return init_env_trial
+
+
+def make_setting(name: str, *, S: float | None, dtype: Any, mnist_path: str | None = None) -> Setting:
+    """Builds the environment of a named setting (names checked by ``options.check_setting``).
+
+    ``S`` (``--S``) is ``||W*||_F`` of synthetic and low-rank settings whose name has no
+    ``-S<s>``; classification settings ignore it.
+    """
     from bandits_jax import envs
     from bandits_jax.envs import classification
 
-    m = re.fullmatch(r"synth-(\d+)-(\d+)", name)
-    if m:
-        d, K = int(m.group(1)), int(m.group(2))
-        env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
-        return Setting(name, f"synthetic (d, K) = ({d}, {K})", env, K, d)
-    if name == "digits":
-        env = classification.digits(dtype=dtype)
-        return Setting(name, "digits (d = 65, K = 1)", env, 1, env.dim)
-    if name == "digits-k4":
+    try:
+        p = opt.parse_setting(name)
+    except ValueError as e:
+        raise ValueError(f"setting: {e}") from None
+    if p is None:
+        raise ValueError(f"setting: unknown {name!r}, expected {opt.SETTINGS_HELP}")
+    if p.family in ("synthetic", "lowrank"):
+        d, K = p.D, p.K
+        S_env = p.S if p.S is not None else (1.0 if S is None else S)
+        named_S = "" if p.S is None else f", S = {p.S:g}"
+        if p.family == "synthetic":
+            env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S_env, dtype=dtype)
+            title = f"synthetic (d, K) = ({d}, {K}){named_S}"
+        else:
+            env = envs.lowrank_mlogb(num_outcomes=K, dim=d, rank=p.R, S=S_env, dtype=dtype)
+            title = f"low-rank (d, K, r) = ({d}, {K}, {p.R}){named_S}"
+        return Setting(name, title, env, K, d, None, float(S_env), p.family)
+    if p.kind == "digits-k4":
         env = classification.digits_multinomial(num_outcomes=4, dtype=dtype)
-        return Setting(name, "digits multinomial (d = 65, K = 4)", env, 4, env.dim)
-    if name == "mnist":
+        return Setting(name, "digits multinomial (d = 65, K = 4)", env, 4, env.dim, family=p.family)
+    if p.kind == "mnist":
         env = classification.mnist(mnist_path, dtype=dtype)
-        return Setting(name, "MNIST (d = 785, K = 1)", env, 1, env.dim)
-    raise ValueError(f"setting: unknown {name!r}, expected {opt.SETTINGS_HELP}")
+        return Setting(name, "MNIST (d = 785, K = 1)", env, 1, env.dim, family=p.family)
+    build = {
+        "digits": classification.digits,
+        "wine": classification.wine,
+        "iris": classification.iris,
+        "cancer": classification.breast_cancer,
+    }[p.kind]
+    if p.all_targets:
+        env = build(target=0, dtype=dtype)
+        title = f"{p.kind}, all {env.num_classes} targets (d = {env.dim}, K = 1)"
+        return Setting(name, title, env, 1, env.dim, _all_targets(env), None, p.family)
+    env = build(target=p.target, dtype=dtype)
+    title = "digits" if name == "digits" else f"digits, target {p.target}"
+    return Setting(name, f"{title} (d = {env.dim}, K = 1)", env, 1, env.dim, family=p.family)
 
 
 def env_rewards(setting: Setting) -> Any:
@@ -152,13 +205,20 @@ RATIO_PAIRS: tuple[tuple[str, str], ...] = (
 
 
 def tuned_point(spec: LearnerSpec, recipe: Recipe) -> Recipe:
-    """The recipe a learner runs with in ``reproduce``: its tuned point, else ``--l/--e/--beta``."""
+    """The recipe a learner runs with in ``reproduce``: its tuned point (for the known bound
+    ``recipe.S``, or with no known bound when it is ``None``), else ``--l/--e/--beta``."""
     if spec.kind is None:
         return recipe
-    from bandits_jax.mlogb.recipes import TUNED
+    from bandits_jax.mlogb import recipes
 
-    ex = TUNED[spec.kind]
+    ex, _ = recipes.tuned_point(spec.kind, recipe.S)
     return recipe._replace(l=ex.l, e=ex.e, beta=ex.beta)
+
+
+def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
+    """The ``S`` the learners are given: ``--S``, else the setting's known bound (``None`` on
+    classification data: each recipe chooses)."""
+    return args.S if args.S is not None else setting.S
 
 
 def keep_mlogb(metrics: Any) -> dict[str, Any]:
@@ -184,8 +244,8 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--settings",
         default=None,
-        help="comma list of synth-D-K, digits, digits-k4, mnist (default synth-100-4, "
-        "synth-400-1, digits, + mnist if found)",
+        help=f"comma list of {opt.SETTINGS_HELP} (default synth-100-4, synth-400-1, digits, "
+        "+ mnist if found)",
     )
     r.add_argument(
         "--learners",
@@ -294,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
         K, d = setting.num_outcomes, setting.dim
-        recipe = Recipe(K, d, args.S, T, args.l, args.e, opt.beta_arg(args.beta),
+        recipe = Recipe(K, d, learner_bound(args, setting), T, args.l, args.e, opt.beta_arg(args.beta),
                         env_rewards(setting), dtype)  # fmt: skip
         m = args.sketch or sketch_size(K, d)
         bar = Progress(len(learners) * trials * T, name, enabled=not args.quiet)
@@ -311,7 +371,11 @@ def run(args: argparse.Namespace) -> int:
             final_rank: list[int] = []
             for i in range(trials):
                 env_keys, run_keys = sweep.seed_keys([args.seed + i])
-                state = init_run(ls, setting.env.init(env_keys[0]), run_keys[0])
+                if setting.init_env_trial is None:
+                    env_state = setting.env.init(env_keys[0])
+                else:  # the environment depends on the trial (e.g. its target class)
+                    env_state = setting.init_env_trial(env_keys[0], i)
+                state = init_run(ls, env_state, run_keys[0])
                 res = run_chunked(
                     chunk_fn,
                     state,
@@ -326,7 +390,7 @@ def run(args: argparse.Namespace) -> int:
                         "l": point.l,
                         "e": point.e,
                         "beta": point.beta,
-                        "S": args.S,
+                        "S": recipe.S,
                         "m": m,
                         "dtype": dtype_name,
                     },

@@ -41,6 +41,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--l-grid", default=grid, help=f"l values (default the paper's {grid})")
     s.add_argument("--e-grid", default=grid, help="e values (default the paper's grid)")
     s.add_argument("--beta-grid", default="theory", help="beta values: theory, order, floats")
+    s.add_argument(
+        "--S-grid",
+        default=None,
+        help="the learners' parameter bound S as a grid axis, e.g. 2,4,8 (default: one value, "
+        "--S or the setting's; on classification data each recipe's own S)",
+    )
     s.add_argument("--scale-grid", default="1", help="BCO step-size scales (default 1)")
     s.add_argument("--rounds", type=int, default=200, help="T (default 200)")
     s.add_argument("--trials", type=int, default=10, help="tuning seeds (default 10)")
@@ -125,6 +131,13 @@ def validate(args: argparse.Namespace) -> None:
     for b in betas:
         opt.check_beta(errors, b, "--beta-grid")
     scales = opt.check_float_list(errors, args.scale_grid, "--scale-grid", positive=True)
+    bounds = (
+        [None]
+        if args.S_grid is None
+        else opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
+    )
+    if args.S_grid is not None and args.S is not None:
+        errors.append("--S-grid: give --S or --S-grid, not both")
     if args.microbatch is not None:
         opt.check_int(errors, args.microbatch, "--microbatch", minimum=1)
     args.max_bytes = parse_bytes(args.max_memory)
@@ -146,7 +159,14 @@ def validate(args: argparse.Namespace) -> None:
         if "mnist" in settings or args.mnist is not None:
             opt.check_mnist(errors, args.mnist)
     opt.finish(errors, args)
-    args.plan = {"ls": ls, "es": es, "betas": betas, "scales": scales, "pairs": pairs}
+    args.plan = {
+        "ls": ls,
+        "es": es,
+        "betas": betas,
+        "bounds": bounds,
+        "scales": scales,
+        "pairs": pairs,
+    }
 
 
 # ----------------------------------------------------------------------------- experiments
@@ -191,21 +211,25 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         setting = settings[sname]
         K, d = setting.num_outcomes, setting.dim
         spec = rep.LEARNERS[lname]
+        bounds = [rep.learner_bound(args, setting) if S is None else S for S in plan["bounds"]]
         recipes = [
-            rep.Recipe(
-                K, d, args.S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting), dtype
-            )  # fmt: skip
+            rep.Recipe(K, d, S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting),
+                       dtype)  # fmt: skip
+            for S in bounds
             for b in betas
         ]
         hp = jax.tree_util.tree_map(
             lambda *xs: jnp.concatenate(xs, axis=0), *[spec.hparams(r) for r in recipes]
         )
         m_ = args.sketch or rep.sketch_size(K, d)
+        n_lg, n_b = lg["l"].size, len(betas)
         grid = {
-            "l": np.tile(lg["l"], len(betas)),
-            "e": np.tile(lg["e"], len(betas)),
-            "beta": np.repeat(np.asarray(betas, dtype=str), lg["l"].size),
+            "l": np.tile(lg["l"], n_b * len(bounds)),
+            "e": np.tile(lg["e"], n_b * len(bounds)),
+            "beta": np.tile(np.repeat(np.asarray(betas, dtype=str), n_lg), len(bounds)),
         }
+        if plan["bounds"] != [None]:
+            grid["S"] = np.repeat(np.asarray(bounds, float), n_b * n_lg)
         learner = spec.factory(K, d, m_)
         exps.append(
             sweep.Experiment(
@@ -216,6 +240,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
                 hp,
                 grid,
                 setting.env.init,
+                init_env_trial=setting.init_env_trial,
             )
         )
     return exps
@@ -290,7 +315,12 @@ def run(args: argparse.Namespace) -> int:
         max_bytes=args.max_bytes,
         microbatch=args.microbatch,
         resume=args.resume,
-        config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "m": args.sketch},
+        config={
+            "dtype": jax.numpy.dtype(dtype).name,
+            "S": args.S,
+            "S_grid": args.S_grid,
+            "m": args.sketch,
+        },
     )
     ck = out / "checkpoints" / "sweep"
     # The bar counts rounds of the batched sweep (every run advances together).

@@ -30,7 +30,14 @@ The binary protocol is the special case ``outcome_of_class = 1[c == target]``, `
 
 The environment follows the MLogB environment protocol of ``bandits_jax.envs`` (a NamedTuple of
 pure functions ``init``, ``observe``, ``outcome``, ``expected_rewards``); the data set is closed
-over as a constant (uint8 pixels where possible), the state holds only the current candidates.
+over as a constant (uint8 pixels where possible). The state holds the current candidates and, as
+data rather than compile-time constants, each class's outcome level and the always-shown classes:
+``init_target(key, c)`` starts the binary protocol with target ``c`` (a traced int32 is fine), so
+one compiled program serves every target class (e.g. ``jax.vmap`` over targets).
+
+Besides digits and MNIST, scikit-learn's other bundled classification sets (no download) are
+available with the binary protocol: :func:`wine` (13 features, 3 classes), :func:`iris` (4, 3)
+and :func:`breast_cancer` (30, 2); ``d`` is the number of features plus one.
 """
 
 from __future__ import annotations
@@ -51,29 +58,39 @@ __all__ = [
     "classification_bandit",
     "normalise_features",
     "load_digits",
+    "load_sklearn",
     "digits",
     "digits_multinomial",
     "mnist",
+    "wine",
+    "iris",
+    "breast_cancer",
 ]
 
 
 class ClassificationState(NamedTuple):
-    """The current round's candidates.
+    """The current round's candidates and the per-class outcome law.
 
     Attributes:
       labels: int32 ``(N,)`` class of each candidate.
       actions: ``(N, d)`` their normalised features.
+      level: int32 ``(C,)`` outcome level in ``{0..K}`` of each class (binary protocol:
+        ``1[c == target]``).
+      shown: int32 ``(F,)`` classes shown every round (binary protocol: ``[target]``, F = 1;
+        multinomial variant: none, F = 0).
     """
 
     labels: jax.Array
     actions: jax.Array
+    level: jax.Array
+    shown: jax.Array
 
 
 class ClassificationEnv(NamedTuple):
     """An MLogB environment built from a labelled data set (pure functions of PRNG keys).
 
     Attributes:
-      init: ``init(key) -> state``.
+      init: ``init(key) -> state`` (with the target class the env was built with).
       observe: ``observe(state, key) -> (state, actions (N, d), mask (N,) bool)``.
       outcome: ``outcome(state, x, key) -> y`` in ``{0..K}`` (int32) for a shown candidate ``x``.
       expected_rewards: ``expected_rewards(state, actions) -> (N,)`` for the shown candidates.
@@ -82,6 +99,9 @@ class ClassificationEnv(NamedTuple):
       max_actions: ``N``, the candidates per round (all shown: the mask is all True).
       num_classes: number of classes in the data.
       rewards: ``(K,)`` numpy rewards of outcomes 1..K.
+      init_target: ``init_target(key, target) -> state``: the binary protocol with rewarded class
+        ``target`` (an int or a traced int32 scalar; a concrete one outside ``0..C-1`` raises
+        ``ValueError``, a traced one is not checked); ``None`` for the multinomial variant.
     """
 
     init: Callable[[jax.Array], ClassificationState]
@@ -93,6 +113,7 @@ class ClassificationEnv(NamedTuple):
     max_actions: int
     num_classes: int
     rewards: np.ndarray
+    init_target: Callable[..., ClassificationState] | None = None
 
 
 def normalise_features(raw: np.ndarray) -> np.ndarray:
@@ -199,16 +220,14 @@ def classification_bandit(
     raw_j = jnp.asarray(raw)
     scale_j = jnp.asarray(inv_norm / math.sqrt(2.0), dtype)
     by_class_j, counts_j = jnp.asarray(by_class), jnp.asarray(counts, jnp.int32)
-    level_j = jnp.asarray(level)
     r_full = np.concatenate([[0.0], r])
     mean_r = float(r_full.mean())
     p_noise = float(label_noise)
-    reward_of_class = jnp.asarray((1.0 - p_noise) * r_full[level] + p_noise * mean_r, dtype)
-    # The always-shown classes (the target in the binary protocol) and the pool for the others.
-    fixed = np.asarray([int(target)] if binary else [], np.int32)
-    pool = np.setdiff1d(np.arange(num_classes, dtype=np.int32), fixed)
-    fixed_j, pool_j = jnp.asarray(fixed), jnp.asarray(pool)
-    n_extra = n_cand - fixed.size
+    # Expected reward of outcome level y: (1 - p) r_y + p mean(r_0..r_K).
+    reward_of_level = jnp.asarray((1.0 - p_noise) * r_full + p_noise * mean_r, dtype)
+    n_fixed = 1 if binary else 0  # always-shown classes: the target in the binary protocol
+    n_extra = n_cand - n_fixed
+    all_classes = jnp.arange(num_classes, dtype=jnp.int32)
     dim = raw.shape[1] + 1
     bias = jnp.asarray(1.0 / math.sqrt(2.0), dtype)
 
@@ -216,18 +235,40 @@ def classification_bandit(
         x = raw_j[idx].astype(dtype) * scale_j[idx][:, None]
         return jnp.concatenate([x, jnp.broadcast_to(bias, (idx.shape[0], 1))], axis=1)
 
+    def start(level, shown):
+        return ClassificationState(
+            jnp.zeros((n_cand,), jnp.int32),
+            jnp.zeros((n_cand, dim), dtype),
+            jnp.asarray(level, jnp.int32),
+            jnp.asarray(shown, jnp.int32).reshape(n_fixed),
+        )
+
     def init(key):
         del key
-        return ClassificationState(jnp.zeros((n_cand,), jnp.int32), jnp.zeros((n_cand, dim), dtype))
+        return start(level, [int(target)] if binary else [])
+
+    def init_target(key, target_class):
+        del key
+        if not isinstance(target_class, jax.core.Tracer):
+            t = np.asarray(target_class)
+            if t.shape != () or t.dtype.kind not in "iu" or not 0 <= int(t) < num_classes:
+                raise ValueError(
+                    f"target: expected a class in 0..{num_classes - 1}, got {target_class!r}"
+                )
+        t = jnp.asarray(target_class, jnp.int32)
+        return start((all_classes == t).astype(jnp.int32), t[None])
 
     def observe(state, key):
-        del state
         k_classes, k_order, k_examples = jax.random.split(key, 3)
-        extra = jax.random.permutation(k_classes, pool_j)[:n_extra]
-        classes = jax.random.permutation(k_order, jnp.concatenate([fixed_j, extra]))
+        # The other classes in ascending order (a stable sort puts the always-shown ones last).
+        is_shown = jnp.any(all_classes[:, None] == state.shown[None, :], axis=1)
+        pool = jnp.argsort(is_shown, stable=True)[: num_classes - n_fixed].astype(jnp.int32)
+        extra = jax.random.permutation(k_classes, pool)[:n_extra]
+        classes = jax.random.permutation(k_order, jnp.concatenate([state.shown, extra]))
         pick = jax.random.randint(k_examples, (n_cand,), 0, counts_j[classes])
         actions = featurise(by_class_j[classes, pick])
-        return ClassificationState(classes, actions), actions, jnp.ones((n_cand,), bool)
+        new = ClassificationState(classes, actions, state.level, state.shown)
+        return new, actions, jnp.ones((n_cand,), bool)
 
     def _labels_of(state, actions):
         # Which shown candidate each row is: exact rows, so the nearest is at distance 0.
@@ -239,27 +280,85 @@ def classification_bandit(
         k_flip, k_uniform = jax.random.split(key)
         noisy = jax.random.bernoulli(k_flip, p_noise)
         y_rand = jax.random.randint(k_uniform, (), 0, K + 1)
-        return jnp.where(noisy, y_rand, level_j[label]).astype(jnp.int32)
+        return jnp.where(noisy, y_rand, state.level[label]).astype(jnp.int32)
 
     def expected_rewards(state, actions):
-        return reward_of_class[_labels_of(state, actions)]
+        return reward_of_level[state.level[_labels_of(state, actions)]]
 
     return ClassificationEnv(
-        init, observe, outcome, expected_rewards, K, dim, n_cand, num_classes, r
+        init,
+        observe,
+        outcome,
+        expected_rewards,
+        K,
+        dim,
+        n_cand,
+        num_classes,
+        r,
+        init_target if binary else None,
     )
+
+
+_SKLEARN_SETS = {
+    "digits": "load_digits",
+    "wine": "load_wine",
+    "iris": "load_iris",
+    "breast_cancer": "load_breast_cancer",
+}
+
+
+def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A classification data set bundled with scikit-learn (no download): ``(features, labels)``.
+
+    Args:
+      name: ``"digits"`` (1797 x 64, 10 classes), ``"wine"`` (178 x 13, 3), ``"iris"``
+        (150 x 4, 3) or ``"breast_cancer"`` (569 x 30, 2).
+    """
+    if name not in _SKLEARN_SETS:
+        raise ValueError(f"name: expected one of {list(_SKLEARN_SETS)}, got {name!r}")
+    try:
+        from sklearn import datasets
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"The {name} data set comes with scikit-learn, an optional dependency: "
+            "pip install 'bandits_jax[data]' (or pip install scikit-learn)."
+        ) from e
+    data = getattr(datasets, _SKLEARN_SETS[name])()
+    return np.asarray(data.data), np.asarray(data.target, np.int32)
 
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's bundled 8x8 digits (1797 examples, pixels 0..16, no download)."""
-    try:
-        from sklearn.datasets import load_digits as _load
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "The digits data set comes with scikit-learn, an optional dependency: "
-            "pip install 'bandits_jax[data]' (or pip install scikit-learn)."
-        ) from e
-    data = _load()
-    return np.asarray(data.data), np.asarray(data.target, np.int32)
+    return load_sklearn("digits")
+
+
+def _sklearn_bandit(
+    name: str, target: int, num_candidates: int | None, dtype: Any
+) -> ClassificationEnv:
+    """The binary protocol on a bundled data set (the loader is shared with :func:`digits`)."""
+    x, y = load_sklearn(name)
+    return classification_bandit(x, y, target=target, num_candidates=num_candidates, dtype=dtype)
+
+
+def wine(
+    *, target: int = 0, num_candidates: int | None = None, dtype: Any = None
+) -> ClassificationEnv:
+    """The binary protocol on scikit-learn's wine data (d = 13 + 1, 3 classes, K = 1)."""
+    return _sklearn_bandit("wine", target, num_candidates, dtype)
+
+
+def iris(
+    *, target: int = 0, num_candidates: int | None = None, dtype: Any = None
+) -> ClassificationEnv:
+    """The binary protocol on scikit-learn's iris data (d = 4 + 1, 3 classes, K = 1)."""
+    return _sklearn_bandit("iris", target, num_candidates, dtype)
+
+
+def breast_cancer(
+    *, target: int = 0, num_candidates: int | None = None, dtype: Any = None
+) -> ClassificationEnv:
+    """The binary protocol on scikit-learn's breast cancer data (d = 30 + 1, 2 classes, K = 1)."""
+    return _sklearn_bandit("breast_cancer", target, num_candidates, dtype)
 
 
 def digits(*, target: int = 1, num_candidates: int = 10, dtype: Any = None) -> ClassificationEnv:

@@ -6,12 +6,16 @@ mask; outcomes from the multinomial logistic model (eq. 1) by inverse-CDF sampli
 (:func:`bandits_jax.mlogb.model.sample_outcome`). Rewards default to ``[0.25, 0.5, 0.75, 1]`` for
 K = 4 (``linspace(1/K, 1, K)`` in general) and ``[1]`` for K = 1. S is not stated in the paper
 (errata 8); it is a parameter here.
+
+The validation and the round structure are shared with the low-rank variant
+(:func:`bandits_jax.envs.lowrank_mlogb.lowrank_mlogb`) through :func:`_check_common` and
+:func:`_build_env`, which differ only in how ``W*`` and the raw actions are drawn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,8 +50,80 @@ def _check_int(name: str, v) -> int:
     return int(v)
 
 
+def _check_number(name: str, v, *, positive: bool) -> float:
+    """A finite real scalar (NaN and infinities rejected), ``> 0`` or ``>= 0``."""
+    ok = not isinstance(v, bool) and np.isscalar(v) and isinstance(v, int | float | np.number)
+    if ok:
+        x = float(v)
+        ok = np.isfinite(x) and (x > 0 if positive else x >= 0)
+    if not ok:
+        raise ValueError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {v!r}")
+    return float(v)
+
+
 def default_rewards(num_outcomes: int) -> np.ndarray:
     return np.linspace(1.0 / num_outcomes, 1.0, num_outcomes)
+
+
+class _Checked(NamedTuple):
+    K: int
+    d: int
+    S: float
+    rewards: np.ndarray
+    min_actions: int
+    max_actions: int
+    dtype: Any
+
+
+def _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype) -> _Checked:
+    """The eager validation both synthetic streams share (ValueError naming the argument)."""
+    K, d = _check_int("num_outcomes", num_outcomes), _check_int("dim", dim)
+    min_actions = _check_int("min_actions", min_actions)
+    max_actions = _check_int("max_actions", max_actions)
+    S = _check_number("S", S, positive=True)
+    if not (min_actions <= max_actions):
+        raise ValueError(
+            f"need 1 <= min_actions <= max_actions, got min_actions={min_actions}, "
+            f"max_actions={max_actions}"
+        )
+    r = default_rewards(K) if rewards is None else np.asarray(rewards, float)
+    if r.shape != (K,):
+        raise ValueError(f"rewards must have shape ({K},), got {r.shape}")
+    if not np.all(np.isfinite(r) & (r >= 0)):
+        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
+    return _Checked(K, d, S, r, min_actions, max_actions, state_dtype(dtype))
+
+
+def _build_env(
+    c: _Checked,
+    init: Callable[[jax.Array], Any],
+    draw_actions: Callable[[Any, jax.Array], jax.Array],
+) -> MLogBEnv:
+    """An MLogB environment whose state has ``W_star`` and ``rewards`` fields.
+
+    Args:
+      c: the checked arguments.
+      init: ``key -> state``.
+      draw_actions: ``(state, key) -> (max_actions, d)`` raw actions, normalised here to unit
+        norm; a uniform number of them in ``[min_actions, max_actions]`` is shown.
+    """
+    lo, hi = c.min_actions, c.max_actions
+
+    def observe(state, key: jax.Array):
+        k_n, k_x = jax.random.split(key)
+        n = jax.random.randint(k_n, (), lo, hi + 1)
+        X = draw_actions(state, k_x)
+        X = X / jnp.linalg.norm(X, axis=1, keepdims=True)
+        return state, X, jnp.arange(hi) < n
+
+    def outcome(state, x: jax.Array, key: jax.Array) -> jax.Array:
+        u = jax.random.uniform(key, (), c.dtype)
+        return model.sample_outcome(state.W_star @ x, u)
+
+    def expected_rewards(state, actions: jax.Array) -> jax.Array:
+        return model.expected_reward(state.W_star, actions, state.rewards)
+
+    return MLogBEnv(init, observe, outcome, expected_rewards, c.K, c.d, hi)
 
 
 def synthetic_mlogb(
@@ -61,39 +137,14 @@ def synthetic_mlogb(
     dtype=None,
 ) -> MLogBEnv:
     """Builds the Section 4 synthetic environment (see module docstring)."""
-    K, d = _check_int("num_outcomes", num_outcomes), _check_int("dim", dim)
-    min_actions = _check_int("min_actions", min_actions)
-    max_actions = _check_int("max_actions", max_actions)
-    if isinstance(S, bool) or not np.isscalar(S) or not (np.isfinite(S) and S > 0):
-        raise ValueError(f"S must be a finite number > 0, got {S!r}")
-    if not (min_actions <= max_actions):
-        raise ValueError(
-            f"need 1 <= min_actions <= max_actions, got min_actions={min_actions}, "
-            f"max_actions={max_actions}"
-        )
-    r = default_rewards(K) if rewards is None else np.asarray(rewards, float)
-    if r.shape != (K,):
-        raise ValueError(f"rewards must have shape ({K},), got {r.shape}")
-    if not np.all(np.isfinite(r) & (r >= 0)):
-        raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
-    dtype = state_dtype(dtype)
+    c = _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
 
     def init(key: jax.Array) -> SyntheticState:
-        W = jax.random.normal(key, (K, d), dtype)
-        return SyntheticState(W * (S / jnp.linalg.norm(W)), jnp.asarray(r, dtype))
+        W = jax.random.normal(key, (c.K, c.d), c.dtype)
+        return SyntheticState(W * (c.S / jnp.linalg.norm(W)), jnp.asarray(c.rewards, c.dtype))
 
-    def observe(state: SyntheticState, key: jax.Array):
-        k_n, k_x = jax.random.split(key)
-        n = jax.random.randint(k_n, (), min_actions, max_actions + 1)
-        X = jax.random.normal(k_x, (max_actions, d), dtype)
-        X = X / jnp.linalg.norm(X, axis=1, keepdims=True)
-        return state, X, jnp.arange(max_actions) < n
+    def draw_actions(state: SyntheticState, key: jax.Array) -> jax.Array:
+        del state
+        return jax.random.normal(key, (c.max_actions, c.d), c.dtype)
 
-    def outcome(state: SyntheticState, x: jax.Array, key: jax.Array) -> jax.Array:
-        u = jax.random.uniform(key, (), dtype)
-        return model.sample_outcome(state.W_star @ x, u)
-
-    def expected_rewards(state: SyntheticState, actions: jax.Array) -> jax.Array:
-        return model.expected_reward(state.W_star, actions, state.rewards)
-
-    return MLogBEnv(init, observe, outcome, expected_rewards, K, d, max_actions)
+    return _build_env(c, init, draw_actions)

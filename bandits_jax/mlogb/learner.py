@@ -199,25 +199,16 @@ def assemble(
         A = a_matrices(state, actions)
         return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
 
-    def guarded_update(state, x: jax.Array, y: jax.Array):
-        # ||W|| <= S whatever the learner's rounding (into_ball). Outcomes outside 0..K are a
-        # ValueError when concrete (from_score_parts). Under jit a bad outcome is rejected like a
-        # non-finite x: the update sees a NaN x (every learner keeps its previous state then, at
-        # no D-sized cost, where a tree-where would re-read the whole sketch) and the status says
-        # BAD_OUTCOME.
-        valid = outcome_valid(y, K)
-        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
-        x_safe = jnp.where(valid, x, jnp.nan)
-        new = into_ball(update(state, x_safe, y_safe))
-        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
-        return new._replace(info=new.info._replace(status=status))
+    def update_in_ball(state, x: jax.Array, y: jax.Array):
+        # ||W|| <= S whatever the learner's rounding. Bad outcomes: see from_score_parts.
+        return into_ball(update(state, x, y))
 
     return from_score_parts(
         K,
         d,
         init,
         score_parts,
-        guarded_update,
+        update_in_ball,
         scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
     )
 
@@ -236,6 +227,12 @@ def from_score_parts(
     (default their sum). Used by every MLogB learner (:func:`assemble` for those with Lemma 1's
     ``A(x)``).
 
+    ``update`` must keep its previous state and report ``NONFINITE`` when ``x`` is not finite
+    (e.g. through :func:`guard`). On that contract the update returned here also rejects, under
+    ``jit``, an outcome outside ``0..K`` or not integer-valued: ``update`` sees a NaN ``x`` (at no
+    state-sized cost, where a tree-where would re-read a whole sketch) and the status says
+    ``BAD_OUTCOME``.
+
     Called outside ``jit``, each function validates its concrete arguments eagerly (a
     ``ValueError`` naming the argument: actions, mask, x, y; NaN scores of valid actions in
     ``select``) and then runs one compiled program, instead of dispatching the learner's
@@ -245,7 +242,16 @@ def from_score_parts(
     K, d = num_outcomes, dim
     combine = scores if scores is not None else (lambda est, bon: est + bon)
     parts_compiled = jax.jit(score_parts)
-    update_compiled = jax.jit(update)
+
+    def guarded_update(state, x: jax.Array, y: jax.Array):
+        valid = outcome_valid(y, K)
+        y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
+        x_safe = jnp.where(valid, x, jnp.nan)
+        new = update(state, x_safe, y_safe)
+        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
+        return new._replace(info=new.info._replace(status=status))
+
+    update_compiled = jax.jit(guarded_update)
 
     @jax.jit
     def select_compiled(state, actions: jax.Array, mask: jax.Array):

@@ -28,6 +28,23 @@ Kinds (each a learner of the same protocol):
 - ``uniform``: a uniformly random valid action (no hyperparameters).
 
 The sketch size of the EOFD kinds is Section 4's ``m = floor(K d / 10)``.
+
+Two families of problems, two recipes per kind:
+
+- **a known bound** ``S`` on ``||W*||_F`` (``S=<float>``): :data:`TUNED`, the exponents above
+  with that ``S`` in Section 4's scaling;
+- **no known bound** (``S=None``; classification data, where ``S`` is a modelling choice):
+  :data:`TUNED_FREE`, which also fixes ``S``. With ``S = 1`` and unit-norm actions the logits
+  stay in [-1, 1]; on classification data the estimate then spends most of its norm on the
+  constant (bias) feature that explains the many zero rewards, and the rest cannot rank the
+  classes (``python -m benchmarks.mlogb_digits`` records ``||W||``, the projection, ``rho`` and
+  the estimate's direction along a run). :data:`TUNED_FREE` was chosen on the classification
+  tuning problems ``wine-all``, ``iris-all`` and ``cancer-all`` (never reported), tuning seeds
+  0-1, T = 2000, by the same across-problems rule::
+
+    bandits-jax sweep --settings wine-all,iris-all,cancer-all --learners eofd-robust \\
+      --S-grid 2,4,8 --l-grid=-1.5,-1,-0.5,0 --e-grid=-0.5,0,0.5,1 --beta-grid 0.01,0.1,1 \\
+      --rounds 2000 --trials 2 --eval-trials 0 --select across --out results/tune-free
 """
 
 from __future__ import annotations
@@ -51,11 +68,14 @@ ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
 
 
 class Exponents(NamedTuple):
-    """A tuned point: ``lam = (sqrt(K) d)^l lam0``, ``eta = (sqrt(K) d)^e eta0``, fixed ``beta``."""
+    """A tuned point: ``lam = (sqrt(K) d)^l lam0``, ``eta = (sqrt(K) d)^e eta0``, fixed ``beta``;
+    ``S``: the parameter bound the point uses when the caller knows none (:data:`TUNED_FREE`),
+    ``None`` in :data:`TUNED` (the caller's ``S``)."""
 
     l: float  # noqa: E741
     e: float
     beta: float
+    S: float | None = None
 
 
 # Chosen by the sweep in the module docstring (tuning seeds 0-2, T = 1800).
@@ -67,7 +87,17 @@ TUNED: dict[str, Exponents] = {
     "linucb": Exponents(-1.0, 0.0, 1.0),  # e does not enter LinUCB
     "uniform": Exponents(0.0, 0.0, 0.0),
 }
-TUNED["greedy"] = TUNED["eofd-robust"]._replace(beta=0.0)  # the practical recipe minus its bonus
+# Chosen by the no-known-bound sweep in the module docstring (S is part of the point).
+TUNED_FREE: dict[str, Exponents] = {
+    "eofd": Exponents(0.0, -0.5, 0.01, 4.0),
+    "eofd-robust": Exponents(-1.0, 0.5, 0.1, 4.0),
+    "eofd-adaptive": Exponents(0.0, -0.5, 0.1, 4.0),
+    "oful": Exponents(-0.5, -0.5, 1.0, 4.0),
+    "linucb": Exponents(-1.0, 0.0, 1.0, 1.0),
+    "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
+}
+for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
+    _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
 KINDS = tuple(TUNED)
 # The kind :func:`practical` returns: the cheapest EOFD kind whose tuning score (mean relative
 # regret over the tuning problems) is within 1% of the best EOFD kind's (robust: m columns;
@@ -88,6 +118,21 @@ def _check_kind(kind: str) -> str:
     if kind not in TUNED:
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
     return kind
+
+
+def tuned_point(kind: str, S: float | None) -> tuple[Exponents, float]:
+    """A kind's tuned point and the ``S`` it runs with: :data:`TUNED` at the caller's ``S``, or
+    :data:`TUNED_FREE` (with its own ``S``) when ``S`` is ``None`` (no known bound)."""
+    _check_kind(kind)
+    if S is None:
+        ex = TUNED_FREE[kind]
+        return ex, float(ex.S)
+    return TUNED[kind], S
+
+
+def bound(kind: str, S: float | None) -> float:
+    """The ``S`` a kind's hyperparameters use: the caller's, else :data:`TUNED_FREE`'s."""
+    return tuned_point(kind, S)[1]
 
 
 def sketch_size(num_outcomes: int, dim: int) -> int:
@@ -121,7 +166,7 @@ def hparams_for(
     *,
     num_outcomes: int,
     dim: int,
-    S: float,
+    S: float | None,
     horizon: int,
     l: Any,  # noqa: E741
     e: Any,
@@ -130,8 +175,9 @@ def hparams_for(
     dtype: Any = None,
 ) -> Any:
     """Hyperparameters of a kind at exponents ``(l, e)`` and radius ``beta`` (arrays give a grid;
-    ``beta`` may also be ``"theory"``/``"order"`` for the online-Newton kinds)."""
-    _check_kind(kind)
+    ``beta`` may also be ``"theory"``/``"order"`` for the online-Newton kinds). ``S=None``: no
+    known bound, the kind's :data:`TUNED_FREE` ``S``."""
+    S = bound(kind, S)
     K = int(num_outcomes)
     if rewards is None:
         rewards = [1.0] if K == 1 else list(np.linspace(1.0 / K, 1.0, K))
@@ -176,13 +222,21 @@ def tuned(
     *,
     num_outcomes: int,
     dim: int,
-    S: float,
+    S: float | None = None,
     horizon: int,
     rewards: Any = None,
     dtype: Any = None,
 ) -> Tuned:
-    """A kind's learner with its tuned hyperparameters (:data:`TUNED`)."""
-    ex = TUNED[_check_kind(kind)]
+    """A kind's learner with its tuned hyperparameters.
+
+    Args:
+      kind: one of :data:`KINDS`.
+      num_outcomes, dim: K and d.
+      S: the known bound on ``||W*||_F`` (:data:`TUNED` at that ``S``), or ``None`` when there
+        is none, e.g. on classification data (:data:`TUNED_FREE`, which chooses ``S`` too).
+      horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
+    """
+    ex, S = tuned_point(kind, S)
     m = sketch_size(num_outcomes, dim)
     learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m)
     hp = hparams_for(
@@ -201,10 +255,10 @@ def tuned(
 
 
 def practical(**kwargs: Any) -> Tuned:
-    """The practical recipe (:data:`PRACTICAL`, robust EOFD), beside
-    :func:`~bandits_jax.mlogb.hyperparams.section4`: ``tuned(PRACTICAL, **kwargs)``, with the
-    keywords of :func:`tuned` (``num_outcomes``, ``dim``, ``S``, ``horizon``, ``rewards``,
-    ``dtype``). ``horizon`` sets ``delta = 1/T``."""
+    """The recommended learner (:data:`PRACTICAL`, robust EOFD) with its tuned hyperparameters:
+    ``tuned(PRACTICAL, **kwargs)``, with the keywords of :func:`tuned` (``num_outcomes``,
+    ``dim``, ``S`` (``None``, the default: no known bound, the recipe chooses), ``horizon``,
+    ``rewards``, ``dtype``)."""
     return tuned(PRACTICAL, **kwargs)
 
 

@@ -5,8 +5,9 @@ action uniformly at random among the valid (masked) ones. The protocol's ``score
 ``select`` take no key, so the state carries one: the estimate part of the scores is a vector of
 i.i.d. uniforms drawn from the state's key (the bonus part is 0), so the runner's
 ``argmax_tie(estimate + bonus, mask)`` is the argmax of i.i.d. continuous draws restricted to the
-mask, i.e. a uniform choice among valid actions. ``update`` advances the key, so each round draws
-afresh; ``select`` called twice on the same state returns the same action.
+mask, i.e. a uniform choice among valid actions (an action with a non-finite entry scores NaN,
+as with every learner). ``update`` advances the key, so each round draws afresh; ``select``
+called twice on the same state returns the same action.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
         check_actions(actions, d)
         _, sub = jax.random.split(jax.random.wrap_key_data(state.key))
         u = jax.random.uniform(sub, (actions.shape[0],), state.W.dtype)
+        # A non-finite action scores NaN, as with every other learner: never chosen over a valid
+        # one, and flagged by select (under jit; a ValueError eagerly).
+        u = jnp.where(jnp.all(jnp.isfinite(actions), axis=1), u, jnp.nan)
         return u, jnp.zeros_like(u)
 
     def update(state: UniformState, x: jax.Array, y: jax.Array) -> UniformState:

@@ -121,6 +121,10 @@ class Experiment(NamedTuple):
       regret: optional ``metrics -> per-round regret`` (traced, per round) for step functions
         whose metrics have no ``regret`` field; e.g. for ``bandits_jax.bco.interact`` the
         dynamic regret ``lambda m: m["loss"] - m["comparator_loss"]``.
+      init_env_trial: optional ``(key, trial_index) -> env_state`` for environments that depend
+        on the trial (e.g. the rewarded class of a classification setting); when given,
+        :func:`build_runs` calls it with the position of the run's seed in the seed list (an
+        int32, traced under ``vmap``) instead of ``init_env(key)``.
     """
 
     learner: str
@@ -131,6 +135,7 @@ class Experiment(NamedTuple):
     grid: Mapping[str, Any]
     init_env: Callable[[jax.Array], PyTree]
     regret: Callable[[Any], Any] | None = None
+    init_env_trial: Callable[[jax.Array, jax.Array], PyTree] | None = None
 
     @property
     def grid_size(self) -> int:
@@ -216,14 +221,19 @@ def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
 
 def build_runs(exp: Experiment, seeds: Sequence[int], indices: Any = None) -> RunState:
     """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major (run
-    ``g * N + n``); with ``indices``, only those runs (in that order, repeats allowed)."""
+    ``g * N + n``); with ``indices``, only those runs (in that order, repeats allowed). The
+    environment of seed ``n`` is ``init_env(key_n)``, or ``init_env_trial(key_n, n)`` when the
+    experiment has one."""
     G, N = exp.grid_size, len(seeds)
     idx = np.arange(G * N) if indices is None else np.asarray(indices, dtype=np.int64)
     if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= G * N)):
         raise ValueError(f"indices: expected run indices in [0, {G * N}), got {idx}")
     g_idx, n_idx = idx // N, idx % N
     env_keys, run_keys = seed_keys(seeds)
-    env = jax.vmap(exp.init_env)(env_keys)  # (N, ...)
+    if exp.init_env_trial is None:
+        env = jax.vmap(exp.init_env)(env_keys)  # (N, ...)
+    else:
+        env = jax.vmap(exp.init_env_trial)(env_keys, jnp.arange(N, dtype=jnp.int32))
     learner = jax.vmap(exp.init_learner)(exp.hparams)  # (G, ...)
     return RunState(
         learner=jax.tree_util.tree_map(lambda x: x[g_idx], learner),

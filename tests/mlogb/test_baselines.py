@@ -12,9 +12,11 @@ from jax import lax
 
 from bandits_jax import envs, mlogb
 from bandits_jax.linalg import roots
+from bandits_jax.mlogb import bonus
+from bandits_jax.reference import linucb_numpy
 from bandits_jax.sim import make_rollout, rollout
 
-NAMES = ("uniform", "greedy", "linucb")
+NAMES = ("uniform", "greedy", "linucb", "linucb-nointercept")
 
 
 def _rewards(K):
@@ -27,7 +29,7 @@ def _learner(name, K, d):
         return mlogb.uniform(num_outcomes=K, dim=d)
     if name == "greedy":  # the EOFD base is covered by the trajectory test
         return mlogb.greedy(num_outcomes=K, dim=d)
-    return mlogb.linucb(num_outcomes=K, dim=d)
+    return mlogb.linucb(num_outcomes=K, dim=d, intercept=name == "linucb")
 
 
 def _hp(name, K, dtype=jnp.float64, grid=False):
@@ -270,36 +272,122 @@ def test_greedy_passes_keyword_arguments_to_its_base():
 # --- LinUCB ----------------------------------------------------------------------------------
 
 
+LINUCB = ("linucb", "linucb-nointercept")
+
+
+def _aug(X, name):
+    """The regression features: ``[X, 1]`` with the intercept, else ``X``."""
+    X = np.atleast_2d(X)
+    return np.hstack([X, np.ones((X.shape[0], 1))]) if name == "linucb" else X
+
+
+@pytest.mark.parametrize("name", LINUCB)
 @pytest.mark.parametrize("K", [1, 3])
-def test_linucb_equals_dense_ridge_solve(K):
+def test_linucb_equals_dense_ridge_solve(K, name):
     d, T, lam, alpha = 4, 40, 0.7, 0.4
-    learner = _learner("linucb", K, d)
+    learner = _learner(name, K, d)
     X, Y = _stream(K, d, T, seed=7)
-    s, _ = _feed(learner, learner.init(_hp("linucb", K)), X, Y)
+    s, _ = _feed(learner, learner.init(_hp(name, K)), X, Y)
     r = np.concatenate([[0.0], _rewards(K)])[Y]
-    A = lam * np.eye(d) + X.T @ X
-    A_inv, theta = np.linalg.inv(A), np.linalg.solve(A, X.T @ r)
+    Z = _aug(X, name)
+    A = lam * np.eye(Z.shape[1]) + Z.T @ Z
+    A_inv, theta = np.linalg.inv(A), np.linalg.solve(A, Z.T @ r)
     np.testing.assert_allclose(s.A_inv, A_inv, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(s.theta, theta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(s.theta, theta[:d], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(s.bias, theta[d] if name == "linucb" else 0.0, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(s.W[1:], 0.0)
     assert int(s.info.status) == roots.CONVERGED and float(s.info.beta) == alpha
     acts = _stream(K, d, 6, seed=8)[0]
     est, bon = learner.score_parts(s, jnp.asarray(acts))
-    np.testing.assert_allclose(est, acts @ theta, rtol=1e-9, atol=1e-12)
-    bonus_dense = alpha * np.sqrt(np.einsum("nd,de,ne->n", acts, A_inv, acts))
+    Za = _aug(acts, name)
+    np.testing.assert_allclose(est, Za @ theta, rtol=1e-9, atol=1e-12)
+    bonus_dense = alpha * np.sqrt(np.einsum("nd,de,ne->n", Za, A_inv, Za))
     np.testing.assert_allclose(bon, bonus_dense, rtol=1e-9)
-    np.testing.assert_allclose(learner.scores(s, jnp.asarray(acts)), acts @ theta + bonus_dense)
+    np.testing.assert_allclose(learner.scores(s, jnp.asarray(acts)), Za @ theta + bonus_dense)
 
 
-def test_linucb_float32_tracks_float64():
+def _recorded_stream(K, d, T, N, seed):
+    """Action sets of varying size (masked), each action's outcome if chosen, expected rewards."""
+    rng = np.random.default_rng(seed)
+    acts = rng.normal(size=(T, N, d)) / np.sqrt(d) + 0.3  # off-centre: the intercept matters
+    mask = np.arange(N)[None, :] < rng.integers(2, N + 1, size=(T, 1))
+    outcomes = rng.integers(0, K + 1, size=(T, N))
+    expected = rng.uniform(size=(T, N))
+    return acts, mask, outcomes, expected
+
+
+@functools.cache
+def _play_jax(name, K, d):
+    """The library learner on a recorded stream: choices, outcomes and theta of every round."""
+    learner = _learner(name, K, d)
+
+    def body(s, rec):
+        acts, mask, outcomes = rec
+        est, bon = learner.score_parts(s, acts)
+        i, status = bonus.select_index(est + bon, mask)
+        s = learner.update(s, acts[i], outcomes[i])
+        return s, (i, status, jnp.concatenate([s.theta, s.bias[None]]), s.info.status)
+
+    return jax.jit(lambda s, acts, mask, outcomes: lax.scan(body, s, (acts, mask, outcomes)))
+
+
+@pytest.mark.parametrize("name", LINUCB)
+@pytest.mark.parametrize("K", [1, 3])
+def test_linucb_equals_numpy_standard_linucb_on_a_stream(K, name):
+    d, T, N, lam, alpha = 4, 60, 6, 0.7, 0.4
+    acts, mask, outcomes, expected = _recorded_stream(K, d, T, N, seed=11 + K)
+    ref = linucb_numpy.play(
+        linucb_numpy.NumpyLinUCB(
+            dim=d, lam=lam, alpha=alpha, rewards=_rewards(K), intercept=name == "linucb"
+        ),
+        acts,
+        mask,
+        outcomes,
+        expected,
+    )
+    s0 = _learner(name, K, d).init(_hp(name, K))
+    _, (choice, sel_status, theta, status) = _play_jax(name, K, d)(
+        s0, jnp.asarray(acts), jnp.asarray(mask), jnp.asarray(outcomes, jnp.int32)
+    )
+    np.testing.assert_array_equal(np.asarray(sel_status), bonus.SELECT_OK)
+    np.testing.assert_array_equal(np.asarray(status), roots.CONVERGED)
+    np.testing.assert_array_equal(np.asarray(choice), ref["choice"])
+    want = ref["theta"] if name == "linucb" else np.hstack([ref["theta"], np.zeros((T, 1))])
+    np.testing.assert_allclose(np.asarray(theta), want, rtol=1e-9, atol=1e-12)
+    assert len(set(ref["choice"].tolist())) > 2  # the choices do vary
+
+
+def test_linucb_intercept_fits_an_offset_the_plain_one_cannot():
+    """Rewards 1 whatever x, actions centred on 0: the intercept absorbs the mean, the plain
+    ridge regression cannot (its estimate at x = 0 is 0)."""
+    K, d, T = 1, 3, 200
+    X = np.random.default_rng(3).normal(size=(T, d))
+    Y = np.ones(T, np.int64)
+    for name in LINUCB:
+        learner = _learner(name, K, d)
+        s, _ = _feed(learner, learner.init(_hp(name, K)), X, Y)
+        est0 = float(learner.score_parts(s, jnp.zeros((1, d)))[0][0])
+        lam = 0.7  # the dense ridge solution's prediction at x = 0
+        if name == "linucb":
+            want = np.linalg.solve(lam * np.eye(d + 1) + _aug(X, name).T @ _aug(X, name),
+                                   _aug(X, name).T @ Y)[d]  # fmt: skip
+            assert want > 0.99 and est0 == pytest.approx(want, rel=1e-9)
+        else:
+            assert est0 == 0.0
+
+
+@pytest.mark.parametrize("name", LINUCB)
+def test_linucb_float32_tracks_float64(name):
     K, d, T = 1, 4, 40  # the float64 scan is the one compiled by the dense test
-    learner = _learner("linucb", K, d)
+    learner = _learner(name, K, d)
     X, Y = _stream(K, d, T, seed=9)
-    s32, _ = _feed(learner, learner.init(_hp("linucb", K, jnp.float32)), X.astype(np.float32), Y)
-    s64, _ = _feed(learner, learner.init(_hp("linucb", K)), X, Y)
+    s32, _ = _feed(learner, learner.init(_hp(name, K, jnp.float32)), X.astype(np.float32), Y)
+    s64, _ = _feed(learner, learner.init(_hp(name, K)), X, Y)
     assert s32.A_inv.dtype == jnp.float32 and s32.W.dtype == jnp.float32
+    assert s32.bias.dtype == jnp.float32
     np.testing.assert_allclose(s32.A_inv, s64.A_inv, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(s32.theta, s64.theta, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(s32.bias, s64.bias, rtol=1e-4, atol=1e-5)
 
 
 def test_linucb_hyperparams_grid_and_validation():
@@ -315,6 +403,9 @@ def test_linucb_hyperparams_grid_and_validation():
     ):
         with pytest.raises(ValueError, match=word):
             mlogb.linucb_hyperparams(**{"lam": 1.0, "alpha": 0.5, **kwargs})
+    for bad in (1, "yes", None):
+        with pytest.raises(ValueError, match="intercept"):
+            mlogb.linucb(num_outcomes=1, dim=3, intercept=bad)
     learner = _learner("linucb", 2, 3)
     with pytest.raises(ValueError, match="rewards"):
         learner.init(mlogb.linucb_hyperparams(lam=1.0, alpha=0.5))

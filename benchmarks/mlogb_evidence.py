@@ -1,0 +1,253 @@
+"""Evidence that separates the MLogB learners: every reported setting x every learner, out of the
+box and tuned per setting, with the transfer penalty of each recipe.
+
+Two runs of the command on the reported settings (:data:`SETTINGS`: low and high kappa, K = 1
+and K = 4, a low-rank action stream, digits over all ten target classes, its K = 4 variant):
+
+1. **recipes** -- ``bandits-jax reproduce`` with every learner at its recipe out of the box
+   (:mod:`bandits_jax.mlogb.recipes`: the known ``S`` of a synthetic setting, no known bound on
+   classification data), on evaluation seeds 10000.. (disjoint from every tuning seed);
+2. **tuned** -- ``bandits-jax sweep --select each``: each learner's best point of the grid
+   :data:`GRID` per setting, picked on tuning seeds 0-2 and reported on the same evaluation seeds
+   (on classification data S is a grid axis too, :data:`S_GRID`).
+
+It prints a markdown table (final regret mean +- standard error over the evaluation trials, ms
+per round) and, per setting, each recipe's *transfer penalty* (its regret over the best tuned
+learner's on that setting) and the goals of the evidence issue; and writes the JSON::
+
+    python -m benchmarks.mlogb_evidence --json docs/bench/mlogb_evidence.json
+
+A long run can be split (``--settings``/``--learners`` into ``--out DIR1``, ...) and merged
+(``--merge DIR1 DIR2 ... --json ...``); each run's ``DIR/recipes`` holds the command's figures.
+``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end.
+float64. Cells listed in :data:`SKIP_TUNED` are not tuned (cost; said in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import tempfile
+
+from benchmarks._report import finish
+
+SETTINGS = (
+    "synth-20-1-S1",
+    "synth-20-1-S8",
+    "synth-20-4-S4",
+    "lowrank-100-1-5-S8",
+    "digits-all",
+    "digits-k4",
+)
+LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "greedy", "linucb", "uniform")
+RECOMMENDED = "eofd-robust"  # mlogb.practical
+GRID = {"l": "-1.5,-1,-0.5,0", "e": "-0.5,0,0.5", "beta": "0.01,0.1,1"}
+S_GRID = "2,4,8"  # classification data: S is a modelling choice, tuned too
+QUICK_GRID = {"l": "-1,0", "e": "0", "beta": "0.1"}
+# (learner, setting) cells not tuned: OFUL keeps the dense 260 x 260 Hessian on digits-k4
+# (about 20 ms a round: the 81-run grid alone would take over an hour on two cores).
+SKIP_TUNED = {("oful-tuned", "digits-k4")}
+NOT_TUNABLE = {"uniform", "greedy"}  # no grid (greedy is robust EOFD's point without its bonus)
+EVAL_SEED = 10_000  # options.EVAL_SEED_OFFSET: the sweep's evaluation seeds
+TUNING_TRIALS = 3
+
+
+def _classification(setting: str) -> bool:
+    return not setting.startswith(("synth-", "lowrank-"))
+
+
+def run_recipes(out: pathlib.Path, settings, learners, T: int, trials: int) -> dict:
+    from bandits_jax.cli import main as cli_main
+
+    argv = ["reproduce", "--settings", ",".join(settings), "--learners", ",".join(learners),
+            "--rounds", str(T), "--trials", str(trials), "--seed", str(EVAL_SEED),
+            "--out", str(out), "--quiet"]  # fmt: skip
+    if cli_main(argv):
+        raise SystemExit(f"reproduce failed: {' '.join(argv)}")
+    return json.loads((out / "reproduce.json").read_text())
+
+
+def run_tuned(out: pathlib.Path, settings, learners, T: int, trials: int, grid: dict) -> list:
+    """One sweep per (setting family, learner group); returns the evaluation rows."""
+    from bandits_jax.cli import main as cli_main
+
+    rows = []
+    groups = [[s for s in settings if not _classification(s)],
+              [s for s in settings if _classification(s)]]  # fmt: skip
+    for group in groups:
+        for setting in group:
+            tunable = [
+                lname for lname in learners
+                if lname not in NOT_TUNABLE and (lname, setting) not in SKIP_TUNED
+            ]  # fmt: skip
+            if not tunable:
+                continue
+            d = out / f"tuned-{setting}"
+            argv = ["sweep", "--settings", setting, "--learners", ",".join(tunable),
+                    f"--l-grid={grid['l']}", f"--e-grid={grid['e']}", "--beta-grid", grid["beta"],
+                    "--rounds", str(T), "--trials", str(TUNING_TRIALS if trials > 3 else 2),
+                    "--eval-trials", str(trials), "--select", "each", "--out", str(d),
+                    "--quiet", "--no-plots"]  # fmt: skip
+            if _classification(setting) and "S" in grid:
+                argv += ["--S-grid", grid["S"]]
+            if cli_main(argv):
+                raise SystemExit(f"sweep failed: {' '.join(argv)}")
+            report = json.loads((d / "sweep.json").read_text())
+            rows += [r for r in report["rows"] if r.get("split") == "evaluation"]
+    return rows
+
+
+def _se(mean_std_n: tuple[float, float, int]) -> float:
+    _, sd, n = mean_std_n
+    return sd / math.sqrt(n) if n > 1 else 0.0
+
+
+def assemble(recipes: dict, tuned_rows: list) -> dict:
+    """Per setting: each learner's recipe and tuned cell, transfer penalties, goals."""
+    from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
+
+    label_of = {k: v.label for k, v in REGISTRY.items()}
+    key_of = {v: k for k, v in label_of.items()}
+    out = {}
+    for name, entry in recipes["settings"].items():
+        n = recipes["trials"]
+        cells = {}
+        for label, s in entry["learners"].items():
+            cells[key_of[label]] = {
+                "label": label,
+                "recipe": {
+                    "mean": s["final_regret_mean"],
+                    "se": _se((s["final_regret_mean"], s["final_regret_std"], n)),
+                    "ms_per_round": 1e3 * s["seconds_per_round_mean"],
+                    "point": {k: entry["learners"][label].get(k) for k in ("l", "e", "beta")},
+                    "rejected_updates": s.get("rejected_updates"),
+                },
+            }
+        for r in tuned_rows:
+            if r["env"] != name:
+                continue
+            key = key_of[r["learner"]]
+            cells.setdefault(key, {"label": r["learner"]})["tuned"] = {
+                "mean": r["final_regret_mean"],
+                "se": _se((r["final_regret_mean"], r["final_regret_std"], r["trials"])),
+                "point": {k: r[k] for k in ("l", "e", "beta", "S") if k in r},
+                "rejected_updates": r.get("rejected"),
+            }
+        tuned = {k: c["tuned"]["mean"] for k, c in cells.items() if "tuned" in c}
+        best_key = min(tuned, key=tuned.get) if tuned else None
+        for c in cells.values():
+            if best_key is not None and "recipe" in c:
+                c["transfer_penalty"] = c["recipe"]["mean"] / tuned[best_key]
+        goals = {}
+        rec = cells.get(RECOMMENDED, {}).get("recipe")
+        if rec is not None and best_key is not None:
+            goals["recommended_over_best_tuned"] = rec["mean"] / tuned[best_key]
+            goals["within_10pct_of_best_tuned"] = rec["mean"] <= 1.1 * tuned[best_key]
+        lin = cells.get("linucb", {}).get("recipe")
+        if rec is not None and lin is not None:
+            goals["recommended_over_linucb"] = rec["mean"] / lin["mean"]
+        out[name] = {"title": entry["title"], "best_tuned": best_key, "cells": cells,
+                     "goals": goals}  # fmt: skip
+    return out
+
+
+def markdown(table: dict, learners) -> str:
+    names = list(table)
+    lines = ["| learner | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for key in learners:
+        for mode in ("recipe", "tuned"):
+            cells = []
+            for n in names:
+                c = table[n]["cells"].get(key, {})
+                v = c.get(mode)
+                if v is None:
+                    cells.append("—")
+                    continue
+                ms = f" ({v['ms_per_round']:.2f} ms)" if "ms_per_round" in v else ""
+                cells.append(f"{v['mean']:.1f} ± {v['se']:.1f}{ms}")
+            if any(x != "—" for x in cells):
+                label = next(
+                    (table[n]["cells"][key]["label"] for n in names if key in table[n]["cells"]),
+                    key,
+                )
+                lines.append(f"| {label} ({mode}) | " + " | ".join(cells) + " |")
+    lines.append("")
+    for n in names:
+        t, g = table[n], table[n]["goals"]
+        pen = ", ".join(
+            f"{c['label']} {c['transfer_penalty']:.2f}"
+            for c in t["cells"].values()
+            if "transfer_penalty" in c
+        )
+        best = t["cells"][t["best_tuned"]]["label"] if t["best_tuned"] else "—"
+        line = f"- {n}: best tuned {best}; transfer penalty (recipe / best tuned): {pen}"
+        if "recommended_over_linucb" in g:
+            line += f"; recommended / LinUCB {g['recommended_over_linucb']:.2f}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--out", default=None, help="the commands' output directory (default: temp)")
+    p.add_argument("--quick", action="store_true", help="T = 300, 3 trials, a 2-point grid")
+    p.add_argument("--settings", default=",".join(SETTINGS), help="comma list (default: all)")
+    p.add_argument("--learners", default=",".join(LEARNERS), help="comma list (default: all)")
+    p.add_argument("--no-tune", action="store_true", help="recipes only")
+    p.add_argument("--merge", nargs="+", default=None, help="merge these runs' --out directories")
+    a = p.parse_args(argv)
+    settings, learners = a.settings.split(","), a.learners.split(",")
+    if a.merge:
+        recipes, tuned_rows = _merge([pathlib.Path(d) for d in a.merge])
+    else:
+        out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_evidence_"))
+        T, trials = (300, 3) if a.quick else (2000, 10)
+        grid = QUICK_GRID if a.quick else {**GRID, "S": S_GRID}
+        recipes = run_recipes(out / "recipes", settings, learners, T, trials)
+        tuned_rows = [] if a.no_tune else run_tuned(out, settings, learners, T, trials, grid)
+        (out / "tuned_rows.json").write_text(json.dumps(tuned_rows))
+    table = assemble(recipes, tuned_rows)
+    order = [k for k in LEARNERS if any(k in t["cells"] for t in table.values())]
+    print(markdown(table, order))
+    return finish(
+        {
+            "benchmark": "mlogb_evidence",
+            "rounds": recipes["rounds"],
+            "trials": recipes["trials"],
+            "dtype": recipes["dtype"],
+            "tuning_trials": TUNING_TRIALS,
+            "grid": GRID,
+            "S_grid_classification": S_GRID,
+            "skip_tuned": sorted(map(list, SKIP_TUNED)),
+            "settings": table,
+        },  # fmt: skip
+        a.json,
+    )
+
+
+def _merge(dirs: list[pathlib.Path]) -> tuple[dict, list]:
+    """One recipes report and one list of tuned rows from several runs with the same T/trials."""
+    reports = [json.loads((d / "recipes" / "reproduce.json").read_text()) for d in dirs]
+    first = reports[0]
+    for r in reports[1:]:
+        for key in ("rounds", "trials", "dtype"):
+            if r[key] != first[key]:
+                raise SystemExit(f"--merge: runs differ in {key}: {r[key]} vs {first[key]}")
+    settings: dict = {}
+    for r in reports:
+        for name, entry in r["settings"].items():
+            have = settings.get(name, {}).get("learners", {})
+            settings[name] = {**entry, "learners": {**have, **entry["learners"]}}
+    rows = []
+    for d in dirs:
+        f = d / "tuned_rows.json"
+        if f.exists():
+            rows += json.loads(f.read_text())
+    return {**first, "settings": settings}, rows
+
+
+if __name__ == "__main__":
+    main()

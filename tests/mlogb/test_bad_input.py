@@ -1,0 +1,200 @@
+"""Every MLogB learner rejects and flags the same bad inputs.
+
+Eagerly each is a ``ValueError`` naming the argument; under ``jax.jit`` an update with a non-finite
+``x`` or an outcome outside ``0..K`` is rejected (the state before the call is kept) and flagged
+(``NONFINITE`` / ``BAD_OUTCOME``), and NaN scores of valid actions are flagged by the selection
+(``SELECT_NAN_SCORES``) and never chosen. A new learner joins with one line in :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bandits_jax import mlogb
+from bandits_jax.mlogb import bonus
+from bandits_jax.protocols import REJECTED_CODES, Status
+
+K, D, N = 2, 3, 4
+REWARDS = [0.5, 1.0]
+NAN, INF = float("nan"), float("inf")
+
+
+def _newton_hp():
+    return mlogb.hyperparams(lam=1.0, eta=1.0, S=1.0, rewards=REWARDS)
+
+
+class Kind(NamedTuple):
+    name: str
+    learner: Callable[[], Any]  # () -> MLogBLearner with K outcomes, dim D
+    hparams: Callable[[], Any]  # () -> the hyperparameters its init takes
+
+
+KD = {"num_outcomes": K, "dim": D}
+KINDS = [
+    Kind("eofd", lambda: mlogb.eofd(**KD, sketch_size=2), _newton_hp),
+    Kind(
+        "eofd-robust", lambda: mlogb.eofd(**KD, sketch_size=2, regularization="robust"), _newton_hp
+    ),  # fmt: skip
+    Kind(
+        "eofd-adaptive",
+        lambda: mlogb.eofd(**KD, sketch_size=1, max_sketch_size=3, delta_target=1.5),
+        _newton_hp,
+    ),  # fmt: skip
+    Kind("oful", lambda: mlogb.oful(**KD), _newton_hp),
+    Kind("greedy", lambda: mlogb.greedy(**KD), _newton_hp),
+    Kind(
+        "linucb",
+        lambda: mlogb.linucb(**KD),
+        lambda: mlogb.linucb_hyperparams(lam=1.0, alpha=0.5, rewards=REWARDS),
+    ),  # fmt: skip
+    Kind(
+        "linucb-nointercept",
+        lambda: mlogb.linucb(**KD, intercept=False),
+        lambda: mlogb.linucb_hyperparams(lam=1.0, alpha=0.5, rewards=REWARDS),
+    ),  # fmt: skip
+    Kind(
+        "uniform",
+        lambda: mlogb.uniform(**KD),
+        lambda: mlogb.uniform_hyperparams(seed=1, rewards=REWARDS),
+    ),  # fmt: skip
+]
+BY_NAME = {k.name: k for k in KINDS}
+NAMES = [k.name for k in KINDS]
+
+ACTIONS = jnp.asarray(np.random.default_rng(0).normal(size=(N, D)) / np.sqrt(D))
+X_GOOD = jnp.array([0.3, -0.5, 0.4])
+
+
+@functools.cache
+def _setup(name):
+    kind = BY_NAME[name]
+    learner = kind.learner()
+    return learner, learner.init(kind.hparams())
+
+
+def _with(a, row, value):
+    return jnp.asarray(a).at[row].set(value)
+
+
+# --- eagerly: a ValueError naming the argument ------------------------------------------------
+
+EAGER = {
+    "select-actions-nan": (lambda l, s: l.select(s, _with(ACTIONS, (1, 2), NAN)), "actions"),
+    "select-actions-inf": (lambda l, s: l.select(s, _with(ACTIONS, (0, 0), -INF)), "actions"),
+    "scores-actions-nan": (lambda l, s: l.scores(s, _with(ACTIONS, (3, 1), NAN)), "actions"),
+    "scores-actions-inf": (lambda l, s: l.scores(s, _with(ACTIONS, (2, 0), INF)), "actions"),
+    "score_parts-actions-nan": (
+        lambda l, s: l.score_parts(s, _with(ACTIONS, (0, 2), NAN)),
+        "actions",
+    ),
+    "update-x-nan": (lambda l, s: l.update(s, _with(X_GOOD, 1, NAN), 1), r"\bx\b"),
+    "update-x-inf": (lambda l, s: l.update(s, _with(X_GOOD, 0, INF), 1), r"\bx\b"),
+    "update-y-negative": (lambda l, s: l.update(s, X_GOOD, -1), r"\by\b.*0\.\.2"),
+    "update-y-above-K": (lambda l, s: l.update(s, X_GOOD, K + 1), r"\by\b.*0\.\.2"),
+    "update-y-non-integer": (lambda l, s: l.update(s, X_GOOD, 1.5), r"\by\b.*0\.\.2"),
+    "update-y-nan": (lambda l, s: l.update(s, X_GOOD, NAN), r"\by\b.*0\.\.2"),
+    "update-y-bool": (lambda l, s: l.update(s, X_GOOD, True), r"\by\b.*boolean"),
+    "update-y-bool-array": (lambda l, s: l.update(s, X_GOOD, jnp.array(True)), r"\by\b.*boolean"),
+    "select-mask-int": (lambda l, s: l.select(s, ACTIONS, jnp.array([1, 0, 1, 1])), "mask.*bool"),
+    "select-mask-float": (lambda l, s: l.select(s, ACTIONS, np.ones(N)), "mask.*bool"),
+    "select-mask-all-false": (lambda l, s: l.select(s, ACTIONS, jnp.zeros(N, bool)), "mask"),
+}
+
+
+@pytest.mark.parametrize("case", list(EAGER))
+@pytest.mark.parametrize("name", NAMES)
+def test_eager_bad_input_is_a_value_error_naming_the_argument(name, case):
+    learner, state = _setup(name)
+    call, pattern = EAGER[case]
+    with pytest.raises(ValueError, match=pattern):
+        call(learner, state)
+
+
+# --- under jit: a flagged, rejected update; a flagged selection -------------------------------
+
+# Under jit, each (x, y) of a batch is an update of the same state (``lax.map`` traces the update
+# once): first a non-finite x, then outcomes outside 0..K, last a good update (which must move).
+Y_BAD_INT = [-1, K + 1, 7]
+Y_BAD_FLOAT = [1.5, NAN, -1.0, K + 1.0, INF]
+NAN_ROWS = (0, 2)  # valid actions with a NaN entry
+MASK = jnp.array([True, True, True, False])
+
+
+@functools.cache
+def _probe(name):
+    """One compiled program per learner: a good update, then every bad call from its result."""
+    learner, _ = _setup(name)
+
+    def probe(s0, xs, ys_int, ys_float, actions):
+        s1 = learner.update(s0, X_GOOD, jnp.int32(1))  # the state before each call below
+        after_int = jax.lax.map(lambda xy: learner.update(s1, *xy), (xs, ys_int))
+        after_float = jax.lax.map(lambda y: learner.update(s1, X_GOOD, y), ys_float)
+        est, bon = learner.score_parts(s1, actions)
+        idx, sel_status = bonus.select_index(est + bon, MASK)
+        select = learner.select(s1, actions, MASK)
+        return s1, after_int, after_float, est + bon, idx, sel_status, select
+
+    return jax.jit(probe)
+
+
+def _leaves_but_info(state):
+    return jax.tree_util.tree_leaves(state._replace(info=None))
+
+
+def _assert_kept(new, before):
+    for a, b in zip(_leaves_but_info(new), _leaves_but_info(before), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_under_jit_bad_updates_are_rejected_and_flagged(name):
+    learner, s0 = _setup(name)
+    actions = ACTIONS
+    for r in NAN_ROWS:
+        actions = _with(actions, (r, 1), NAN)
+    xs = jnp.stack([_with(X_GOOD, 2, NAN)] + [X_GOOD] * (len(Y_BAD_INT) + 1))
+    ys_int = jnp.array([1, *Y_BAD_INT, 2], jnp.int32)
+    s1, after_int, after_float, values, idx, sel_status, idx_select = _probe(name)(
+        s0, xs, ys_int, jnp.array(Y_BAD_FLOAT), actions
+    )
+    row = lambda tree, i: jax.tree_util.tree_map(lambda a: a[i], tree)  # noqa: E731
+    # The first update was accepted (the probe starts from a state that has moved).
+    assert int(s1.t) == int(s0.t) + 1 == 1
+    assert int(s1.info.status) not in REJECTED_CODES
+    # Non-finite x: the state before the call is kept, NONFINITE.
+    nan_x = row(after_int, 0)
+    _assert_kept(nan_x, s1)
+    assert int(nan_x.t) == int(s1.t)
+    np.testing.assert_array_equal(np.asarray(nan_x.W), np.asarray(s1.W))
+    assert int(nan_x.info.status) == Status.NONFINITE
+    # y outside 0..K (int and float, non-integer, NaN, inf): kept, BAD_OUTCOME.
+    bad = [(y, row(after_int, 1 + i)) for i, y in enumerate(Y_BAD_INT)]
+    bad += [(y, row(after_float, i)) for i, y in enumerate(Y_BAD_FLOAT)]
+    for y, new in bad:
+        _assert_kept(new, s1)
+        assert int(new.t) == int(s1.t)
+        assert int(new.info.status) == Status.BAD_OUTCOME, (y, int(new.info.status))
+    # The same program accepts a good update (the comparisons above can fail).
+    good = row(after_int, len(Y_BAD_INT) + 1)
+    assert int(good.t) == int(s1.t) + 1 and int(good.info.status) not in REJECTED_CODES
+    assert any(
+        not np.array_equal(np.asarray(a), np.asarray(b))
+        for a, b in zip(_leaves_but_info(good), _leaves_but_info(s1), strict=True)
+        if np.asarray(a).dtype != np.int32  # t aside, something else moved
+    )
+    # NaN scores of valid actions: flagged, never chosen; select picks the same finite one.
+    values = np.asarray(values)
+    assert np.all(np.isnan(values[list(NAN_ROWS)]))
+    assert np.all(np.isfinite(np.delete(values, NAN_ROWS)))
+    assert int(sel_status) == bonus.SELECT_NAN_SCORES
+    mask = np.asarray(MASK)
+    ok = mask & ~np.isnan(values)
+    want = int(np.flatnonzero(ok & (values >= values[ok].max() - 1e-9 * abs(values[ok].max())))[0])
+    assert int(idx) == int(idx_select) == want
