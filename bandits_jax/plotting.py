@@ -8,6 +8,8 @@
 * :func:`bench_figure` -- per-round times of a speed benchmark, log scale.
 * :func:`bco_figure` -- the BCO studies: regret vs d and vs the gradient variation V_T (log-log,
   fitted slopes in the legend).
+* :func:`kappa_figure` -- the kappa study: final regret vs the parameter bound S (log S), out of
+  the box (solid) and tuned per S (dashed), and its growth beside the kappa bound.
 
 matplotlib is an optional dependency (extra ``plot``); it is imported when a figure is drawn.
 """
@@ -21,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["regret_figure", "time_figure", "heatmap_figure", "bench_figure", "bco_figure"]
+__all__ = [
+    "regret_figure",
+    "time_figure",
+    "heatmap_figure",
+    "bench_figure",
+    "bco_figure",
+    "kappa_figure",
+    "draw_kappa",
+]
 
 COLORS = {"EOFD": "tab:blue", "OFUL": "tab:orange"}  # used when no colour is given
 
@@ -233,3 +243,118 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
             ax.set_ylabel(f"regret at T = {cfg['T']}")
             ax.legend(fontsize=8)
     _save(plt, fig, path)
+
+
+def _thin_tick_labels(fig: Any, ax: Any, values: Sequence[float], pad: float = 2.0) -> None:
+    """Sets the x ticks at ``values`` (sorted) with ``%g`` labels, blanking any label that would
+    overlap a kept one (kept left to right; the last value is always labelled)."""
+    texts = [f"{v:g}" for v in values]
+    ax.set_xticks(values, texts)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    if len(boxes) != len(values):  # pragma: no cover - every tick is inside the view
+        return
+    keep: list[int] = []
+    for i, b in enumerate(boxes):
+        if not keep or b.x0 >= boxes[keep[-1]].x1 + pad:
+            keep.append(i)
+    last = len(values) - 1
+    if keep and keep[-1] != last:
+        keep = [i for i in keep if boxes[i].x1 + pad <= boxes[last].x0] + [last]
+    ax.set_xticks(values, [s if i in keep else "" for i, s in enumerate(texts)])
+
+
+def draw_kappa(
+    series: Sequence[Mapping[str, Any]],
+    *,
+    title: str = "",
+    reference: Mapping[str, Sequence[float]] | None = None,
+) -> Any:
+    """The ``bandits-jax kappa`` figure, laid out but not saved (see :func:`kappa_figure`).
+
+    Returns:
+      The matplotlib figure (close it with ``matplotlib.pyplot.close``).
+    """
+    from matplotlib.lines import Line2D
+
+    plt = _plt()
+    fig, (ax, ax_g) = plt.subplots(1, 2, figsize=(10.0, 4.0))
+    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["k"])
+    colors: dict[str, str] = {}
+    for s in series:
+        colors.setdefault(s["label"], s.get("color") or cycle[len(colors) % len(cycle)])
+    style = {"recipe": ("-", "o"), "tuned": ("--", "s")}
+    S_all = sorted({float(x) for s in series for x in s["S"]})
+    all_pos = True
+    for s in series:
+        ls, marker = style.get(s["mode"], ("-", "o"))
+        x = np.asarray(s["S"], np.float64)
+        m = np.asarray(s["mean"], np.float64)
+        se = np.asarray(s["se"], np.float64)
+        c = colors[s["label"]]
+        mfc = "none" if s["mode"] == "tuned" else c  # open markers: a tuned point on the recipe's
+        ax.errorbar(x, m, yerr=se, color=c, linestyle=ls, marker=marker, capsize=3, ms=5, mfc=mfc)
+        all_pos &= bool(np.all(m > 0))
+        if m.size and m[0] > 0:
+            ax_g.plot(x, m / m[0], color=c, linestyle=ls, marker=marker, ms=5, mfc=mfc)
+    handles = [Line2D([], [], color=c, label=name) for name, c in colors.items()]
+    handles += [
+        Line2D([], [], color="k", linestyle="-", marker="o", label="out of the box (recipe)"),
+        Line2D([], [], color="k", linestyle="--", marker="s", mfc="none", label="tuned per S"),
+    ]
+    if reference is not None and len(reference["S"]):
+        rx = np.asarray(reference["S"], np.float64)
+        ry = np.asarray(reference["value"], np.float64)
+        order = np.argsort(rx)
+        ax_g.plot(rx[order], ry[order] / ry[order][0], color="k", linestyle=":", linewidth=1.5)
+        handles.append(
+            Line2D([], [], color="k", linestyle=":", label=reference.get("label", "kappa bound"))
+        )
+    for a in (ax, ax_g):
+        a.set_xscale("log")
+        a.minorticks_off()
+        a.set_xlabel("parameter bound S = ||W*||_F (log scale)")
+        a.grid(alpha=0.3)
+    from matplotlib.ticker import LogFormatter
+
+    for a in (ax, ax_g) if all_pos and series else (ax_g,):
+        a.set_yscale("log")
+        a.yaxis.set_major_formatter(LogFormatter())  # plain numbers, not 6 x 10^1
+        a.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
+    ax.set_ylabel("final cumulative regret (mean +- s.e.)")
+    ax_g.set_ylabel("regret(S) / regret(smallest S)")
+    ax.set_title(f"final regret vs S{': ' + title if title else ''}", fontsize=10)
+    ax_g.set_title("growth with S (vs the kappa bound)", fontsize=10)
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    for a in (ax, ax_g):
+        _thin_tick_labels(fig, a, S_all)
+    return fig
+
+
+def kappa_figure(
+    series: Sequence[Mapping[str, Any]],
+    path: str | os.PathLike,
+    *,
+    title: str = "",
+    reference: Mapping[str, Sequence[float]] | None = None,
+) -> None:
+    """Final regret against the parameter bound S (``bandits-jax kappa``), log-scaled S.
+
+    Left: mean final regret with standard-error bars; right: the same divided by its value at
+    the smallest S, beside ``reference`` (e.g. the kappa bound ``1/sigma'(S)``) divided likewise.
+    One colour per learner, solid = out of the box (``mode`` ``"recipe"``), dashed = tuned per S
+    (``"tuned"``); the legend sits outside the panels and overlapping S labels are thinned.
+
+    Args:
+      series: curves, each ``{"label", "mode", "color" (None: the default cycle), "S", "mean",
+        "se"}``.
+      path: the PNG to write.
+      title: appended to the left panel's title.
+      reference: ``{"S": [...], "value": [...], "label": optional}``.
+    """
+    plt = _plt()
+    fig = draw_kappa(series, title=title, reference=reference)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)

@@ -122,6 +122,11 @@ def _uniform_hp(dtype, grid):
     return mlogb.uniform_hyperparams(seed=seed, rewards=[0.5, 1.0], dtype=dtype)
 
 
+def _ecolog_hp(dtype, grid):
+    lam = np.asarray([0.5, 2.0]) if grid else 1.0
+    return mlogb.ecolog_hyperparams(lam=lam, S=2.0, dtype=dtype)
+
+
 _KD = {"num_outcomes": K, "dim": D}
 CASES += [
     Case("mlogb-eofd", "mlogb", mlogb.eofd(**_KD, sketch_size=2), _mlogb_hp),
@@ -150,6 +155,7 @@ CASES += [
     Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
     Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
+    Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
 ]
 
 # --- one round of each family ------------------------------------------------------------------
@@ -176,7 +182,7 @@ def _round(case: Case):
         actions = jax.random.normal(k_a, (N_ACTIONS, D), dtype) / jnp.sqrt(D)
         mask = jnp.ones((N_ACTIONS,), bool)
         x = actions[learner.select(state, actions, mask)]
-        y = jax.random.randint(k_y, (), 0, K + 1)
+        y = jax.random.randint(k_y, (), 0, learner.num_outcomes + 1)
         return learner.update(state, x, y)
 
     return play

@@ -59,7 +59,9 @@ def _all_targets(env: Any) -> Callable[[Any, Any], Any]:
     return init_env_trial
 
 
-def make_setting(name: str, *, S: float | None, dtype: Any, mnist_path: str | None = None) -> Setting:
+def make_setting(
+    name: str, *, S: float | None, dtype: Any, mnist_path: str | None = None
+) -> Setting:
     """Builds the environment of a named setting (names checked by ``options.check_setting``).
 
     ``S`` (``--S``) is ``||W*||_F`` of synthetic and low-rank settings whose name has no
@@ -192,6 +194,7 @@ LEARNERS: dict[str, LearnerSpec] = {
     "oful-tuned": _spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False, "tab:red"),
     "greedy": _spec("greedy", "greedy", "greedy (robust EOFD estimate)", True, "tab:purple"),
     "linucb": _spec("linucb", "LinUCB", "LinUCB (tuned)", False, "tab:brown"),
+    "ecolog": _spec("ecolog", "ECOLog", "ada-OFU-ECOLog (tuned)", False, "tab:pink"),
     "uniform": _spec("uniform", "random", "uniform random", False, "tab:gray"),
 }
 DEFAULT_LEARNERS = ("eofd", "oful", "eofd-robust", "greedy", "linucb", "uniform")
@@ -213,6 +216,13 @@ def tuned_point(spec: LearnerSpec, recipe: Recipe) -> Recipe:
 
     ex, _ = recipes.tuned_point(spec.kind, recipe.S)
     return recipe._replace(l=ex.l, e=ex.e, beta=ex.beta)
+
+
+def supports(spec: LearnerSpec, num_outcomes: int) -> bool:
+    """Whether a registry learner runs with K outcomes (ECOLog: K = 1 only)."""
+    from bandits_jax.mlogb.recipes import K1_ONLY
+
+    return num_outcomes == 1 or spec.kind not in K1_ONLY
 
 
 def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
@@ -354,14 +364,17 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
         K, d = setting.num_outcomes, setting.dim
-        recipe = Recipe(K, d, learner_bound(args, setting), T, args.l, args.e, opt.beta_arg(args.beta),
-                        env_rewards(setting), dtype)  # fmt: skip
+        recipe = Recipe(K, d, learner_bound(args, setting), T, args.l, args.e,
+                        opt.beta_arg(args.beta), env_rewards(setting), dtype)  # fmt: skip
         m = args.sketch or sketch_size(K, d)
         bar = Progress(len(learners) * trials * T, name, enabled=not args.quiet)
         entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
         curves, times, by_key = {}, {}, {}
         for lname in learners:
             spec = LEARNERS[lname]
+            if not supports(spec, K):
+                plan["notes"].append(f"{spec.label} skipped on {name}: defined for K = 1 only.")
+                continue
             learner = spec.factory(K, d, m)
             chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
             point = tuned_point(spec, recipe)

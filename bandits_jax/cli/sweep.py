@@ -211,6 +211,8 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         setting = settings[sname]
         K, d = setting.num_outcomes, setting.dim
         spec = rep.LEARNERS[lname]
+        if not rep.supports(spec, K):
+            continue  # ECOLog: K = 1 only (the summary's chosen points list what ran)
         bounds = [rep.learner_bound(args, setting) if S is None else S for S in plan["bounds"]]
         recipes = [
             rep.Recipe(K, d, S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting),

@@ -1,10 +1,11 @@
 """Multinomial logistic bandits: EOFD-MLogB and its full-Hessian parent OFUL-MLogB, and the
-baselines in the same protocol (uniform random, greedy online Newton, LinUCB).
+baselines in the same protocol (uniform random, greedy online Newton, LinUCB, ada-OFU-ECOLog).
 
 Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Frequent Directions".
 """
 
 from bandits_jax.mlogb.bonus import argmax_tie
+from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import EOFDFastState, EOFDState, eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams, Section4, hyperparams, section4
@@ -21,6 +22,8 @@ from bandits_jax.mlogb.uniform import (
 )
 
 __all__ = [
+    "ECOLogHyperparams",
+    "ECOLogState",
     "EOFDFastState",
     "EOFDState",
     "LinUCBHyperparams",
@@ -36,6 +39,8 @@ __all__ = [
     "UniformState",
     "UpdateInfo",
     "argmax_tie",
+    "ecolog",
+    "ecolog_hyperparams",
     "eofd",
     "greedy",
     "hyperparams",

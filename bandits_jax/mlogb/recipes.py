@@ -25,6 +25,8 @@ Kinds (each a learner of the same protocol):
   ablation of the practical recipe's bonus, not tuned on its own);
 - ``linucb``: ridge regression on the action features with ``lam`` from the same scaling and
   ``alpha = sqrt(beta)``;
+- ``ecolog``: ada-OFU-ECOLog (Faury et al. 2022, K = 1 only), ``lam`` from the same scaling and
+  a fixed radius ``beta``;
 - ``uniform``: a uniformly random valid action (no hyperparameters).
 
 The sketch size of the EOFD kinds is Section 4's ``m = floor(K d / 10)``.
@@ -55,6 +57,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hyperparams import section4
@@ -85,6 +88,7 @@ TUNED: dict[str, Exponents] = {
     "eofd-adaptive": Exponents(0.0, -0.5, 0.1),
     "oful": Exponents(-0.5, -0.5, 1.0),
     "linucb": Exponents(-1.0, 0.0, 1.0),  # e does not enter LinUCB
+    "ecolog": Exponents(-1.0, 0.0, 1.0),  # e does not enter ECOLog
     "uniform": Exponents(0.0, 0.0, 0.0),
 }
 # Chosen by the no-known-bound sweep in the module docstring (S is part of the point).
@@ -94,11 +98,13 @@ TUNED_FREE: dict[str, Exponents] = {
     "eofd-adaptive": Exponents(0.0, -0.5, 0.1, 4.0),
     "oful": Exponents(-0.5, -0.5, 1.0, 4.0),
     "linucb": Exponents(-1.0, 0.0, 1.0, 1.0),
+    "ecolog": Exponents(-1.0, 0.0, 1.0, 4.0),
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
 }
 for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
     _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
 KINDS = tuple(TUNED)
+K1_ONLY = frozenset({"ecolog"})  # kinds defined for K = 1 only
 # The kind :func:`practical` returns: the cheapest EOFD kind whose tuning score (mean relative
 # regret over the tuning problems) is within 1% of the best EOFD kind's (robust: m columns;
 # adaptive: up to 2 m).
@@ -156,6 +162,7 @@ def make_learner(kind: str, *, num_outcomes: int, dim: int, sketch_size: int) ->
         "oful": lambda: oful(num_outcomes=K, dim=d),
         "greedy": lambda: greedy(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
         "linucb": lambda: linucb(num_outcomes=K, dim=d),
+        "ecolog": lambda: ecolog(num_outcomes=K, dim=d),
         "uniform": lambda: uniform(num_outcomes=K, dim=d),
     }
     return factories[_check_kind(kind)]()
@@ -186,10 +193,15 @@ def hparams_for(
         return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
     if kind == "greedy" and not isinstance(beta, str):
         beta = np.zeros_like(np.asarray(beta, float))  # greedy has no radius
-    if kind == "linucb":
+    if kind in ("linucb", "ecolog"):  # lam from Section 4's scaling; e does not enter
         lam = section4(
             num_outcomes=K, dim=dim, S=S, horizon=horizon, l=l, e=e, rewards=rewards, beta=0.0
         ).hparams.lam
+        if kind == "ecolog":
+            b = beta if isinstance(beta, str) else np.broadcast_to(np.asarray(beta, float),
+                                                                   np.shape(lam))  # fmt: skip
+            return ecolog_hyperparams(lam=np.asarray(lam), S=S, rewards=rewards, beta=b,
+                                      delta=1.0 / horizon, dtype=dtype)  # fmt: skip
         if isinstance(beta, str):
             raise ValueError(f"beta must be a number for linucb, got {beta!r}")
         alpha = np.sqrt(np.broadcast_to(np.asarray(beta, float), np.shape(lam)))

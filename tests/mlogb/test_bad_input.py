@@ -32,8 +32,9 @@ def _newton_hp():
 
 class Kind(NamedTuple):
     name: str
-    learner: Callable[[], Any]  # () -> MLogBLearner with K outcomes, dim D
+    learner: Callable[[], Any]  # () -> MLogBLearner with num_outcomes outcomes, dim D
     hparams: Callable[[], Any]  # () -> the hyperparameters its init takes
+    num_outcomes: int = K
 
 
 KD = {"num_outcomes": K, "dim": D}
@@ -64,6 +65,9 @@ KINDS = [
         lambda: mlogb.uniform(**KD),
         lambda: mlogb.uniform_hyperparams(seed=1, rewards=REWARDS),
     ),  # fmt: skip
+    Kind(
+        "ecolog", lambda: mlogb.ecolog(dim=D), lambda: mlogb.ecolog_hyperparams(lam=1.0, S=1.0), 1
+    ),
 ]
 BY_NAME = {k.name: k for k in KINDS}
 NAMES = [k.name for k in KINDS]
@@ -96,10 +100,13 @@ EAGER = {
     ),
     "update-x-nan": (lambda l, s: l.update(s, _with(X_GOOD, 1, NAN), 1), r"\bx\b"),
     "update-x-inf": (lambda l, s: l.update(s, _with(X_GOOD, 0, INF), 1), r"\bx\b"),
-    "update-y-negative": (lambda l, s: l.update(s, X_GOOD, -1), r"\by\b.*0\.\.2"),
-    "update-y-above-K": (lambda l, s: l.update(s, X_GOOD, K + 1), r"\by\b.*0\.\.2"),
-    "update-y-non-integer": (lambda l, s: l.update(s, X_GOOD, 1.5), r"\by\b.*0\.\.2"),
-    "update-y-nan": (lambda l, s: l.update(s, X_GOOD, NAN), r"\by\b.*0\.\.2"),
+    "update-y-negative": (lambda l, s: l.update(s, X_GOOD, -1), r"\by\b.*0\.\.{K}"),
+    "update-y-above-K": (
+        lambda l, s: l.update(s, X_GOOD, l.num_outcomes + 1),
+        r"\by\b.*0\.\.{K}",
+    ),
+    "update-y-non-integer": (lambda l, s: l.update(s, X_GOOD, 0.5), r"\by\b.*0\.\.{K}"),
+    "update-y-nan": (lambda l, s: l.update(s, X_GOOD, NAN), r"\by\b.*0\.\.{K}"),
     "update-y-bool": (lambda l, s: l.update(s, X_GOOD, True), r"\by\b.*boolean"),
     "update-y-bool-array": (lambda l, s: l.update(s, X_GOOD, jnp.array(True)), r"\by\b.*boolean"),
     "select-mask-int": (lambda l, s: l.select(s, ACTIONS, jnp.array([1, 0, 1, 1])), "mask.*bool"),
@@ -113,16 +120,20 @@ EAGER = {
 def test_eager_bad_input_is_a_value_error_naming_the_argument(name, case):
     learner, state = _setup(name)
     call, pattern = EAGER[case]
-    with pytest.raises(ValueError, match=pattern):
+    with pytest.raises(ValueError, match=pattern.replace("{K}", str(learner.num_outcomes))):
         call(learner, state)
 
 
 # --- under jit: a flagged, rejected update; a flagged selection -------------------------------
 
+
 # Under jit, each (x, y) of a batch is an update of the same state (``lax.map`` traces the update
 # once): first a non-finite x, then outcomes outside 0..K, last a good update (which must move).
-Y_BAD_INT = [-1, K + 1, 7]
-Y_BAD_FLOAT = [1.5, NAN, -1.0, K + 1.0, INF]
+def _bad_outcomes(K: int) -> tuple[list[int], list[float]]:
+    """Outcomes outside 0..K: integers, and floats (non-integer, NaN, inf)."""
+    return [-1, K + 1, 7], [0.5, NAN, -1.0, K + 1.0, INF]
+
+
 NAN_ROWS = (0, 2)  # valid actions with a NaN entry
 MASK = jnp.array([True, True, True, False])
 
@@ -159,8 +170,9 @@ def test_under_jit_bad_updates_are_rejected_and_flagged(name):
     actions = ACTIONS
     for r in NAN_ROWS:
         actions = _with(actions, (r, 1), NAN)
+    Y_BAD_INT, Y_BAD_FLOAT = _bad_outcomes(learner.num_outcomes)
     xs = jnp.stack([_with(X_GOOD, 2, NAN)] + [X_GOOD] * (len(Y_BAD_INT) + 1))
-    ys_int = jnp.array([1, *Y_BAD_INT, 2], jnp.int32)
+    ys_int = jnp.array([1, *Y_BAD_INT, learner.num_outcomes], jnp.int32)
     s1, after_int, after_float, values, idx, sel_status, idx_select = _probe(name)(
         s0, xs, ys_int, jnp.array(Y_BAD_FLOAT), actions
     )

@@ -76,3 +76,33 @@ def test_practical_is_the_robust_sketch_and_learns():
     assert practical.mean() < 0.8 * random.mean(), (practical, random)
     reg = out[rec.kind].mean(0)
     assert reg[-T // 3 :].mean() < 0.8 * reg[: T // 3].mean()
+
+
+@pytest.mark.parametrize("kind", ["eofd", "eofd-robust", "oful", "greedy"])
+def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
+    """``S=None`` (classification data): the TUNED_FREE point, with its own S in the scaling."""
+    K, d, T = 1, 12, 300
+    ex = recipes.TUNED_FREE[kind]
+    rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=None, horizon=T)
+    lam, eta = closed_form(K, d, ex.S, ex.l, ex.e)
+    np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
+    np.testing.assert_allclose(float(rec.hparams.eta), eta, rtol=1e-12)
+    np.testing.assert_allclose(float(rec.hparams.S), ex.S, rtol=1e-12)
+    assert float(rec.hparams.beta) == (0.0 if kind == "greedy" else ex.beta)
+    # A known bound keeps TUNED at the caller's S.
+    known = mlogb.tuned(kind, num_outcomes=K, dim=d, S=3.0, horizon=T)
+    lam3, _ = closed_form(K, d, 3.0, recipes.TUNED[kind].l, recipes.TUNED[kind].e)
+    np.testing.assert_allclose(float(known.hparams.lam), lam3, rtol=1e-12)
+    np.testing.assert_allclose(float(known.hparams.S), 3.0, rtol=1e-12)
+
+
+def test_practical_defaults_to_no_known_bound():
+    rec = mlogb.practical(num_outcomes=1, dim=8, horizon=100)
+    assert rec.kind == recipes.PRACTICAL
+    np.testing.assert_allclose(float(rec.hparams.S), recipes.TUNED_FREE[recipes.PRACTICAL].S)
+
+
+def test_every_kind_has_both_recipes():
+    assert set(recipes.TUNED) == set(recipes.TUNED_FREE) == set(recipes.KINDS)
+    assert all(ex.S is None for ex in recipes.TUNED.values())
+    assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE.values())

@@ -1,0 +1,677 @@
+"""``bandits-jax kappa``: final regret against the parameter bound S, i.e. against kappa.
+
+The EOFD-MLogB paper (Remark 1) says the leading term of its regret does not grow with kappa,
+which grows like ``exp(S)`` with the bound ``S = ||W*||_F`` (the binary logit's
+``1 / sigma'(S) = 2 + e^S + e^-S``), unlike a linear baseline's. This study plays every learner of
+``reproduce``'s registry (:data:`~bandits_jax.cli.reproduce.LEARNERS`) on Section 4's synthetic
+stream (``envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S)``) for each S of ``--S-grid`` in two
+modes:
+
+* ``recipe`` (out of the box): the learner's tuned default point
+  (:func:`~bandits_jax.cli.reproduce.tuned_point`: its :data:`~bandits_jax.mlogb.recipes.TUNED`
+  entry, or Section 4's ``(l, e, beta) = (0.75, 0.75, theory)`` for a row without one);
+* ``tuned`` (per S, honestly): the (l, e, beta) grid point with the least mean final regret on
+  the tuning seeds (``--seed`` ...), reported on the evaluation seeds
+  (``--seed + EVAL_SEED_OFFSET`` ...), with :func:`bandits_jax.sim.sweep.tune_and_evaluate`.
+  Grid points that give a learner identical hyperparameters (``e`` for LinUCB, ``beta`` for
+  greedy, everything for uniform) are played once; the first of equal points stands for them.
+
+Both modes report on the same evaluation seeds (common random numbers). S enters the stream only
+through ``W*`` (drawn by the environment's ``init``) and the learners only through their
+hyperparameters (state), so one compiled step per learner serves the whole S grid.
+
+Every (S, learner, mode) cell is a resumable unit in ``DIR/checkpoints/kappa/S<S>/<learner>/
+<mode>``: ``identity.json`` (the options that define it, written first), the chunk checkpoints of
+its sweeps and, once done, ``result.json``. ``--resume`` reuses finished cells, continues an
+interrupted one from its last chunk, and refuses (one error line, exit status 2, before any work)
+a cell made with other options: a resumed run is the run it claims to be, or it is refused.
+Learners or S values added on a resume are new cells.
+
+Outputs: ``kappa.png`` (:func:`bandits_jax.plotting.kappa_figure`), ``kappa.json``, ``kappa.csv``
+and ``kappa_summary.txt`` (the table and, per learner, ``regret(S_max) / regret(S_min)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bandits_jax.cli import options as opt
+from bandits_jax.cli import reproduce as rep
+
+DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "linucb", "greedy", "uniform")
+L_GRID = (-1.0, -0.5, 0.0)
+E_GRID = (-0.5, 0.0, 0.5)
+BETA_GRID = (0.01, 0.1, 1.0)
+SECTION4_POINT = (0.75, 0.75, "theory")  # (l, e, beta) of a registry row without a tuned point
+FULL = {"T": 2000, "tune_trials": 4, "eval_trials": 10, "S_grid": (1.0, 2.0, 4.0, 8.0)}
+QUICK = {"T": 300, "tune_trials": 2, "eval_trials": 3, "S_grid": (1.0, 4.0, 8.0)}
+MODES = ("recipe", "tuned")
+NOT_OPTIONS = ("--S", "--mnist")  # common options with no meaning here (--S-grid replaces --S)
+VERSION = 1  # of the cell identity and result layout
+
+
+def _grid_text(values: Sequence[float]) -> str:
+    return ",".join(f"{v:g}" for v in values)
+
+
+def kappa_bound(S: float) -> float:
+    """``1 / sigma'(S) = 2 + e^S + e^-S``: the binary logit's kappa over ``||x|| <= 1``,
+    ``||w|| <= S`` (the ``exp(S)`` scale the study is about)."""
+    return 2.0 + math.exp(S) + math.exp(-S)
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def add_arguments(k: argparse.ArgumentParser) -> None:
+    """The ``kappa`` options (after ``options.add_common``, whose ``--S``/``--mnist`` go)."""
+    for a in list(k._actions):  # argparse has no public removal
+        if set(a.option_strings) & set(NOT_OPTIONS):
+            for s in a.option_strings:
+                k._option_string_actions.pop(s, None)
+            a.container._remove_action(a)
+    k.set_defaults(S=None, mnist=None)  # read by options.check_common
+    k.add_argument("--config", default=None, help="JSON file with any of these options")
+    k.add_argument(
+        "--S-grid",
+        default=None,
+        help=f"parameter bounds S = ||W*||_F (default {_grid_text(FULL['S_grid'])}; "
+        f"quick {_grid_text(QUICK['S_grid'])})",
+    )
+    k.add_argument("--dim", type=int, default=20, help="dimension d (default 20)")
+    k.add_argument("--num-outcomes", type=int, default=1, help="outcomes K (default 1)")
+    k.add_argument(
+        "--learners",
+        default=None,
+        help=f"comma list of {', '.join(rep.LEARNERS)} (default {','.join(DEFAULT_LEARNERS)})",
+    )
+    # --no-tune first: a --config key "tune" then maps to --tune (true: tuned column on).
+    k.add_argument("--no-tune", dest="tune", action="store_false", help="recipe column only")
+    k.add_argument(
+        "--tune", dest="tune", action="store_true", default=True, help="tuned column (default)"
+    )
+    k.add_argument("--l-grid", default=_grid_text(L_GRID), help=f"l values ({_grid_text(L_GRID)})")
+    k.add_argument("--e-grid", default=_grid_text(E_GRID), help=f"e values ({_grid_text(E_GRID)})")
+    k.add_argument(
+        "--beta-grid",
+        default=_grid_text(BETA_GRID),
+        help=f"beta values, numbers >= 0 ({_grid_text(BETA_GRID)})",
+    )
+    k.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"T = {QUICK['T']}, {QUICK['tune_trials']} tuning + {QUICK['eval_trials']} "
+        f"evaluation seeds, S in {_grid_text(QUICK['S_grid'])}",
+    )
+    k.add_argument(
+        "--rounds", type=int, default=None, help=f"T (default {FULL['T']}; quick {QUICK['T']})"
+    )
+    k.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help=f"tuning seeds (default {FULL['tune_trials']}; quick {QUICK['tune_trials']})",
+    )
+    k.add_argument(
+        "--eval-trials",
+        type=int,
+        default=None,
+        help=f"evaluation seeds (default {FULL['eval_trials']}; quick {QUICK['eval_trials']})",
+    )
+
+
+def _unique(errors: list[str], values: Sequence[Any], option: str) -> None:
+    dup = sorted({str(v) for v in values if list(values).count(v) > 1})
+    if dup:
+        errors.append(f"{option}: repeated value(s) {', '.join(dup)}")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Checks every option and resolves the study into ``args.plan``; raises ``UsageError``."""
+    errors: list[str] = []
+    opt.check_common(args, errors)  # --rounds and --trials too
+    opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=1)
+    opt.check_int(errors, args.dim, "--dim", minimum=1)
+    opt.check_int(errors, args.num_outcomes, "--num-outcomes", minimum=1)
+    if args.trials is not None and args.trials > opt.EVAL_SEED_OFFSET:
+        errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
+    base = QUICK if args.quick else FULL
+    if args.S_grid is None:
+        S_grid = list(base["S_grid"])
+    else:
+        S_grid = opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
+        _unique(errors, S_grid, "--S-grid")
+    learners = opt.split_list(args.learners) if args.learners is not None else None
+    if learners is not None and not learners:
+        errors.append("--learners: expected a non-empty comma list")
+    for name in learners or []:
+        if name not in rep.LEARNERS:
+            errors.append(
+                f"--learners: unknown learner {name!r}, expected one of {list(rep.LEARNERS)}"
+            )
+    _unique(errors, learners or [], "--learners")
+    ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
+    es = opt.check_float_list(errors, args.e_grid, "--e-grid")
+    betas = opt.check_float_list(errors, args.beta_grid, "--beta-grid")
+    if any(b < 0 for b in betas):
+        errors.append(f"--beta-grid: expected numbers >= 0, got {args.beta_grid!r}")
+    for vals, option in ((ls, "--l-grid"), (es, "--e-grid"), (betas, "--beta-grid")):
+        _unique(errors, vals, option)
+    opt.finish(errors, args)
+    T = args.rounds or base["T"]
+    tune_n = args.trials or base["tune_trials"]
+    eval_n = args.eval_trials or base["eval_trials"]
+    off = args.seed + opt.EVAL_SEED_OFFSET
+    args.plan = {
+        "T": T,
+        "chunk": opt.chunk_size(T, args.chunk),
+        "dim": args.dim,
+        "K": args.num_outcomes,
+        "S_grid": [float(s) for s in S_grid],
+        "learners": learners or list(DEFAULT_LEARNERS),
+        "modes": list(MODES) if args.tune else ["recipe"],
+        "grid": {"l": ls, "e": es, "beta": betas},
+        "tuning_seeds": list(range(args.seed, args.seed + tune_n)),
+        "eval_seeds": list(range(off, off + eval_n)),
+    }
+
+
+# ----------------------------------------------------------------------------- cells
+
+
+class Cell(NamedTuple):
+    """One (S, learner, mode) unit of the study, its identity and its directory."""
+
+    S: float
+    learner: str
+    mode: str
+    identity: dict
+    path: pathlib.Path
+
+
+def cell_dir(root: pathlib.Path, S: float, learner: str, mode: str) -> pathlib.Path:
+    """``root/S<repr(S)>/<learner>/<mode>`` (``repr``: distinct S values, distinct names)."""
+    return root / f"S{float(S)!r}" / learner / mode
+
+
+def recipe_point(spec: rep.LearnerSpec, S: float) -> tuple[float, float, Any]:
+    """The (l, e, beta) a registry row runs out of the box at the known bound ``S``."""
+    l_, e_, b_ = SECTION4_POINT
+    p = rep.tuned_point(spec, rep.Recipe(1, 1, float(S), 1, l_, e_, b_, None, None))
+    return float(p.l), float(p.e), p.beta if isinstance(p.beta, str) else float(p.beta)
+
+
+def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None) -> list[Cell]:
+    """The study's cells, S-major, then learner, then mode, with their identities: every option
+    that changes a cell's numbers (chunk size included, as the chunk checkpoints require)."""
+    K, d = plan["K"], plan["dim"]
+    m = sketch or rep.sketch_size(K, d)
+    cells = []
+    for S in plan["S_grid"]:
+        for name in plan["learners"]:
+            spec = rep.LEARNERS[name]
+            for mode in plan["modes"]:
+                ident: dict[str, Any] = {
+                    "version": VERSION,
+                    "S": S,
+                    "dim": d,
+                    "num_outcomes": K,
+                    "rounds": plan["T"],
+                    "chunk": plan["chunk"],
+                    "dtype": dtype,
+                    "learner": name,
+                    "sketch": m if spec.sketched else None,
+                    "mode": mode,
+                    "eval_seeds": plan["eval_seeds"],
+                }
+                if mode == "recipe":
+                    ident["point"] = list(recipe_point(spec, S))
+                else:
+                    ident["grid"] = plan["grid"]
+                    ident["tuning_seeds"] = plan["tuning_seeds"]
+                cells.append(Cell(S, name, mode, ident, cell_dir(root, S, name, mode)))
+    return cells
+
+
+def _read_json(path: pathlib.Path) -> dict:
+    from bandits_jax.sim.checkpoint import CheckpointError
+
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable ({e}); start without --resume") from None
+    if not isinstance(rec, dict):
+        raise CheckpointError(f"{path}: not a kappa cell record; start without --resume")
+    return rec
+
+
+def _differences(have: Any, want: dict) -> list[str]:
+    if not isinstance(have, dict):
+        return ["identity"]
+    keys = list(dict.fromkeys([*want, *have]))
+    return [k for k in keys if have.get(k) != want.get(k)]
+
+
+def check_resume(cells: Sequence[Cell]) -> None:
+    """Refuses (``CheckpointError``, one line) any cell whose saved identity is not this run's,
+    before anything is played."""
+    from bandits_jax.sim.checkpoint import CheckpointError
+
+    for c in cells:
+        for name in ("result.json", "identity.json"):
+            path = c.path / name
+            if not path.is_file():
+                continue
+            rec = _read_json(path)
+            have = rec.get("identity") if name == "result.json" else rec
+            diff = _differences(have, c.identity)
+            if diff:
+                what = "; ".join(
+                    f"{k} {json.dumps(have.get(k) if isinstance(have, dict) else None)} there, "
+                    f"{json.dumps(c.identity.get(k))} here"
+                    for k in diff[:3]
+                )
+                raise CheckpointError(
+                    f"{path}: made with other options ({what}): a resumed run is the run it "
+                    "claims to be; resume with the same options or start without --resume"
+                )
+
+
+def _atomic_json(path: pathlib.Path, obj: Any) -> None:
+    from bandits_jax.sim import sweep
+
+    tmp = path.with_suffix(".json.tmp")
+    sweep.write_json(tmp, obj)
+    os.replace(tmp, path)
+
+
+class _Learner(NamedTuple):
+    """A registry learner with its compiled-once step (shared by every S and mode)."""
+
+    spec: rep.LearnerSpec
+    learner: Any
+    step: Any
+
+
+_GAMES: dict[tuple, _Learner] = {}  # kept across calls in one process: executables are reused
+
+
+def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]:
+    """One step per learner: the stream's round functions do not depend on S (only ``init``
+    does, through ``W*``), so the step built on the S = 1 stream serves every S (and both modes:
+    equal batch shapes reuse one executable, as do later studies in the same process)."""
+    import jax.numpy as jnp
+
+    from bandits_jax import envs, mlogb
+
+    K, d = plan["K"], plan["dim"]
+    m = sketch or rep.sketch_size(K, d)
+    out = {}
+    for name in plan["learners"]:
+        spec = rep.LEARNERS[name]
+        key = (name, spec, K, d, m, jnp.dtype(dtype).name)
+        if key not in _GAMES:
+            if len(_GAMES) >= 32:
+                _GAMES.pop(next(iter(_GAMES)))
+            env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
+            learner = spec.factory(K, d, m)
+            _GAMES[key] = _Learner(spec, learner, mlogb.interact(learner, env))
+        out[name] = _GAMES[key]
+    return out
+
+
+def _distinct(hp: Any) -> tuple[list[int], list[int]]:
+    """``(first, unique)``: for each grid point the first point with identical hyperparameters,
+    and those first points in order."""
+    import jax
+
+    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(hp)]
+    G = leaves[0].shape[0]
+    seen: dict[bytes, int] = {}
+    first = [seen.setdefault(b"".join(x[g].tobytes() for x in leaves), g) for g in range(G)]
+    return first, sorted(set(first))
+
+
+def _recorded_seconds(ckdir: pathlib.Path) -> float:
+    """Run seconds of every chunk of a finished sweep, restored ones included (the chunk
+    checkpoints record them; ``run_sweep`` reports only the chunks it played)."""
+    from bandits_jax.sim import checkpoint
+
+    return float(
+        sum(
+            float(checkpoint.read_meta(p).get("run_seconds", 0.0))
+            for p in sorted(ckdir.rglob("state.npz"))
+        )
+    )
+
+
+def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dict) -> dict:
+    """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax import envs
+    from bandits_jax.sim import sweep
+
+    K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
+    spec = game.spec
+    label = f"synth-{d}-{K} S={S:g}"
+    kw = {**common, "config": cell.identity}
+    tuning: dict[str, Any] | None = None
+    t0 = time.perf_counter()
+    if cell.mode == "recipe":
+        l_, e_, b_ = recipe_point(spec, S)
+        hp = spec.hparams(rep.Recipe(K, d, S, T, l_, e_, b_, None, dtype))
+        hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
+        grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
+        exp = sweep.Experiment(spec.label, label, game.step, game.learner.init, hp, grid, env.init)
+        ev = sweep.run_sweep(
+            [exp],
+            num_rounds=T,
+            seeds=plan["eval_seeds"],
+            checkpoint_dir=cell.path / "evaluation",
+            **kw,
+        )
+        compile_s = ev.compile_seconds
+        point = {"l": l_, "e": e_, "beta": b_}
+    else:
+        pg = plan["grid"]
+        g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
+        hp = spec.hparams(rep.Recipe(K, d, S, T, g["l"], g["e"], g["beta"], None, dtype))
+        first, uniq = _distinct(hp)
+        hp_u = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
+        grid_u = {k: np.asarray(v)[uniq] for k, v in g.items()}
+        exp = sweep.Experiment(
+            spec.label, label, game.step, game.learner.init, hp_u, grid_u, env.init
+        )
+        res = sweep.tune_and_evaluate(
+            [exp],
+            num_rounds=T,
+            tuning_seeds=plan["tuning_seeds"],
+            eval_seeds=plan["eval_seeds"],
+            checkpoint_dir=str(cell.path),
+            **kw,
+        )
+        ev = res.evaluation_sweep
+        compile_s = res.tuning_sweep.compile_seconds + ev.compile_seconds
+        finals_u = np.asarray(res.tuning_sweep.experiments[0].metrics["regret"], np.float64)
+        finals_u = finals_u.sum(-1)  # (distinct points, tuning seeds)
+        where = {u: i for i, u in enumerate(uniq)}
+        finals = finals_u[[where[f] for f in first]]
+        chosen = uniq[res.chosen[0]]
+        point = {k: float(v[chosen]) for k, v in g.items()}
+        tuning = {
+            "grid": {k: np.asarray(v).tolist() for k, v in g.items()},
+            "same_as": first,
+            "final_regret": finals.tolist(),
+            "mean_final_regret": finals.mean(axis=1).tolist(),
+            "chosen": int(chosen),
+            "distinct_points": len(uniq),
+        }
+    r = ev.experiments[0]
+    final = np.asarray(r.metrics["regret"], np.float64).sum(-1)[0]  # (eval seeds,)
+    row = sweep.table([r])[0]
+    N = final.size
+    std = float(final.std(ddof=1)) if N > 1 else 0.0
+    seconds = _recorded_seconds(cell.path / "evaluation")
+    return {
+        "identity": cell.identity,
+        "S": S,
+        "learner": cell.learner,
+        "label": spec.label,
+        "mode": cell.mode,
+        "point": point,
+        "final_regret": final.tolist(),
+        "final_regret_mean": float(final.mean()),
+        "final_regret_std": std,
+        "final_regret_se": std / math.sqrt(N),
+        "trials": int(N),
+        "rounds": T,
+        "ms_per_round": 1e3 * seconds / (T * N),
+        "compile_seconds": float(compile_s),
+        "wall_seconds": time.perf_counter() - t0,
+        "rejected": int(row.get("rejected", 0)),
+        "status_counts": {
+            k.removeprefix("status_"): v for k, v in row.items() if k.startswith("status_")
+        },
+        "explore_rate": row.get("explore_rate"),
+        "bonus_ratio": row.get("bonus_ratio"),
+        "tuning": tuning,
+        "kappa_bound": kappa_bound(S),
+    }
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def csv_rows(cells: Sequence[dict]) -> list[dict]:
+    """One row per cell: learner, S, mode, final regret mean and standard error, trials, ms per
+    round, the point run (tuned: the chosen one), rejected updates and status counts."""
+    rows = []
+    for c in cells:
+        rows.append(
+            {
+                "learner": c["learner"],
+                "label": c["label"],
+                "S": c["S"],
+                "mode": c["mode"],
+                "final_regret_mean": c["final_regret_mean"],
+                "final_regret_se": c["final_regret_se"],
+                "trials": c["trials"],
+                "rounds": c["rounds"],
+                "ms_per_round": c["ms_per_round"],
+                "l": c["point"]["l"],
+                "e": c["point"]["e"],
+                "beta": c["point"]["beta"],
+                "rejected": c["rejected"],
+                **{f"status_{k}": v for k, v in c["status_counts"].items()},
+            }
+        )
+    return rows
+
+
+def growth(cells: Sequence[dict]) -> dict[str, dict[str, float | None]]:
+    """Per learner and mode, ``regret(S_max) / regret(S_min)`` over the S values run."""
+    from bandits_jax.cli import tables
+
+    out: dict[str, dict[str, float | None]] = {}
+    for c in cells:
+        out.setdefault(c["learner"], {})
+    for name in out:
+        for mode in MODES:
+            mine = sorted((c["S"], c["final_regret_mean"]) for c in cells
+                          if c["learner"] == name and c["mode"] == mode)  # fmt: skip
+            if len(mine) >= 2:
+                out[name][mode] = tables.ratio(mine[-1][1], mine[0][1])
+    return out
+
+
+def _seed_range(seeds: Sequence[int]) -> str:
+    return f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}..{seeds[-1]}"
+
+
+def summary(report: dict, rows: Sequence[dict]) -> str:
+    """The text summary: the table, the growth per learner and the update status."""
+    from bandits_jax.cli import tables
+    from bandits_jax.sim.sweep import format_table
+
+    cfg = report["config"]
+    S = sorted(cfg["S_grid"])
+    lines = [
+        f"kappa study: final regret at T = {cfg['rounds']} vs S = ||W*||_F on synth-{cfg['dim']}-"
+        f"{cfg['num_outcomes']} ({cfg['dtype']}), mean +- standard error over "
+        f"{len(cfg['eval_seeds'])} evaluation seeds ({_seed_range(cfg['eval_seeds'])})",
+    ]
+    if "tuned" in cfg["modes"]:
+        lines.append(
+            f"  tuned: the (l, e, beta) point of the grid l={_grid_text(cfg['grid']['l'])}, "
+            f"e={_grid_text(cfg['grid']['e'])}, beta={_grid_text(cfg['grid']['beta'])} with the "
+            f"least mean final regret on tuning seeds {_seed_range(cfg['tuning_seeds'])}, "
+            "per (learner, S)"
+        )
+    lines.append("  recipe: the learner's tuned default point (out of the box)")
+    cols = ["learner", "mode", "S", "l", "e", "beta", "final_regret_mean", "final_regret_se",
+            "trials", "ms_per_round", "rejected"]  # fmt: skip
+    order = {n: i for i, n in enumerate(cfg["learners"])}
+    shown = sorted(rows, key=lambda r: (order.get(r["learner"], 0), r["mode"], r["S"]))
+    lines += ["", format_table(shown, cols), ""]
+    if len(S) >= 2:
+        k_growth = kappa_bound(S[-1]) / kappa_bound(S[0])
+        lines.append(
+            f"Growth from S = {S[0]:g} to S = {S[-1]:g}, regret(S_max) / regret(S_min) (kappa "
+            f"bound 1/sigma'(S) grows x{k_growth:.3g}):"
+        )
+        for name, g in report["growth"].items():
+            parts = [f"{mode} x{g[mode]:.3g}" if g.get(mode) is not None else f"{mode} -"
+                     for mode in cfg["modes"]]  # fmt: skip
+            lines.append(f"  {name:<14} " + ", ".join(parts))
+    else:
+        lines.append("Growth: one S value only")
+    status_rows = [
+        {**r, "setting": f"S={r['S']:g} {r['mode']}", "max_steps": r.get("status_max_steps")}
+        for r in rows
+    ]
+    lines += ["", *tables.status_lines(status_rows)]
+    return "\n".join(lines) + "\n"
+
+
+def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
+    """The figure's curves: per learner and mode, S ascending, with the registry's colour."""
+    series = []
+    for name in learners:
+        spec = rep.LEARNERS[name]
+        for mode in MODES:
+            mine = sorted((c for c in cells if c["learner"] == name and c["mode"] == mode),
+                          key=lambda c: c["S"])  # fmt: skip
+            if mine:
+                series.append(
+                    {
+                        "label": spec.legend,
+                        "mode": mode,
+                        "color": spec.color,
+                        "S": [c["S"] for c in mine],
+                        "mean": [c["final_regret_mean"] for c in mine],
+                        "se": [c["final_regret_se"] for c in mine],
+                    }
+                )
+    return series
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plays (or restores) every cell, then writes the figure, JSON, CSV and summary."""
+    import jax
+
+    from bandits_jax import plotting
+    from bandits_jax.sim import sharding, sweep
+    from bandits_jax.sim.chunks import Progress
+
+    from . import dtype_of, say, write_outputs
+
+    t_start = time.perf_counter()
+    plan = args.plan
+    out = pathlib.Path(args.out)
+    dtype = dtype_of(args)
+    dtype_name = jax.numpy.dtype(dtype).name
+    cells = plan_cells(plan, out / "checkpoints" / "kappa", dtype=dtype_name, sketch=args.sketch)
+    if args.resume:
+        check_resume(cells)  # before any work
+    mesh = sharding.run_mesh() if jax.device_count() > 1 else None
+    say(
+        args,
+        f"kappa: S in {_grid_text(plan['S_grid'])}, learners {plan['learners']}, modes "
+        f"{plan['modes']}, synth-{plan['dim']}-{plan['K']}, T = {plan['T']}, "
+        f"{len(plan['eval_seeds'])} evaluation seeds"
+        + (f", {len(plan['tuning_seeds'])} tuning seeds" if "tuned" in plan["modes"] else "")
+        + f", chunks of {plan['chunk']} rounds, {dtype_name}, "
+        f"{1 if mesh is None else mesh.size} device(s)",
+    )
+    games = _learners(plan, dtype, args.sketch)
+    results = []
+    for cell in cells:
+        done = cell.path / "result.json"
+        if args.resume and done.is_file():
+            results.append(_read_json(done))
+            say(args, f"  S={cell.S:g} {cell.learner} {cell.mode}: restored")
+            continue
+        if not args.resume and cell.path.exists():
+            shutil.rmtree(cell.path)  # a fresh run starts from nothing
+        cell.path.mkdir(parents=True, exist_ok=True)
+        _atomic_json(cell.path / "identity.json", cell.identity)
+        bar = Progress(plan["T"], f"S={cell.S:g} {cell.learner} {cell.mode}",
+                       enabled=not args.quiet)  # fmt: skip
+        common = {
+            "mesh": mesh,
+            "chunk_size": plan["chunk"],
+            "progress": bar,
+            "resume": args.resume,
+            "max_bytes": "auto",
+        }
+        rec = play_cell(cell, games[cell.learner], plan, dtype=dtype, common=common)
+        _atomic_json(done, rec)
+        results.append(rec)
+        say(
+            args,
+            f"  S={cell.S:g} {cell.learner} {cell.mode}: final regret "
+            f"{rec['final_regret_mean']:.4g} +- {rec['final_regret_se']:.2g} "
+            f"({rec['wall_seconds']:.1f} s, {rec['compile_seconds']:.1f} s compiling)",
+        )
+    rows = csv_rows(results)
+    report = {
+        "command": " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv,
+        "config": {
+            "S_grid": plan["S_grid"],
+            "dim": plan["dim"],
+            "num_outcomes": plan["K"],
+            "rounds": plan["T"],
+            "chunk": plan["chunk"],
+            "dtype": dtype_name,
+            "learners": plan["learners"],
+            "modes": plan["modes"],
+            "grid": plan["grid"],
+            "tuning_seeds": plan["tuning_seeds"],
+            "eval_seeds": plan["eval_seeds"],
+            "sketch": args.sketch or rep.sketch_size(plan["K"], plan["dim"]),
+            "backend": jax.default_backend(),
+            "devices": 1 if mesh is None else mesh.size,
+            "wall_seconds": time.perf_counter() - t_start,
+        },
+        "cells": results,
+        "growth": growth(results),
+    }
+    written = []
+    if args.plots:
+        ref = {
+            "S": plan["S_grid"],
+            "value": [kappa_bound(s) for s in plan["S_grid"]],
+            "label": "kappa bound 1/sigma'(S)",
+        }
+        plotting.kappa_figure(
+            figure_series(results, plan["learners"]),
+            out / "kappa.png",
+            title=f"synth-{plan['dim']}-{plan['K']}, T = {plan['T']}",
+            reference=ref,
+        )
+        written.append(out / "kappa.png")
+    sweep.write_json(out / "kappa.json", report)
+    sweep.write_csv(out / "kappa.csv", rows)
+    text = summary(report, rows)
+    (out / "kappa_summary.txt").write_text(text)
+    written += [out / "kappa.json", out / "kappa.csv", out / "kappa_summary.txt"]
+    print("\n" + text)
+    write_outputs(out, written)
+    return 0

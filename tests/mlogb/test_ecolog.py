@@ -1,0 +1,469 @@
+"""ada-OFU-ECOLog (bandits_jax.mlogb.ecolog): against the plain-numpy reference on recorded
+streams, the inner ECOLog solve against a brute-force minimisation, float32 against float64, and
+the protocol checks of tests/test_conformance.py at K = 1."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from bandits_jax import protocols
+from bandits_jax.linalg import roots
+from bandits_jax.mlogb import ecolog as eco
+from bandits_jax.reference.ecolog_numpy import NumpyECOLog, prox_numpy
+from bandits_jax.sim import checkpoint
+
+D, N_ACTIONS, ROUNDS = 3, 5, 2
+LEARNER = eco.ecolog(dim=D)
+KEY = jax.random.key(0)
+
+
+def _hp(dtype=jnp.float64, grid=False, **kw):
+    lam = np.asarray([0.5, 2.0]) if grid else kw.pop("lam", 1.0)
+    kw.setdefault("S", 0.8)
+    return eco.ecolog_hyperparams(lam=lam, rewards=[0.7], dtype=dtype, **kw)
+
+
+# --- the reference trajectory ------------------------------------------------------------------
+
+
+def _stream(d, T, seed, theta_star):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, d))
+    X *= rng.uniform(0.5, 2.0, size=(T, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    Y = (rng.uniform(size=T) < 1.0 / (1.0 + np.exp(-X @ theta_star))).astype(np.int32)
+    probe = rng.normal(size=(6, d))
+    return X, Y, probe
+
+
+@functools.cache
+def _trajectory_fn(discrepancy: str, d: int):
+    """One compiled scan per learner: per round the score parts on a probe (before the update),
+    then the update; returns the per-round W, radius, parts, projected flags and statuses."""
+    learner = eco.ecolog(dim=d, discrepancy=discrepancy)
+
+    def run(state, X, Y, probe):
+        def body(s, xy):
+            est, bon = learner.score_parts(s, probe)
+            s = learner.update(s, xy[0], xy[1])
+            out = (s.W[0], s.info.beta, est, bon, s.info.projected, s.info.status, s.cum_loss)
+            return s, out
+
+        return lax.scan(body, state, (X, Y))
+
+    return learner, jax.jit(run)
+
+
+TRAJ_CASES = {
+    # ball active in most rounds, theory radius with a scale
+    "active-theory": dict(d=4, S=0.6, lam=0.5, beta="theory", beta_scale=0.5, disc="squared"),
+    # ball never active, fixed radius
+    "inactive-fixed": dict(d=4, S=5.0, lam=2.0, beta=0.3, beta_scale=1.0, disc="squared"),
+    # the public code's unsquared discrepancy
+    "code-discrepancy": dict(d=3, S=1.0, lam=1.0, beta="theory", beta_scale=1.0, disc="code"),
+}
+
+
+@pytest.mark.parametrize("name", list(TRAJ_CASES))
+def test_trajectory_matches_numpy_reference(name):
+    c = TRAJ_CASES[name]
+    d, T = c["d"], 40
+    X, Y, probe = _stream(d, T, seed=3, theta_star=np.linspace(2.0, -1.0, d))
+    learner, run = _trajectory_fn(c["disc"], d)
+    hp = eco.ecolog_hyperparams(
+        lam=c["lam"],
+        S=c["S"],
+        rewards=[0.7],
+        beta=c["beta"],
+        beta_scale=c["beta_scale"],
+        delta=0.05,
+        dtype=jnp.float64,
+    )
+    final, (W, beta, est, bon, proj, status, cum) = run(
+        learner.init(hp), jnp.asarray(X), jnp.asarray(Y), jnp.asarray(probe)
+    )
+    ref = NumpyECOLog(
+        d,
+        lam=c["lam"],
+        S=c["S"],
+        reward=0.7,
+        beta=c["beta"],
+        beta_scale=c["beta_scale"],
+        delta=0.05,
+        discrepancy=c["disc"],
+    )
+    rW, rbeta, rest, rbon, rproj, rcum = [], [], [], [], [], []
+    for t in range(T):
+        e, b = ref.score_parts(probe)
+        rest.append(e)
+        rbon.append(b)
+        rbeta.append(ref.radius())
+        ref.update(X[t], int(Y[t]))
+        rW.append(ref.theta.copy())
+        rproj.append(ref.last_nu > 0)
+        rcum.append(ref.cum_loss)
+    np.testing.assert_array_equal(np.asarray(status), roots.CONVERGED)
+    tol = dict(rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(np.asarray(W), np.array(rW), **tol)
+    np.testing.assert_allclose(np.asarray(beta), np.array(rbeta), **tol)
+    np.testing.assert_allclose(np.asarray(est), np.array(rest), **tol)
+    np.testing.assert_allclose(np.asarray(bon), np.array(rbon), **tol)
+    np.testing.assert_allclose(np.asarray(cum), np.array(rcum), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(final.V), ref.V, **tol)
+    np.testing.assert_allclose(np.asarray(final.V_inv), np.linalg.inv(ref.V), **tol)
+    assert int(final.violations) == ref.violations
+    assert int(final.t) == T
+    # The case exercises what it says (the projection is active / never active).
+    active = name == "active-theory"
+    assert np.asarray(proj).sum() >= (10 if active else 0)
+    assert (np.asarray(proj).sum() > 0) == any(rproj) == (active or name == "code-discrepancy")
+    if name == "inactive-fixed":
+        np.testing.assert_array_equal(np.asarray(beta), 0.3)
+    else:
+        assert np.ptp(np.asarray(beta)) > 0  # the data-dependent radius moves
+
+
+# --- the inner solve against brute force -------------------------------------------------------
+
+
+@functools.cache
+def _prox_jit(max_steps=64):
+    return jax.jit(functools.partial(eco.prox_solve, max_steps=max_steps))
+
+
+def _objective(thetas, V, center, x, w, target):
+    """``w l~(x^T theta) + 1/2 ||theta - center||^2_V`` for rows of ``thetas``; ``l~`` is the
+    antiderivative of ``mu(z) - target``: ``softplus(z) - target z``."""
+    z = thetas @ x
+    diff = thetas - center
+    quad = 0.5 * np.einsum("ni,ij,nj->n", diff, V, diff)
+    return w * (np.logaddexp(0.0, z) - target * z) + quad
+
+
+def _grid_min(V, center, x, w, target, S):
+    """Brute force over the disk ``||theta|| <= S``: a dense 2-D grid of the interior and a dense
+    grid of angles on the circle, each refined around its best; the better of the two."""
+    f = lambda pts: _objective(pts, V, center, x, w, target)  # noqa: E731
+    mid, half = np.zeros(2), S
+    for _ in range(4):
+        g = np.linspace(-half, half, 401)
+        pts = np.stack(np.meshgrid(g + mid[0], g + mid[1]), -1).reshape(-1, 2)
+        pts = pts[np.sum(pts * pts, axis=1) <= S * S]
+        vals = f(pts)
+        mid, best = pts[np.argmin(vals)], vals.min()
+        half = 4 * (g[1] - g[0])
+    phi, half_phi = 0.0, np.pi
+    for _ in range(5):
+        a = np.linspace(phi - half_phi, phi + half_phi, 4001)
+        circle = S * np.stack([np.cos(a), np.sin(a)], -1)
+        vals = f(circle)
+        phi, half_phi = a[np.argmin(vals)], 4 * (a[1] - a[0])
+    if vals.min() < best:
+        return S * np.array([np.cos(phi), np.sin(phi)]), vals.min()
+    return mid, best
+
+
+PROX_CASES = [
+    # (center, x, w, target, S): ECOLog steps (w = 1) and theta_bar (w = 2, target 1/2)
+    ([0.2, -0.1], [3.0, 1.0], 1.0, 1.0, 0.4),  # ball active
+    ([0.2, -0.1], [1.0, 0.5], 1.0, 0.0, 2.0),  # ball inactive
+    ([0.1, 0.1], [-3.0, 1.0], 2.0, 0.5, 0.15),  # theta_bar, active
+    ([-0.4, 0.1], [0.5, -1.5], 2.0, 0.5, 3.0),  # theta_bar, inactive
+]
+
+
+@pytest.mark.parametrize("case", range(len(PROX_CASES)))
+def test_prox_solve_matches_brute_force(case):
+    center, x, w, target, S = (np.asarray(v, float) for v in PROX_CASES[case])
+    V = np.array([[2.0, 0.6], [0.6, 0.7]])
+    res = _prox_jit()(
+        jnp.asarray(V),
+        jnp.asarray(np.linalg.inv(V)),
+        jnp.asarray(center),
+        jnp.asarray(x),
+        w,
+        target,
+        S,
+    )
+    theta = np.asarray(res.theta)
+    assert int(res.status) == roots.CONVERGED
+    grid_theta, grid_val = _grid_min(V, center, x, float(w), float(target), float(S))
+    val = _objective(theta[None], V, center, x, float(w), float(target))[0]
+    assert np.linalg.norm(theta) <= S * (1 + 1e-12)
+    assert val <= grid_val + 1e-12  # nothing on the grid is better
+    np.testing.assert_allclose(theta, grid_theta, atol=1e-5)
+    active = case in (0, 2)
+    assert bool(res.projected) == active
+    assert (float(res.nu) > 0) == active
+    if active:
+        np.testing.assert_allclose(np.linalg.norm(theta), S, rtol=1e-12)
+
+
+def test_prox_solve_kkt_and_reference_in_higher_dimension():
+    """d = 5: the KKT conditions hold and the numpy bisection agrees (ball active in 2 of 3)."""
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(5, 5))
+    V = A @ A.T + 0.3 * np.eye(5)
+    center = rng.normal(size=5)
+    S = 0.5
+    center *= 0.9 * S / np.linalg.norm(center)
+    x = 3.0 * rng.normal(size=5)
+    active = 0
+    for w, target in ((1.0, 0.0), (1.0, 1.0), (2.0, 0.5)):
+        res = _prox_jit()(
+            jnp.asarray(V),
+            jnp.asarray(np.linalg.inv(V)),
+            jnp.asarray(center),
+            jnp.asarray(x),
+            w,
+            target,
+            S,
+        )
+        theta, nu = np.asarray(res.theta), float(res.nu)
+        ref_theta, ref_nu = prox_numpy(V, center, x, w, target, S)
+        np.testing.assert_allclose(theta, ref_theta, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(nu, ref_nu, rtol=1e-8, atol=1e-12)
+        mu = 1.0 / (1.0 + np.exp(-x @ theta))
+        grad = w * (mu - target) * x + V @ (theta - center) + nu * theta
+        assert np.linalg.norm(grad) <= 1e-10 * (1 + np.linalg.norm(V @ center))
+        assert nu >= 0 and np.linalg.norm(theta) <= S * (1 + 1e-12)
+        if nu > 0:  # complementary slackness
+            np.testing.assert_allclose(np.linalg.norm(theta), S, rtol=1e-12)
+            active += 1
+    assert active == 2
+
+
+def test_prox_solve_reports_max_steps():
+    V = np.array([[2.0, 0.6], [0.6, 0.7]])
+    args = (jnp.asarray(V), jnp.asarray(np.linalg.inv(V)), jnp.asarray([0.2, -0.1]))
+    res = _prox_jit(1)(*args, jnp.asarray([3.0, 1.0]), 1.0, 1.0, 0.5)
+    assert int(res.status) == roots.MAX_STEPS
+
+
+# --- float32 tracks float64 --------------------------------------------------------------------
+
+
+def test_float32_tracks_float64_and_keeps_its_dtype():
+    d, T = 4, 40
+    X, Y, probe = _stream(d, T, seed=11, theta_star=np.array([1.5, -1.0, 0.5, 0.0]))
+    learner, run = _trajectory_fn("squared", d)
+    outs = {}
+    for dtype in (jnp.float32, jnp.float64):
+        hp = eco.ecolog_hyperparams(lam=0.5, S=0.9, rewards=[0.7], dtype=dtype)
+        state0 = learner.init(hp)
+        final, (W, beta, est, bon, proj, status, _) = run(
+            state0, jnp.asarray(X, dtype), jnp.asarray(Y), jnp.asarray(probe, dtype)
+        )
+        protocols.raise_on_failure(np.asarray(status))
+        assert np.asarray(proj).sum() > 0
+        # dtype kept: every leaf keeps its dtype and shape; every float leaf is in `dtype`.
+        for before, after in zip(jax.tree.leaves(state0), jax.tree.leaves(final), strict=True):
+            assert before.dtype == after.dtype and before.shape == after.shape
+        floats = [a for a in jax.tree.leaves(final) if jnp.issubdtype(a.dtype, jnp.floating)]
+        assert all(a.dtype == dtype for a in floats) and W.dtype == est.dtype == dtype
+        outs[dtype] = [np.asarray(a, np.float64) for a in (W, beta, est, bon)]
+    for a32, a64 in zip(outs[jnp.float32], outs[jnp.float64], strict=True):
+        np.testing.assert_allclose(a32, a64, rtol=2e-4, atol=2e-5)
+
+
+def test_rejected_updates_under_jit_keep_the_state():
+    """Under jit a NaN x is NONFINITE and an outcome outside {0, 1} is BAD_OUTCOME; both keep
+    the previous state (and the next good update proceeds from it)."""
+    d, T = 4, 40
+    X, Y, probe = _stream(d, T, seed=2, theta_star=np.array([1.0, -1.0, 0.5, 0.0]))
+    X[10, 2] = np.nan
+    Y[20], Y[30] = 2, -1
+    learner, run = _trajectory_fn("squared", d)
+    state0 = learner.init(_hp(S=0.6, lam=0.5))
+    _, (W, beta, est, bon, proj, status, cum) = run(
+        state0, jnp.asarray(X), jnp.asarray(Y), jnp.asarray(probe)
+    )
+    status, W, cum = np.asarray(status), np.asarray(W), np.asarray(cum)
+    expect = np.full(T, roots.CONVERGED)
+    expect[10], expect[20], expect[30] = roots.NONFINITE, roots.BAD_OUTCOME, roots.BAD_OUTCOME
+    np.testing.assert_array_equal(status, expect)
+    for t in (10, 20, 30):
+        np.testing.assert_array_equal(W[t], W[t - 1])
+        assert cum[t] == cum[t - 1] and not np.array_equal(W[t + 1], W[t])
+    assert np.all(np.isfinite(W))
+
+
+# --- protocol checks (tests/test_conformance.py at K = 1) --------------------------------------
+
+
+def _round(learner):
+    def play(state, key):
+        k_a, k_y = jax.random.split(key)
+        actions = jax.random.normal(k_a, (N_ACTIONS, D), state.W.dtype) / jnp.sqrt(D)
+        x = actions[learner.select(state, actions, jnp.ones((N_ACTIONS,), bool))]
+        return learner.update(state, x, jax.random.randint(k_y, (), 0, 2))
+
+    return play
+
+
+def _rounds(learner, num):
+    play = _round(learner)
+
+    def run(state, key):
+        return lax.scan(lambda s, k: (play(s, k), None), state, jax.random.split(key, num))[0]
+
+    return run
+
+
+@functools.cache
+def _jit_run():
+    """The shared compiled ``ROUNDS``-round run; it donates its state (pass a fresh one)."""
+    return jax.jit(_rounds(LEARNER, ROUNDS), donate_argnums=0)
+
+
+_PROBE = jax.random.normal(jax.random.key(7), (N_ACTIONS, D)) / np.sqrt(D)
+
+
+def _observable(state):
+    return state.W, LEARNER.scores(state, _PROBE.astype(state.W.dtype)), state.t, state.cum_loss
+
+
+def test_protocol_members():
+    assert isinstance(LEARNER, protocols.MLogBLearner)
+    assert LEARNER.num_outcomes == 1 and LEARNER.dim == D
+
+
+def _compiles(caplog, fn, *args) -> tuple[Any, int]:
+    caplog.clear()
+    with jax.log_compiles(True), caplog.at_level("WARNING"):
+        out = fn(*args)
+    return out, sum("Compiling" in r.getMessage() for r in caplog.records)
+
+
+def test_eager_step_is_compiled_and_equals_jit(caplog):
+    """Eager select/update are one compiled program each (then none), and the eager rounds equal
+    the jitted scan of the same rounds."""
+    learner = eco.ecolog(dim=D)  # a fresh learner: its compiled calls start empty
+    state = learner.init(_hp())
+    counts = []
+    for key in jax.random.split(KEY, ROUNDS):  # the keys of _rounds
+        k_a, k_y = jax.random.split(key)
+        actions = jax.random.normal(k_a, (N_ACTIONS, D)) / np.sqrt(D)
+        idx, n_query = _compiles(caplog, learner.select, state, actions)
+        y = jax.random.randint(k_y, (), 0, 2)
+        state, n_update = _compiles(caplog, learner.update, state, actions[idx], y)
+        counts.append((n_query, n_update))
+    assert all(n <= 3 for n in counts[0]) and counts[1] == (0, 0), counts
+    jitted = _jit_run()(LEARNER.init(_hp()), KEY)
+    chex.assert_trees_all_close(_observable(jitted), _observable(state), rtol=1e-12, atol=1e-12)
+    assert int(state.t) == ROUNDS
+    protocols.raise_on_failure(jitted.info.status)
+    assert jitted.W.dtype == jnp.float64 and jitted.t.dtype == jnp.int32
+
+
+def test_init_buffers_distinct():
+    state = LEARNER.init(_hp())
+    ids = [x.unsafe_buffer_pointer() for x in jax.tree.leaves(state) if x.size]
+    assert len(ids) == len(set(ids)), "init reuses a buffer in two fields"
+
+
+def test_vmap_over_grid_and_trials_equals_donating_loop():
+    """One program vmapped over a hyperparameter grid (outer) and trials (inner) equals the loop
+    of the donating single run; the caller's hyperparameters survive the donation."""
+    # S = 0.3: the ball is active in some lanes/rounds (lax.cond under vmap is a select).
+    grid_hp = _hp(grid=True, S=0.3)
+    assert {x.shape[0] for x in jax.tree.leaves(grid_hp)} == {2}
+    keys = jax.random.split(KEY, 2)
+    run = _rounds(LEARNER, ROUNDS)
+    trials = jax.vmap(run, in_axes=(None, 0))
+    batched = jax.jit(jax.vmap(lambda hp: trials(LEARNER.init(hp), keys)))(grid_hp)
+    finals = []
+    for g in range(2):
+        hp = jax.tree.map(lambda a, g=g: a[g], grid_hp)
+        for i in range(2):
+            one = _jit_run()(LEARNER.init(hp), keys[i])  # donated
+            chex.assert_trees_all_close(
+                _observable(jax.tree.map(lambda a, g=g, i=i: a[g, i], batched)),
+                _observable(one),
+                rtol=1e-10,
+                atol=1e-12,
+            )
+            finals.append(one)
+        jax.tree.map(np.asarray, hp)
+    assert not np.allclose(np.asarray(finals[0].W), np.asarray(finals[2].W))  # grid differs
+    assert not np.allclose(np.asarray(finals[0].W), np.asarray(finals[1].W))  # trials differ
+    assert np.asarray(batched.info.projected).any()
+
+
+def test_checkpoint_round_trip(tmp_path):
+    state = _jit_run()(LEARNER.init(_hp()), KEY)
+    path = tmp_path / "state.npz"
+    checkpoint.save(path, state)
+    restored, _ = checkpoint.restore(path, LEARNER.init(_hp()))
+    chex.assert_trees_all_equal(restored, state)
+    chex.assert_trees_all_equal_structs(restored, state)
+
+
+def test_bad_inputs_name_the_argument():
+    state = LEARNER.init(_hp())
+    x = jnp.ones((D,)) / D
+    bad = [
+        (lambda: LEARNER.update(state, x, 1.7), "y"),
+        (lambda: LEARNER.update(state, x, 2), "y"),
+        (lambda: LEARNER.update(state, x, -1), "y"),
+        (lambda: LEARNER.update(state, x.at[1].set(jnp.nan), 1), "x"),
+        (lambda: LEARNER.update(state, jnp.ones((D + 1,)), 1), "x"),
+        (lambda: LEARNER.select(state, jnp.ones((N_ACTIONS, D + 1)), None), "actions"),
+        (lambda: LEARNER.select(state, jnp.full((N_ACTIONS, D), jnp.nan), None), "actions"),
+        (lambda: LEARNER.init("not hparams"), "hparams"),
+    ]
+    for call, name in bad:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"lam": np.nan}, "lam"),
+        ({"lam": 0.0}, "lam"),
+        ({"S": -1.0}, "S"),
+        ({"S": np.array([1.0, np.nan])}, "S"),
+        ({"beta": -0.1}, "beta"),
+        ({"beta": np.nan}, "beta"),
+        ({"beta": "order"}, "beta"),
+        ({"beta_scale": 0.0}, "beta_scale"),
+        ({"delta": 1.0}, "delta"),
+        ({"delta": np.nan}, "delta"),
+        ({"rewards": [0.5, 1.0]}, "rewards"),
+        ({"rewards": [-1.0]}, "rewards"),
+        ({"dtype": jnp.int32}, "dtype"),
+        ({"lam": 1e300, "dtype": jnp.float32}, "lam"),
+    ],
+)
+def test_hyperparameter_validation_names_the_argument(kwargs, name):
+    args = {"lam": 1.0, "S": 1.0, **kwargs}
+    with pytest.raises(ValueError, match=name):
+        eco.ecolog_hyperparams(**args)
+
+
+def test_factory_validation():
+    with pytest.raises(ValueError, match="num_outcomes"):
+        eco.ecolog(num_outcomes=2, dim=D)
+    with pytest.raises(ValueError, match="dim"):
+        eco.ecolog(dim=0)
+    with pytest.raises(ValueError, match="max_steps"):
+        eco.ecolog(dim=D, max_steps=0)
+    with pytest.raises(ValueError, match="discrepancy"):
+        eco.ecolog(dim=D, discrepancy="sqrt")
+    with pytest.raises(ValueError, match="rewards"):
+        LEARNER.init(_hp()._replace(rewards=jnp.ones((2,))))
+
+
+def test_grid_hyperparameters_broadcast():
+    hp = eco.ecolog_hyperparams(lam=np.array([0.5, 1.0, 2.0]), S=1.0, beta=np.array([[0.1], [1.0]]))
+    assert hp.lam.shape == hp.S.shape == hp.beta.shape == hp.delta.shape == (2, 3)
+    assert hp.rewards.shape == (2, 3, 1) and hp.beta_mode.dtype == jnp.int32
+    assert np.all(np.asarray(hp.beta_mode) == eco.BETA_FIXED)
