@@ -17,7 +17,7 @@ def test_help_lists_subcommands():
         [sys.executable, "-m", "bandits_jax", "--help"], capture_output=True, text=True
     )
     assert proc.returncode == 0
-    for cmd in ("reproduce", "sweep", "bco", "bench"):
+    for cmd in ("reproduce", "sweep", "bco", "kappa", "bench"):
         assert cmd in proc.stdout
 
 

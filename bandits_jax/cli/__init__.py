@@ -30,10 +30,15 @@ XLA on one thread kept on the least busy core (one per host device with ``--devi
 keeps its speed when other processes share the machine.
 
 Settings: ``synth-D-K`` (section 4's synthetic stream with dimension D and K outcomes, e.g.
-``synth-100-4``), ``digits`` (the classification protocol on scikit-learn's digits, d = 65),
-``digits-k4`` (its multinomial K = 4 variant), ``mnist`` (d = 785; files via ``--mnist`` or the
-cache directory, see ``bandits_jax.envs.mnist``); for BCO sweeps ``bco-linear-D`` and
-``bco-quadratic-D``.
+``synth-100-4``; ``||W*||_F`` is ``--S``, default 1) and ``synth-D-K-S<s>`` (``||W*||_F = s``, e.g.
+``synth-20-1-S8``: high kappa); ``lowrank-D-K-R[-S<s>]`` (actions near a random rank-R subspace,
+``W*`` in it); ``digits`` (the classification protocol on scikit-learn's digits, d = 65, class 1
+rewarded), ``digits-C`` (class C rewarded), ``digits-all`` (trial i rewards class i mod 10), and the
+tuning sets ``wine-all``, ``iris-all``, ``cancer-all``; ``digits-k4`` (its multinomial K = 4
+variant), ``mnist`` (d = 785; files via ``--mnist`` or the cache directory, see
+``bandits_jax.envs.mnist``); for BCO sweeps ``bco-linear-D`` and ``bco-quadratic-D``. On
+classification data the learners get no bound S unless ``--S`` is given: each recipe chooses its
+own (``bandits_jax.mlogb.recipes.TUNED_FREE``).
 """
 
 from __future__ import annotations
@@ -132,7 +137,7 @@ def build_parser() -> Parser:
     for name, module in COMMANDS.items():
         short, long = HELP[name]
         s = sub.add_parser(name, help=short, description=long)
-        add_common(s)
+        add_common(s, name)  # the common option groups this command uses (COMMAND_GROUPS)
         module.add_arguments(s)
         s.set_defaults(module=module)
         subs[name] = s

@@ -197,7 +197,7 @@ LEARNERS: dict[str, LearnerSpec] = {
     "ecolog": _spec("ecolog", "ECOLog", "ada-OFU-ECOLog (tuned)", False, "tab:pink"),
     "uniform": _spec("uniform", "random", "uniform random", False, "tab:gray"),
 }
-DEFAULT_LEARNERS = ("eofd", "oful", "eofd-robust", "greedy", "linucb", "uniform")
+DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 RATIO_PAIRS: tuple[tuple[str, str], ...] = (
     ("eofd", "oful"),
     ("eofd-tuned", "oful-tuned"),
@@ -254,7 +254,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--settings",
         default=None,
-        help=f"comma list of {opt.SETTINGS_HELP} (default synth-100-4, synth-400-1, digits, "
+        help=f"comma list of {opt.SETTINGS_HELP} (default {', '.join(opt.DEFAULT_SETTINGS)}, "
         "+ mnist if found)",
     )
     r.add_argument(
@@ -378,7 +378,9 @@ def run(args: argparse.Namespace) -> int:
             learner = spec.factory(K, d, m)
             chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
             point = tuned_point(spec, recipe)
-            ls = learner.init(spec.hparams(point))
+            hp = spec.hparams(point)
+            ls = learner.init(hp)
+            S_used = float(hp.S) if hasattr(hp, "S") else None  # LinUCB, uniform: no S
             kept: dict[str, list] = {k: [] for k in ("regret", "bonus", "estimate", "explored")}
             kept["status"], kept["select_status"], per_round, compile_s = [], [], [], 0.0
             final_rank: list[int] = []
@@ -435,6 +437,7 @@ def run(args: argparse.Namespace) -> int:
                 "l": point.l,
                 "e": point.e,
                 "beta": point.beta,
+                "S": S_used,
             }
             by_key[lname] = stats
             curves[spec.legend], times[spec.legend] = regrets, per_round
@@ -449,6 +452,7 @@ def run(args: argparse.Namespace) -> int:
                     "l": point.l,
                     "e": point.e,
                     "beta": point.beta,
+                    "S": "" if S_used is None else S_used,
                     "trials": trials,
                     "rounds": T,
                     "final_regret_mean": stats["final_regret_mean"],

@@ -215,8 +215,9 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
             continue  # ECOLog: K = 1 only (the summary's chosen points list what ran)
         bounds = [rep.learner_bound(args, setting) if S is None else S for S in plan["bounds"]]
         recipes = [
-            rep.Recipe(K, d, S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting),
-                       dtype)  # fmt: skip
+            rep.Recipe(
+                K, d, S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting), dtype
+            )  # fmt: skip
             for S in bounds
             for b in betas
         ]

@@ -38,6 +38,7 @@ __all__ = [
     "bench_rows",
     "bco_rows",
     "bco_summary",
+    "variation_order",
     "loglog_slope",
 ]
 
@@ -167,7 +168,8 @@ def reproduce_summary(
     names = ", ".join(dict.fromkeys(r["learner"] for r in rows))
     lines = [
         f"{names}; section 4 recipe (l, e) = ({report['l']}, {report['e']}), "
-        f"beta = {report['beta']}, S = {report['S']}; T = {report['rounds']} rounds, "
+        f"beta = {report['beta']}, S = {'per setting' if report['S'] is None else report['S']}; "
+        f"T = {report['rounds']} rounds, "
         f"{report['trials']} trials, {report['dtype']} on {report['backend']}.",
         "Tuned learners (bandits_jax.mlogb.recipes) run at their own tuned (l, e, beta), shown "
         "per row.",
@@ -425,16 +427,17 @@ def bco_summary(result: Mapping[str, Any]) -> str:
             lines.append(name.ljust(13) + cells + "  " + _num(slope, ".2f"))
     for family, per in result.get("variation", {}).items():
         first = next(iter(per.values()))
+        order = variation_order(first["V_T"])  # columns by increasing V_T
         lines.append(f"\n[{family}] final regret vs V_T at d = {cfg['d_variation']}")
         lines.append(
             "V_T".ljust(13)
-            + "".join(f"{v:12.3g}" for v in first["V_T"])
+            + "".join(f"{first['V_T'][i]:12.3g}" for i in order)
             + "   slope  slope(top 2 decades)"
         )
         for name, p in per.items():
             lines.append(
                 name.ljust(13)
-                + "".join(f"{m:12.1f}" for m in p["mean"])
+                + "".join(f"{p['mean'][i]:12.1f}" for i in order)
                 + f"   {_num(p['slope_vs_V_T'], '.2f')}  {_num(p['slope_vs_V_T_top'], '.2f')}"
             )
     lines.append("")
@@ -449,6 +452,13 @@ def bco_summary(result: Mapping[str, Any]) -> str:
         ]
     )
     return "\n".join(lines) + "\n"
+
+
+def variation_order(V_T: Sequence[float]) -> list[int]:
+    """The V_T study's points by increasing V_T (the i.i.d.-noise point, last in the study,
+    takes its place by value; NaN last): the column order of :func:`bco_summary`."""
+    v = np.asarray(V_T, np.float64)
+    return [int(i) for i in np.argsort(np.where(np.isnan(v), np.inf, v), kind="stable")]
 
 
 def _num(v: Any, fmt: str) -> str:

@@ -176,3 +176,26 @@ def test_reproduce_trial_i_gets_target_i_mod_C(tmp_path, monkeypatch):
     ]  # fmt: skip
     assert main(argv) == 0
     assert seen == [(i, i % 3) for i in range(4)]
+
+
+def test_classification_settings_let_the_recipe_choose_S_unless_given(tmp_path):
+    """On classification data the learners get no bound (each recipe's TUNED_FREE S) unless --S
+    is given; a synthetic setting gives its own S to the learners."""
+    import json
+
+    from bandits_jax.cli import main
+    from bandits_jax.mlogb import recipes
+
+    def run(extra, out):
+        argv = ["reproduce", "--settings", "iris-all,synth-4-1-S3", "--learners", "eofd-robust",
+                "--rounds", "4", "--trials", "1", "--out", str(out), "--quiet", "--no-plots",
+                *extra]  # fmt: skip
+        assert main(argv) == 0
+        return json.loads((out / "reproduce.json").read_text())["settings"]
+
+    free = run([], tmp_path / "a")
+    assert free["iris-all"]["learners"]["EOFD robust"]["S"] == recipes.TUNED_FREE["eofd-robust"].S
+    assert free["synth-4-1-S3"]["learners"]["EOFD robust"]["S"] == 3.0
+    given = run(["--S", "2.5"], tmp_path / "b")
+    assert given["iris-all"]["learners"]["EOFD robust"]["S"] == 2.5
+    assert given["synth-4-1-S3"]["learners"]["EOFD robust"]["S"] == 2.5
