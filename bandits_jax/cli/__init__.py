@@ -82,8 +82,9 @@ COMMANDS = {"reproduce": reproduce, "sweep": sweep, "bco": bco, "kappa": kappa, 
 HELP = {
     "reproduce": (
         "the paper's Figures 1-2 (regret curves, per-round time)",
-        "The registry's MLogB learners (EOFD-MLogB vs OFUL-MLogB by default) on the section-4 "
-        "settings: cumulative regret (mean, one-std band over trials) and per-round time bars.",
+        "The MLogB learners of --learners (EOFD-MLogB against OFUL-MLogB and baselines; defaults "
+        "below) on the settings of --settings: cumulative regret (mean, one-std band over "
+        "trials) and per-round time bars.",
     ),
     "sweep": (
         "learners x grid x trials x settings in one compiled call",
@@ -97,7 +98,7 @@ HELP = {
     ),
     "kappa": (
         "final regret vs the parameter bound S (kappa ~ exp(S)), out of the box and tuned",
-        "Every registry learner on the synthetic stream for each S of --S-grid: final regret "
+        "The learners of --learners on the synthetic stream for each S of --S-grid: final regret "
         "(mean +- s.e.) out of the box and tuned per S on tuning seeds, reported on evaluation "
         "seeds; growth from the smallest to the largest S.",
     ),

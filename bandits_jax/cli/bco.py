@@ -490,8 +490,6 @@ def validate(args: argparse.Namespace) -> None:
         if n not in BCO_LEARNERS:
             errors.append(f"--learners: unknown BCO learner {n!r}, expected one of "
                           f"{list(BCO_LEARNERS)}")  # fmt: skip
-    if args.sketch is not None or args.mnist is not None:
-        errors.append("--sketch/--mnist: not options of bco (MLogB only)")
     opt.finish(errors, args)
     if args.rounds is not None:
         cfg["T"] = args.rounds

@@ -49,7 +49,7 @@ import numpy as np
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import reproduce as rep
 
-DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "linucb", "greedy", "uniform")
+DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 L_GRID = (-1.0, -0.5, 0.0)
 E_GRID = (-0.5, 0.0, 0.5)
 BETA_GRID = (0.01, 0.1, 1.0)
@@ -57,7 +57,6 @@ SECTION4_POINT = (0.75, 0.75, "theory")  # (l, e, beta) of a registry row withou
 FULL = {"T": 2000, "tune_trials": 4, "eval_trials": 10, "S_grid": (1.0, 2.0, 4.0, 8.0)}
 QUICK = {"T": 300, "tune_trials": 2, "eval_trials": 3, "S_grid": (1.0, 4.0, 8.0)}
 MODES = ("recipe", "tuned")
-NOT_OPTIONS = ("--S", "--mnist")  # common options with no meaning here (--S-grid replaces --S)
 VERSION = 1  # of the cell identity and result layout
 
 
@@ -75,13 +74,8 @@ def kappa_bound(S: float) -> float:
 
 
 def add_arguments(k: argparse.ArgumentParser) -> None:
-    """The ``kappa`` options (after ``options.add_common``, whose ``--S``/``--mnist`` go)."""
-    for a in list(k._actions):  # argparse has no public removal
-        if set(a.option_strings) & set(NOT_OPTIONS):
-            for s in a.option_strings:
-                k._option_string_actions.pop(s, None)
-            a.container._remove_action(a)
-    k.set_defaults(S=None, mnist=None)  # read by options.check_common
+    """The ``kappa`` options (after ``options.add_common(k, "kappa")``: its groups leave out
+    ``--S``/``--mnist``, see ``options.COMMAND_GROUPS``)."""
     k.add_argument("--config", default=None, help="JSON file with any of these options")
     k.add_argument(
         "--S-grid",
@@ -161,6 +155,10 @@ def validate(args: argparse.Namespace) -> None:
                 f"--learners: unknown learner {name!r}, expected one of {list(rep.LEARNERS)}"
             )
     _unique(errors, learners or [], "--learners")
+    K = args.num_outcomes if isinstance(args.num_outcomes, int) else 1
+    for name in learners or []:
+        if name in rep.LEARNERS and not rep.supports(rep.LEARNERS[name], K):
+            errors.append(f"--learners: {name} is defined for K = 1 only (--num-outcomes {K})")
     ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
     es = opt.check_float_list(errors, args.e_grid, "--e-grid")
     betas = opt.check_float_list(errors, args.beta_grid, "--beta-grid")
@@ -179,7 +177,8 @@ def validate(args: argparse.Namespace) -> None:
         "dim": args.dim,
         "K": args.num_outcomes,
         "S_grid": [float(s) for s in S_grid],
-        "learners": learners or list(DEFAULT_LEARNERS),
+        "learners": learners
+        or [n for n in DEFAULT_LEARNERS if rep.supports(rep.LEARNERS[n], args.num_outcomes)],
         "modes": list(MODES) if args.tune else ["recipe"],
         "grid": {"l": ls, "e": es, "beta": betas},
         "tuning_seeds": list(range(args.seed, args.seed + tune_n)),

@@ -21,7 +21,10 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
-DEFAULT_SETTINGS = ("synth-100-4", "synth-400-1", "digits")
+# reproduce's defaults: a high-kappa synthetic stream, a low-rank one (Frequent Directions'
+# premise) and digits over all ten target classes, where the learners' curves separate (with
+# S = 1 on the unit sphere every learner, random included, ends within about 10%).
+DEFAULT_SETTINGS = ("synth-20-1-S8", "lowrank-100-1-5-S8", "digits-all")
 EVAL_SEED_OFFSET = 10_000
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _SYNTH = re.compile(rf"synth-(\d+)-(\d+)(?:-S({_NUMBER}))?")
@@ -128,13 +131,22 @@ def _is_flag(action: argparse.Action) -> bool:
     return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
 
 
-def config_value(key: str, value: Any, action: argparse.Action) -> tuple[Any, str | None]:
-    """Checks a ``--config`` value against the option it sets: ``(value, error or None)``."""
+def config_value(
+    key: str, value: Any, action: argparse.Action, *, as_dest: bool = False
+) -> tuple[Any, str | None]:
+    """Checks a ``--config`` value against the option it sets: ``(value, error or None)``.
+
+    A flag's key is read as the flag (``"no-plots": true`` gives ``plots = False``); with
+    ``as_dest`` the key is the flag's destination and the value is stored as it is
+    (``"plots": false`` gives ``plots = False`` too).
+    """
     where = f"--config: {key!r}"
     if _is_flag(action):
         if not isinstance(value, bool):
             return None, f"{where}: expected true or false, got {json.dumps(value)}"
-        return value if isinstance(action, argparse._StoreTrueAction) else not value, None
+        if as_dest or isinstance(action, argparse._StoreTrueAction):
+            return value, None
+        return not value, None
     if action.type is int:
         if isinstance(value, bool) or not isinstance(value, int):
             return None, f"{where}: expected an integer, got {json.dumps(value)}"
@@ -152,11 +164,35 @@ def config_value(key: str, value: Any, action: argparse.Action) -> tuple[Any, st
     return str(value), None
 
 
+def config_keys(
+    command_parser: argparse.ArgumentParser,
+) -> tuple[dict[str, argparse.Action], dict[str, argparse.Action]]:
+    """The ``--config`` keys of a command, dashes read as underscores: ``(flags, dests)``, each
+    mapping a key to its action. ``flags``: the option strings without their ``--``
+    (``no_plots``, ``S_grid``); ``dests``: the destinations (``plots``). ``--config`` and
+    ``--help`` are not keys."""
+    flags: dict[str, argparse.Action] = {}
+    dests: dict[str, argparse.Action] = {}
+    for a in command_parser._actions:
+        if not a.option_strings or a.dest in ("config", "help"):
+            continue
+        for o in a.option_strings:
+            if o.startswith("--"):
+                flags[o[2:].replace("-", "_")] = a
+        dests.setdefault(a.dest, a)
+    return flags, dests
+
+
 def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: list[str]):
     """Parses ``argv``; with ``--config FILE`` its keys become defaults (the command line wins).
 
+    A key is an option's spelling with or without its ``--``, dashes or underscores alike
+    (``"no-plots": true``, ``"no_plots": true``), or the option's destination (``"plots":
+    false``, the name in ``args``); a flag's key takes true or false.
+
     Raises:
-      UsageError: unreadable file, not an object, unknown keys or values of the wrong type.
+      UsageError: unreadable file, not an object, unknown keys, two keys for one option or
+        values of the wrong type (one line each).
     """
     args = parser.parse_args(argv)
     path = getattr(args, "config", None)
@@ -168,18 +204,25 @@ def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: 
         raise UsageError([f"--config {path}: {e}"]) from None
     if not isinstance(cfg, dict):
         raise UsageError([f"--config {path}: expected a JSON object"])
-    actions = {a.dest: a for a in command_parser._actions if a.option_strings}
-    cleaned, errors = {}, []
+    flags, dests = config_keys(command_parser)
+    cleaned: dict[str, Any] = {}
+    errors: list[str] = []
+    key_of: dict[str, str] = {}  # dest -> the key that set it
     for k, v in cfg.items():
-        dest = k.replace("-", "_")
-        if dest not in actions or dest in ("config", "help"):
+        name = str(k).lstrip("-").replace("-", "_")
+        action = flags.get(name) or dests.get(name)
+        if action is None:
             errors.append(f"--config {path}: unknown option {k!r}")
             continue
-        value, err = config_value(k, v, actions[dest])
+        if action.dest in key_of:
+            errors.append(f"--config {path}: {key_of[action.dest]!r} and {k!r} set the same option")
+            continue
+        key_of[action.dest] = k
+        value, err = config_value(k, v, action, as_dest=name not in flags)
         if err:
             errors.append(err)
         else:
-            cleaned[actions[dest].dest] = value
+            cleaned[action.dest] = value
     if errors:
         raise UsageError(errors)
     command_parser.set_defaults(**cleaned)
@@ -375,18 +418,20 @@ def check_out(errors: list[str], out: str) -> None:
 
 
 def check_common(args: argparse.Namespace, errors: list[str]) -> None:
-    """Checks of the options every command shares."""
+    """Checks of the common options (:data:`COMMON_OPTIONS`) that the command takes."""
     check_int(errors, args.devices, "--devices", minimum=1)
     check_threads(errors, args.threads)
     for size in ("rounds", "trials"):  # commands with a horizon and a trial count
         check_int(errors, getattr(args, size, None), f"--{size}", minimum=1)
-    check_int(errors, args.seed, "--seed", minimum=0)
-    check_int(errors, args.chunk, "--chunk", minimum=1)
-    check_int(errors, args.sketch, "--sketch", minimum=1)
-    check_float(errors, args.S, "--S", positive=True)
-    if args.mnist is not None and not pathlib.Path(args.mnist).exists():
-        errors.append(f"--mnist {args.mnist}: no such file or directory")
-    cache = compile_cache_dir(args)
+    # A command takes only the groups of COMMON_OPTIONS it uses: an option it lacks reads None.
+    check_int(errors, getattr(args, "seed", None), "--seed", minimum=0)
+    check_int(errors, getattr(args, "chunk", None), "--chunk", minimum=1)
+    check_int(errors, getattr(args, "sketch", None), "--sketch", minimum=1)
+    check_float(errors, getattr(args, "S", None), "--S", positive=True)
+    mnist = getattr(args, "mnist", None)
+    if mnist is not None and not pathlib.Path(mnist).exists():
+        errors.append(f"--mnist {mnist}: no such file or directory")
+    cache = compile_cache_dir(args) if hasattr(args, "compile_cache") else None
     if cache is not None:
         try:
             cache.mkdir(parents=True, exist_ok=True)
@@ -432,11 +477,25 @@ def finish(errors: list[str], args: argparse.Namespace) -> None:
         raise UsageError(errors)
 
 
-# The options every command takes: (flag, argparse keywords).
-COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("--out", dict(default="results", help="output directory (default ./results)")),
-    ("--resume", dict(action="store_true", help="continue from checkpoints")),
+# Groups of the common options (add_common takes the groups a command uses): "base" options
+# every command takes; "run": the command plays chunked, checkpointed runs itself (not bench,
+# whose benchmarks run in their own processes); "sketch": MLogB learners (Frequent Directions'
+# sketch size); "mlogb": MLogB settings (the bound S, the MNIST files).
+OPTION_GROUPS = ("base", "run", "sketch", "mlogb")
+COMMAND_GROUPS: dict[str, frozenset[str]] = {
+    "reproduce": frozenset({"base", "run", "sketch", "mlogb"}),
+    "sweep": frozenset({"base", "run", "sketch", "mlogb"}),
+    "bco": frozenset({"base", "run"}),  # BCO learners: no sketch, S or MNIST
+    "kappa": frozenset({"base", "run", "sketch"}),  # --S-grid replaces --S; synthetic only
+    "bench": frozenset({"base"}),  # --threads/--devices reach the benchmarks' processes
+}
+
+# The common options: (group, flag, argparse keywords).
+COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("base", "--out", dict(default="results", help="output directory (default ./results)")),
+    ("run", "--resume", dict(action="store_true", help="continue from checkpoints")),
     (
+        "base",
         "--devices",
         dict(
             type=int,
@@ -444,6 +503,7 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         ),
     ),
     (
+        "base",
         "--threads",
         dict(
             help="XLA CPU threads, each on its own core: N or auto (default "
@@ -451,11 +511,12 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "bandits_jax.threads); your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win",
         ),
     ),
-    ("--float32", dict(action="store_true", help="float32 (default float64)")),
-    ("--quiet", dict(action="store_true", help="no progress bar")),
-    ("--no-plots", dict(dest="plots", action="store_false", help="skip PNGs")),
-    ("--seed", dict(type=int, default=0, help="first trial seed")),
+    ("base", "--float32", dict(action="store_true", help="float32 (default float64)")),
+    ("base", "--quiet", dict(action="store_true", help="no progress bar")),
+    ("base", "--no-plots", dict(dest="plots", action="store_false", help="skip PNGs")),
+    ("run", "--seed", dict(type=int, default=0, help="first trial seed")),
     (
+        "mlogb",
         "--S",
         dict(
             type=float,
@@ -465,10 +526,19 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "none on classification data, where the recipe chooses S)",
         ),
     ),
-    ("--mnist", dict(help="directory or .npz with the MNIST files")),
-    ("--chunk", dict(type=int, help="rounds per compiled chunk")),
-    ("--sketch", dict(type=int, help="override m = floor(Kd/10)")),
+    ("mlogb", "--mnist", dict(help="directory or .npz with the MNIST files")),
+    ("run", "--chunk", dict(type=int, help="rounds per compiled chunk")),
     (
+        "sketch",
+        "--sketch",
+        dict(
+            type=int,
+            help="Frequent Directions sketch size m of the sketched learners (default "
+            "m = floor(K d / 10), at least 1)",
+        ),
+    ),
+    (
+        "run",
         "--compile-cache",
         dict(
             help="JAX's persistent compilation cache (default $BANDITS_JAX_COMPILE_CACHE, else "
@@ -479,7 +549,21 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def add_common(p: argparse.ArgumentParser) -> None:
-    """The options every command takes (:data:`COMMON_OPTIONS`)."""
-    for flag, kwargs in COMMON_OPTIONS:
-        p.add_argument(flag, **kwargs)
+def add_common(p: argparse.ArgumentParser, groups: str | Sequence[str] | frozenset[str]) -> None:
+    """Adds the common options of ``groups`` (:data:`OPTION_GROUPS`; ``"base"`` always) to
+    ``p``; ``groups`` may also be a command name of :data:`COMMAND_GROUPS`.
+
+    Raises:
+      ValueError: an unknown group or command name.
+    """
+    if isinstance(groups, str):
+        if groups not in COMMAND_GROUPS:
+            raise ValueError(f"unknown command {groups!r}, expected one of {list(COMMAND_GROUPS)}")
+        groups = COMMAND_GROUPS[groups]
+    chosen = {"base", *groups}
+    unknown = chosen - set(OPTION_GROUPS)
+    if unknown:
+        raise ValueError(f"unknown option group(s) {sorted(unknown)}, expected {OPTION_GROUPS}")
+    for group, flag, kwargs in COMMON_OPTIONS:
+        if group in chosen:
+            p.add_argument(flag, **kwargs)

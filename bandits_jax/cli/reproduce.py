@@ -264,7 +264,13 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--l", type=float, default=0.75, help="lambda exponent l (0.75)")
     r.add_argument("--e", type=float, default=0.75, help="eta exponent e (0.75)")
-    r.add_argument("--beta", default="theory", help="theory, order or a fixed radius (theory)")
+    r.add_argument(
+        "--beta",
+        default="theory",
+        help="confidence radius beta_t: theory = Theorem 1's radius (eq. 36, all its constants), "
+        "order = eq. 27's order-form radius (its O(.) terms, constants dropped), or a fixed "
+        "number >= 0 (default theory)",
+    )
 
 
 def validate(args: argparse.Namespace) -> None:

@@ -39,8 +39,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     )
     grid = ",".join(f"{v:g}" for v in opt.PAPER_GRID)
     s.add_argument("--l-grid", default=grid, help=f"l values (default the paper's {grid})")
-    s.add_argument("--e-grid", default=grid, help="e values (default the paper's grid)")
-    s.add_argument("--beta-grid", default="theory", help="beta values: theory, order, floats")
+    s.add_argument("--e-grid", default=grid, help=f"e values (default the paper's {grid})")
+    s.add_argument(
+        "--beta-grid",
+        default="theory",
+        help="confidence radii beta_t: theory (Theorem 1's radius, eq. 36), order (eq. 27's "
+        "order-form radius, constants dropped) or fixed numbers >= 0 (default theory)",
+    )
     s.add_argument(
         "--S-grid",
         default=None,
