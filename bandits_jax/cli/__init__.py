@@ -137,7 +137,8 @@ def build_parser() -> Parser:
     subs = {}
     for name, module in COMMANDS.items():
         short, long = HELP[name]
-        s = sub.add_parser(name, help=short, description=long)
+        # No abbreviations: kappa's --S would silently mean --S-grid, sweep's --rounds r --r.
+        s = sub.add_parser(name, help=short, description=long, allow_abbrev=False)
         add_common(s, name)  # the common option groups this command uses (COMMAND_GROUPS)
         module.add_arguments(s)
         s.set_defaults(module=module)

@@ -306,3 +306,12 @@ def test_commands_without_an_option_have_no_attribute():
     assert args.sketch == 2 and not hasattr(args, "S") and not hasattr(args, "mnist")
     args = parser.parse_args(["bench"])
     assert not hasattr(args, "seed") and not hasattr(args, "sketch") and args.plots is True
+
+
+def test_no_abbreviated_options(capsys):
+    """``kappa --S 2`` is an error (kappa has no --S), not ``--S-grid 2``."""
+    from bandits_jax.cli import main
+
+    assert main(["kappa", "--S", "2", "--quick"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--S" in err[0]

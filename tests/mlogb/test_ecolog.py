@@ -5,6 +5,7 @@ the protocol checks of tests/test_conformance.py at K = 1."""
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Any
 
 import chex
@@ -16,9 +17,11 @@ from jax import lax
 
 from bandits_jax import protocols
 from bandits_jax.linalg import roots
-from bandits_jax.mlogb import ecolog as eco
 from bandits_jax.reference.ecolog_numpy import NumpyECOLog, prox_numpy
 from bandits_jax.sim import checkpoint
+
+# The module (``bandits_jax.mlogb.ecolog`` is also the name of the learner factory there).
+eco = importlib.import_module("bandits_jax.mlogb.ecolog")
 
 D, N_ACTIONS, ROUNDS = 3, 5, 2
 LEARNER = eco.ecolog(dim=D)
