@@ -29,7 +29,8 @@ EVAL_SEED_OFFSET = 10_000
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _SYNTH = re.compile(rf"synth-(\d+)-(\d+)(?:-S({_NUMBER}))?")
 _LOWRANK = re.compile(rf"lowrank-(\d+)-(\d+)-(\d+)(?:-S({_NUMBER}))?")
-_DIGITS = re.compile(r"digits(?:-(\d+|all))?")
+_DIGITS = re.compile(r"digits(?:-(\d+|all))?(?:-h([01]))?")
+_DIGITS_K4 = re.compile(r"digits-k4(?:-h([01]))?")
 _ALL_TARGETS = re.compile(r"(wine|iris|cancer)-all")
 _BAD_S = re.compile(r"(?:synth-\d+-\d+|lowrank-\d+-\d+-\d+)-S(.*)")
 MLOGB_SETTING = re.compile(
@@ -40,7 +41,8 @@ SETTINGS_HELP = (
     "synth-D-K[-S<s>] (e.g. synth-100-4, synth-20-1-S8: ||W*|| = s, else --S), "
     "lowrank-D-K-R[-S<s>] (actions near a rank-R subspace), digits (target class 1), "
     "digits-C (C in 0..9), digits-all, wine-all, iris-all, cancer-all (trial i rewards class "
-    "i mod C), digits-k4 or mnist"
+    "i mod C), digits-k4 or mnist; digits settings take -h0/-h1 (the even/odd-indexed half of "
+    "the examples)"
 )
 DIGITS_CLASSES = 10
 
@@ -296,6 +298,8 @@ class SettingName(NamedTuple):
       S: the ``||W*||_F`` bound from the name (``-S<s>``), ``None`` when not given.
       target: the rewarded class of a single-target classification setting.
       all_targets: trial ``i`` rewards class ``i mod C`` (``-all`` settings).
+      half: digits only: ``None`` every example, ``0``/``1`` the even/odd-indexed half (``-h0``,
+        ``-h1``: tune on one, report on the other).
     """
 
     family: str
@@ -306,6 +310,7 @@ class SettingName(NamedTuple):
     S: float | None = None
     target: int | None = None
     all_targets: bool = False
+    half: int | None = None
 
 
 def _name_S(name: str, text: str | None) -> float | None:
@@ -338,16 +343,19 @@ def parse_setting(name: str) -> SettingName | None:
         if R > D:
             raise ValueError(f"{name!r} needs R <= D (the subspace lies in R^D), got R = {R}")
         return SettingName("lowrank", "lowrank", D, K, R, S=_name_S(name, m.group(4)))
-    if name in ("digits-k4", "mnist"):
+    if name == "mnist":
         return SettingName("classification", name)
+    if m := _DIGITS_K4.fullmatch(name):
+        half = None if m.group(1) is None else int(m.group(1))
+        return SettingName("classification", "digits-k4", half=half)
     if m := _DIGITS.fullmatch(name):
-        which = m.group(1)
+        which, half = m.group(1), None if m.group(2) is None else int(m.group(2))
         if which == "all":
-            return SettingName("classification", "digits", all_targets=True)
+            return SettingName("classification", "digits", all_targets=True, half=half)
         target = 1 if which is None else int(which)
         if not 0 <= target < DIGITS_CLASSES:
             raise ValueError(f"{name!r} needs a class in 0..{DIGITS_CLASSES - 1}")
-        return SettingName("classification", "digits", target=target)
+        return SettingName("classification", "digits", target=target, half=half)
     if m := _ALL_TARGETS.fullmatch(name):
         return SettingName("classification", m.group(1), all_targets=True)
     if m := _BAD_S.fullmatch(name):

@@ -9,6 +9,7 @@ whose final-regret and time ratios the summary reports when both are run.
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import sys
 from collections.abc import Callable
@@ -87,9 +88,11 @@ def make_setting(
             env = envs.lowrank_mlogb(num_outcomes=K, dim=d, rank=p.R, S=S_env, dtype=dtype)
             title = f"low-rank (d, K, r) = ({d}, {K}, {p.R}){named_S}"
         return Setting(name, title, env, K, d, None, float(S_env), p.family)
+    part = "" if p.half is None else f", {('even', 'odd')[p.half]} examples"
     if p.kind == "digits-k4":
-        env = classification.digits_multinomial(num_outcomes=4, dtype=dtype)
-        return Setting(name, "digits multinomial (d = 65, K = 4)", env, 4, env.dim, family=p.family)
+        env = classification.digits_multinomial(num_outcomes=4, half=p.half, dtype=dtype)
+        title = f"digits multinomial (d = 65, K = 4{part})"
+        return Setting(name, title, env, 4, env.dim, family=p.family)
     if p.kind == "mnist":
         env = classification.mnist(mnist_path, dtype=dtype)
         return Setting(name, "MNIST (d = 785, K = 1)", env, 1, env.dim, family=p.family)
@@ -99,13 +102,15 @@ def make_setting(
         "iris": classification.iris,
         "cancer": classification.breast_cancer,
     }[p.kind]
+    if p.kind == "digits":
+        build = functools.partial(build, half=p.half)
     if p.all_targets:
         env = build(target=0, dtype=dtype)
-        title = f"{p.kind}, all {env.num_classes} targets (d = {env.dim}, K = 1)"
+        title = f"{p.kind}, all {env.num_classes} targets (d = {env.dim}, K = 1{part})"
         return Setting(name, title, env, 1, env.dim, _all_targets(env), None, p.family)
     env = build(target=p.target, dtype=dtype)
     title = "digits" if name == "digits" else f"digits, target {p.target}"
-    return Setting(name, f"{title} (d = {env.dim}, K = 1)", env, 1, env.dim, family=p.family)
+    return Setting(name, f"{title} (d = {env.dim}, K = 1{part})", env, 1, env.dim, family=p.family)
 
 
 def env_rewards(setting: Setting) -> Any:

@@ -327,9 +327,20 @@ def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(data.data), np.asarray(data.target, np.int32)
 
 
-def load_digits() -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's bundled 8x8 digits (1797 examples, pixels 0..16, no download)."""
-    return load_sklearn("digits")
+def load_digits(half: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled 8x8 digits (1797 examples, pixels 0..16, no download).
+
+    Args:
+      half: ``None`` for every example; ``0`` the even-indexed examples (899), ``1`` the
+        odd-indexed ones (898): two disjoint halves with every class, so that recipes can be
+        tuned on one and reported on the other.
+    """
+    x, y = load_sklearn("digits")
+    if half is None:
+        return x, y
+    if isinstance(half, bool) or half not in (0, 1):
+        raise ValueError(f"half: expected None, 0 or 1, got {half!r}")
+    return x[half::2], y[half::2]
 
 
 def _sklearn_bandit(
@@ -361,9 +372,12 @@ def breast_cancer(
     return _sklearn_bandit("breast_cancer", target, num_candidates, dtype)
 
 
-def digits(*, target: int = 1, num_candidates: int = 10, dtype: Any = None) -> ClassificationEnv:
-    """Section 4's binary protocol on scikit-learn's digits (d = 64 + 1, K = 1)."""
-    x, y = load_digits()
+def digits(
+    *, target: int = 1, num_candidates: int = 10, half: int | None = None, dtype: Any = None
+) -> ClassificationEnv:
+    """Section 4's binary protocol on scikit-learn's digits (d = 64 + 1, K = 1); ``half``: every
+    example (``None``) or one of two disjoint halves (:func:`load_digits`)."""
+    x, y = load_digits(half)
     return classification_bandit(x, y, target=target, num_candidates=num_candidates, dtype=dtype)
 
 
@@ -373,17 +387,19 @@ def digits_multinomial(
     rewards: Any = None,
     label_noise: float = 0.1,
     num_candidates: int = 10,
+    half: int | None = None,
     dtype: Any = None,
 ) -> ClassificationEnv:
     """The multinomial (K >= 2) digits variant: digit ``c`` has outcome level
-    ``floor(c (K + 1) / 10)`` (K = 4: pairs {0,1}..{8,9}), rewards default ``[1..K] / K``."""
+    ``floor(c (K + 1) / 10)`` (K = 4: pairs {0,1}..{8,9}), rewards default ``[1..K] / K``;
+    ``half`` as in :func:`digits`."""
     if not isinstance(num_outcomes, int | np.integer) or isinstance(num_outcomes, bool):
         raise ValueError(f"num_outcomes: expected an int >= 2, got {num_outcomes!r}")
     if num_outcomes < 2:
         raise ValueError(
             f"num_outcomes: expected >= 2 (use digits() for K = 1), got {num_outcomes}"
         )
-    x, y = load_digits()
+    x, y = load_digits(half)
     K = int(num_outcomes)
     r = np.arange(1, K + 1) / K if rewards is None else rewards
     level = (np.arange(10) * (K + 1)) // 10

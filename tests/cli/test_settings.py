@@ -199,3 +199,14 @@ def test_classification_settings_let_the_recipe_choose_S_unless_given(tmp_path):
     given = run(["--S", "2.5"], tmp_path / "b")
     assert given["iris-all"]["learners"]["EOFD robust"]["S"] == 2.5
     assert given["synth-4-1-S3"]["learners"]["EOFD robust"]["S"] == 2.5
+
+
+@pytest.mark.parametrize(
+    "name,half,K", [("digits-all-h0", 0, 1), ("digits-3-h1", 1, 1), ("digits-k4-h1", 1, 4)]
+)
+def test_digits_half_settings(name, half, K):
+    p = opt.parse_setting(name)
+    assert p.half == half and p.family == "classification"
+    s = rep.make_setting(name, S=None, dtype=None)
+    assert s.num_outcomes == K and s.S is None
+    assert opt.check_setting("digits-all-h2") is not None

@@ -140,3 +140,18 @@ def test_bundled_data_sets(build, loader, p, classes):
     np.testing.assert_array_equal(ys, (labels == target).astype(np.int32))
     with pytest.raises(ValueError, match="target"):
         build(target=classes)
+
+
+def test_digits_halves_are_disjoint_and_cover_the_data():
+    """``half=0/1``: the even/odd-indexed examples (numpy indexing), every class in each."""
+    from bandits_jax.envs.classification import load_digits
+
+    x, y = load_digits()
+    x0, y0 = load_digits(0)
+    x1, y1 = load_digits(1)
+    np.testing.assert_array_equal(x0, x[0::2])
+    np.testing.assert_array_equal(x1, x[1::2])
+    np.testing.assert_array_equal(np.sort(np.concatenate([y0, y1])), np.sort(y))
+    assert set(y0) == set(y1) == set(range(10))
+    with pytest.raises(ValueError, match="half"):
+        load_digits(2)
