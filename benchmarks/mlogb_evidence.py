@@ -2,7 +2,9 @@
 box and tuned per setting, with the transfer penalty of each recipe.
 
 Two runs of the command on the reported settings (:data:`SETTINGS`: high and low kappa, K = 1
-and K = 4, a low-rank action stream, digits over all ten target classes, its K = 4 variant) with
+and K = 4, a low-rank action stream, digits over all ten target classes, its K = 4 variant; the
+digits settings on the odd-indexed examples, the classification recipes being tuned on the even
+ones) with
 ``reproduce``'s default learners (:data:`LEARNERS`):
 
 1. **recipes** -- ``bandits-jax reproduce`` with every learner at its recipe out of the box
@@ -40,19 +42,25 @@ from benchmarks._report import finish
 SETTINGS = (
     "synth-20-1-S8",
     "lowrank-100-1-5-S8",
-    "digits-all",
+    "digits-all-h1",
     "synth-20-1-S1",
     "synth-20-4-S4",
-    "digits-k4",
+    "digits-k4-h1",
 )
 LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 RECOMMENDED = "eofd-robust"  # mlogb.practical
 GRID = {"l": "-1.5,-1,-0.5,0", "e": "-0.5,0,0.5,1", "beta": "0.01,0.1,1"}
-S_GRID = "2,4,8"  # classification data: S is a modelling choice, tuned too
+S_GRID = "4,8,16"  # classification data: S is a modelling choice, tuned too
+# The classification grid is smaller (cost: ECOLog and the K = 4 sketch at d = 65).
+CLASS_GRID = {"l": "-1.5,-1,-0.5", "e": "0,0.5,1", "beta": "0.01,0.1", "S": S_GRID}
 QUICK_GRID = {"l": "-1,0", "e": "0", "beta": "0.1"}
-# (learner, setting) cells not tuned: OFUL keeps the dense 260 x 260 Hessian on digits-k4
-# (about 20 ms a round: the 81-run grid alone would take over an hour on two cores).
-SKIP_TUNED = {("oful-tuned", "digits-k4")}
+# (learner, setting) cells not tuned: OFUL keeps the dense K d x K d Hessian (an eigendecomposition
+# a round: 3 to 27 ms a round at these sizes on two shared cores), so its 144-run grid would take
+# from 15 minutes to several hours per setting; it is tuned where K d <= 20.
+SKIP_TUNED = {
+    ("oful-tuned", s)
+    for s in ("lowrank-100-1-5-S8", "synth-20-4-S4", "digits-all-h1", "digits-k4-h1")
+}
 NOT_TUNABLE = {"uniform"}  # no hyperparameters
 EVAL_SEED = 10_000  # options.EVAL_SEED_OFFSET: the sweep's evaluation seeds
 TUNING_TRIALS = 3
@@ -62,18 +70,22 @@ def _classification(setting: str) -> bool:
     return not setting.startswith(("synth-", "lowrank-"))
 
 
-def run_recipes(out: pathlib.Path, settings, learners, T: int, trials: int) -> dict:
+def run_recipes(
+    out: pathlib.Path, settings, learners, T: int, trials: int, resume: bool = False
+) -> dict:
     from bandits_jax.cli import main as cli_main
 
     argv = ["reproduce", "--settings", ",".join(settings), "--learners", ",".join(learners),
             "--rounds", str(T), "--trials", str(trials), "--seed", str(EVAL_SEED),
-            "--out", str(out), "--quiet"]  # fmt: skip
+            "--out", str(out), "--quiet"] + (["--resume"] if resume else [])  # fmt: skip
     if cli_main(argv):
         raise SystemExit(f"reproduce failed: {' '.join(argv)}")
     return json.loads((out / "reproduce.json").read_text())
 
 
-def run_tuned(out: pathlib.Path, settings, learners, T: int, trials: int, grid: dict) -> list:
+def run_tuned(
+    out: pathlib.Path, settings, learners, T: int, trials: int, grid: dict, resume: bool = False
+) -> list:
     """One sweep per (setting family, learner group); returns the evaluation rows."""
     from bandits_jax.cli import main as cli_main
 
@@ -89,13 +101,16 @@ def run_tuned(out: pathlib.Path, settings, learners, T: int, trials: int, grid: 
             if not tunable:
                 continue
             d = out / f"tuned-{setting}"
+            g = CLASS_GRID if _classification(setting) and "S" in grid else grid
             argv = ["sweep", "--settings", setting, "--learners", ",".join(tunable),
-                    f"--l-grid={grid['l']}", f"--e-grid={grid['e']}", "--beta-grid", grid["beta"],
+                    f"--l-grid={g['l']}", f"--e-grid={g['e']}", "--beta-grid", g["beta"],
                     "--rounds", str(T), "--trials", str(TUNING_TRIALS if trials > 3 else 2),
                     "--eval-trials", str(trials), "--select", "each", "--out", str(d),
                     "--quiet", "--no-plots"]  # fmt: skip
-            if _classification(setting) and "S" in grid:
-                argv += ["--S-grid", grid["S"]]
+            if "S" in g:
+                argv += ["--S-grid", g["S"]]
+            if resume and (d / "checkpoints").exists():
+                argv.append("--resume")
             if cli_main(argv):
                 raise SystemExit(f"sweep failed: {' '.join(argv)}")
             report = json.loads((d / "sweep.json").read_text())
@@ -201,6 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma list (default: all)")
     p.add_argument("--learners", default=",".join(LEARNERS), help="comma list (default: all)")
     p.add_argument("--no-tune", action="store_true", help="recipes only")
+    p.add_argument("--resume", action="store_true", help="continue the commands' runs in --out")
     p.add_argument("--merge", nargs="+", default=None, help="merge these runs' --out directories")
     a = p.parse_args(argv)
     settings, learners = a.settings.split(","), a.learners.split(",")
@@ -210,8 +226,10 @@ def main(argv: list[str] | None = None) -> dict:
         out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_evidence_"))
         T, trials = (300, 3) if a.quick else (2000, 10)
         grid = QUICK_GRID if a.quick else {**GRID, "S": S_GRID}
-        recipes = run_recipes(out / "recipes", settings, learners, T, trials)
-        tuned_rows = [] if a.no_tune else run_tuned(out, settings, learners, T, trials, grid)
+        recipes = run_recipes(out / "recipes", settings, learners, T, trials, a.resume)
+        tuned_rows = (
+            [] if a.no_tune else run_tuned(out, settings, learners, T, trials, grid, a.resume)
+        )
         (out / "tuned_rows.json").write_text(json.dumps(tuned_rows))
     table = assemble(recipes, tuned_rows)
     order = [k for k in LEARNERS if any(k in t["cells"] for t in table.values())]
@@ -224,7 +242,7 @@ def main(argv: list[str] | None = None) -> dict:
             "dtype": recipes["dtype"],
             "tuning_trials": TUNING_TRIALS,
             "grid": GRID,
-            "S_grid_classification": S_GRID,
+            "classification_grid": CLASS_GRID,
             "skip_tuned": sorted(map(list, SKIP_TUNED)),
             "settings": table,
         },  # fmt: skip

@@ -42,17 +42,20 @@ Two families of problems, two recipes per kind:
   constant (bias) feature that explains the many zero rewards, and the rest cannot rank the
   classes (``python -m benchmarks.mlogb_digits`` records ``||W||``, the projection, ``rho`` and
   the estimate's direction along a run). :data:`TUNED_FREE` was chosen on the classification
-  tuning problems ``wine-all``, ``iris-all`` and ``cancer-all`` (never reported; every target
-  class of each: trial i rewards class i mod C), tuning seeds 0-2, T = 2000, by the same
-  across-problems rule (``e`` does not enter LinUCB and ECOLog)::
+  tuning problems ``wine-all``, ``iris-all``, ``cancer-all`` and ``digits-all-h0`` (never
+  reported: the digits settings are reported on the other half of the examples, ``-h1``; every
+  target class of the small sets, classes 0-2 of the digits), tuning seeds 0-2, T = 2000, by the
+  same across-problems rule (``e`` does not enter LinUCB and ECOLog)::
 
-    bandits-jax sweep --settings wine-all,iris-all,cancer-all \\
-      --learners eofd-robust,eofd-tuned,oful-tuned,linucb,ecolog --S-grid 2,4,8 \\
+    bandits-jax sweep --settings wine-all,iris-all,cancer-all,digits-all-h0 \\
+      --learners eofd-robust,eofd-tuned,oful-tuned,linucb,ecolog --S-grid 2,4,8,16 \\
       --l-grid=-1.5,-1,-0.5,0 --e-grid=-0.5,0,0.5,1 --beta-grid 0.01,0.1,1 \\
       --rounds 2000 --trials 3 --eval-trials 0 --select across --out results/tune-free
 
-  The online-Newton kinds all pick ``(l, e, beta, S) = (-0.5, 1, 0.01, 4)``: a large step
-  (``eta = d eta0`` at ``e = 1``) whose projection onto the ``S``-ball does most of the work.
+  The EOFD kinds pick ``(l, e, beta, S) = (-1.5, 0, 0.1, 16)``, at two edges of the grid
+  (the smallest ``l``, the largest ``S``): a larger grid may do better. Without the digits half
+  the small sets alone picked ``(-0.5, 1, 0.01, 4)``, which does not transfer to d = 65 (mean
+  regret over the ten digits classes about 10 times LinUCB's).
 """
 
 from __future__ import annotations
@@ -99,12 +102,12 @@ TUNED: dict[str, Exponents] = {
 }
 # Chosen by the no-known-bound sweep in the module docstring (S is part of the point).
 TUNED_FREE: dict[str, Exponents] = {
-    "eofd": Exponents(-0.5, 1.0, 0.01, 4.0),
-    "eofd-robust": Exponents(-0.5, 1.0, 0.01, 4.0),
-    "eofd-adaptive": Exponents(-0.5, 1.0, 0.01, 4.0),  # not swept: eofd's point
-    "oful": Exponents(-0.5, 1.0, 0.01, 4.0),
+    "eofd": Exponents(-1.5, 0.0, 0.1, 16.0),
+    "eofd-robust": Exponents(-1.5, 0.0, 0.1, 16.0),
+    "eofd-adaptive": Exponents(-1.5, 0.0, 0.1, 16.0),  # not swept: eofd's point
+    "oful": Exponents(-1.0, 0.5, 0.1, 16.0),
     "linucb": Exponents(-1.5, 0.0, 0.01, 2.0),  # only lam (through S and l) and alpha enter
-    "ecolog": Exponents(-1.5, 0.0, 0.01, 4.0),
+    "ecolog": Exponents(-1.5, 0.0, 0.01, 8.0),
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
 }
 for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus

@@ -146,7 +146,7 @@ def test_build_runs_uses_the_trial_index():
 def test_sweep_experiments_pass_init_env_trial():
     args = argparse.Namespace(
         S=1.0, sketch=None, mnist=None,
-        plan={"ls": [0.5], "es": [0.5], "betas": ["theory"], "scales": [1.0],
+        plan={"ls": [0.5], "es": [0.5], "betas": ["theory"], "bounds": [None], "scales": [1.0],
               "pairs": [("uniform", "wine-all"), ("uniform", "synth-4-1-S2")]},
     )  # fmt: skip
     wine, synth = sweep_cmd.experiments(args, 5, jnp.float64)
