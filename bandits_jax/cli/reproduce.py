@@ -88,7 +88,7 @@ def make_setting(
             env = envs.lowrank_mlogb(num_outcomes=K, dim=d, rank=p.R, S=S_env, dtype=dtype)
             title = f"low-rank (d, K, r) = ({d}, {K}, {p.R}){named_S}"
         return Setting(name, title, env, K, d, None, float(S_env), p.family)
-    part = "" if p.half is None else f", {('even', 'odd')[p.half]} examples"
+    part = "" if p.half is None else f", {('even', 'odd')[p.half]} half"
     if p.kind == "digits-k4":
         env = classification.digits_multinomial(num_outcomes=4, half=p.half, dtype=dtype)
         title = f"digits multinomial (d = 65, K = 4{part})"
@@ -106,7 +106,7 @@ def make_setting(
         build = functools.partial(build, half=p.half)
     if p.all_targets:
         env = build(target=0, dtype=dtype)
-        title = f"{p.kind}, all {env.num_classes} targets (d = {env.dim}, K = 1{part})"
+        title = f"{p.kind}{part}, {env.num_classes} classes in turn (d = {env.dim})"
         return Setting(name, title, env, 1, env.dim, _all_targets(env), None, p.family)
     env = build(target=p.target, dtype=dtype)
     title = "digits" if name == "digits" else f"digits, target {p.target}"
