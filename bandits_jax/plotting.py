@@ -67,6 +67,9 @@ def _save(plt, fig, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
+OFF_SCALE = 3.0  # regret_figure: a curve this far above all others is left off the scale
+
+
 def regret_figure(
     panels: Sequence[tuple[str, Mapping[str, np.ndarray]]],
     path: str | os.PathLike,
@@ -74,6 +77,10 @@ def regret_figure(
     colors: Mapping[str, str | None] | None = None,
 ) -> None:
     """Cumulative regret curves with one-std bands.
+
+    A curve that ends more than :data:`OFF_SCALE` times above every other one (e.g. the uniform
+    choice) is left off the scale, so that the others can be told apart: its legend entry says
+    where it ends.
 
     Args:
       panels: ``(title, {legend label: (trials, T) per-round regret})`` per setting.
@@ -84,19 +91,34 @@ def regret_figure(
     plt = _plt()
     fig, axes = _panels(plt, len(panels), 4.6, 3.6)
     for ax, (title, curves) in zip(axes, panels, strict=True):
+        stats = {}
         for name, regret in curves.items():
             cum = np.cumsum(np.asarray(regret, np.float64), axis=-1)
-            mean = cum.mean(axis=0)
-            std = cum.std(axis=0, ddof=1) if cum.shape[0] > 1 else np.zeros_like(mean)
+            std = cum.std(axis=0, ddof=1) if cum.shape[0] > 1 else np.zeros(cum.shape[-1])
+            stats[name] = (cum.mean(axis=0), std)
+        finals = {name: m[-1] for name, (m, _) in stats.items()}
+        top = max(finals.values(), default=0.0)
+        rest = [v for v in finals.values() if v < top]
+        off = len(rest) > 0 and top > OFF_SCALE * max(rest) > 0
+        for name, (mean, std) in stats.items():
             t = np.arange(1, mean.size + 1)
             color = colors.get(name)
-            ax.plot(t, mean, label=name, color=color)
+            label = (
+                f"{name} (ends at {mean[-1]:.0f}, off scale)"
+                if off and finals[name] == top
+                else name
+            )
+            ax.plot(t, mean, label=label, color=color)
             ax.fill_between(t, mean - std, mean + std, alpha=0.25, color=color, linewidth=0)
+        if off:
+            ax.set_ylim(
+                0, 1.3 * max(m[-1] + s[-1] for n, (m, s) in stats.items() if finals[n] < top)
+            )
         ax.set_title(title)
         ax.set_xlabel("round t")
         ax.set_ylabel("cumulative regret")
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=7, loc="upper left")
     _save(plt, fig, path)
 
 

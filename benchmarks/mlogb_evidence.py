@@ -85,7 +85,14 @@ def run_recipes(
 
 
 def run_tuned(
-    out: pathlib.Path, settings, learners, T: int, trials: int, grid: dict, resume: bool = False
+    out: pathlib.Path,
+    settings,
+    learners,
+    T: int,
+    trials: int,
+    grid: dict,
+    class_grid: dict,
+    resume: bool = False,
 ) -> list:
     """One sweep per (setting family, learner group); returns the evaluation rows."""
     from bandits_jax.cli import main as cli_main
@@ -102,7 +109,7 @@ def run_tuned(
             if not tunable:
                 continue
             d = out / f"tuned-{setting}"
-            g = CLASS_GRID if _classification(setting) and "S" in grid else grid
+            g = class_grid if _classification(setting) else grid
             argv = ["sweep", "--settings", setting, "--learners", ",".join(tunable),
                     f"--l-grid={g['l']}", f"--e-grid={g['e']}", "--beta-grid", g["beta"],
                     "--rounds", str(T), "--trials", str(TUNING_TRIALS if trials > 3 else 2),
@@ -226,10 +233,12 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_evidence_"))
         T, trials = (300, 3) if a.quick else (2000, 10)
-        grid = QUICK_GRID if a.quick else {**GRID, "S": S_GRID}
+        grid, class_grid = (QUICK_GRID, QUICK_GRID) if a.quick else (GRID, CLASS_GRID)
         recipes = run_recipes(out / "recipes", settings, learners, T, trials, a.resume)
         tuned_rows = (
-            [] if a.no_tune else run_tuned(out, settings, learners, T, trials, grid, a.resume)
+            []
+            if a.no_tune
+            else run_tuned(out, settings, learners, T, trials, grid, class_grid, a.resume)
         )
         (out / "tuned_rows.json").write_text(json.dumps(tuned_rows))
     table = assemble(recipes, tuned_rows)
