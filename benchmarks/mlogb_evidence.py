@@ -278,7 +278,8 @@ def _merge(dirs: list[pathlib.Path]) -> tuple[dict, list]:
         f = d / "tuned_rows.json"
         if f.exists():
             rows += json.loads(f.read_text())
-    return {**first, "settings": settings}, rows
+    order = [n for n in SETTINGS if n in settings] + [n for n in settings if n not in SETTINGS]
+    return {**first, "settings": {n: settings[n] for n in order}}, rows
 
 
 if __name__ == "__main__":
