@@ -67,7 +67,7 @@ from jax import lax
 
 from bandits_jax.checks import check_float, check_int
 from bandits_jax.linalg import roots
-from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED
+from bandits_jax.linalg.roots import CONVERGED
 from bandits_jax.mlogb.hyperparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
@@ -80,7 +80,6 @@ from bandits_jax.mlogb.learner import (
     fresh_state,
     from_score_parts,
     guard,
-    outcome_valid,
 )
 
 BETA_FIXED, BETA_THEORY = 0, 1
@@ -417,10 +416,9 @@ def ecolog(
         check_update_args(x, y, K, d)
         dtype = state.W.dtype
         hp = state.hparams
-        # An outcome outside {0, 1} under jit: rejected like a non-finite x (status BAD_OUTCOME).
-        valid = outcome_valid(y, K)
-        x = jnp.where(valid, x.astype(dtype), jnp.nan)
-        yf = jnp.where(valid, y, 0).astype(dtype)
+        # An outcome outside {0, 1} under jit arrives as a NaN x (from_score_parts flags it).
+        x = x.astype(dtype)
+        yf = y.astype(dtype)
         theta = state.W[0]
         V, V_inv = state.V, state.V_inv
 
@@ -468,9 +466,7 @@ def ecolog(
             hparams=hp,
             info=info,
         )
-        new = guard(state, new)
-        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
-        return new._replace(info=new.info._replace(status=status))
+        return guard(state, new)
 
     return from_score_parts(K, d, init, score_parts, update)
 
