@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,14 +16,12 @@ from jax import lax
 from bandits_jax import protocols
 from bandits_jax.linalg import roots
 from bandits_jax.reference.ecolog_numpy import NumpyECOLog, prox_numpy
-from bandits_jax.sim import checkpoint
 
 # The module (``bandits_jax.mlogb.ecolog`` is also the name of the learner factory there).
 eco = importlib.import_module("bandits_jax.mlogb.ecolog")
 
-D, N_ACTIONS, ROUNDS = 3, 5, 2
+D = 3
 LEARNER = eco.ecolog(dim=D)
-KEY = jax.random.key(0)
 
 
 def _hp(dtype=jnp.float64, grid=False, **kw):
@@ -276,155 +272,9 @@ def test_float32_tracks_float64_and_keeps_its_dtype():
         np.testing.assert_allclose(a32, a64, rtol=2e-4, atol=2e-5)
 
 
-def test_rejected_updates_under_jit_keep_the_state():
-    """Under jit a NaN x is NONFINITE and an outcome outside {0, 1} is BAD_OUTCOME; both keep
-    the previous state (and the next good update proceeds from it)."""
-    d, T = 4, 40
-    X, Y, probe = _stream(d, T, seed=2, theta_star=np.array([1.0, -1.0, 0.5, 0.0]))
-    X[10, 2] = np.nan
-    Y[20], Y[30] = 2, -1
-    learner, run = _trajectory_fn("squared", d)
-    state0 = learner.init(_hp(S=0.6, lam=0.5))
-    _, (W, beta, est, bon, proj, status, cum) = run(
-        state0, jnp.asarray(X), jnp.asarray(Y), jnp.asarray(probe)
-    )
-    status, W, cum = np.asarray(status), np.asarray(W), np.asarray(cum)
-    expect = np.full(T, roots.CONVERGED)
-    expect[10], expect[20], expect[30] = roots.NONFINITE, roots.BAD_OUTCOME, roots.BAD_OUTCOME
-    np.testing.assert_array_equal(status, expect)
-    for t in (10, 20, 30):
-        np.testing.assert_array_equal(W[t], W[t - 1])
-        assert cum[t] == cum[t - 1] and not np.array_equal(W[t + 1], W[t])
-    assert np.all(np.isfinite(W))
-
-
-# --- protocol checks (tests/test_conformance.py at K = 1) --------------------------------------
-
-
-def _round(learner):
-    def play(state, key):
-        k_a, k_y = jax.random.split(key)
-        actions = jax.random.normal(k_a, (N_ACTIONS, D), state.W.dtype) / jnp.sqrt(D)
-        x = actions[learner.select(state, actions, jnp.ones((N_ACTIONS,), bool))]
-        return learner.update(state, x, jax.random.randint(k_y, (), 0, 2))
-
-    return play
-
-
-def _rounds(learner, num):
-    play = _round(learner)
-
-    def run(state, key):
-        return lax.scan(lambda s, k: (play(s, k), None), state, jax.random.split(key, num))[0]
-
-    return run
-
-
-@functools.cache
-def _jit_run():
-    """The shared compiled ``ROUNDS``-round run; it donates its state (pass a fresh one)."""
-    return jax.jit(_rounds(LEARNER, ROUNDS), donate_argnums=0)
-
-
-_PROBE = jax.random.normal(jax.random.key(7), (N_ACTIONS, D)) / np.sqrt(D)
-
-
-def _observable(state):
-    return state.W, LEARNER.scores(state, _PROBE.astype(state.W.dtype)), state.t, state.cum_loss
-
-
-def test_protocol_members():
-    assert isinstance(LEARNER, protocols.MLogBLearner)
-    assert LEARNER.num_outcomes == 1 and LEARNER.dim == D
-
-
-def _compiles(caplog, fn, *args) -> tuple[Any, int]:
-    caplog.clear()
-    with jax.log_compiles(True), caplog.at_level("WARNING"):
-        out = fn(*args)
-    return out, sum("Compiling" in r.getMessage() for r in caplog.records)
-
-
-def test_eager_step_is_compiled_and_equals_jit(caplog):
-    """Eager select/update are one compiled program each (then none), and the eager rounds equal
-    the jitted scan of the same rounds."""
-    learner = eco.ecolog(dim=D)  # a fresh learner: its compiled calls start empty
-    state = learner.init(_hp())
-    counts = []
-    for key in jax.random.split(KEY, ROUNDS):  # the keys of _rounds
-        k_a, k_y = jax.random.split(key)
-        actions = jax.random.normal(k_a, (N_ACTIONS, D)) / np.sqrt(D)
-        idx, n_query = _compiles(caplog, learner.select, state, actions)
-        y = jax.random.randint(k_y, (), 0, 2)
-        state, n_update = _compiles(caplog, learner.update, state, actions[idx], y)
-        counts.append((n_query, n_update))
-    assert all(n <= 3 for n in counts[0]) and counts[1] == (0, 0), counts
-    jitted = _jit_run()(LEARNER.init(_hp()), KEY)
-    chex.assert_trees_all_close(_observable(jitted), _observable(state), rtol=1e-12, atol=1e-12)
-    assert int(state.t) == ROUNDS
-    protocols.raise_on_failure(jitted.info.status)
-    assert jitted.W.dtype == jnp.float64 and jitted.t.dtype == jnp.int32
-
-
-def test_init_buffers_distinct():
-    state = LEARNER.init(_hp())
-    ids = [x.unsafe_buffer_pointer() for x in jax.tree.leaves(state) if x.size]
-    assert len(ids) == len(set(ids)), "init reuses a buffer in two fields"
-
-
-def test_vmap_over_grid_and_trials_equals_donating_loop():
-    """One program vmapped over a hyperparameter grid (outer) and trials (inner) equals the loop
-    of the donating single run; the caller's hyperparameters survive the donation."""
-    # S = 0.3: the ball is active in some lanes/rounds (lax.cond under vmap is a select).
-    grid_hp = _hp(grid=True, S=0.3)
-    assert {x.shape[0] for x in jax.tree.leaves(grid_hp)} == {2}
-    keys = jax.random.split(KEY, 2)
-    run = _rounds(LEARNER, ROUNDS)
-    trials = jax.vmap(run, in_axes=(None, 0))
-    batched = jax.jit(jax.vmap(lambda hp: trials(LEARNER.init(hp), keys)))(grid_hp)
-    finals = []
-    for g in range(2):
-        hp = jax.tree.map(lambda a, g=g: a[g], grid_hp)
-        for i in range(2):
-            one = _jit_run()(LEARNER.init(hp), keys[i])  # donated
-            chex.assert_trees_all_close(
-                _observable(jax.tree.map(lambda a, g=g, i=i: a[g, i], batched)),
-                _observable(one),
-                rtol=1e-10,
-                atol=1e-12,
-            )
-            finals.append(one)
-        jax.tree.map(np.asarray, hp)
-    assert not np.allclose(np.asarray(finals[0].W), np.asarray(finals[2].W))  # grid differs
-    assert not np.allclose(np.asarray(finals[0].W), np.asarray(finals[1].W))  # trials differ
-    assert np.asarray(batched.info.projected).any()
-
-
-def test_checkpoint_round_trip(tmp_path):
-    state = _jit_run()(LEARNER.init(_hp()), KEY)
-    path = tmp_path / "state.npz"
-    checkpoint.save(path, state)
-    restored, _ = checkpoint.restore(path, LEARNER.init(_hp()))
-    chex.assert_trees_all_equal(restored, state)
-    chex.assert_trees_all_equal_structs(restored, state)
-
-
-def test_bad_inputs_name_the_argument():
-    state = LEARNER.init(_hp())
-    x = jnp.ones((D,)) / D
-    bad = [
-        (lambda: LEARNER.update(state, x, 1.7), "y"),
-        (lambda: LEARNER.update(state, x, 2), "y"),
-        (lambda: LEARNER.update(state, x, -1), "y"),
-        (lambda: LEARNER.update(state, x.at[1].set(jnp.nan), 1), "x"),
-        (lambda: LEARNER.update(state, jnp.ones((D + 1,)), 1), "x"),
-        (lambda: LEARNER.select(state, jnp.ones((N_ACTIONS, D + 1)), None), "actions"),
-        (lambda: LEARNER.select(state, jnp.full((N_ACTIONS, D), jnp.nan), None), "actions"),
-        (lambda: LEARNER.init("not hparams"), "hparams"),
-    ]
-    for call, name in bad:
-        with pytest.raises(ValueError, match=name):
-            call()
+# The protocol checks (jit == eager, one compiled program per eager call, distinct buffers,
+# vmap over trials and grids, checkpoints, bad input eagerly and under jit) are the shared
+# suites': tests/test_conformance.py and tests/mlogb/test_bad_input.py (case "ecolog").
 
 
 @pytest.mark.parametrize(
