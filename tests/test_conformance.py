@@ -154,6 +154,7 @@ CASES += [
     Case("mlogb-oful", "mlogb", mlogb.oful(**_KD), _mlogb_hp),
     Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
     Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),
+    Case("mlogb-linucb-nointercept", "mlogb", mlogb.linucb(**_KD, intercept=False), _linucb_hp),
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
 ]

@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 from jax import lax
 
-from bandits_jax import envs, mlogb
+from bandits_jax import mlogb
 from bandits_jax.linalg import roots
 from bandits_jax.mlogb import bonus
 from bandits_jax.reference import linucb_numpy
-from bandits_jax.sim import make_rollout, rollout
-
-NAMES = ("uniform", "greedy", "linucb", "linucb-nointercept")
 
 
 def _rewards(K):
@@ -61,105 +58,15 @@ def _feed(learner, state, X, Y):
     return jax.jit(lambda s: lax.scan(body, s, (jnp.asarray(X), jnp.asarray(Y))))(state)
 
 
-def _close(a, b, tol):
-    jax.tree_util.tree_map(
-        lambda u, v: np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=tol, atol=tol),
-        a,
-        b,
-    )
-
-
-# --- the suite every learner passes ----------------------------------------------------------
-
-
 @functools.cache
 def _update(name, K, d):
-    """One compiled (donating) update per learner, shared by the tests below."""
+    """One compiled (donating) update per learner."""
     return jax.jit(_learner(name, K, d).update, donate_argnums=0)
 
 
-def _copy(tree):
-    return jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), tree)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_jit_equals_eager_and_dtypes(name):
-    K, d = 2, 3
-    learner = _learner(name, K, d)
-    upd = _update(name, K, d)
-    X, Y = _stream(K, d, 2, seed=1)
-    A = jnp.asarray(_stream(K, d, 5, seed=2)[0])
-    eager, jitted = learner.init(_hp(name, K)), learner.init(_hp(name, K))
-    for x, y in zip(X, Y, strict=True):
-        x, y = jnp.asarray(x), jnp.int32(y)
-        eager, jitted = learner.update(eager, x, y), upd(jitted, x, y)
-        _close(eager, jitted, 1e-12)
-        _close(learner.score_parts(eager, A), jax.jit(learner.score_parts)(jitted, A), 1e-12)
-    assert jitted.W.shape == (K, d) and jitted.rho.shape == () and int(jitted.t) == 2
-    assert int(jitted.info.status) != roots.NONFINITE
-    # Both float dtypes are kept by init, update and scores (float32 runs: the LinUCB test
-    # below and the float32 tests of the base learners).
-    for dtype in (jnp.float32, jnp.float64):
-        s = learner.init(_hp(name, K, dtype))
-        out = jax.eval_shape(
-            lambda s, x: (learner.update(s, x, jnp.int32(1)), learner.score_parts(s, A)),
-            s,
-            jnp.ones(d, dtype),
-        )
-        for leaf in jax.tree_util.tree_leaves((s, out)):
-            if jnp.issubdtype(leaf.dtype, jnp.floating):
-                assert leaf.dtype == dtype
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_runner_vmap_over_grid_and_trials_equals_loops(name):
-    K, d, T = 2, 3, 30
-    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, min_actions=2, max_actions=5)
-    learner = _learner(name, K, d)
-    step = mlogb.interact(learner, env)
-    keys = jax.random.split(jax.random.PRNGKey(1), 2)
-    env_states = jax.vmap(env.init)(keys)
-    grid = _hp(name, K, grid=True)
-    batched = make_rollout(step, T, trials=True, grid=True)(
-        jax.vmap(learner.init)(grid), env_states, keys
-    )
-    assert batched.regret.shape == (2, 2, T) and np.all(np.isfinite(batched.regret))
-    assert np.all(np.asarray(batched.status) != roots.NONFINITE)
-    single = jax.jit(lambda s, e, k: rollout(step, s, e, k, T))
-    for g in range(2):
-        hp_g = jax.tree_util.tree_map(lambda a, g=g: a[g], grid)
-        for i in range(2):
-            es = jax.tree_util.tree_map(lambda a, i=i: a[i], env_states)
-            ref = single(learner.init(hp_g), es, keys[i])
-            np.testing.assert_array_equal(batched.choice[g, i], ref.choice)
-            np.testing.assert_allclose(batched.regret[g, i], ref.regret, rtol=1e-9, atol=1e-12)
-    # The grid points differ (the hyperparameters reach the learner).
-    assert not np.array_equal(batched.choice[0], batched.choice[1])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_nonfinite_x_is_rejected_under_jit(name):
-    K, d = 2, 3
-    upd = _update(name, K, d)
-    s0 = upd(_learner(name, K, d).init(_hp(name, K)), jnp.array([0.3, -1.0, 0.5]), jnp.int32(1))
-    s1 = upd(_copy(s0), jnp.array([0.1, jnp.nan, 0.2]), jnp.int32(2))
-    assert int(s1.info.status) == roots.NONFINITE
-    assert int(s1.t) == int(s0.t) == 1
-    jax.tree_util.tree_map(np.testing.assert_array_equal, s1, s0._replace(info=s1.info))
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_init_buffers_are_distinct_and_donatable(name):
-    K, d = 2, 3
-    hp = _hp(name, K)
-    s = _learner(name, K, d).init(hp)
-    ptrs = [leaf.unsafe_buffer_pointer() for leaf in jax.tree_util.tree_leaves((s, hp))]
-    assert len(set(ptrs)) == len(ptrs)
-    upd, x = _update(name, K, d), jnp.array([0.3, -1.0, 0.5])
-    s1 = upd(s, x, jnp.int32(1))
-    assert s.W.is_deleted()  # the buffers were donated...
-    assert int(upd(s1, x, jnp.int32(2)).t) == 2
-    np.asarray(hp.rewards)  # ...and the caller's hyperparameters survive
+# The protocol checks (jit == eager, dtypes, vmap over trials and grids, donation, bad input
+# eagerly and under jit) of every baseline are the shared suites': tests/test_conformance.py and
+# tests/mlogb/test_bad_input.py.
 
 
 # --- uniform ---------------------------------------------------------------------------------
