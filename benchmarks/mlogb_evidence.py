@@ -55,7 +55,7 @@ S_GRID = "4,8,16"  # classification data: S is a modelling choice, tuned too
 CLASS_GRID = {"l": "-1.5,-1,-0.5", "e": "0,0.5,1", "beta": "0.01,0.1", "S": S_GRID}
 QUICK_GRID = {"l": "-1,0", "e": "0", "beta": "0.1"}
 # (learner, setting) cells not tuned (cost on two shared cores): OFUL keeps the dense K d x K d
-# Hessian (an eigendecomposition a round: 3 to 27 ms at these sizes), so its 144-run grid would
+# Hessian (an eigendecomposition a round: 4 to 58 ms at these sizes), so its 144-run grid would
 # take from 15 minutes to hours per setting; it is tuned where K d <= 20. ECOLog decomposes its
 # d x d matrix in every round whose ball constraint is active (about 4 ms a round at d = 100).
 SKIP_TUNED = {
@@ -126,8 +126,8 @@ def run_tuned(
     return rows
 
 
-def _se(mean_std_n: tuple[float, float, int]) -> float:
-    _, sd, n = mean_std_n
+def _se(sd: float, n: int) -> float:
+    """Standard error of a mean over ``n`` trials with sample standard deviation ``sd``."""
     return sd / math.sqrt(n) if n > 1 else 0.0
 
 
@@ -146,7 +146,7 @@ def assemble(recipes: dict, tuned_rows: list) -> dict:
                 "label": label,
                 "recipe": {
                     "mean": s["final_regret_mean"],
-                    "se": _se((s["final_regret_mean"], s["final_regret_std"], n)),
+                    "se": _se(s["final_regret_std"], n),
                     "ms_per_round": 1e3 * s["seconds_per_round_mean"],
                     "point": {k: entry["learners"][label].get(k) for k in ("l", "e", "beta")},
                     "rejected_updates": s.get("rejected_updates"),
@@ -158,7 +158,7 @@ def assemble(recipes: dict, tuned_rows: list) -> dict:
             key = key_of[r["learner"]]
             cells.setdefault(key, {"label": r["learner"]})["tuned"] = {
                 "mean": r["final_regret_mean"],
-                "se": _se((r["final_regret_mean"], r["final_regret_std"], r["trials"])),
+                "se": _se(r["final_regret_std"], r["trials"]),
                 "point": {k: r[k] for k in ("l", "e", "beta", "S") if k in r},
                 "rejected_updates": r.get("rejected"),
             }

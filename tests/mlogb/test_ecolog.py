@@ -178,19 +178,17 @@ PROX_CASES = [
 ]
 
 
+def _prox(V, center, x, w, target, S):
+    """The compiled inner solve on numpy inputs (V^{-1} by a dense inverse)."""
+    args = (V, np.linalg.inv(V), center, x)
+    return _prox_jit()(*(jnp.asarray(a) for a in args), w, target, S)
+
+
 @pytest.mark.parametrize("case", range(len(PROX_CASES)))
 def test_prox_solve_matches_brute_force(case):
     center, x, w, target, S = (np.asarray(v, float) for v in PROX_CASES[case])
     V = np.array([[2.0, 0.6], [0.6, 0.7]])
-    res = _prox_jit()(
-        jnp.asarray(V),
-        jnp.asarray(np.linalg.inv(V)),
-        jnp.asarray(center),
-        jnp.asarray(x),
-        w,
-        target,
-        S,
-    )
+    res = _prox(V, center, x, w, target, S)
     theta = np.asarray(res.theta)
     assert int(res.status) == roots.CONVERGED
     grid_theta, grid_val = _grid_min(V, center, x, float(w), float(target), float(S))
@@ -216,15 +214,7 @@ def test_prox_solve_kkt_and_reference_in_higher_dimension():
     x = 3.0 * rng.normal(size=5)
     active = 0
     for w, target in ((1.0, 0.0), (1.0, 1.0), (2.0, 0.5)):
-        res = _prox_jit()(
-            jnp.asarray(V),
-            jnp.asarray(np.linalg.inv(V)),
-            jnp.asarray(center),
-            jnp.asarray(x),
-            w,
-            target,
-            S,
-        )
+        res = _prox(V, center, x, w, target, S)
         theta, nu = np.asarray(res.theta), float(res.nu)
         ref_theta, ref_nu = prox_numpy(V, center, x, w, target, S)
         np.testing.assert_allclose(theta, ref_theta, rtol=1e-10, atol=1e-12)
