@@ -3,11 +3,12 @@
 Subpackages: ``linalg`` (shared numerics), ``mlogb`` (multinomial logistic bandits, EOFD-MLogB and
 OFUL-MLogB), ``bco`` (bandit convex optimisation with gradient variation), ``envs``
 (environments), ``sim`` (one runner for every learner), ``reference`` (numpy references).
-``protocols`` holds the learner and environment protocols of both papers and the status codes.
+``protocols`` holds the learner and environment protocols of both papers, ``status`` the one
+status space of every solve, update and selection.
 """
 
-from bandits_jax import bco, envs, linalg, mlogb, protocols, sim
-from bandits_jax.protocols import Status, count_status, raise_on_failure
+from bandits_jax import bco, envs, linalg, mlogb, protocols, sim, status
+from bandits_jax.status import Status, count_status, raise_on_failure
 
 __version__ = "0.1.0"
 
@@ -21,4 +22,5 @@ __all__ = [
     "protocols",
     "raise_on_failure",
     "sim",
+    "status",
 ]

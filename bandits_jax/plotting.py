@@ -2,15 +2,17 @@
 
 * :func:`regret_figure` -- the EOFD-MLogB paper's Figure 1: cumulative regret, mean over trials
   with a one-sample-standard-deviation band, one panel per setting.
-* :func:`time_figure` -- its Figure 2: average per-round time, bars with one-std error bars.
+* :func:`time_figure` -- its Figure 2: average per-round time, horizontal bars with one-std error
+  bars, the learners' names on the y axis.
 * :func:`heatmap_figure` -- a sweep's (l, e) grid: mean final regret and the exploration
-  diagnostic (log10 of the bonus / estimate spread ratio).
+  diagnostic (log10 of the bonus / estimate spread ratio), one colour scale for all panels.
 * :func:`bench_figure` -- per-round times of a speed benchmark, log scale.
 * :func:`bco_figure` -- the BCO studies: regret vs d and vs the gradient variation V_T (log-log,
   fitted slopes in the legend).
 * :func:`kappa_figure` -- the kappa study: final regret vs the parameter bound S (log S), out of
   the box (solid) and tuned per S (dashed), and its growth beside the kappa bound.
 
+A learner has one colour in every figure (:func:`learner_color`); a caller's colour wins.
 matplotlib is an optional dependency (extra ``plot``); it is imported when a figure is drawn.
 """
 
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,9 +35,40 @@ __all__ = [
     "bco_figure",
     "kappa_figure",
     "draw_kappa",
+    "learner_color",
+    "LEARNER_COLORS",
 ]
 
-COLORS = {"EOFD": "tab:blue", "OFUL": "tab:orange"}  # used when no colour is given
+# One colour per learner in every figure, under each name that reaches a figure: the registry's
+# label and legend (bandits_jax.cli.reproduce.LEARNERS) and the BCO learners' names.
+_REGISTERED = (
+    ("EOFD", "EOFD-MLogB", "tab:blue"),
+    ("OFUL", "OFUL-MLogB", "tab:orange"),
+    ("EOFD tuned", "EOFD-MLogB (tuned)", "tab:cyan"),
+    ("EOFD robust", "EOFD-MLogB robust (practical)", "tab:green"),
+    ("EOFD adaptive", "EOFD-MLogB adaptive (tuned)", "tab:olive"),
+    ("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red"),
+    ("greedy", "greedy (robust EOFD estimate)", "tab:purple"),
+    ("LinUCB", "LinUCB (tuned)", "tab:brown"),
+    ("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink"),
+    ("random", "uniform random", "tab:gray"),
+    ("alg1_thm3", "#0804f9"),
+    ("alg1_thm1", "#9a6200"),
+    ("sphere", "#005249"),
+    ("alg1_thm2", "#750851"),
+    ("chiang2013", "#3c4d03"),
+    ("sphere_thm8", "#ff0789"),
+)
+LEARNER_COLORS: dict[str, str] = {n: row[-1] for row in _REGISTERED for n in row[:-1]}
+# Unregistered learners: one of these (far from the tab10 colours above in CIELAB), chosen by a
+# hash of the name, so the same in every figure.
+_BY_NAME = ("#0804f9", "#ff08e8", "#3c4d03", "#ff0789", "#8fb67b", "#750851", "#9a6200", "#005249")
+
+
+def learner_color(name: str) -> str:
+    """The colour of learner ``name`` in every figure: :data:`LEARNER_COLORS`, else a colour
+    drawn from the name itself (not from the draw order)."""
+    return LEARNER_COLORS.get(name) or _BY_NAME[zlib.crc32(name.encode()) % len(_BY_NAME)]
 
 
 def _plt():
@@ -49,20 +84,27 @@ def _plt():
     return plt
 
 
-def _panels(plt, n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+def _panels(plt, n: int, width: float, height: float, **kw: Any) -> tuple[Any, list[Any]]:
     """A figure of ``n`` panels (``width`` x ``height`` inches each) on a grid of at most three
-    columns, the unused cells blank; returns the figure and the ``n`` panels' axes, row by row."""
+    columns, the unused cells blank (``kw``: to ``plt.subplots``); returns the figure and the
+    ``n`` panels' axes, row by row."""
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, **kw)
     axes = list(axes.flat)
     for ax in axes[n:]:
         ax.axis("off")
     return fig, axes[:n]
 
 
+def _wrap(text: str, inches: float, fontsize: float = 10) -> str:
+    """``text`` wrapped to lines of about ``inches`` at ``fontsize``."""
+    return textwrap.fill(text, max(12, int(inches * 72 / (0.6 * fontsize))))
+
+
 def _save(plt, fig, path: str | os.PathLike) -> None:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -85,9 +127,9 @@ def regret_figure(
     Args:
       panels: ``(title, {legend label: (trials, T) per-round regret})`` per setting.
       path: the PNG to write.
-      colors: legend label -> matplotlib colour (missing or ``None``: the default cycle).
+      colors: legend label -> matplotlib colour (missing or ``None``: :func:`learner_color`).
     """
-    colors = {**COLORS, **(colors or {})}
+    colors = colors or {}
     plt = _plt()
     fig, axes = _panels(plt, len(panels), 4.6, 3.6)
     for ax, (title, curves) in zip(axes, panels, strict=True):
@@ -102,7 +144,7 @@ def regret_figure(
         off = len(rest) > 0 and top > OFF_SCALE * max(rest) > 0
         for name, (mean, std) in stats.items():
             t = np.arange(1, mean.size + 1)
-            color = colors.get(name)
+            color = colors.get(name) or learner_color(name)
             label = (
                 f"{name} (ends at {mean[-1]:.0f}, off scale)"
                 if off and finals[name] == top
@@ -114,7 +156,7 @@ def regret_figure(
             ax.set_ylim(
                 0, 1.3 * max(m[-1] + s[-1] for n, (m, s) in stats.items() if finals[n] < top)
             )
-        ax.set_title(title)
+        ax.set_title(_wrap(title, 4.6), fontsize=10)
         ax.set_xlabel("round t")
         ax.set_ylabel("cumulative regret")
         ax.grid(alpha=0.3)
@@ -128,33 +170,53 @@ def time_figure(
     *,
     colors: Mapping[str, str | None] | None = None,
 ) -> None:
-    """Per-round time bars (mean over trials, one-std error bars), one panel per setting.
+    """Per-round time, horizontal bars (mean over trials, one-std error bars, the mean written
+    beside), one panel per setting; the learners' names on the shared y axis, one row each (a
+    learner a setting did not run says so), so that no label overlaps another.
 
     Args:
       panels: ``(title, {legend label: per-trial seconds per round})``.
       path: the PNG to write.
-      colors: legend label -> matplotlib colour (missing or ``None``: grey).
+      colors: legend label -> matplotlib colour (missing or ``None``: :func:`learner_color`).
     """
-    colors = {**COLORS, **(colors or {})}
+    colors = colors or {}
     plt = _plt()
-    fig, axes = _panels(plt, len(panels), 3.6, 3.4)
+    names = list(dict.fromkeys(n for _, times in panels for n in times))
+    label_w = 0.08 * max((len(n) for n in names), default=0)  # inches, fontsize 9
+    fig, axes = _panels(plt, len(panels), 3.4, 1.1 + 0.32 * max(len(names), 1), sharey=True)
+    fig.set_figwidth(fig.get_figwidth() + label_w)
+    y = np.arange(len(names))
     for ax, (title, times) in zip(axes, panels, strict=True):
-        names = list(times)
-        ms = [1e3 * np.asarray(times[n], np.float64) for n in names]
-        means = [m.mean() for m in ms]
-        stds = [m.std(ddof=1) if m.size > 1 else 0.0 for m in ms]
-        ax.bar(
-            names,
-            means,
-            yerr=stds,
-            capsize=4,
-            color=[colors.get(n) or "tab:gray" for n in names],
-        )
-        ax.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0)
-        ax.set_title(title)
-        ax.set_ylabel("time per round (ms)")
-        ax.grid(axis="y", alpha=0.3)
+        top = 0.0
+        for i, name in enumerate(names):
+            if name not in times:
+                ax.text(0, i, " not run", va="center", fontsize=8, color="0.4", style="italic")
+                continue
+            ms = 1e3 * np.asarray(times[name], np.float64)
+            mean, std = ms.mean(), ms.std(ddof=1) if ms.size > 1 else 0.0
+            color = colors.get(name) or learner_color(name)
+            ax.barh(i, mean, xerr=std, height=0.7, capsize=3, color=color)
+            ax.text(mean + std, i, f" {mean:.3g}", va="center", fontsize=8)
+            top = max(top, mean + std)
+        ax.set_xlim(0, 1.4 * top if top > 0 else 1.0)
+        ax.set_yticks(y, names, fontsize=9)
+        ax.set_title(_wrap(title, 3.4), fontsize=10)
+        ax.set_xlabel("time per round (ms)")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_ylim(len(names) - 0.5, -0.5)  # first learner on top (the y axis is shared)
     _save(plt, fig, path)
+
+
+def _text_color(rgba: Sequence[float]) -> str:
+    """Black or white, whichever contrasts more with ``rgba`` (WCAG relative luminance)."""
+    c = np.asarray(rgba[:3], np.float64)
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return "k" if lin @ (0.2126, 0.7152, 0.0722) > 0.179 else "w"
+
+
+def _cell_text(x: float) -> str:
+    """A heatmap cell's number: three significant digits, thousands as integers."""
+    return f"{x:.0f}" if 1e3 <= abs(x) < 1e5 else f"{x:.3g}"
 
 
 def heatmap_figure(
@@ -167,41 +229,68 @@ def heatmap_figure(
     col_label: str = "e",
     cbar_label: str = "",
     log10: bool = False,
+    per_panel_scale: bool = False,
 ) -> None:
-    """One heatmap per panel over a 2-D grid (e.g. mean final regret over (l, e)).
+    """One heatmap per panel over a 2-D grid (e.g. mean final regret over (l, e)), each cell's
+    value written in it (black on light cells, white on dark ones); cells are sized so that the
+    numbers fit at fontsize 8 (smaller only for grids too wide for the page).
 
     Args:
       panels: ``(title, (len(row_values), len(col_values)) values)``.
       row_values, col_values: tick labels.
       path: the PNG to write.
+      cbar_label: what the colour measures.
       log10: plot ``log10(values)`` (non-positive values shown blank).
+      per_panel_scale: one colour scale per panel (each colorbar says so) instead of one scale
+        for every panel (the range of all finite values, one colorbar).
     """
     plt = _plt()
-    fig, axes = _panels(plt, len(panels), 4.4, 3.8)
-    for ax, (title, values) in zip(axes, panels, strict=True):
+    grids = []
+    for _, values in panels:
         v = np.asarray(values, np.float64)
         if log10:
             with np.errstate(divide="ignore", invalid="ignore"):
                 v = np.where(v > 0, np.log10(v), np.nan)
-        im = ax.imshow(v, origin="lower", aspect="auto", cmap="viridis")
-        ax.set_xticks(range(len(col_values)), [f"{c:g}" for c in col_values])
-        ax.set_yticks(range(len(row_values)), [f"{r:g}" for r in row_values])
+        grids.append(v)
+    finite = np.concatenate([v[np.isfinite(v)] for v in grids] + [np.zeros(0)])
+    vmin, vmax = (
+        (None, None) if per_panel_scale or not finite.size else (finite.min(), finite.max())
+    )
+    xt, yt = [f"{c:g}" for c in col_values], [f"{r:g}" for r in row_values]
+    chars = max(len(t) for t in [*xt, *map(_cell_text, finite), "0"])
+    cell_w = (0.7 * chars + 1.0) * 8 / 72  # inches that hold `chars` characters at fontsize 8
+    grid_w = min(len(xt) * cell_w, 7.0)
+    font = 8 * grid_w / (len(xt) * cell_w)
+    width = grid_w + 1.0 + (1.0 if per_panel_scale else 0.0)
+    height = max(len(yt) * 0.3, 1.2) + 1.2
+    fig, axes = _panels(plt, len(panels), width, height, layout="constrained")
+    label = ("log10 " if log10 else "") + (cbar_label or "value")
+    for ax, (title, _), v in zip(axes, panels, grids, strict=True):
+        im = ax.imshow(v, origin="lower", aspect="auto", cmap="viridis", vmin=vmin, vmax=vmax)
+        ax.set_xticks(range(len(xt)), xt, fontsize=8, rotation=0 if font >= 8 else 90)
+        ax.set_yticks(range(len(yt)), yt, fontsize=8)
         ax.set_xlabel(col_label)
-        ax.set_ylabel(row_label)
-        ax.set_title(title, fontsize=9)
+        ax.set_ylabel(row_label, rotation=0 if len(row_label) < 3 else 90)
+        ax.set_title(_wrap(title, width - 0.5, 9), fontsize=9)
         for (i, j), x in np.ndenumerate(v):
-            if np.isfinite(x):
-                ax.text(j, i, f"{x:.3g}", ha="center", va="center", fontsize=6, color="w")
-        fig.colorbar(im, ax=ax, label=("log10 " if log10 else "") + cbar_label)
+            if np.isfinite(x) and font >= 5:
+                color = _text_color(im.cmap(im.norm(x)))
+                ax.text(j, i, _cell_text(x), ha="center", va="center", fontsize=font, color=color)
+        if per_panel_scale:
+            fig.colorbar(im, ax=ax, label=_wrap(f"{label} (per-panel scale)", height - 0.8))
+    if not per_panel_scale and axes:
+        text = _wrap(f"{label} (one scale, every panel)", 0.6 * fig.get_figheight())
+        fig.colorbar(im, ax=axes, label=text, shrink=0.6)
     _save(plt, fig, path)
 
 
 def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> None:
-    """Grouped bars of a benchmark's cases, log scale: per-round times (keys ending in ``_s``,
-    compile times excluded) when the cases have them (``benchmarks.mlogb_speed``), else
-    throughputs (keys with ``rounds_per_s``, ``benchmarks.bco_speed``)."""
+    """Grouped bars of a benchmark's cases, log scale: per-round times (number-valued keys ending
+    in ``_s``, compile times excluded) when the cases have them (``benchmarks.mlogb_speed``),
+    else throughputs (keys with ``rounds_per_s``, ``benchmarks.bco_speed``). The bars are
+    measurements, not learners: their colours are none of the learners'."""
     plt = _plt()
-    keys = list(dict.fromkeys(k for c in cases for k in c))
+    keys = list(dict.fromkeys(k for c in cases for k, v in c.items() if _number(v)))
     times = [k for k in keys if k.endswith("_s") and "compile" not in k and "per_s" not in k]
     if times:
         keys, scale, ylabel = times, 1e3, "time per round (ms)"
@@ -211,9 +300,11 @@ def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) ->
     labels = [", ".join(f"{k}={c[k]}" for k in ("learner", "d", "K", "m") if k in c) for c in cases]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(cases)), 3.8))
     width = 0.8 / max(len(keys), 1)
+    palette = plt.get_cmap("Set2").colors  # measurements, not learners: no learner's colour
     for i, k in enumerate(keys):
-        vals = [scale * float(c[k]) if c.get(k) is not None else np.nan for c in cases]
-        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=k)
+        vals = [scale * float(c[k]) if _number(c.get(k)) else np.nan for c in cases]
+        color = palette[i % len(palette)]
+        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=k, color=color)
     ax.set_xticks(np.arange(len(cases)) + width * (len(keys) - 1) / 2, labels, fontsize=7)
     ax.tick_params(axis="x", labelrotation=20)
     ax.set_yscale("log")
@@ -223,10 +314,16 @@ def bench_figure(cases: Sequence[Mapping[str, Any]], path: str | os.PathLike) ->
     _save(plt, fig, path)
 
 
+def _number(v: Any) -> bool:
+    """Whether a benchmark cell is a plain number (not a spread list, a dict or ``None``)."""
+    return isinstance(v, int | float)
+
+
 def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
     """The BCO studies (``bandits-jax bco``): one column per loss family, regret vs d (top) and
     vs V_T (bottom), mean with one-std error bars over seeds, fitted log-log slopes in the
-    legend. Studies absent from ``result`` leave their row out."""
+    legend. Studies absent from ``result`` leave their row out; the d axis is labelled at the
+    dimensions run."""
     plt = _plt()
     studies = [s for s in ("dimension", "variation") if result.get(s)]
     families = list(dict.fromkeys(f for s in studies for f in result[s]))
@@ -241,10 +338,12 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
     def fmt(v: Any) -> str:
         return "-" if v is None or not np.isfinite(v) else f"{v:.2f}"
 
+    d_axes = []
     for row, study in enumerate(studies):
         for col, family in enumerate(families):
             ax = axes[row, col]
-            for name, p in result[study].get(family, {}).items():
+            per = result[study].get(family, {})
+            for name, p in per.items():
                 if study == "dimension":
                     x, label = p["d"], f"{name} (slope {fmt(p['slope_vs_d'])})"
                 else:
@@ -252,9 +351,12 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
                     label = (
                         f"{name} (slope {fmt(p['slope_vs_V_T'])}, top {fmt(p['slope_vs_V_T_top'])})"
                     )
-                ax.errorbar(x, p["mean"], yerr=p["std"], marker="o", capsize=3, label=label)
+                ax.errorbar(x, p["mean"], yerr=p["std"], marker="o", capsize=3, label=label,
+                            color=learner_color(name))  # fmt: skip
             if study == "dimension":
                 ax.set_xscale("log")
+                ax.minorticks_off()
+                d_axes.append((ax, sorted({d for p in per.values() for d in p["d"]})))
                 ax.set_xlabel("d")
                 ax.set_title(f"{family}: regret vs d (V_T ~ 0)")
             else:
@@ -264,6 +366,9 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
             ax.set_yscale("log")
             ax.set_ylabel(f"regret at T = {cfg['T']}")
             ax.legend(fontsize=8)
+    fig.tight_layout()
+    for ax, dims in d_axes:
+        _thin_tick_labels(fig, ax, dims)
     _save(plt, fig, path)
 
 
@@ -302,10 +407,9 @@ def draw_kappa(
 
     plt = _plt()
     fig, (ax, ax_g) = plt.subplots(1, 2, figsize=(10.0, 4.0))
-    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["k"])
     colors: dict[str, str] = {}
     for s in series:
-        colors.setdefault(s["label"], s.get("color") or cycle[len(colors) % len(cycle)])
+        colors.setdefault(s["label"], s.get("color") or learner_color(s["label"]))
     style = {"recipe": ("-", "o"), "tuned": ("--", "s")}
     S_all = sorted({float(x) for s in series for x in s["S"]})
     all_pos = True
@@ -370,7 +474,7 @@ def kappa_figure(
     (``"tuned"``); the legend sits outside the panels and overlapping S labels are thinned.
 
     Args:
-      series: curves, each ``{"label", "mode", "color" (None: the default cycle), "S", "mean",
+      series: curves, each ``{"label", "mode", "color" (None: :func:`learner_color`), "S", "mean",
         "se"}``.
       path: the PNG to write.
       title: appended to the left panel's title.

@@ -1,4 +1,4 @@
-"""The learner and environment protocols of both papers, the outcome coding and the status codes.
+"""The learner and environment protocols of both papers and the outcome coding.
 
 Written once here; the factories in :mod:`bandits_jax.mlogb` and :mod:`bandits_jax.bco` return
 NamedTuples of pure functions that satisfy these protocols (``isinstance`` checks the members).
@@ -16,9 +16,10 @@ Shared conventions
   that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore
   takes no key, in either family (an environment's ``init(key)`` is where a run's randomness
   starts).
-* Every state has ``status`` (int32, :class:`Status`) of its last update, either as a field (BCO)
-  or in ``state.info.status`` (MLogB). A rejected update keeps the previous state. BCO states also
-  count rejected updates in ``num_failures``.
+* Every state has ``status`` (int32, :class:`bandits_jax.status.Status`; re-exported here with
+  ``count_status``, ``raise_on_failure`` and the code sets) of its last update, either as a field
+  (BCO) or in ``state.info.status`` (MLogB). A rejected update keeps the previous state. BCO states
+  also count failed updates (``status.is_failure``) in ``num_failures``.
 * Outcome coding (MLogB): ``y`` is an integer in ``{0, ..., K}``; ``y = 0`` is the no-reward outcome
   (reward ``r_0 = 0``), ``y = k >= 1`` has reward ``hparams.rewards[k - 1]``. Eagerly, anything
   else (``1.7``, ``-1``, ``K + 1``) is a ``ValueError``; under ``jit`` it is a rejected update.
@@ -26,78 +27,24 @@ Shared conventions
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import jax
-import numpy as np
 
-from bandits_jax.linalg import roots
+# The status codes and their helpers live in :mod:`bandits_jax.status`; re-exported here.
+from bandits_jax.status import (
+    OK_CODES,
+    REJECTED_CODES,
+    Status,
+    StatusError,
+    count_status,
+    raise_on_failure,
+    status_name,
+    status_table,
+)
 
 Array = jax.Array
 PyTree = Any
-
-# Names of the status codes, taken from ``linalg.roots`` (one line per code; a code that a newer
-# ``roots`` defines joins by adding its name here).
-_STATUS_NAMES = ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "BAD_OUTCOME", "INEXACT")
-
-Status = enum.IntEnum("Status", {n: int(getattr(roots, n)) for n in _STATUS_NAMES})
-Status.__doc__ = """Named int32 status codes (in the manner of optimistix's ``RESULTS``).
-
-``CONVERGED``: the update succeeded. ``MAX_STEPS``: an iterative solve ran out of steps (its last
-iterate, still feasible, was used). ``NONFINITE``: non-finite input or result; the update was
-rejected and the previous state kept. ``INACTIVE``: nothing to solve (e.g. no projection needed).
-``BAD_OUTCOME``: an MLogB outcome outside ``0..K`` or not integer-valued; rejected like
-``NONFINITE``. ``INEXACT``: the result left its constraint by more than the dtype's tolerance
-(float32 rounding) and was put back on it.
-"""
-
-#: Codes that are not failures.
-OK_CODES = frozenset({int(Status.CONVERGED), int(Status.INACTIVE)})
-#: Codes of rejected updates (the state kept its last good value).
-REJECTED_CODES = frozenset({int(Status.NONFINITE), int(Status.BAD_OUTCOME)})
-
-
-def status_name(code: int) -> str:
-    """The name of a status code (``"UNKNOWN(c)"`` for a code this library does not define)."""
-    try:
-        return Status(int(code)).name
-    except ValueError:
-        return f"UNKNOWN({int(code)})"
-
-
-def count_status(statuses: Any) -> dict[str, int]:
-    """Counts each status code in an array (any shape) of codes: ``{name: count}``.
-
-    Every defined name appears (with 0 if absent), unknown codes as ``"UNKNOWN(c)"``.
-    """
-    arr = np.asarray(statuses).astype(np.int64).ravel()
-    counts = {s.name: 0 for s in Status}
-    codes, n = np.unique(arr, return_counts=True)
-    for c, k in zip(codes.tolist(), n.tolist(), strict=True):
-        name = status_name(c)
-        counts[name] = counts.get(name, 0) + int(k)
-    return counts
-
-
-class StatusError(RuntimeError):
-    """Raised by :func:`raise_on_failure`."""
-
-
-def raise_on_failure(statuses: Any, *, allowed: frozenset[int] | None = None) -> None:
-    """Raises :class:`StatusError` if any code is a failure (not ``CONVERGED``/``INACTIVE``).
-
-    Args:
-      statuses: array of status codes (e.g. ``metrics.status`` of a whole run).
-      allowed: the codes that are not failures (default :data:`OK_CODES`).
-    """
-    allowed = OK_CODES if allowed is None else frozenset(int(a) for a in allowed)
-    arr = np.asarray(statuses).astype(np.int64)
-    bad = ~np.isin(arr, list(allowed))
-    if np.any(bad):
-        counts = {k: v for k, v in count_status(arr[bad]).items() if v}
-        raise StatusError(f"{int(bad.sum())} of {arr.size} updates failed: {counts}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,11 +157,6 @@ class BCOEnv(Protocol):
     def best_fixed_point(self, state: PyTree, num_rounds: int) -> tuple[Array, Array]: ...
 
     def grad_variance(self, state: PyTree, num_rounds: int) -> Array: ...
-
-
-def status_table(counts: Mapping[str, int]) -> str:
-    """One line ``NAME=count, ...`` of the non-zero counts (for logs)."""
-    return ", ".join(f"{k}={v}" for k, v in counts.items() if v) or "none"
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from bandits_jax.mlogb import bonus
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.chunks import ChunkFn, run_chunked
 from bandits_jax.sim.runner import init_run
+from bandits_jax.status import Status
 
 NAN, INF = float("nan"), float("inf")
 
@@ -46,16 +47,16 @@ def test_select_nan_never_chosen_and_flagged():
     v = jnp.array([NAN, 0.5, 0.7, NAN])
     assert int(bonus.argmax_tie(v)) == 2
     idx, status = jax.jit(bonus.select_index)(v, jnp.ones(4, bool))
-    assert int(idx) == 2 and int(status) == bonus.SELECT_NAN_SCORES
+    assert int(idx) == 2 and int(status) == Status.NAN_SCORES
     idx, status = bonus.select_index(jnp.array([0.1, 0.3]))
-    assert int(idx) == 1 and int(status) == bonus.SELECT_OK
+    assert int(idx) == 1 and int(status) == Status.CONVERGED
 
 
 def test_select_masked_out_index_zero_never_chosen():
     v = jnp.array([5.0, NAN, NAN])
     assert int(bonus.argmax_tie(v, jnp.array([False, True, True]))) == 1
     idx, status = bonus.select_index(v, jnp.array([False, True, True]))
-    assert int(idx) == 1 and int(status) == bonus.SELECT_NAN_SCORES
+    assert int(idx) == 1 and int(status) == Status.NAN_SCORES
 
 
 def test_select_empty_mask_error_eagerly_flag_under_jit():
@@ -63,7 +64,7 @@ def test_select_empty_mask_error_eagerly_flag_under_jit():
     with pytest.raises(ValueError, match="mask"):
         bonus.argmax_tie(v, jnp.zeros(2, bool))
     _, status = jax.jit(bonus.select_index)(v, jnp.zeros(2, bool))
-    assert int(status) == bonus.SELECT_EMPTY_MASK
+    assert int(status) == Status.EMPTY_MASK
     learner, state = small_learner()
     with pytest.raises(ValueError, match="mask"):
         learner.select(state, jnp.eye(3), jnp.zeros(3, bool))
@@ -93,7 +94,7 @@ def test_interact_reports_select_status():
     step = jax.jit(mlogb.interact(learner, env._replace(observe=empty_observe)))
     es = env.init(jax.random.key(0))
     _, _, m = step(state, es, jax.random.key(1))
-    assert int(m.select_status) == bonus.SELECT_EMPTY_MASK
+    assert int(m.select_status) == Status.EMPTY_MASK
 
 
 # ------------------------------------------------------------------------------- 2. outcomes
@@ -119,9 +120,9 @@ def test_outcome_under_jit_rejected_and_flagged(name):
             jax.tree_util.tree_leaves(kept), jax.tree_util.tree_leaves(before), strict=True
         ):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the whole state kept
-        assert int(new.info.status) == roots.BAD_OUTCOME, y
+        assert int(new.info.status) == Status.BAD_OUTCOME, y
     ok = update(state, x, jnp.asarray(2.0))
-    assert int(ok.t) == int(state.t) + 1 and int(ok.info.status) != roots.BAD_OUTCOME
+    assert int(ok.t) == int(state.t) + 1 and int(ok.info.status) != Status.BAD_OUTCOME
 
 
 # ------------------------------------------------------------------------- 3. hyperparameters

@@ -406,17 +406,19 @@ def test_bad_input_names_the_argument(any_case):
 def test_status_names_wrap_roots_codes():
     from bandits_jax.linalg import roots
 
-    for name in ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE"):
+    for name in ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "INEXACT"):
         assert int(protocols.Status[name]) == getattr(roots, name)
+    assert not hasattr(roots, "BAD_OUTCOME")  # no bandit words in linalg
 
 
 def test_count_status_and_raise_on_failure():
     S = protocols.Status
     codes = np.array([[S.CONVERGED, S.INACTIVE, S.NONFINITE], [S.CONVERGED, S.MAX_STEPS, 99]])
     counts = protocols.count_status(codes)
-    expected = {s.name: int(np.sum(codes == int(s))) for s in S}
-    expected["UNKNOWN(99)"] = 1
+    expected = {s.name.lower(): int(np.sum(codes == int(s))) for s in S}
+    expected["other"] = 1
     assert counts == expected
     protocols.raise_on_failure(np.array([S.CONVERGED, S.INACTIVE]))
-    with pytest.raises(protocols.StatusError, match="NONFINITE=1|'NONFINITE': 1"):
+    # MAX_STEPS, NONFINITE and the unknown 99 are failures: 3 of the 6 codes.
+    with pytest.raises(protocols.StatusError, match="3 of 6 updates failed: .*NONFINITE=1"):
         protocols.raise_on_failure(codes)

@@ -57,8 +57,9 @@ keeps the sign change even where ``psi`` is not monotone) and surfaces its statu
 ``w_{t+1} ~ sum_j p_{t,j} w_{t+1,j}`` (this round's weights on the new base iterates).
 
 Failures: a round whose observations or new iterates are not finite leaves the state unchanged
-and sets ``status = NONFINITE``; ``num_failures`` counts rounds whose status was not
-``CONVERGED``. ``init(hparams)`` is deterministic and takes no key (:mod:`bandits_jax.protocols`).
+and sets ``status = NONFINITE``; ``num_failures`` counts rounds whose status was a failure
+(:func:`bandits_jax.status.is_failure`: a capped fixed-point solve, ``MAX_STEPS``, counts).
+``init(hparams)`` is deterministic and takes no key (:mod:`bandits_jax.protocols`).
 Hyperparameter constructors take arrays for their scalar arguments and broadcast them into a grid
 (points whose pools differ in size cannot be stacked and raise ``ValueError``).
 """
@@ -90,7 +91,8 @@ from bandits_jax.bco.two_point import (
     query_coordinates,
     start,
 )
-from bandits_jax.linalg.roots import CONVERGED, bracketed_newton
+from bandits_jax.linalg.roots import bracketed_newton
+from bandits_jax.status import CONVERGED
 
 Array = jax.Array
 
@@ -399,8 +401,8 @@ class UniversalState(NamedTuple):
       meta: :class:`bandits_jax.bco.meta.AdaptMLProdState` over the ``N_sc + 2`` learners (the
         strongly convex pool first, then convex, linear).
       fixed_point_steps: Newton steps of the last fixed-point solve (int32; 0 when lagged).
-      status, num_failures: last status (worst of the fixed-point solve and the finiteness
-        guard) and count of rounds whose status was not ``CONVERGED``.
+      status, num_failures: last status (the fixed-point solve's, ``NONFINITE`` when the
+        finiteness guard rejected the round) and count of rounds whose status was a failure.
       hparams: :class:`UniversalHParams`.
     """
 

@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.bco import domains as dom
-from bandits_jax.linalg.roots import CONVERGED, INACTIVE
 from bandits_jax.sim.runner import StepFn
+from bandits_jax.status import is_failure
 
 Array = jax.Array
 
@@ -138,7 +138,7 @@ def summarize(env: Any, env_state0: Any, metrics: BCOMetrics, num_rounds: int) -
         P_T=jnp.sum(metrics.path),
         cum_loss=cum,
         best_loss=best,
-        num_failures=jnp.sum((metrics.status != CONVERGED) & (metrics.status != INACTIVE)),
+        num_failures=jnp.sum(is_failure(metrics.status)),
         all_in_domain=jnp.all(metrics.in_domain),
     )
 

@@ -43,9 +43,10 @@ Appendix D.2 only needs ``E[d z eps lam^{1/2} e_i] = g~_t``); only ``||g_t - g~_
 capped coordinate. With Theorem 5's step size ``|eta c_i| <= 1 / (16 d^2 ...) << 1`` and the cap
 never binds; ``state.num_capped`` counts the rounds where it did.
 
-Failures: ``state.status`` is the worst :mod:`bandits_jax.linalg.roots` status of the last update
-(``NONFINITE`` also when the observed value is not finite: the update is then skipped and the state
-kept); ``state.num_failures`` counts updates whose status was not ``CONVERGED``. The start is
+Failures: ``state.status`` is the worst (:func:`bandits_jax.status.worst_of`) root status of the
+last update (``NONFINITE`` also when the observed value is not finite: the update is then skipped
+and the state kept); ``state.num_failures`` counts updates whose status is a failure
+(:func:`bandits_jax.status.is_failure`). The start is
 deterministic (``init(hparams)`` takes no key, see ``bandits_jax.protocols``). A coordinate
 whose root is not finite keeps its previous iterate; a ``MAX_STEPS`` root (still inside the
 bracket) is used.
@@ -61,7 +62,8 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.bco.two_point import Learner, count_failure, fresh_state, grid, make_learner
-from bandits_jax.linalg.roots import NONFINITE, bracketed_newton
+from bandits_jax.linalg.roots import bracketed_newton
+from bandits_jax.status import NONFINITE, worst_of
 
 
 class BoxFTRLHParams(NamedTuple):
@@ -89,8 +91,8 @@ class BoxFTRLState(NamedTuple):
       r_plus, r_minus: the buffers ``r^{(+1)}, r^{(-1)}`` (d,).
       hparams: :class:`BoxFTRLHParams`.
       t: number of updates made (int32).
-      status: worst root status of the last update (int32, ``roots`` codes).
-      num_failures: updates whose status was not ``CONVERGED`` (int32).
+      status: worst root status of the last update (int32, :mod:`bandits_jax.status`).
+      num_failures: updates whose status was a failure (int32).
       num_capped: updates where Lemma 11's condition was enforced by the cap (int32).
     """
 
@@ -338,7 +340,7 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
         res = solve_theta(kappa, gamma, state.theta, max_steps=max_steps)
         ok = jnp.isfinite(res.x) & jnp.isfinite(res.fx)
         theta = jnp.where(ok, res.x, state.theta)
-        root_status = jnp.max(jnp.where(ok, res.status, NONFINITE))
+        root_status = worst_of(jnp.where(ok, res.status, NONFINITE))
 
         finite_in = jnp.isfinite(v) & jnp.all(jnp.isfinite(grad_sum))
         new = BoxFTRLState(

@@ -19,7 +19,7 @@ Protocol (``bandits_jax.protocols.BCOLearner``): a learner is a NamedTuple of pu
 ``hyperparams(domain, ...) -> hparams`` (eager validation; the module-level :func:`hyperparams`
 takes arrays and broadcasts them into a grid). Non-finite observations (or a non-finite update)
 leave the whole learner state unchanged and set ``status = NONFINITE``
-(``bandits_jax.protocols.Status``); ``num_failures`` counts such rounds. ``status`` is
+(:class:`bandits_jax.status.Status`); ``num_failures`` counts such rounds. ``status`` is
 ``CONVERGED`` after a good update.
 
 optax: :func:`optimistic_ogd` (Algorithm 1's step) and :func:`projected_gd` (Algorithm 3's step)
@@ -41,7 +41,7 @@ from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import schedules as sch
-from bandits_jax.linalg.roots import CONVERGED, NONFINITE
+from bandits_jax.status import CONVERGED, NONFINITE, is_failure
 
 Array = jax.Array
 
@@ -158,8 +158,8 @@ def status_of(ok: Array, code: Array | int = CONVERGED) -> Array:
 
 
 def count_failure(num_failures: Array, status: Array) -> Array:
-    """``num_failures`` plus one if ``status`` is a failure (not ``CONVERGED``)."""
-    return num_failures + (status != CONVERGED).astype(jnp.int32)
+    """``num_failures`` plus one if ``status`` is a failure (``status.is_failure``)."""
+    return num_failures + is_failure(status).astype(jnp.int32)
 
 
 def accept(state, new, ok: Array, code: Array | int = CONVERGED):

@@ -25,6 +25,11 @@ stderr (``bandits-jax: error: ...``), exit status 2. Runs are played in chunks o
 progress bar and a checkpoint after each chunk (``DIR/checkpoints``); ``--resume`` continues an
 interrupted run bit-identically; a checkpoint that does not match is one error line too.
 
+Compiling is most of a short run, so compiled chunks go to JAX's persistent compilation cache
+(``--compile-cache DIR|off``, :func:`.options.compile_cache_dir`), in a subdirectory keyed by
+this checkout's source and JAX's version (:func:`.options.source_key`); each summary and the last
+line on stderr say where it is, its entries and size, and how to clear it or turn it off.
+
 CPU threads (``--threads N|auto``, :mod:`bandits_jax.threads`): by default the command runs
 XLA on one thread kept on the least busy core (one per host device with ``--devices N``), which
 keeps its speed when other processes share the machine.
@@ -46,6 +51,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -53,6 +59,7 @@ from typing import Any
 from bandits_jax import threads
 from bandits_jax.cli import bco, bench, kappa, reproduce, sweep
 from bandits_jax.cli.options import (
+    COMPILE_CACHE_ENV,
     DEFAULT_SETTINGS,
     EVAL_SEED_OFFSET,
     PAPER_GRID,
@@ -60,7 +67,8 @@ from bandits_jax.cli.options import (
     UsageError,
     add_common,
     apply_config,
-    compile_cache_dir,
+    compile_cache_path,
+    compiler_options,
     join_negative_values,
     value_options,
 )
@@ -124,6 +132,76 @@ def write_outputs(out: pathlib.Path, written: list[pathlib.Path]) -> None:
     print(f"\nResults in {out.resolve()}:")
     for p in written:
         print(f"  {p.resolve()}")
+
+
+COMPILE_CACHE_MIN_SECONDS = 0.5  # programs compiled faster than this are not cached
+_CACHE_OFF = f"--compile-cache off or {COMPILE_CACHE_ENV}=off"
+_CACHE_ON = f"--compile-cache DIR, or unset ${COMPILE_CACHE_ENV}"
+
+
+def _use_compile_cache(path: pathlib.Path | None) -> None:
+    """Points JAX's persistent compilation cache at ``path`` (``None``: off). JAX opens its cache
+    once per process, so a change (a second command in one process) resets it."""
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", COMPILE_CACHE_MIN_SECONDS)
+    value = None if path is None else str(path)
+    if jax.config.jax_compilation_cache_dir != value:
+        jax.config.update("jax_compilation_cache_dir", value)
+        compilation_cache.reset_cache()
+
+
+def compile_cache_report(args: argparse.Namespace) -> dict[str, Any]:
+    """The compile cache now: ``dir`` (where this checkout's entries go; ``None`` when off),
+    ``root`` (its parent, every checkout's entries), ``enabled``, ``entries`` (JAX's ``*-cache``
+    files) and ``bytes`` (all files under ``dir``)."""
+    path = args.compile_cache_path
+    if path is None:
+        return {"dir": None, "root": None, "enabled": False, "entries": 0, "bytes": 0}
+    entries = size = 0
+    for p in path.rglob("*") if path.is_dir() else ():
+        try:  # another process may evict an entry meanwhile
+            if p.is_file():
+                size += p.stat().st_size
+                entries += p.name.endswith("-cache")
+        except OSError:
+            continue
+    return {
+        "dir": str(path),
+        "root": str(path.parent),
+        "enabled": True,
+        "entries": entries,
+        "bytes": size,
+    }
+
+
+def compile_cache_text(report: dict[str, Any]) -> str:
+    """The summary's lines on the compile cache: where, how big, how to clear or turn it off."""
+    if not report["enabled"]:
+        return f"\nCompile cache: off (turn it on with {_CACHE_ON})\n"
+    d, root = shlex.quote(report["dir"]), shlex.quote(report["root"])
+    return (
+        f"\nCompile cache: on, in {report['dir']}: {report['entries']} entries, "
+        f"{report['bytes'] / 1e6:.1f} MB\n"
+        "  (JAX's persistent compilation cache, keyed by this checkout's source and JAX's "
+        "version: it saves compiling, no result depends on it)\n"
+        f"  clear: rm -rf {d} (this checkout) or rm -rf {root}/src-* (every checkout); "
+        f"turn off: {_CACHE_OFF}\n"
+    )
+
+
+def _compile_cache_line(report: dict[str, Any]) -> str:
+    """The last line on stderr: the cache in one line."""
+    if not report["enabled"]:
+        return f"bandits-jax: compile cache off (on: {_CACHE_ON})"
+    return (
+        f"bandits-jax: compile cache on: {report['dir']}, {report['entries']} entries, "
+        f"{report['bytes'] / 1e6:.1f} MB; clear: rm -rf {shlex.quote(report['dir'])}; "
+        f"off: {_CACHE_OFF}"
+    )
 
 
 def build_parser() -> Parser:
@@ -205,16 +283,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not args.float32:
         jax.config.update("jax_enable_x64", True)
-    cache = compile_cache_dir(args)
-    if cache is not None:  # compiled chunks are reused across runs (first vs second run)
-        jax.config.update("jax_compilation_cache_dir", str(cache))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    # Compiled chunks are reused across runs (first vs second run) of this checkout; bench
+    # compiles nothing itself (its benchmarks run in their own processes).
+    caching = hasattr(args, "compile_cache")
+    args.compile_cache_path = compile_cache_path(args) if caching else None
+    _use_compile_cache(args.compile_cache_path)
+    from bandits_jax.sim import chunks
     from bandits_jax.sim.checkpoint import DirectoryLock
 
     try:
         # One process per output directory: a second one fails at once (one error line).
-        with DirectoryLock(args.out, name=".bandits-jax.lock"):
-            return args.module.run(args)
+        with (
+            DirectoryLock(args.out, name=".bandits-jax.lock"),
+            chunks.compiler_options(compiler_options(args)),
+        ):
+            rc = args.module.run(args)
+        if caching:
+            print(_compile_cache_line(compile_cache_report(args)), file=sys.stderr)
+        return rc
     except KeyboardInterrupt:
         print(
             "\ninterrupted: the checkpoints of finished chunks are kept; rerun with --resume",

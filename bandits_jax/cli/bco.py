@@ -234,8 +234,8 @@ def play(
 ) -> Played:
     """Plays ``configs`` (``(hyperparameters, env-state overrides)`` each) on every seed in one
     batched call: runs ``c * N + n``."""
-    from bandits_jax.linalg import roots
     from bandits_jax.sim import sweep
+    from bandits_jax.status import CONVERGED, MAX_STEPS
 
     N, C = len(seeds), len(configs)
     env_keys, run_keys = sweep.seed_keys(seeds)
@@ -252,9 +252,9 @@ def play(
         regret=np.asarray(summ["regret"], np.float64).reshape(C, N),
         V_T=np.asarray(summ["V_T"], np.float64).reshape(C, N),
         rejected=np.asarray([sweep.rejected_count(s) for s in status]),
-        max_steps=np.asarray([int(np.sum(s == roots.MAX_STEPS)) for s in status]),
+        max_steps=np.asarray([int(np.sum(s == MAX_STEPS)) for s in status]),
         all_in_domain=bool(np.all(np.asarray(summ["all_in_domain"]))),
-        best_point_ok=bool(np.all(np.asarray(summ["best_point_status"]) == roots.CONVERGED)),
+        best_point_ok=bool(np.all(np.asarray(summ["best_point_status"]) == CONVERGED)),
     )
 
 
@@ -421,15 +421,18 @@ def run_studies(cfg: dict, plan: StudyPlan, *, studies: Sequence[str] = STUDIES)
     return result
 
 
-def num_calls(cfg: dict, studies: Sequence[str], learners: Sequence[str], tuning: bool) -> int:
-    """Batched calls the studies make (for the progress bar)."""
-    per = 2 if tuning else 1
-    n = 0
+def trial_rounds(cfg: dict, studies: Sequence[str], plan: StudyPlan) -> int:
+    """Trial-rounds the studies play (the progress bar's total): per learner, the d
+    study plays each d on the evaluation seeds, the V_T study each point (amplitudes and the
+    noise point); with several scales each also plays scales x points on the tuning seeds."""
+    n_scales = len(plan.scales)
+    per_point = len(plan.eval_seeds) + (n_scales * len(plan.tuning_seeds) if n_scales > 1 else 0)
+    points = 0
     if "dimension" in studies:
-        n += len(cfg["dims"]) * len(learners) * per
+        points += len(cfg["dims"])
     if "variation" in studies:
-        n += len(learners) * per
-    return n
+        points += len(cfg["amplitudes"]) + 1
+    return len(plan.learners or BCO_LEARNERS) * points * per_point * cfg["T"]
 
 
 # ----------------------------------------------------------------------------- command
@@ -517,14 +520,13 @@ def run(args: argparse.Namespace) -> int:
     from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import Progress
 
-    from . import dtype_of, say, write_outputs
+    from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
 
     plan = args.plan
     cfg, studies, scales = plan["cfg"], plan["studies"], plan["scales"]
     out = pathlib.Path(args.out)
     dtype = dtype_of(args)
     tuning = len(scales) > 1
-    calls = num_calls(cfg, studies, plan["learners"], tuning)
     say(
         args,
         f"bco: studies {studies}, learners {plan['learners']}, T = {cfg['T']}, "
@@ -533,18 +535,18 @@ def run(args: argparse.Namespace) -> int:
            if tuning else "")
         + f", {jnp.dtype(dtype).name}",
     )  # fmt: skip
-    bar = Progress(calls * cfg["T"], "bco", enabled=not args.quiet)
-    runner = ChunkedRunner(
-        out / "checkpoints" / "bco",
-        chunk=args.chunk,
-        resume=args.resume,
-        progress=bar,
-        config={"cfg": cfg, "scales": scales, "dtype": jnp.dtype(dtype).name},
-    )
     study = StudyPlan(
-        plan["eval_seeds"], plan["tuning_seeds"], scales, plan["learners"], runner, dtype
+        plan["eval_seeds"], plan["tuning_seeds"], scales, plan["learners"], None, dtype
     )
-    result = run_studies(cfg, study, studies=studies)
+    with Progress(trial_rounds(cfg, studies, study), "bco", enabled=not args.quiet) as bar:
+        runner = ChunkedRunner(
+            out / "checkpoints" / "bco",
+            chunk=args.chunk,
+            resume=args.resume,
+            progress=bar,
+            config={"cfg": cfg, "scales": scales, "dtype": jnp.dtype(dtype).name},
+        )
+        result = run_studies(cfg, study._replace(runner=runner), studies=studies)
     result["config"]["command"] = (
         " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv
     )
@@ -552,9 +554,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plots:
         plotting.bco_figure(result, out / "bco_dimension.png")
         written.append(out / "bco_dimension.png")
+    result["compile_cache"] = compile_cache_report(args)
     sweep.write_json(out / "bco.json", result)
     sweep.write_csv(out / "bco.csv", tables.bco_rows(result))
-    summary = tables.bco_summary(result)
+    summary = tables.bco_summary(result) + compile_cache_text(result["compile_cache"])
     (out / "bco_summary.txt").write_text(summary)
     written += [out / "bco.json", out / "bco.csv", out / "bco_summary.txt"]
     print("\n" + summary)

@@ -34,6 +34,7 @@ and ``kappa_summary.txt`` (the table and, per learner, ``regret(S_max) / regret(
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -355,19 +356,22 @@ def _recorded_seconds(ckdir: pathlib.Path) -> float:
     )
 
 
-def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dict) -> dict:
-    """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record."""
+def play_cell(
+    cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dict, show_progress: bool = False
+) -> dict:
+    """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record; with
+    ``show_progress`` a bar counts its trial-rounds (tuning and evaluation)."""
     import jax
     import jax.numpy as jnp
 
     from bandits_jax import envs
     from bandits_jax.sim import sweep
+    from bandits_jax.sim.chunks import Progress
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
     spec = game.spec
     label = f"synth-{d}-{K} S={S:g}"
-    kw = {**common, "config": cell.identity}
     tuning: dict[str, Any] | None = None
     t0 = time.perf_counter()
     if cell.mode == "recipe":
@@ -376,15 +380,10 @@ def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dic
         hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
         grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
         exp = sweep.Experiment(spec.label, label, game.step, game.learner.init, hp, grid, env.init)
-        ev = sweep.run_sweep(
-            [exp],
-            num_rounds=T,
-            seeds=plan["eval_seeds"],
-            checkpoint_dir=cell.path / "evaluation",
-            **kw,
+        runs = len(plan["eval_seeds"])
+        play = functools.partial(
+            sweep.run_sweep, seeds=plan["eval_seeds"], checkpoint_dir=cell.path / "evaluation"
         )
-        compile_s = ev.compile_seconds
-        point = {"l": l_, "e": e_, "beta": b_}
     else:
         pg = plan["grid"]
         g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
@@ -395,14 +394,22 @@ def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dic
         exp = sweep.Experiment(
             spec.label, label, game.step, game.learner.init, hp_u, grid_u, env.init
         )
-        res = sweep.tune_and_evaluate(
-            [exp],
-            num_rounds=T,
+        runs = len(uniq) * len(plan["tuning_seeds"]) + len(plan["eval_seeds"])
+        play = functools.partial(
+            sweep.tune_and_evaluate,
             tuning_seeds=plan["tuning_seeds"],
             eval_seeds=plan["eval_seeds"],
             checkpoint_dir=str(cell.path),
-            **kw,
         )
+    bar_label = f"S={S:g} {cell.learner} {cell.mode}"
+    with Progress(runs * T, bar_label, enabled=show_progress) as bar:  # trial-rounds
+        played = play([exp], num_rounds=T, config=cell.identity, progress=bar, **common)
+    if cell.mode == "recipe":
+        ev = played
+        compile_s = ev.compile_seconds
+        point = {"l": l_, "e": e_, "beta": b_}
+    else:
+        res = played
         ev = res.evaluation_sweep
         compile_s = res.tuning_sweep.compile_seconds + ev.compile_seconds
         finals_u = np.asarray(res.tuning_sweep.experiments[0].metrics["regret"], np.float64)
@@ -559,7 +566,6 @@ def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
                     {
                         "label": spec.legend,
                         "mode": mode,
-                        "color": spec.color,
                         "S": [c["S"] for c in mine],
                         "mean": [c["final_regret_mean"] for c in mine],
                         "se": [c["final_regret_se"] for c in mine],
@@ -577,9 +583,8 @@ def run(args: argparse.Namespace) -> int:
 
     from bandits_jax import plotting
     from bandits_jax.sim import sharding, sweep
-    from bandits_jax.sim.chunks import Progress
 
-    from . import dtype_of, say, write_outputs
+    from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
 
     t_start = time.perf_counter()
     plan = args.plan
@@ -611,16 +616,20 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(cell.path)  # a fresh run starts from nothing
         cell.path.mkdir(parents=True, exist_ok=True)
         _atomic_json(cell.path / "identity.json", cell.identity)
-        bar = Progress(plan["T"], f"S={cell.S:g} {cell.learner} {cell.mode}",
-                       enabled=not args.quiet)  # fmt: skip
         common = {
             "mesh": mesh,
             "chunk_size": plan["chunk"],
-            "progress": bar,
             "resume": args.resume,
             "max_bytes": "auto",
         }
-        rec = play_cell(cell, games[cell.learner], plan, dtype=dtype, common=common)
+        rec = play_cell(
+            cell,
+            games[cell.learner],
+            plan,
+            dtype=dtype,
+            common=common,
+            show_progress=not args.quiet,
+        )
         _atomic_json(done, rec)
         results.append(rec)
         say(
@@ -651,6 +660,7 @@ def run(args: argparse.Namespace) -> int:
         },
         "cells": results,
         "growth": growth(results),
+        "compile_cache": compile_cache_report(args),
     }
     written = []
     if args.plots:
@@ -668,7 +678,7 @@ def run(args: argparse.Namespace) -> int:
         written.append(out / "kappa.png")
     sweep.write_json(out / "kappa.json", report)
     sweep.write_csv(out / "kappa.csv", rows)
-    text = summary(report, rows)
+    text = summary(report, rows) + compile_cache_text(report["compile_cache"])
     (out / "kappa_summary.txt").write_text(text)
     written += [out / "kappa.json", out / "kappa.csv", out / "kappa_summary.txt"]
     print("\n" + text)

@@ -461,12 +461,26 @@ def check_threads(errors: list[str], value: Any) -> None:
         errors.append(str(e))
 
 
+XLA_OPT_LEVELS = ("auto", "default", "0", "1", "2", "3")
+XLA_OPT_AUTO_HELP = "0 for --quick runs (compiling is most of them), XLA's own otherwise"
+
+
+def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The XLA options of ``--xla-opt-level`` for :func:`bandits_jax.sim.chunks.compiler_options`
+    (``None``: XLA's defaults)."""
+    level = getattr(args, "xla_opt_level", None) or "default"
+    if level == "auto":  # from python -m benchmarks.xla_opt_level (docs/bench/xla_opt_level.json)
+        level = "0" if getattr(args, "quick", False) else "default"
+    return None if level == "default" else {"xla_backend_optimization_level": int(level)}
+
+
 COMPILE_CACHE_ENV = "BANDITS_JAX_COMPILE_CACHE"  # a directory or "off"; --compile-cache wins
 
 
 def compile_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
-    """Where JAX's persistent compilation cache lives (``None``: off): ``--compile-cache``, else
-    ``$BANDITS_JAX_COMPILE_CACHE``, else ``<data root>/xla``."""
+    """The root of JAX's persistent compilation cache (``None``: off): ``--compile-cache``, else
+    ``$BANDITS_JAX_COMPILE_CACHE``, else ``<data root>/xla``. Entries go to its
+    :func:`source_key` subdirectory (:func:`compile_cache_path`)."""
     value = getattr(args, "compile_cache", None) or os.environ.get(COMPILE_CACHE_ENV)
     if value == "off":
         return None
@@ -475,6 +489,34 @@ def compile_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
     root = os.environ.get("BANDITS_JAX_DATA")
     base = pathlib.Path(root).expanduser() if root else pathlib.Path("~/.cache/bandits_jax")
     return base.expanduser() / "xla"
+
+
+def source_key(root: pathlib.Path | None = None) -> str:
+    """The compile cache's subdirectory for this checkout: ``src-<hash>-jax-<version>``.
+
+    The hash (12 hex digits of SHA-256) covers the relative path and bytes of every ``*.py``
+    under ``root`` (default: the installed ``bandits_jax`` package), in path order, so entries
+    another checkout or version wrote cannot shorten this one's cold-start timing (JAX keys
+    every entry by its program, so they could never change a result). A few milliseconds.
+    """
+    import hashlib
+
+    import jax
+
+    root = pathlib.Path(__file__).resolve().parents[1] if root is None else root
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        data = path.read_bytes()
+        h.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+    return f"src-{h.hexdigest()[:12]}-jax-{jax.__version__}"
+
+
+def compile_cache_path(args: argparse.Namespace) -> pathlib.Path | None:
+    """The directory the command's compiled programs go to: :func:`compile_cache_dir`'s
+    :func:`source_key` subdirectory (``None``: the cache is off; nothing is hashed then)."""
+    root = compile_cache_dir(args)
+    return None if root is None else root / source_key()
 
 
 def finish(errors: list[str], args: argparse.Namespace) -> None:
@@ -548,11 +590,25 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
     (
         "run",
+        "--xla-opt-level",
+        dict(
+            choices=XLA_OPT_LEVELS,
+            default="auto",
+            help="XLA's CPU optimisation level for the compiled chunks: 0 compiles faster and "
+            "runs slower, 'default' is XLA's own, auto: " + XLA_OPT_AUTO_HELP + " (python -m "
+            "benchmarks.xla_opt_level measures both); it never changes results",
+        ),
+    ),
+    (
+        "run",
         "--compile-cache",
         dict(
+            metavar="DIR|off",
             help="JAX's persistent compilation cache (default $BANDITS_JAX_COMPILE_CACHE, else "
             "$BANDITS_JAX_DATA/xla or ~/.cache/bandits_jax/xla; 'off' disables it): a second run "
-            "skips most compiling",
+            "skips most compiling. Entries go to a subdirectory DIR/src-<hash>-jax-<version> "
+            "keyed by this checkout's source and JAX version; the summary says where, how big "
+            "and how to clear it",
         ),
     ),
 )

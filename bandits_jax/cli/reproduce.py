@@ -146,7 +146,6 @@ class LearnerSpec(NamedTuple):
         without a sketch).
       hparams: ``Recipe -> hyperparameters`` for the learner's ``init``.
       sketched: whether ``m`` applies (shown in the ``m`` column).
-      color: matplotlib colour of its curves (``None``: the default cycle).
       kind: for a tuned learner, its :data:`bandits_jax.mlogb.recipes.TUNED` entry: ``reproduce``
         runs it at that tuned point instead of ``--l/--e/--beta`` (``sweep`` uses its grid).
     """
@@ -156,8 +155,14 @@ class LearnerSpec(NamedTuple):
     factory: Callable[..., Any]
     hparams: Callable[[Recipe], Any]
     sketched: bool = False
-    color: str | None = None
     kind: str | None = None
+
+    @property
+    def color(self) -> str:
+        """Its colour in every figure (:func:`bandits_jax.plotting.learner_color`)."""
+        from bandits_jax.plotting import learner_color
+
+        return learner_color(self.legend)
 
 
 def sketch_size(K: int, d: int) -> int:
@@ -167,9 +172,7 @@ def sketch_size(K: int, d: int) -> int:
     return section4_m(K, d)
 
 
-def _spec(
-    kind: str, label: str, legend: str, sketched: bool, color: str, tuned: bool = True
-) -> LearnerSpec:
+def _spec(kind: str, label: str, legend: str, sketched: bool, tuned: bool = True) -> LearnerSpec:
     """A registry row for a kind of :mod:`bandits_jax.mlogb.recipes` (``tuned``: ``reproduce``
     runs it at its tuned point, else at ``--l/--e/--beta``)."""
 
@@ -183,24 +186,20 @@ def _spec(
 
         return recipes.hparams_for(kind, **r._asdict())
 
-    return LearnerSpec(label, legend, factory, hparams, sketched, color, kind if tuned else None)
+    return LearnerSpec(label, legend, factory, hparams, sketched, kind if tuned else None)
 
 
 LEARNERS: dict[str, LearnerSpec] = {
-    "eofd": _spec("eofd", "EOFD", "EOFD-MLogB", True, "tab:blue", tuned=False),
-    "oful": _spec("oful", "OFUL", "OFUL-MLogB", False, "tab:orange", tuned=False),
-    "eofd-tuned": _spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True, "tab:cyan"),
-    "eofd-robust": _spec(
-        "eofd-robust", "EOFD robust", "EOFD-MLogB robust (practical)", True, "tab:green"
-    ),
-    "eofd-adaptive": _spec(
-        "eofd-adaptive", "EOFD adaptive", "EOFD-MLogB adaptive (tuned)", True, "tab:olive"
-    ),
-    "oful-tuned": _spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False, "tab:red"),
-    "greedy": _spec("greedy", "greedy", "greedy (robust EOFD estimate)", True, "tab:purple"),
-    "linucb": _spec("linucb", "LinUCB", "LinUCB (tuned)", False, "tab:brown"),
-    "ecolog": _spec("ecolog", "ECOLog", "ada-OFU-ECOLog (tuned)", False, "tab:pink"),
-    "uniform": _spec("uniform", "random", "uniform random", False, "tab:gray"),
+    "eofd": _spec("eofd", "EOFD", "EOFD-MLogB", True, tuned=False),
+    "oful": _spec("oful", "OFUL", "OFUL-MLogB", False, tuned=False),
+    "eofd-tuned": _spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True),
+    "eofd-robust": _spec("eofd-robust", "EOFD robust", "EOFD-MLogB robust (practical)", True),
+    "eofd-adaptive": _spec("eofd-adaptive", "EOFD adaptive", "EOFD-MLogB adaptive (tuned)", True),
+    "oful-tuned": _spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False),
+    "greedy": _spec("greedy", "greedy", "greedy (robust EOFD estimate)", True),
+    "linucb": _spec("linucb", "LinUCB", "LinUCB (tuned)", False),
+    "ecolog": _spec("ecolog", "ECOLog", "ada-OFU-ECOLog (tuned)", False),
+    "uniform": _spec("uniform", "random", "uniform random", False),
 }
 DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 RATIO_PAIRS: tuple[tuple[str, str], ...] = (
@@ -236,17 +235,12 @@ def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
     return args.S if args.S is not None else setting.S
 
 
+KEPT = ("regret", "bonus_spread", "estimate_spread", "explored", "status", "select_status")
+
+
 def keep_mlogb(metrics: Any) -> dict[str, Any]:
-    """The per-round metrics ``reproduce`` keeps on the host."""
-    return {
-        "regret": metrics.regret,
-        "bonus_spread": metrics.bonus_spread,
-        "estimate_spread": metrics.estimate_spread,
-        "explored": metrics.explored,
-        "status": metrics.status,
-        "select_status": metrics.select_status,
-        "rank": metrics.rank,
-    }
+    """The per-round metrics ``reproduce`` keeps on the host (:data:`KEPT`)."""
+    return {k: getattr(metrics, k) for k in KEPT}
 
 
 # ----------------------------------------------------------------------------- options
@@ -330,32 +324,163 @@ def validate(args: argparse.Namespace) -> None:
 # ----------------------------------------------------------------------------- run
 
 
+class _Played(NamedTuple):
+    """One learner's trials on one setting."""
+
+    point: Recipe  # the recipe it ran with (its tuned point, or --l/--e/--beta)
+    S: float | None  # the bound its hyperparameters use (None: LinUCB, uniform)
+    stats: dict[str, Any]  # tables.learner_stats
+    regrets: np.ndarray  # (trials, T) per-round regret
+    per_round: list[float]  # seconds per round of each trial (compile excluded)
+
+
+def _play_learner(
+    args: argparse.Namespace, setting: Setting, lname: str, recipe: Recipe, m: int, bar: Any
+) -> _Played:
+    """Plays ``args.plan``'s trials of learner ``lname`` on ``setting``, one chunked run per
+    trial (trial ``i``: seed ``args.seed + i``, its checkpoints under ``--out``)."""
+    from bandits_jax import mlogb
+    from bandits_jax.sim import sweep
+    from bandits_jax.sim.chunks import ChunkFn, run_chunked
+    from bandits_jax.sim.runner import init_run
+
+    plan, spec = args.plan, LEARNERS[lname]
+    T, K, d = plan["T"], setting.num_outcomes, setting.dim
+    chunk_fn = ChunkFn(mlogb.interact(spec.factory(K, d, m), setting.env))
+    point = tuned_point(spec, recipe)
+    hp = spec.hparams(point)
+    learner_state = spec.factory(K, d, m).init(hp)
+    kept: dict[str, list] = {k: [] for k in KEPT}
+    per_round, compile_s = [], 0.0
+    for i in range(plan["trials"]):
+        env_keys, run_keys = sweep.seed_keys([args.seed + i])
+        if setting.init_env_trial is None:
+            env_state = setting.env.init(env_keys[0])
+        else:  # the environment depends on the trial (e.g. its target class)
+            env_state = setting.init_env_trial(env_keys[0], i)
+        res = run_chunked(
+            chunk_fn,
+            init_run(learner_state, env_state, run_keys[0]),
+            T,
+            chunk_size=plan["chunk"],
+            checkpoint_dir=pathlib.Path(args.out)
+            / "checkpoints"
+            / setting.name
+            / lname
+            / f"trial_{i:03d}",
+            resume=args.resume,
+            config={
+                "setting": setting.name,
+                "learner": lname,
+                "seed": args.seed + i,
+                "l": point.l,
+                "e": point.e,
+                "beta": point.beta,
+                "S": recipe.S,
+                "m": m,
+                "dtype": np.dtype(recipe.dtype).name,
+            },
+            progress=bar,
+            keep=keep_mlogb,
+        )
+        compile_s += res.stats.compile_seconds
+        for k in KEPT:
+            kept[k].append(np.asarray(res.metrics[k]))
+        per_round.append(res.stats.total_run_seconds / T)
+    regrets = np.stack(kept["regret"]).astype(np.float64)
+    stats = tables.learner_stats(
+        regrets,
+        per_round,
+        bonus=np.stack(kept["bonus_spread"]),
+        estimate=np.stack(kept["estimate_spread"]),
+        explored=np.stack(kept["explored"]),
+        status=np.stack(kept["status"]),
+        select_status=np.stack(kept["select_status"]),
+        compile_seconds=compile_s,
+    )
+    S_used = float(hp.S) if hasattr(hp, "S") else None
+    return _Played(point, S_used, stats, regrets, per_round)
+
+
+def _row(setting: Setting, lname: str, m: int, played: _Played, plan: dict) -> dict[str, Any]:
+    """One learner's line of ``reproduce.csv``."""
+    spec, st, p = LEARNERS[lname], played.stats, played.point
+    return {
+        "setting": setting.name,
+        "learner": spec.label,
+        "d": setting.dim,
+        "K": setting.num_outcomes,
+        "m": m if spec.sketched else "",
+        "l": p.l,
+        "e": p.e,
+        "beta": p.beta,
+        "S": "" if played.S is None else played.S,
+        "trials": plan["trials"],
+        "rounds": plan["T"],
+        "final_regret_mean": st["final_regret_mean"],
+        "final_regret_std": st["final_regret_std"],
+        "ms_per_round_mean": 1e3 * st["seconds_per_round_mean"],
+        "ms_per_round_std": 1e3 * st["seconds_per_round_std"],
+        "compile_s": st["compile_seconds"],
+        "bonus_ratio": st["bonus_ratio_median"],
+        "explore_rate": st["explore_rate"],
+        "rejected_updates": st["rejected_updates"],
+        "max_steps": st["max_steps"],
+        "flagged_selections": st["flagged_selections"],
+    }
+
+
+def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict, dict, list]:
+    """Every learner of the plan on setting ``name``: its report entry, the played learners
+    (legend -> :class:`_Played`) and its CSV rows. Learners defined for K = 1 only are skipped
+    on K >= 2 settings with a note."""
+    from bandits_jax.sim.chunks import Progress
+
+    plan = args.plan
+    setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
+    K, d = setting.num_outcomes, setting.dim
+    recipe = Recipe(K, d, learner_bound(args, setting), plan["T"], args.l, args.e,
+                    opt.beta_arg(args.beta), env_rewards(setting), dtype)  # fmt: skip
+    m = args.sketch or sketch_size(K, d)
+    playing = [n for n in plan["learners"] if supports(LEARNERS[n], K)]
+    for n in plan["learners"]:
+        if n not in playing:
+            plan["notes"].append(f"{LEARNERS[n].label} skipped on {name}: defined for K = 1 only.")
+    entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
+    played, rows, by_key = {}, [], {}
+    total = len(playing) * plan["trials"] * plan["T"]  # trial-rounds
+    with Progress(total, name, enabled=not args.quiet) as bar:
+        for lname in playing:
+            spec = LEARNERS[lname]
+            p = _play_learner(args, setting, lname, recipe, m, bar)
+            entry["learners"][spec.label] = {
+                **p.stats, "l": p.point.l, "e": p.point.e, "beta": p.point.beta, "S": p.S
+            }  # fmt: skip
+            by_key[lname], played[spec.legend] = p.stats, p
+            rows.append(_row(setting, lname, m, p, plan))
+    entry["ratios"] = tables.pair_ratios(by_key, RATIO_PAIRS)
+    entry.update(entry["ratios"])  # "eofd_over_oful": {...} at the top level, as before
+    return entry, played, rows
+
+
 def run(args: argparse.Namespace) -> int:
     import jax
 
-    from bandits_jax import mlogb, plotting
+    from bandits_jax import plotting
     from bandits_jax.sim import sweep
-    from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
-    from bandits_jax.sim.runner import init_run
 
-    from . import dtype_of, say, write_outputs
+    from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
 
     plan = args.plan
     out = pathlib.Path(args.out)
-    T, trials, chunk, names, learners = (
-        plan["T"],
-        plan["trials"],
-        plan["chunk"],
-        plan["settings"],
-        plan["learners"],
-    )
+    T, trials, chunk = plan["T"], plan["trials"], plan["chunk"]
     dtype = dtype_of(args)
     dtype_name = jax.numpy.dtype(dtype).name
     say(
         args,
-        f"reproduce: settings {names}, learners {learners}, T = {T}, {trials} trials, "
-        f"chunks of {chunk} rounds, {dtype_name}, (l, e) = ({args.l}, {args.e}),"
-        f" beta = {args.beta}",
+        f"reproduce: settings {plan['settings']}, learners {plan['learners']}, T = {T}, "
+        f"{trials} trials, chunks of {chunk} rounds, {dtype_name}, (l, e) = ({args.l}, "
+        f"{args.e}), beta = {args.beta}",
     )
     report: dict[str, Any] = {
         "command": " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv,
@@ -371,128 +496,24 @@ def run(args: argparse.Namespace) -> int:
         "settings": {},
     }
     regret_panels, time_panels, rows = [], [], []
-    colors = {}
-    for name in names:
-        setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
-        K, d = setting.num_outcomes, setting.dim
-        recipe = Recipe(K, d, learner_bound(args, setting), T, args.l, args.e,
-                        opt.beta_arg(args.beta), env_rewards(setting), dtype)  # fmt: skip
-        m = args.sketch or sketch_size(K, d)
-        bar = Progress(len(learners) * trials * T, name, enabled=not args.quiet)
-        entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
-        curves, times, by_key = {}, {}, {}
-        for lname in learners:
-            spec = LEARNERS[lname]
-            if not supports(spec, K):
-                plan["notes"].append(f"{spec.label} skipped on {name}: defined for K = 1 only.")
-                continue
-            learner = spec.factory(K, d, m)
-            chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
-            point = tuned_point(spec, recipe)
-            hp = spec.hparams(point)
-            ls = learner.init(hp)
-            S_used = float(hp.S) if hasattr(hp, "S") else None  # LinUCB, uniform: no S
-            kept: dict[str, list] = {k: [] for k in ("regret", "bonus", "estimate", "explored")}
-            kept["status"], kept["select_status"], per_round, compile_s = [], [], [], 0.0
-            final_rank: list[int] = []
-            for i in range(trials):
-                env_keys, run_keys = sweep.seed_keys([args.seed + i])
-                if setting.init_env_trial is None:
-                    env_state = setting.env.init(env_keys[0])
-                else:  # the environment depends on the trial (e.g. its target class)
-                    env_state = setting.init_env_trial(env_keys[0], i)
-                state = init_run(ls, env_state, run_keys[0])
-                res = run_chunked(
-                    chunk_fn,
-                    state,
-                    T,
-                    chunk_size=chunk,
-                    checkpoint_dir=out / "checkpoints" / name / lname / f"trial_{i:03d}",
-                    resume=args.resume,
-                    config={
-                        "setting": name,
-                        "learner": lname,
-                        "seed": args.seed + i,
-                        "l": point.l,
-                        "e": point.e,
-                        "beta": point.beta,
-                        "S": recipe.S,
-                        "m": m,
-                        "dtype": dtype_name,
-                    },
-                    progress=bar,
-                    keep=keep_mlogb,
-                )
-                compile_s += res.stats.compile_seconds
-                kept["regret"].append(np.asarray(res.metrics["regret"], np.float64))
-                kept["bonus"].append(res.metrics["bonus_spread"])
-                kept["estimate"].append(res.metrics["estimate_spread"])
-                kept["explored"].append(res.metrics["explored"])
-                kept["status"].append(res.metrics["status"])
-                kept["select_status"].append(res.metrics["select_status"])
-                final_rank.append(int(np.asarray(res.metrics["rank"])[-1]))
-                per_round.append(res.stats.total_run_seconds / T)
-            regrets = np.stack(kept["regret"])
-            stats = tables.learner_stats(
-                regrets,
-                per_round,
-                bonus=np.stack(kept["bonus"]),
-                estimate=np.stack(kept["estimate"]),
-                explored=np.stack(kept["explored"]),
-                status=np.stack(kept["status"]),
-                select_status=np.stack(kept["select_status"]),
-                compile_seconds=compile_s,
-            )
-            entry["learners"][spec.label] = {
-                **stats,
-                "l": point.l,
-                "e": point.e,
-                "beta": point.beta,
-                "S": S_used,
-            }
-            by_key[lname] = stats
-            curves[spec.legend], times[spec.legend] = regrets, per_round
-            colors[spec.legend] = spec.color
-            rows.append(
-                {
-                    "setting": name,
-                    "learner": spec.label,
-                    "d": d,
-                    "K": K,
-                    "m": m if spec.sketched else "",
-                    "l": point.l,
-                    "e": point.e,
-                    "beta": point.beta,
-                    "S": "" if S_used is None else S_used,
-                    "trials": trials,
-                    "rounds": T,
-                    "final_regret_mean": stats["final_regret_mean"],
-                    "final_regret_std": stats["final_regret_std"],
-                    "ms_per_round_mean": 1e3 * stats["seconds_per_round_mean"],
-                    "ms_per_round_std": 1e3 * stats["seconds_per_round_std"],
-                    "compile_s": compile_s,
-                    "bonus_ratio": stats["bonus_ratio_median"],
-                    "explore_rate": stats["explore_rate"],
-                    "rejected_updates": stats["rejected_updates"],
-                    "max_steps": stats["max_steps"],
-                    "flagged_selections": stats["flagged_selections"],
-                }
-            )
-        entry["ratios"] = tables.pair_ratios(by_key, RATIO_PAIRS)
-        entry.update(entry["ratios"])  # "eofd_over_oful": {...} at the top level, as before
+    for name in plan["settings"]:
+        entry, played, setting_rows = _play_setting(args, name, dtype)
         report["settings"][name] = entry
-        regret_panels.append((setting.title, curves))
-        time_panels.append((setting.title, times))
+        rows += setting_rows
+        regret_panels.append((entry["title"], {k: p.regrets for k, p in played.items()}))
+        time_panels.append((entry["title"], {k: p.per_round for k, p in played.items()}))
 
     written = []
     if args.plots:
-        plotting.regret_figure(regret_panels, out / "reproduce_regret.png", colors=colors)
-        plotting.time_figure(time_panels, out / "reproduce_time.png", colors=colors)
+        plotting.regret_figure(regret_panels, out / "reproduce_regret.png")
+        plotting.time_figure(time_panels, out / "reproduce_time.png")
         written += [out / "reproduce_regret.png", out / "reproduce_time.png"]
+    report["compile_cache"] = compile_cache_report(args)
     sweep.write_json(out / "reproduce.json", report)
     sweep.write_csv(out / "reproduce.csv", rows)
     labels = {k: v.label for k, v in LEARNERS.items()}
     summary = tables.reproduce_summary(report, rows, plan["notes"], labels)
+    summary += compile_cache_text(report["compile_cache"])
     (out / "reproduce_summary.txt").write_text(summary)
     written += [out / "reproduce.json", out / "reproduce.csv", out / "reproduce_summary.txt"]
     print("\n" + summary)

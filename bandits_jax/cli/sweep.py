@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     from bandits_jax.sim import sharding, sweep
     from bandits_jax.sim.chunks import Progress
 
-    from . import dtype_of, say, write_outputs
+    from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
 
     out = pathlib.Path(args.out)
     T = args.rounds
@@ -331,11 +331,16 @@ def run(args: argparse.Namespace) -> int:
         },
     )
     ck = out / "checkpoints" / "sweep"
-    # The bar counts rounds of the batched sweep (every run advances together).
-    bar = Progress(T, f"tuning ({total_runs} runs)", enabled=not args.quiet)
-    tune = sweep.run_sweep(
-        exps, num_rounds=T, seeds=tune_seeds, progress=bar, checkpoint_dir=ck / "tuning", **common
-    )
+    # The bars count trial-rounds: every run's rounds (run_sweep adds any padding runs).
+    with Progress(total_runs * T, f"tuning ({total_runs} runs)", enabled=not args.quiet) as bar:
+        tune = sweep.run_sweep(
+            exps,
+            num_rounds=T,
+            seeds=tune_seeds,
+            progress=bar,
+            checkpoint_dir=ck / "tuning",
+            **common,
+        )
     tuning_rows = sweep.table(tune, split="tuning")
     eval_rows = []
     finals = [np.asarray(r.metrics["regret"]).sum(-1).mean(-1) for r in tune.experiments]
@@ -345,15 +350,15 @@ def run(args: argparse.Namespace) -> int:
     if eval_seeds:
         picked = [sweep.select_grid(e, [g]) for e, g in zip(exps, chosen, strict=True)]
         n_eval = len(picked) * len(eval_seeds)
-        bar = Progress(T, f"evaluation ({n_eval} runs)", enabled=not args.quiet)
-        ev = sweep.run_sweep(
-            picked,
-            num_rounds=T,
-            seeds=eval_seeds,
-            progress=bar,
-            checkpoint_dir=ck / "evaluation",
-            **common,
-        )
+        with Progress(n_eval * T, f"evaluation ({n_eval} runs)", enabled=not args.quiet) as bar:
+            ev = sweep.run_sweep(
+                picked,
+                num_rounds=T,
+                seeds=eval_seeds,
+                progress=bar,
+                checkpoint_dir=ck / "evaluation",
+                **common,
+            )
         eval_rows = sweep.table(ev, split="evaluation")
     timing = {
         "runs": total_runs,
@@ -368,6 +373,7 @@ def run(args: argparse.Namespace) -> int:
             loop_run_seconds=loop["run_seconds"], loop_compile_seconds=loop["compile_seconds"]
         )
     rows = tuning_rows + eval_rows
+    cache = compile_cache_report(args)
     sweep.write_csv(out / "sweep.csv", rows)
     sweep.write_json(
         out / "sweep.json",
@@ -384,6 +390,7 @@ def run(args: argparse.Namespace) -> int:
                 for r, g in zip(tune.experiments, chosen, strict=True)
             ],
             "rows": rows,
+            "compile_cache": cache,
         },
     )
     written = [out / "sweep.csv", out / "sweep.json"]
@@ -396,6 +403,7 @@ def run(args: argparse.Namespace) -> int:
         args.select,
     )  # fmt: skip
     summary += memory_summary([("tuning", tune)] + ([("evaluation", ev)] if eval_seeds else []))
+    summary += compile_cache_text(cache)
     (out / "sweep_summary.txt").write_text(summary)
     written.append(out / "sweep_summary.txt")
     print("\n" + summary)

@@ -1,9 +1,10 @@
 """Pure functions behind the command's tables and summaries (numpy in, dicts and text out).
 
-Status codes are counted by name (:data:`bandits_jax.sim.sweep.STATUS_NAMES`): a *rejected*
-update is one whose code is in :data:`bandits_jax.sim.sweep.REJECTED_STATUSES` (``NONFINITE``
-and any rejection code added there), ``MAX_STEPS`` marks a kept step whose iteration hit its cap,
-and ``INACTIVE`` (no projection needed) is healthy.
+Status codes (:mod:`bandits_jax.status`) are counted by lower-case name
+(:func:`bandits_jax.status.count_status`): a *rejected* update is one whose code is in
+:data:`bandits_jax.status.REJECTED_CODES`, ``MAX_STEPS`` marks a kept step whose iteration hit its
+cap, and ``INACTIVE`` (no projection needed) is healthy; a *flagged* selection is one whose code
+is a failure (``NAN_SCORES``, ``EMPTY_MASK``).
 """
 
 from __future__ import annotations
@@ -14,19 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from bandits_jax.sim.sweep import (
-    GREEDY_RATIO,
-    REJECTED_STATUSES,
-    STATUS_NAMES,
-    format_table,
-    rejected_count,
-    status_counts,
-)
+from bandits_jax.sim.sweep import GREEDY_RATIO, format_table, rejected_count
+from bandits_jax.status import REJECTED_CODES, count_status, is_failure
 
 __all__ = [
-    "STATUS_NAMES",
-    "REJECTED_STATUSES",
-    "status_counts",
     "rejected_count",
     "median_ratio",
     "downsample",
@@ -86,8 +78,8 @@ def learner_stats(
       bonus, estimate: ``(trials, T)`` spreads for the exploration diagnostic.
       explored: ``(trials, T)`` whether the optimistic choice differed from the greedy one.
       status: ``(trials, T)`` update status codes.
-      select_status: ``(trials, T)`` selection status codes (``mlogb.bonus.SELECT_*``; non-zero:
-        NaN scores or an empty action set were flagged that round).
+      select_status: ``(trials, T)`` selection status codes (a failure, ``NAN_SCORES`` or
+        ``EMPTY_MASK``: NaN scores or an empty action set were flagged that round).
       compile_seconds: compile time spent for this learner.
     """
     regrets = np.asarray(regrets, np.float64)
@@ -114,12 +106,12 @@ def learner_stats(
         "cumulative_regret_std": std_y,
     }
     if status is not None:
-        counts = status_counts(status)
+        counts = count_status(status)
         out["status_counts"] = counts
         out["rejected_updates"] = rejected_count(status)
         out["max_steps"] = counts["max_steps"]
     if select_status is not None:
-        out["flagged_selections"] = int(np.count_nonzero(np.asarray(select_status)))
+        out["flagged_selections"] = int(np.count_nonzero(is_failure(np.asarray(select_status))))
     return out
 
 
@@ -241,7 +233,7 @@ def status_lines(rows: Sequence[Mapping[str, Any]], *, total_key: str = "updates
             cap.append(f"{where} {r['max_steps']} of {n}")
         if r.get("flagged_selections"):
             sel.append(f"{where} {r['flagged_selections']} of {n}")
-    names = ", ".join(STATUS_NAMES[c] for c in sorted(REJECTED_STATUSES))
+    names = ", ".join(c.name.lower() for c in sorted(REJECTED_CODES))
     out = ["Update status:"]
     out.append(
         f"  rejected {total_key} ({names}; the state kept its last good value): "

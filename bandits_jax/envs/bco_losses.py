@@ -44,7 +44,7 @@ from jax import lax
 
 from bandits_jax import checks
 from bandits_jax.bco import domains as dom
-from bandits_jax.linalg.roots import CONVERGED, MAX_STEPS, NONFINITE
+from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE
 
 Array = jax.Array
 

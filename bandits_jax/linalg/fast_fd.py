@@ -164,6 +164,8 @@ class Rotation(NamedTuple):
       delta: the mass discarded by a shrink (``lambda_{m+1}`` of the core; 0 without one).
       shrink: bool, whether the round shrinks (then the basis is rebuilt, :func:`commit_basis`).
       coeffs: (n, m) coordinates of the new basis in the basis with ``Q`` written in (a shrink).
+      status: the core eigensolve's status (:attr:`bandits_jax.linalg.secular.SecularEigh.status`:
+        ``MAX_STEPS`` when a secular root hit the step cap; int32).
     """
 
     R: jax.Array
@@ -173,6 +175,7 @@ class Rotation(NamedTuple):
     delta: jax.Array
     shrink: jax.Array
     coeffs: jax.Array
+    status: jax.Array
 
 
 def spectral_round(
@@ -238,6 +241,7 @@ def spectral_round(
         delta=jnp.where(shrink, delta, 0.0),
         shrink=shrink,
         coeffs=coeffs,
+        status=eig.status,
     )
 
 

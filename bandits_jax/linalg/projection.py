@@ -32,7 +32,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from bandits_jax.linalg.roots import CONVERGED, INACTIVE, RootResult, bracketed_newton
+from bandits_jax.linalg.roots import RootResult, bracketed_newton
+from bandits_jax.status import CONVERGED, INACTIVE
 
 
 class DualSolution(NamedTuple):
@@ -42,7 +43,8 @@ class DualSolution(NamedTuple):
       nu: the root (0 when the projection is inactive).
       active: whether ``||w'|| > S``.
       steps: Newton/bisection iterations (int32).
-      status: ``roots.CONVERGED``/``MAX_STEPS``/``NONFINITE``, or ``INACTIVE`` (int32).
+      status: ``CONVERGED``/``MAX_STEPS``/``NONFINITE``, or ``INACTIVE`` (int32,
+        :mod:`bandits_jax.status`).
     """
 
     nu: jax.Array
@@ -93,7 +95,7 @@ def solve_dual(
 
     def skip(hi):
         i0 = jnp.zeros((), jnp.int32)
-        return RootResult(zero, zero, i0, i0, zero, zero)
+        return RootResult(zero, zero, i0, jnp.full((), INACTIVE, jnp.int32), zero, zero)
 
     # Unbatched calls skip the loop (and its first evaluation) when the ball is not left; under
     # vmap both branches run and the selects below give the same result.

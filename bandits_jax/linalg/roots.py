@@ -6,7 +6,8 @@ Algorithm 4, eq. D.4). No bandit words here.
 
 The solver follows optimistix's ``_iterate.py`` shape: the loop carry holds the iterate, the
 bracket, the step count and a status; the condition is ``~done & (step < max_steps)``; running out
-of steps and non-finite values become int32 status codes, never exceptions under ``jit``.
+of steps and non-finite values become int32 status codes (:mod:`bandits_jax.status`), never
+exceptions under ``jit``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-# Status codes surfaced by every iterative routine of the library.
-CONVERGED = 0
-MAX_STEPS = 1
-NONFINITE = 2
-INACTIVE = 3  # nothing to solve (e.g. the point already lies in the ball)
-BAD_OUTCOME = 4  # an update given an outcome outside 0..K (or not integer-valued): rejected
-INEXACT = 5  # the result left its constraint by more than the dtype's tolerance and was put back
+# The solver codes of the library's one status space, re-exported for ``roots.CONVERGED`` etc.
+from bandits_jax.status import CONVERGED, INACTIVE, INEXACT, MAX_STEPS, NONFINITE
+
+__all__ = [
+    "CONVERGED",
+    "INACTIVE",
+    "INEXACT",
+    "MAX_STEPS",
+    "NONFINITE",
+    "RootResult",
+    "bracketed_newton",
+]
 
 
 class RootResult(NamedTuple):

@@ -53,6 +53,7 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import is_concrete
+from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE
 
 __all__ = [
     "SecularEigh",
@@ -64,7 +65,7 @@ __all__ = [
 
 UNROLLED = 3  # root steps always taken after the midpoint step (as a rule all that is needed)
 LANES = 8  # width of the vectorised partial reductions of _row_sums
-MAX_STEPS = 64  # further root steps, only while some root is short of its tolerance
+MAX_EXTRA_STEPS = 64  # further root steps, only while some root is short of its tolerance
 
 
 class SecularEigh(NamedTuple):
@@ -74,13 +75,21 @@ class SecularEigh(NamedTuple):
       evals: (n,) eigenvalues, ascending (as ``jnp.linalg.eigh``).
       evecs: (n, n) orthonormal eigenvectors, one per column.
       converged: bool, the inputs were finite and every secular root met its tolerance within
-        ``MAX_STEPS`` iterations (roots that did not still lie in their bracket, so the result
-        stays usable).
+        the step cap, ``1 + UNROLLED + MAX_EXTRA_STEPS`` steps (roots that did not still lie in
+        their bracket, so the result stays usable); :attr:`status` as a status code.
     """
 
     evals: jax.Array
     evecs: jax.Array
     converged: jax.Array
+
+    @property
+    def status(self) -> jax.Array:
+        """``NONFINITE`` if a result is not finite, else ``MAX_STEPS`` if the solve did not
+        converge (a root short of its tolerance at the step cap), else ``CONVERGED`` (int32)."""
+        finite = jnp.all(jnp.isfinite(self.evals)) & jnp.all(jnp.isfinite(self.evecs))
+        code = jnp.where(self.converged, CONVERGED, MAX_STEPS)
+        return jnp.where(finite, code, NONFINITE).astype(jnp.int32)
 
 
 def psd_factor(M: jax.Array) -> jax.Array:
@@ -170,7 +179,7 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     function at each interval's midpoint, which decides the nearer pole (the origin) and gives
     the first two-pole step; ``UNROLLED`` more steps run whatever the tolerance says (a trip
     count known in advance, as a rule all that is needed), then only while some root is short
-    of its tolerance, at most ``MAX_STEPS`` more."""
+    of its tolerance, at most ``MAX_EXTRA_STEPS`` more."""
     n = d.shape[0]
     dtype = d.dtype
     eps = jnp.finfo(dtype).eps
@@ -251,7 +260,7 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
 
     def cond(c):
         k = c[7]
-        return (k <= UNROLLED) | (jnp.any(~c[6]) & (k <= UNROLLED + MAX_STEPS))
+        return (k <= UNROLLED) | (jnp.any(~c[6]) & (k <= UNROLLED + MAX_EXTRA_STEPS))
 
     # Start at each interval's midpoint, relative to the left pole (origin d).
     zero = jnp.zeros_like(d)

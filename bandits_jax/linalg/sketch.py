@@ -183,11 +183,14 @@ class Truncation(NamedTuple):
       U: (m + k, m) top eigenvectors of the core, descending.
       mu: (m,) shrunk weights ``sigma_i^2 - sigma_{m+1}^2`` (eq. 15).
       sigma2: the discarded mass ``sigma_bar_{m+1}^2`` (0 when it does not exist).
+      status: the core eigensolve's status (:attr:`bandits_jax.linalg.secular.SecularEigh.status`:
+        ``MAX_STEPS`` when a secular root hit the step cap; int32).
     """
 
     U: jax.Array
     mu: jax.Array
     sigma2: jax.Array
+    status: jax.Array
 
 
 def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
@@ -196,10 +199,10 @@ def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
     Only (m + k)-sized work; :func:`absorb` then maps ``U`` through ``[V, Q]``.
     """
     k = ext.T.shape[0]
-    evals, evecs = _core_eigh(mu, ext, M)
-    sigma2 = jnp.maximum(evals[k - 1], 0.0)
-    mu_new = jnp.maximum(evals[k:][::-1] - sigma2, 0.0)
-    return Truncation(U=evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2)
+    eig = _core_eigh(mu, ext, M)
+    sigma2 = jnp.maximum(eig.evals[k - 1], 0.0)
+    mu_new = jnp.maximum(eig.evals[k:][::-1] - sigma2, 0.0)
+    return Truncation(U=eig.evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2, status=eig.status)
 
 
 # Largest K for which the FD core's eigendecomposition uses the secular solver (see
@@ -213,7 +216,7 @@ def _use_secular(n: int, k: int) -> bool:
     return k <= SECULAR_MAX_K
 
 
-def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> secular.SecularEigh:
     """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``);
     degenerate directions get a sentinel below every genuine (>= 0) eigenvalue.
 
@@ -223,7 +226,7 @@ def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> tuple[jax.Array, 
     rounds) that vectorise under ``vmap``, instead of a LAPACK ``eigh`` that becomes a loop of
     small calls there. A degenerate direction has a zero row in ``A``, so the secular solver
     deflates it and returns its sentinel and unit vector exactly. The choice is static
-    (:func:`_use_secular`)."""
+    (:func:`_use_secular`); ``jnp.linalg.eigh`` counts as converged."""
     m = mu.shape[0]
     k = ext.T.shape[0]
     A = ext.coords
@@ -232,12 +235,11 @@ def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> tuple[jax.Array, 
     if _use_secular(m + k, k):
         M = 0.5 * (M + M.T)
         sentinel = -(1.0 + jnp.sum(base) + jnp.sum((A @ M) * A))
-        res = secular.lowrank_eigh(base + jnp.where(invalid, sentinel, 0.0), A, M)
-        return res.evals, res.evecs
+        return secular.lowrank_eigh(base + jnp.where(invalid, sentinel, 0.0), A, M)
     S = core(mu, ext, M)
     sentinel = -(1.0 + jnp.trace(S))
     S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
-    return jnp.linalg.eigh(S)
+    return secular.SecularEigh(*jnp.linalg.eigh(S), converged=jnp.asarray(True))
 
 
 def truncate_adaptive(
@@ -255,19 +257,20 @@ def truncate_adaptive(
     """
     m = mu.shape[0]
     k = ext.T.shape[0]
-    evals, evecs = _core_eigh(mu, ext, M)
-    desc = jnp.maximum(evals[::-1], 0.0)  # sigma_1^2 >= sigma_2^2 >= ... (m + k)
+    eig = _core_eigh(mu, ext, M)
+    desc = jnp.maximum(eig.evals[::-1], 0.0)  # sigma_1^2 >= sigma_2^2 >= ... (m + k)
     # Discarding sigma_{j+1}^2 is within budget from some j on (desc is non-increasing).
     first = jnp.sum(desc[: m + 1] > budget).astype(jnp.int32)
     new_rank = jnp.clip(jnp.maximum(jnp.asarray(rank, jnp.int32), first), 0, m)
     sigma2 = desc[new_rank]
     mu_new = jnp.where(jnp.arange(m) < new_rank, jnp.maximum(desc[:m] - sigma2, 0.0), 0.0)
-    return Truncation(U=evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2), new_rank
+    U = eig.evecs[:, k:][:, ::-1]
+    return Truncation(U=U, mu=mu_new, sigma2=sigma2, status=eig.status), new_rank
 
 
 def absorb(
     state: FDState, ext: Extension, M: jax.Array, extra: jax.Array | None = None
-) -> tuple[FDState, jax.Array, jax.Array | None]:
+) -> tuple[FDState, jax.Array, jax.Array | None, jax.Array]:
     """Block FD update absorbing ``X M X^T`` (M PSD, k x k), Algorithm 1.
 
     Args:
@@ -279,12 +282,13 @@ def absorb(
         arithmetic, so a caller's ``[V, Q] c`` rides along for free).
 
     Returns:
-      ``(new_state, sigma2, mapped)`` with ``sigma2`` the discarded squared singular value
-      ``sigma_bar_{m+1}^2`` and ``mapped = [V, Q] extra`` (or None).
+      ``(new_state, sigma2, mapped, status)`` with ``sigma2`` the discarded squared singular
+      value ``sigma_bar_{m+1}^2``, ``mapped = [V, Q] extra`` (or None) and ``status`` the
+      core eigensolve's (:class:`Truncation`).
     """
     tr = truncate(state.mu, ext, M)
     V_new, mapped = map_basis(state.V, ext, tr.U, extra)
-    return FDState(V=V_new, mu=tr.mu, rho=state.rho + tr.sigma2), tr.sigma2, mapped
+    return FDState(V=V_new, mu=tr.mu, rho=state.rho + tr.sigma2), tr.sigma2, mapped, tr.status
 
 
 def map_basis(
@@ -298,8 +302,9 @@ def map_basis(
     return out[:, :m], out[:, m]
 
 
-def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array]:
-    """Absorbs ``B B^T`` for a generic D x k block ``B`` (Algorithm 1 with ``M = I``)."""
+def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array, jax.Array]:
+    """Absorbs ``B B^T`` for a generic D x k block ``B`` (Algorithm 1 with ``M = I``); returns
+    ``(new_state, sigma2, status)`` as :func:`absorb`."""
     ext = extend(state.V, B)
-    new, sigma2, _ = absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
-    return new, sigma2
+    new, sigma2, _, status = absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
+    return new, sigma2, status

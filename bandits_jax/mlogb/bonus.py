@@ -21,6 +21,7 @@ import numpy as np
 from bandits_jax.checks import is_concrete
 from bandits_jax.linalg import jacobi
 from bandits_jax.mlogb import model
+from bandits_jax.status import CONVERGED, EMPTY_MASK, NAN_SCORES
 
 TIE_RTOL = 1e-9
 
@@ -47,17 +48,6 @@ def optimistic_reward(K: int, estimate: jax.Array, bonus: jax.Array) -> jax.Arra
     return jax.nn.sigmoid(index) if K == 1 else index
 
 
-# Selection status (int32 codes, returned by :func:`select_index`).
-SELECT_OK = 0
-SELECT_NAN_SCORES = 1  # some valid score is NaN (never chosen over a finite or infinite one)
-SELECT_EMPTY_MASK = 2  # no valid action: the index (0) means nothing
-SELECT_STATUS_NAMES = {
-    SELECT_OK: "OK",
-    SELECT_NAN_SCORES: "NAN_SCORES",
-    SELECT_EMPTY_MASK: "EMPTY_MASK",
-}
-
-
 def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
     """Eager mask checks (shape, boolean, not all False when concrete); ``None``: all valid.
     Array-likes (a list of bools) are taken as arrays."""
@@ -78,13 +68,14 @@ def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
 
 def select_index(values: jax.Array, mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """Returns ``(index, status)``: the lowest index among valid entries within a relative
-    ``1e-9`` of the maximum (errata 9), and a ``SELECT_*`` status (int32).
+    ``1e-9`` of the maximum (errata 9), and a selection status (int32,
+    :mod:`bandits_jax.status`: ``CONVERGED``, ``NAN_SCORES`` or ``EMPTY_MASK``).
 
     At round 1 every unit-norm action scores the same; a fixed rule makes JAX and numpy paths
     choose the same action. ``+inf`` wins (ties among ``+inf`` go to the lowest index); NaN scores
-    are never chosen over non-NaN ones and set ``SELECT_NAN_SCORES`` (all valid scores NaN: the
+    are never chosen over non-NaN ones and set ``NAN_SCORES`` (all valid scores NaN: the
     lowest valid index); an all-False mask is a ``ValueError`` when the mask is concrete and
-    ``SELECT_EMPTY_MASK`` (index 0) under ``jit``.
+    ``EMPTY_MASK`` (index 0) under ``jit``.
     """
     mask = check_mask(values.shape, mask)
     nan = jnp.isnan(values)
@@ -98,8 +89,8 @@ def select_index(values: jax.Array, mask: jax.Array | None = None) -> tuple[jax.
     idx = jnp.argmax(ok).astype(jnp.int32)
     status = jnp.where(
         ~jnp.any(mask),
-        SELECT_EMPTY_MASK,
-        jnp.where(jnp.any(mask & nan), SELECT_NAN_SCORES, SELECT_OK),
+        EMPTY_MASK,
+        jnp.where(jnp.any(mask & nan), NAN_SCORES, CONVERGED),
     ).astype(jnp.int32)
     return idx, status
 

@@ -38,7 +38,8 @@ same scalar equation with ``x^T (V + nu I)^{-1} x`` gives ``z(nu)``, and ``nu`` 
 the increasing ``1/||theta(nu)|| - 1/S`` on ``[0, (||V c|| + w ||x||)/S]`` (a second bracketed
 Newton, same rules as ``roots.bracketed_newton`` but written out so that each iteration runs one
 inner root, warm-started; its derivative by implicit differentiation of ``z(nu)``). Every loop is
-capped at ``max_steps``; a capped loop reports ``MAX_STEPS``, otherwise ``CONVERGED``.
+capped at ``max_steps``; a capped loop reports ``MAX_STEPS``, otherwise ``CONVERGED``; the
+update's status is the :func:`bandits_jax.status.worst` of its loops'.
 
 Deviations from the public code (each tested against :mod:`bandits_jax.reference.ecolog_numpy`):
 
@@ -67,7 +68,6 @@ from jax import lax
 
 from bandits_jax.checks import check_float, check_int
 from bandits_jax.linalg import roots
-from bandits_jax.linalg.roots import CONVERGED
 from bandits_jax.mlogb.hyperparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
@@ -81,6 +81,7 @@ from bandits_jax.mlogb.learner import (
     from_score_parts,
     guard,
 )
+from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
 
 BETA_FIXED, BETA_THEORY = 0, 1
 DISCREPANCIES = ("squared", "code")
@@ -324,7 +325,7 @@ def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> Pro
             newton = nu - f / df
             ok = jnp.isfinite(newton) & (newton > lo) & (newton < hi)
             nxt = jnp.where(ok, newton, 0.5 * (lo + hi))
-            status = jnp.where(finite, inner.status, roots.NONFINITE)
+            status = jnp.where(finite, inner.status, NONFINITE)
             return (
                 nxt,
                 lo,
@@ -343,17 +344,18 @@ def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> Pro
             return ~carry[6] & (carry[4] < max_steps)
 
         i0 = jnp.zeros((), jnp.int32)
-        init = (zero, zero, hi0, zero, i0, i0, jnp.asarray(False), p, zero, i0, jnp.asarray(True))
+        ok0 = jnp.full((), CONVERGED, jnp.int32)
+        init = (zero, zero, hi0, zero, i0, i0, jnp.asarray(False), p, zero, ok0, jnp.asarray(True))
         _, _, _, _, steps, inner_steps, done, th, nu, inner_status, _ = lax.while_loop(
             cond, body, init
         )
-        status = jnp.where(done, inner_status, jnp.maximum(inner_status, roots.MAX_STEPS))
+        status = jnp.where(done, inner_status, worst(inner_status, MAX_STEPS))
         n = jnp.sqrt(jnp.sum(th * th))
         th = th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0))
         return ProxResult(Q @ th, nu, jnp.asarray(True), steps + inner_steps, status)
 
     res = lax.cond(outside, constrained, lambda _: unc, None)
-    status = jnp.maximum(res.status, jnp.where(outside, root.status, CONVERGED))
+    status = worst(res.status, jnp.where(outside, root.status, CONVERGED))
     return res._replace(steps=res.steps + root.steps, status=status.astype(jnp.int32))
 
 
@@ -447,7 +449,7 @@ def ecolog(
         u = V_inv @ x
         V_inv = V_inv - sens * jnp.outer(u, u) / (1.0 + sens * (x @ u))
         V_inv = 0.5 * (V_inv + V_inv.T)
-        status = jnp.maximum(step.status, bar.status)
+        status = worst(step.status, bar.status)
         info = UpdateInfo(
             projected=step.projected,
             nu=step.nu,

@@ -43,6 +43,10 @@ at large K d (:func:`default_spare_columns`), where the D x (m+K) x m product do
 Putting ``eta grad sigma`` in the core directly (instead of ``P (eta D)^{1/2}`` of eq. 21)
 means errata 4's negative-eigenvalue trap never arises.
 
+The update's status (``info.status``) is the :func:`bandits_jax.status.worst` of Lemma 2's root
+and step 3's eigensolve (``MAX_STEPS`` when a secular root hit its step cap), or ``NONFINITE``
+when the update is rejected.
+
 Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exactly):
 
 - ``regularization="robust"`` (Robust Frequent Directions, Luo, Chen, Zhang & Zhang, JMLR 2019):
@@ -99,10 +103,10 @@ from jax import lax
 
 from bandits_jax import checks
 from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
-from bandits_jax.linalg.roots import NONFINITE
 from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
+from bandits_jax.status import NONFINITE, worst
 
 
 class EOFDState(NamedTuple):
@@ -496,7 +500,7 @@ def eofd(
             projected=sol.active,
             nu=sol.nu,
             newton_steps=sol.steps,
-            status=jnp.where(ok, sol.status, NONFINITE).astype(jnp.int32),
+            status=jnp.where(ok, worst(sol.status, tr.status), NONFINITE).astype(jnp.int32),
             beta=beta_used,
         )
         old = (R, state.mu, state.rho, state.rank, used, state.acc, state.t, state.info)
@@ -606,7 +610,7 @@ def _fast(*, K, d, m, capacity, max_newton_steps, z_scalar, radius_at) -> base.M
         basis = fast_fd.commit_basis(B, out[:, :K], rot, state.used)
         w_new = jnp.where(ok, st.alpha, 1.0) * w + out[:, K]
 
-        status = jnp.where(ok, st.sol.status, NONFINITE).astype(jnp.int32)
+        status = jnp.where(ok, worst(st.sol.status, rot.status), NONFINITE).astype(jnp.int32)
         info = base.UpdateInfo(st.sol.active, st.sol.nu, st.sol.steps, status, beta_used)
         old = (state.R, state.mu, state.rho, state.rank, state.used, state.acc, state.t, state.info)
         new = (rot.R, rot.mu, state.rho + rot.delta, rot.rank, rot.used, acc, state.t + 1, info)

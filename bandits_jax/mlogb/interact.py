@@ -31,8 +31,9 @@ class MLogBMetrics(NamedTuple):
         decision: a tiny ratio means the learner is effectively greedy.
       explored: whether the optimistic choice differs from the greedy choice (argmax of the
         estimate alone): the direct measure of exploration of which the spread ratio is a proxy.
-      select_status: ``bonus.SELECT_*`` code of the selection (``SELECT_NAN_SCORES``: some valid
-        score was NaN and not chosen; ``SELECT_EMPTY_MASK``: no valid action, the round is void).
+      select_status: status code of the selection (:mod:`bandits_jax.status`; ``NAN_SCORES``:
+        some valid score was NaN and not chosen; ``EMPTY_MASK``: no valid action, the round is
+        void).
       rank: the active sketch rank after the update (EOFD; grows with an adaptive sketch size),
         -1 for learners without a sketch.
     """

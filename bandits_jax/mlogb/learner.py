@@ -18,8 +18,16 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
-from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED, INACTIVE, INEXACT, NONFINITE
 from bandits_jax.mlogb import bonus, confidence
+from bandits_jax.status import (
+    BAD_OUTCOME,
+    CONVERGED,
+    INEXACT,
+    NONFINITE,
+    is_failure,
+    status_name,
+    worst,
+)
 
 
 class UpdateInfo(NamedTuple):
@@ -29,7 +37,7 @@ class UpdateInfo(NamedTuple):
       projected: whether the Lemma 2 projection was active.
       nu: its dual variable (0 when inactive).
       newton_steps: root-finder iterations (int32).
-      status: ``roots`` status code (int32); ``NONFINITE`` (non-finite values) and
+      status: :class:`bandits_jax.status.Status` code (int32); ``NONFINITE`` (non-finite values) and
         ``BAD_OUTCOME`` (y outside 0..K or not integer-valued, under ``jit``) mean the update was
         rejected and the previous state kept.
       beta: the confidence radius used by the last selection-time formula (before the update).
@@ -57,7 +65,7 @@ class MLogBLearner(NamedTuple):
 def empty_info(dtype) -> UpdateInfo:
     """A fresh buffer per field (a donated state must not hold one buffer twice)."""
     z = lambda dt: jnp.zeros((), dt)  # noqa: E731
-    return UpdateInfo(z(bool), z(dtype), z(jnp.int32), z(jnp.int32), z(dtype))
+    return UpdateInfo(z(bool), z(dtype), z(jnp.int32), jnp.full((), CONVERGED, jnp.int32), z(dtype))
 
 
 def check_static(
@@ -152,15 +160,15 @@ def guard(old, new):
 def into_ball(state):
     """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than ``4 eps`` of the
     dtype (float32 rounding of Lemma 2's representation at ``||x|| >> D``) is rescaled onto the
-    sphere, and a ``CONVERGED``/``INACTIVE`` status becomes ``INEXACT`` (so it stays true)."""
+    sphere, and the status becomes its :func:`~bandits_jax.status.worst` with ``INEXACT`` (a
+    ``CONVERGED``/``INACTIVE`` one becomes ``INEXACT``, so it stays true)."""
     W, S = state.W, state.hparams.S
     eps = jnp.finfo(W.dtype).eps
     n = jnp.sqrt(jnp.sum(W * W))
     out = n > S * (1.0 + 4.0 * eps)
     W = jnp.where(out, W * (S / jnp.where(out, n, 1.0)), W)
     status = state.info.status
-    flag = out & ((status == CONVERGED) | (status == INACTIVE))
-    status = jnp.where(flag, INEXACT, status).astype(jnp.int32)
+    status = jnp.where(out, worst(status, INEXACT), status).astype(jnp.int32)
     return state._replace(W=W, info=state.info._replace(status=status))
 
 
@@ -267,10 +275,10 @@ def from_score_parts(
         mask = bonus.check_mask((actions.shape[0],), mask)
         check_actions(actions, d)
         idx, status = select_compiled(state, actions, mask)
-        if is_concrete(status) and int(status) != bonus.SELECT_OK:
+        if is_concrete(status) and bool(is_failure(status)):
             raise ValueError(
                 f"select: the scores of valid actions contain NaN "
-                f"({bonus.SELECT_STATUS_NAMES[int(status)]}); the state or actions are not usable"
+                f"({status_name(status)}); the state or actions are not usable"
             )
         return idx
 

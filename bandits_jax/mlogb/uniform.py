@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBLearner,
@@ -31,6 +30,7 @@ from bandits_jax.mlogb.learner import (
     fresh_state,
     from_score_parts,
 )
+from bandits_jax.status import CONVERGED, NONFINITE
 
 
 class UniformHyperparams(NamedTuple):

@@ -31,7 +31,7 @@ __all__ = ["NumpyEOFD", "NumpyOFUL", "sigma", "grad_sigma", "sample_outcome", "s
 
 _TIE_RTOL = 1e-9  # selection tie rule: lowest index within this relative distance of the max
 _ROOT_RTOL = 1e-13  # projection: | ||w_new|| - S | <= _ROOT_RTOL * S
-_ROOT_MAX_STEPS = 200
+_ROOT_STEP_CAP = 200
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +132,7 @@ def project_spectral(
     hi = max(bmax, lam) * (math.sqrt(nrm2) / radius - 1.0)
     nu = 0.0
     steps = 0
-    while steps < _ROOT_MAX_STEPS:
+    while steps < _ROOT_STEP_CAP:
         f, df = f_df(nu)
         root_f = math.sqrt(f)
         if abs(root_f - radius) <= tol:

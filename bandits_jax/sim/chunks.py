@@ -4,7 +4,8 @@ A run of ``T`` rounds is played as ``ceil(T / chunk_size)`` calls of one compile
 (``bandits_jax.sim.runner.play`` over ``chunk_size`` rounds, plus one more compiled length for a
 shorter last chunk). Between chunks the host
 
-* reports progress (rounds done, rounds per second, time left) on stderr,
+* reports progress on stderr (a :class:`Progress` bar: trial-rounds done, their rate, time
+  left, and what is compiling),
 * writes the chunk's metrics (``metrics_00000.npz``, ...) and then the run state
   (``state.npz``: learner, environment and PRNG key as arrays, see :mod:`.checkpoint`), the state
   being written last so that it is the commit point.
@@ -31,6 +32,7 @@ same compiled call (several learners in one sweep).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import json
@@ -45,6 +47,7 @@ from typing import Any, NamedTuple, TextIO
 import jax
 import jax.numpy as jnp
 import numpy as np
+import tqdm
 
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.runner import StepFn, play
@@ -54,6 +57,7 @@ __all__ = [
     "ChunkStats",
     "ChunkedResult",
     "Progress",
+    "compiler_options",
     "run_chunked",
     "memory_figures",
     "tree_bytes",
@@ -63,17 +67,25 @@ PyTree = Any
 
 
 class Progress:
-    """A text progress bar: rounds done, rounds per second (compile excluded), time left.
+    """A progress bar (tqdm) counting trial-rounds: one round of one run, so a chunk of ``L``
+    rounds played by ``N`` runs together counts ``N * L``. Every command counts this unit.
 
-    One bar may span several runs (e.g. the trials and learners of one setting): each run calls
-    :meth:`advance` after every chunk with the chunk's rounds and wall seconds.
+    One bar may span several runs (the trials and learners of one setting, a sweep's batches):
+    :func:`run_chunked` calls :meth:`advance` after each chunk. The time left is tqdm's smoothed
+    rate over wall time, compiling included; while a chunk function compiles the bar says
+    ``compiling ...`` (:meth:`compiling`, called by :meth:`ChunkFn.compiled` for the bar of the
+    innermost ``with`` block or :func:`run_chunked` call). The counts are kept when nothing is
+    drawn.
 
     Args:
-      total: rounds in all.
+      total: trial-rounds in all.
       label: shown before the bar.
-      stream: where to write (default ``sys.stderr``); ``None`` or ``enabled=False`` silences it.
-      min_interval: on a non-terminal stream, seconds between printed lines.
+      stream: where to draw (default ``sys.stderr``).
+      enabled: ``False`` draws nothing (``--quiet``).
+      min_interval: on a stream that is not a terminal (a log), seconds between redraws.
     """
+
+    unit = "trial-rounds"
 
     def __init__(
         self,
@@ -84,68 +96,88 @@ class Progress:
         enabled: bool = True,
         min_interval: float = 5.0,
     ):
-        self.total = int(total)
-        self.label = label
-        self.stream = sys.stderr if stream is None else stream
-        self.enabled = enabled
-        self.min_interval = min_interval
+        stream = sys.stderr if stream is None else stream
+        tty = bool(getattr(stream, "isatty", lambda: False)())
         self.done = 0
-        self.timed_rounds = 0
-        self.timed_seconds = 0.0
-        self._last_print = -math.inf
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def skip(self, rounds: int) -> None:
-        """Counts rounds done earlier (restored from a checkpoint): not part of the rate."""
-        self.done += int(rounds)
-        self._show(force=True)
-
-    def advance(self, rounds: int, seconds: float) -> None:
-        """Counts ``rounds`` just played in ``seconds`` of wall time."""
-        self.done += int(rounds)
-        self.timed_rounds += int(rounds)
-        self.timed_seconds += float(seconds)
-        self._show(force=self.done >= self.total)
-
-    @property
-    def rate(self) -> float:
-        """Rounds per second over the chunks timed so far (nan before the first)."""
-        return self.timed_rounds / self.timed_seconds if self.timed_seconds > 0 else math.nan
-
-    def line(self) -> str:
-        """The current bar as text."""
-        frac = min(1.0, self.done / self.total) if self.total else 1.0
-        width = 24
-        filled = int(round(frac * width))
-        rate = self.rate
-        left = (self.total - self.done) / rate if rate == rate and rate > 0 else math.nan
-        eta = "--:--" if left != left else _fmt_seconds(left)
-        rate_s = "-" if rate != rate else f"{rate:,.0f}"
-        head = f"{self.label} " if self.label else ""
-        return (
-            f"{head}[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} rounds"
-            f" | {rate_s} rounds/s | {eta} left"
+        self._total = int(total)
+        self._tokens: list[contextvars.Token] = []
+        self._bar = tqdm.tqdm(
+            total=self._total,
+            desc=label or None,
+            unit=f" {self.unit}",
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} "
+            "[{elapsed}<{remaining}, {rate_fmt}{postfix}]",
+            file=stream,
+            disable=not enabled,
+            mininterval=0.1 if tty else min_interval,
+            dynamic_ncols=tty,
         )
 
-    def _show(self, force: bool = False) -> None:
-        if not self.enabled or self.stream is None:
-            return
-        now = time.monotonic()
-        if self._tty:
-            end = "\n" if self.done >= self.total else ""
-            self.stream.write("\r" + self.line() + end)
-            self.stream.flush()
-        elif force or now - self._last_print >= self.min_interval:
-            self.stream.write(self.line() + "\n")
-            self.stream.flush()
-            self._last_print = now
+    @property
+    def total(self) -> int:
+        """Trial-rounds in all (a caller may correct it once it knows, e.g. a sweep's batches)."""
+        return self._total
+
+    @total.setter
+    def total(self, value: int) -> None:
+        self._total = int(value)
+        self._bar.total = self._total
+        self._bar.refresh()
+
+    def advance(self, trial_rounds: int) -> None:
+        """Counts ``trial_rounds`` just played."""
+        self.done += int(trial_rounds)
+        self._bar.update(int(trial_rounds))
+
+    def skip(self, trial_rounds: int) -> None:
+        """Counts trial-rounds done earlier (restored from a checkpoint): not part of the rate."""
+        self.done += int(trial_rounds)
+        bar = self._bar
+        if not bar.disable:  # counted as if the bar had started there
+            bar.n += int(trial_rounds)
+            bar.last_print_n += int(trial_rounds)
+            bar.initial += int(trial_rounds)
+            bar.refresh()
+
+    @contextlib.contextmanager
+    def compiling(self, what: str):
+        """Shows ``compiling <what>`` after the bar while the block runs."""
+        self._bar.set_postfix_str(f"compiling {what}")
+        try:
+            yield
+        finally:
+            self._bar.set_postfix_str("", refresh=False)
+
+    def close(self) -> None:
+        """Draws the final state and ends the bar's line."""
+        self._bar.close()
+
+    def __enter__(self) -> Progress:
+        self._tokens.append(_SHOWING.set(self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SHOWING.reset(self._tokens.pop())
+        self.close()
 
 
-def _fmt_seconds(s: float) -> str:
-    s = int(round(s))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+# The bar that compiles are reported to (Progress.__enter__, run_chunked).
+_SHOWING: contextvars.ContextVar[Progress | None] = contextvars.ContextVar(
+    "bandits_jax_progress", default=None
+)
+
+
+@contextlib.contextmanager
+def _shown_on(progress: Progress | None):
+    """Compiles inside the block show on ``progress`` (``None``: on the bar already in use)."""
+    if progress is None:
+        yield
+        return
+    token = _SHOWING.set(progress)
+    try:
+        yield
+    finally:
+        _SHOWING.reset(token)
 
 
 def tree_bytes(tree: PyTree) -> int:
@@ -181,6 +213,25 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
         "alias_bytes": alias,
         "peak_bytes": arg + out + temp - alias,
     }
+
+
+_OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "compiler_options", default=None
+)
+
+
+@contextlib.contextmanager
+def compiler_options(options: dict[str, Any] | None):
+    """Within the block, every :class:`ChunkFn` compiles with these XLA options (``None``: XLA's
+    defaults), e.g. ``{"xla_backend_optimization_level": 0}``: LLVM's ``-O0`` compiles a chunk
+    in less time and runs it slower (``python -m benchmarks.xla_opt_level`` measures both). The
+    options change how fast the program runs, not what it computes. JAX's persistent cache keys
+    executables by them too."""
+    token = _OPTIONS.set(None if options is None else dict(options))
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
 
 
 class ChunkFn:
@@ -284,13 +335,26 @@ class ChunkFn:
         leaves, treedef = jax.tree_util.tree_flatten(state)
         return (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
 
+    def runs(self, state: PyTree) -> int:
+        """Runs a chunk of ``state`` plays together (its trial-rounds per round)."""
+        states = state if self.multi else (state,)
+        if not self.batched:
+            return len(states)
+        return sum(int(jax.tree_util.tree_leaves(s)[0].shape[0]) for s in states)
+
     def compiled(self, state: PyTree, length: int):
-        """The executable for ``length`` rounds (compiled on first use; time recorded)."""
-        sig = self._signature(state, length)
+        """The executable for ``length`` rounds (compiled on first use; time recorded; the bar
+        in use, see :class:`Progress`, says so meanwhile)."""
+        options = _OPTIONS.get()
+        sig = (self._signature(state, length), tuple(sorted((options or {}).items())))
         if sig not in self._compiled:
-            t0 = time.perf_counter()
-            self._compiled[sig] = self._function(length).lower(self.place(state)).compile()
-            self.compile_seconds += time.perf_counter() - t0
+            bar = _SHOWING.get()
+            what = f"a {length}-round chunk of {self.runs(state)} run(s)"
+            with contextlib.nullcontext() if bar is None else bar.compiling(what):
+                t0 = time.perf_counter()
+                lowered = self._function(length).lower(self.place(state))
+                self._compiled[sig] = lowered.compile(compiler_options=options)
+                self.compile_seconds += time.perf_counter() - t0
         return self._compiled[sig]
 
     def memory(self, state: PyTree, length: int) -> dict[str, int] | None:
@@ -390,7 +454,9 @@ def run_chunked(
       resume: continue from ``checkpoint_dir`` if it holds a checkpoint of this run (same
         ``num_rounds``, ``chunk_size`` and ``config``); otherwise start afresh and overwrite.
       config: JSON-serialisable description of the run, stored and compared on resume.
-      progress: a :class:`Progress` to advance (``None``: silent).
+      progress: a :class:`Progress` to advance by the trial-rounds played (``N * L`` for a
+        chunk of ``L`` rounds of ``N`` runs; restored ones skipped) and to show compiles on
+        (``None``: silent).
       keep: applied to each chunk's metrics before they leave the device (e.g. select fields).
         Must keep the round axis.
       stop_after_chunks: play at most this many chunks in this call (as if interrupted), for
@@ -416,7 +482,7 @@ def run_chunked(
     }
     ident = run_id(meta_base)
     lock = checkpoint.DirectoryLock(ckdir) if ckdir is not None else contextlib.nullcontext()
-    with lock:
+    with lock, _shown_on(progress):
         return _run_locked(
             chunk_fn,
             state,
@@ -488,7 +554,7 @@ def _run_locked(
                 )
             pieces.append(jax.device_get(piece))
         if progress is not None and rounds_done:
-            progress.skip(rounds_done)
+            progress.skip(rounds_done * chunk_fn.runs(state))
     elif ckdir is not None:
         ckdir.mkdir(parents=True, exist_ok=True)
         for old in ckdir.glob("metrics_*.npz"):
@@ -504,6 +570,7 @@ def _run_locked(
     if not donate_initial:
         state = jax.tree.map(jnp.copy, state)
     played = 0
+    runs = chunk_fn.runs(state)
     for k in range(start_chunk, len(lengths)):
         if stop_after_chunks is not None and played >= stop_after_chunks:
             break
@@ -532,7 +599,7 @@ def _run_locked(
                 },
             )
         if progress is not None:
-            progress.advance(length, dt)
+            progress.advance(length * runs)
 
     axis = chunk_fn.round_axis
     if pieces:

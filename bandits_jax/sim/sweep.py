@@ -55,11 +55,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.checks import stack_trees
-from bandits_jax.protocols import REJECTED_CODES, Status
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked, tree_bytes
 from bandits_jax.sim.runner import RunState, StepFn
+from bandits_jax.status import count_status, is_rejected
 
 __all__ = [
     "Experiment",
@@ -85,9 +85,6 @@ __all__ = [
     "get_metric",
     "GREEDY_RATIO",
     "bonus_ratio",
-    "STATUS_NAMES",
-    "REJECTED_STATUSES",
-    "status_counts",
     "rejected_count",
 ]
 
@@ -98,13 +95,6 @@ DEVICE_MEMORY_FRACTION = 0.9  # of a device's bytes_limit: the "auto" budget on 
 # Table columns of the memory a sweep's compiled call used (present when run_sweep planned it).
 MEMORY_COLUMNS = ("batches", "peak_bytes", "bytes_per_run", "state_bytes_per_run")
 GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
-
-# Per-round status codes of the learners' updates (:class:`bandits_jax.protocols.Status`), by
-# name. INACTIVE (no projection needed) and CONVERGED are healthy; MAX_STEPS keeps a step that hit
-# its iteration cap; INEXACT was put back in the ball; REJECTED_STATUSES mark rejected updates
-# (the state kept its last good value). A new code is one name in ``protocols``.
-STATUS_NAMES: dict[int, str] = {int(s): s.name.lower() for s in Status}
-REJECTED_STATUSES: frozenset[int] = REJECTED_CODES
 
 
 class Experiment(NamedTuple):
@@ -358,8 +348,9 @@ def run_sweep(
       chunk_size: rounds per compiled call (default: all rounds in one call).
       fields: metric fields kept per round (absent ones are skipped).
       progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`
-        (the progress bar counts rounds of the whole batch: give it ``num_rounds`` as total;
-        when the runs are split its total becomes ``num_rounds`` x batches).
+        (the bar counts trial-rounds: its total should include ``num_rounds`` x the runs, grid
+        points x seeds summed over experiments; padding runs and the rounds an out-of-memory
+        retry replays are added to it).
       max_bytes: memory budget per device of one compiled call (:func:`memory_budget`): a byte
         count, ``"auto"`` or ``None`` (never split). Runs that do not fit are played in batches.
       max_retries: out-of-memory errors at run time answered by halving the batch.
@@ -435,11 +426,13 @@ def run_sweep(
     else:
         plan, mem = _choose_plan(runs, multiple, budget, figures)
 
+    announced = None if progress is None else (progress.done, progress.total)
     while True:
         if ckdir is not None:
             _write_plan(ckdir, plan, retries)
-        if progress is not None:
-            progress.total = progress.done + num_rounds * plan.batches
+        if announced is not None:  # plus padding runs and what an out-of-memory retry replays
+            padding = num_rounds * (plan.batches * sum(plan.slots) - sum(runs))
+            progress.total = announced[1] + progress.done - announced[0] + padding
         try:
             metrics, run_seconds = _play_batches(
                 chunk_fn, experiments, seeds, plan, mesh, num_rounds, chunk, ckdir, resume,
@@ -673,21 +666,9 @@ def bonus_ratio(metrics: Mapping[str, np.ndarray]) -> np.ndarray | None:
     return out
 
 
-def status_counts(status: Any) -> dict[str, int]:
-    """Counts of each status code in an array of per-round codes, by name
-    (:data:`STATUS_NAMES`); codes outside that table are counted under ``"other"``."""
-    codes, counts = np.unique(np.asarray(status).reshape(-1), return_counts=True)
-    out = {name: 0 for name in STATUS_NAMES.values()}
-    for c, n in zip(codes.tolist(), counts.tolist(), strict=True):
-        name = STATUS_NAMES.get(int(c), "other")
-        out[name] = out.get(name, 0) + int(n)
-    return out
-
-
 def rejected_count(status: Any) -> int:
-    """Rounds whose update was rejected (a code in :data:`REJECTED_STATUSES`)."""
-    s = np.asarray(status)
-    return int(sum(int(np.sum(s == code)) for code in REJECTED_STATUSES))
+    """Rounds whose update was rejected (:func:`bandits_jax.status.is_rejected`)."""
+    return int(np.count_nonzero(is_rejected(np.asarray(status))))
 
 
 def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") -> list[dict]:
@@ -729,7 +710,7 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
             if "status" in r.metrics:
                 st = np.asarray(r.metrics["status"][g])
                 row["rejected"] = rejected_count(st)
-                row.update({f"status_{k}": v for k, v in status_counts(st).items()})
+                row.update({f"status_{k}": v for k, v in count_status(st).items()})
             if ratio is not None:
                 row["bonus_ratio"] = float(ratio[g])
                 row["greedy"] = bool(ratio[g] < GREEDY_RATIO) if np.isfinite(ratio[g]) else None

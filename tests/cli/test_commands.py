@@ -45,7 +45,7 @@ def reference_regret(name, d, T, amplitude, noise, seeds, scale=1.0):
     return np.asarray(summ(es, m)).tolist()
 
 
-def test_bco_study_end_to_end_tuned_and_resumed(tmp_path, capsys):
+def test_bco_study_end_to_end_tuned_and_resumed(tmp_path, capsys, bars):
     argv = [
         "bco", "--study", "variation", "--learners", "alg1_thm3", "--rounds", str(T),
         "--trials", "2", "--tune-trials", "1", "--d-variation", "2", "--amplitudes", "0.5",
@@ -83,6 +83,9 @@ def test_bco_study_end_to_end_tuned_and_resumed(tmp_path, capsys):
     assert main([*argv, "--resume", "--no-plots"]) == 0
     again = json.loads((tmp_path / "bco.json").read_text())["variation"]["convex"]["alg1_thm3"]
     assert again["regret"] == p["regret"]
+    # Both bars announce the trial-rounds they count (the resumed one restores them all):
+    # 2 points x (2 scales x 1 tuning seed + 2 evaluation seeds) x T.
+    assert [(b.done, b.total) for b in bars] == [(2 * (2 * 1 + 2) * T,) * 2] * 2
 
 
 def test_sweep_takes_bco_learners(tmp_path):

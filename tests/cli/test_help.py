@@ -28,6 +28,7 @@ COMMON = {
     "--mnist": (["mnist.npz"], "mnist", "mnist.npz"),  # parsed here, not loaded
     "--sketch": (["2"], "sketch", 2),
     "--compile-cache": (["off"], "compile_cache", "off"),
+    "--xla-opt-level": (["0"], "xla_opt_level", "0"),
     "--quick": ([], "quick", True),
     "--rounds": (["7"], "rounds", 7),
     "--trials": (["2"], "trials", 2),
@@ -315,3 +316,15 @@ def test_no_abbreviated_options(capsys):
     assert main(["kappa", "--S", "2", "--quick"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--S" in err[0]
+
+
+def test_xla_opt_level_auto_is_level_0_for_quick_runs_only():
+    parser = cli.build_parser()
+    quick = parse(parser, ["reproduce", "--quick"])
+    full = parse(parser, ["reproduce"])
+    fixed = parse(parser, ["reproduce", "--quick", "--xla-opt-level", "default"])
+    assert opt.compiler_options(quick) == {"xla_backend_optimization_level": 0}
+    assert opt.compiler_options(full) is None and opt.compiler_options(fixed) is None
+    assert opt.compiler_options(parse(parser, ["sweep", "--xla-opt-level", "2"])) == {
+        "xla_backend_optimization_level": 2
+    }

@@ -60,7 +60,7 @@ def numbers(cells):
     return {k: {f: c[f] for f in keep} for k, c in cells.items()}
 
 
-def test_kappa_end_to_end_interrupted_resumed_and_refused(tmp_path, capsys, monkeypatch):
+def test_kappa_end_to_end_interrupted_resumed_and_refused(tmp_path, capsys, monkeypatch, bars):
     # 1. A reference study, uninterrupted.
     ref = tmp_path / "ref"
     assert cli.main([*ARGV, "--out", str(ref)]) == 0
@@ -70,6 +70,14 @@ def test_kappa_end_to_end_interrupted_resumed_and_refused(tmp_path, capsys, monk
     assert (ref / "kappa.png").read_bytes()[:8] == PNG
     cells, res = cells_of(ref)
     assert len(cells) == 2 * 2 * 2 and res["config"]["eval_seeds"] == EVAL_SEEDS
+    # A bar per cell announces its trial-rounds: evaluation seeds x T, and when tuned also
+    # distinct grid points x tuning seeds x T.
+    want = [
+        T * len(EVAL_SEEDS)
+        + (T * len(TUNING_SEEDS) * c["tuning"]["distinct_points"] if c["mode"] == "tuned" else 0)
+        for c in res["cells"]
+    ]
+    assert [(b.done, b.total) for b in bars] == [(w, w) for w in want]
 
     # Independent runs at S = 2 of every grid point (the recipe's point among them) on the
     # tuning and the evaluation seeds, in one call.

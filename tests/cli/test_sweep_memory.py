@@ -50,7 +50,7 @@ def _rows(out):
         return list(csv.DictReader(f))
 
 
-def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path):
+def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path, bars):
     one = tmp_path / "one"
     assert cli.main([*ARGV, *MICRO, "--out", str(one)]) == 0
     result = json.loads((one / "sweep.json").read_text())
@@ -70,6 +70,10 @@ def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path):
     assert smem["batches"] > 1 and smem["peak_bytes"] <= budget
     text = (split / "sweep_summary.txt").read_text()
     assert f"batches: {smem['batches']} of 6 runs" in text
+    # The bars count trial-rounds: 6 runs x 6 rounds, and in batches the padding runs too.
+    one_bar, split_bar = bars
+    assert one_bar.done == one_bar.total == 6 * 6
+    assert split_bar.done == split_bar.total == smem["batches"] * smem["runs_per_batch"] * 6
     drop = set(sweep.MEMORY_COLUMNS)
     same = [{k: v for k, v in r.items() if k not in drop} for r in _rows(split)]
     assert same == [{k: v for k, v in r.items() if k not in drop} for r in _rows(one)]

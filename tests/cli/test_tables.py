@@ -7,8 +7,18 @@ import numpy as np
 import pytest
 
 from bandits_jax.cli import tables
-from bandits_jax.linalg.roots import BAD_OUTCOME, CONVERGED, INACTIVE, INEXACT, MAX_STEPS, NONFINITE
 from bandits_jax.sim import sweep
+from bandits_jax.status import (
+    BAD_OUTCOME,
+    CONVERGED,
+    EMPTY_MASK,
+    INACTIVE,
+    INEXACT,
+    MAX_STEPS,
+    NAN_SCORES,
+    NONFINITE,
+    count_status,
+)
 
 
 def count(xs, code):
@@ -28,7 +38,7 @@ ALL_CODES = np.concatenate(
 
 
 def test_status_counts_by_name():
-    got = tables.status_counts(ALL_CODES)
+    got = count_status(ALL_CODES)
     assert got == {
         "converged": count(ALL_CODES, CONVERGED),
         "max_steps": count(ALL_CODES, MAX_STEPS),
@@ -36,6 +46,8 @@ def test_status_counts_by_name():
         "inactive": count(ALL_CODES, INACTIVE),
         "bad_outcome": count(ALL_CODES, BAD_OUTCOME),
         "inexact": count(ALL_CODES, INEXACT),
+        "nan_scores": 0,
+        "empty_mask": 0,
     }
     assert sum(got.values()) == ALL_CODES.size
 
@@ -50,8 +62,15 @@ def test_inactive_is_not_rejected():
     assert tables.rejected_count(healthy) == 0
 
 
+def test_flagged_selections_are_the_selection_failures():
+    sel = np.array([[CONVERGED, NAN_SCORES, CONVERGED], [EMPTY_MASK, CONVERGED, NAN_SCORES]])
+    s = tables.learner_stats(np.zeros((2, 3)), [0.1, 0.1], select_status=sel)
+    assert s["flagged_selections"] == 3  # every round but the three CONVERGED ones
+    assert tables.rejected_count(sel) == 0  # a flagged selection rejects no update
+
+
 def test_unknown_code_is_counted_not_dropped():
-    got = tables.status_counts(np.array([CONVERGED, 99, 99]))
+    got = count_status(np.array([CONVERGED, 99, 99]))
     assert got["other"] == 2 and got["converged"] == 1
 
 

@@ -50,7 +50,7 @@ def test_vs_per_round_fd():
     fd = sketch.init(D, m, jnp.float64)
     upd = jax.jit(sketch.update)
     for B in blocks:
-        fd, _ = upd(fd, jnp.asarray(B))
+        fd, _, _ = upd(fd, jnp.asarray(B))
     C_fd = np.asarray(fd.V * fd.mu) @ np.asarray(fd.V).T
     err_fast = np.linalg.eigvalsh(M - np.asarray(fast_fd.covariance(fast))).max()
     err_fd = np.linalg.eigvalsh(M - C_fd).max()
@@ -111,7 +111,7 @@ def test_commit_basis_writes_in_place_or_shrinks():
     coeffs = jnp.asarray(rng.normal(size=(n, m)))
     rot = fast_fd.Rotation(
         R=jnp.eye(n), mu=jnp.zeros(n), rank=jnp.int32(used), used=jnp.int32(used + k),
-        delta=jnp.zeros(()), shrink=jnp.asarray(False), coeffs=coeffs,
+        delta=jnp.zeros(()), shrink=jnp.asarray(False), coeffs=coeffs, status=jnp.int32(0),
     )  # fmt: skip
     commit = jax.jit(fast_fd.commit_basis)
     out = np.asarray(commit(basis, Q, rot, jnp.int32(used)))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bandits_jax.linalg import secular
+from bandits_jax.status import CONVERGED, NONFINITE
 
 _solve = jax.jit(secular.eigh_diag_plus_lowrank)
 
@@ -17,7 +18,7 @@ def _check(d, A, M, dtype=np.float64, tol=1e-10):
     w, V = np.asarray(res.evals, np.float64), np.asarray(res.evecs, np.float64)
     scale = max(np.abs(ref_w).max(), 1e-300)
     n = len(d)
-    assert bool(res.converged)
+    assert bool(res.converged) and int(res.status) == CONVERGED
     assert np.all(np.diff(w) >= -tol * scale)  # ascending
     assert np.abs(w - ref_w).max() <= tol * scale
     assert np.abs(V.T @ V - np.eye(n)).max() <= tol * n
@@ -141,7 +142,8 @@ def test_nonfinite_input():
     d, A, M = (jnp.asarray(x) for x in _case("random", 23, 1, np.random.default_rng(6)))
     with pytest.raises(ValueError, match="d:"):
         secular.eigh_diag_plus_lowrank(d.at[3].set(jnp.nan), A, M)
-    assert not bool(_solve(d, A.at[2, 0].set(jnp.nan), M).converged)  # flagged under jit
+    bad = _solve(d, A.at[2, 0].set(jnp.nan), M)
+    assert not bool(bad.converged) and int(bad.status) == NONFINITE  # flagged under jit
 
 
 def test_shape_errors():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bandits_jax.linalg import sketch
+from bandits_jax.status import CONVERGED
 
 _update = jax.jit(sketch.update)
 
@@ -30,7 +31,8 @@ def test_fd_invariants_and_paper_equivalence(D, k, m):
     V_p, mu_p, rho_p = np.asarray(state.V), np.asarray(state.mu), 0.0
     M = np.zeros((D, D))
     for B in _stream(D, k, 15, seed=D + k + m):
-        state, _ = _update(state, B)
+        state, _, status = _update(state, B)
+        assert int(status) == CONVERGED  # the default step cap is ample
         M += B @ B.T
         V_p, mu_p, rho_p = _paper_fd(V_p, mu_p, rho_p, B, min(m, D))
         V, mu, rho = (np.asarray(a) for a in state)
@@ -53,7 +55,7 @@ def test_blocks_inside_sketch_span_are_absorbed_exactly():
     state = sketch.init(D, m, jnp.float64)
     M = np.zeros((D, D))
     for B in _stream(D, 2, 20, seed=7, rank=3):
-        state, _ = _update(state, B)
+        state, _, _ = _update(state, B)
         M += B @ B.T
     V, mu, rho = (np.asarray(a) for a in state)
     np.testing.assert_allclose(V.T @ V, np.eye(m), atol=1e-9)

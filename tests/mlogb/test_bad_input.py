@@ -3,7 +3,7 @@
 Eagerly each is a ``ValueError`` naming the argument; under ``jax.jit`` an update with a non-finite
 ``x`` or an outcome outside ``0..K`` is rejected (the state before the call is kept) and flagged
 (``NONFINITE`` / ``BAD_OUTCOME``), and NaN scores of valid actions are flagged by the selection
-(``SELECT_NAN_SCORES``) and never chosen. A new learner joins with one line in :data:`KINDS`.
+(``NAN_SCORES``) and never chosen. A new learner joins with one line in :data:`KINDS`.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def test_under_jit_bad_updates_are_rejected_and_flagged(name):
     values = np.asarray(values)
     assert np.all(np.isnan(values[list(NAN_ROWS)]))
     assert np.all(np.isfinite(np.delete(values, NAN_ROWS)))
-    assert int(sel_status) == bonus.SELECT_NAN_SCORES
+    assert int(sel_status) == Status.NAN_SCORES
     mask = np.asarray(MASK)
     ok = mask & ~np.isnan(values)
     want = int(np.flatnonzero(ok & (values >= values[ok].max() - 1e-9 * abs(values[ok].max())))[0])

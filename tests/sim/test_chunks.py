@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bandits_jax.sim import checkpoint
-from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
+from bandits_jax.sim.chunks import ChunkFn, Progress, compiler_options, run_chunked
 from bandits_jax.sim.runner import init_run, play
 
 
@@ -75,21 +75,22 @@ def test_resume_is_bit_identical(tmp_path, stop_after):
     assert part.metrics["loss"].shape == (3, 4 * stop_after)
     # A fresh process would only have the initial state as template: resume from disk.
     out = io.StringIO()
-    bar = Progress(17 * 3, "toy", stream=out)
-    rest = run_chunked(
-        BATCHED,
-        state,
-        17,
-        chunk_size=4,
-        checkpoint_dir=tmp_path / "ck",
-        resume=True,
-        progress=bar,
-    )
+    with Progress(17 * 3, "toy", stream=out) as bar:  # trial-rounds: 3 runs x 17 rounds
+        rest = run_chunked(
+            BATCHED,
+            state,
+            17,
+            chunk_size=4,
+            checkpoint_dir=tmp_path / "ck",
+            resume=True,
+            progress=bar,
+        )
     assert rest.stats.finished and rest.stats.resumed_from == 4 * stop_after
     assert rest.metrics["loss"].shape == (3, 17)
     assert_trees_equal(rest.metrics, full.metrics)
     assert_trees_equal(rest.state, full.state)
-    assert "rounds/s" in out.getvalue() and "left" in out.getvalue()
+    assert bar.done == bar.total == 51
+    assert "51/51 trial-rounds" in out.getvalue() and "trial-rounds/s" in out.getvalue()
 
 
 def test_resume_refuses_other_config(tmp_path):
@@ -128,11 +129,32 @@ def test_checkpoint_roundtrip_and_mismatch(tmp_path):
         checkpoint.restore(tmp_path / "missing.npz", state)
 
 
-def test_progress_line():
-    bar = Progress(100, "x", stream=io.StringIO())
-    bar.advance(25, 0.5)
-    line = bar.line()
-    assert "25/100" in line and "50 rounds/s" in line and "00:02 left" in line
+def test_progress_counts_trial_rounds_and_skips_restored_ones_in_the_rate():
+    out = io.StringIO()
+    bar = Progress(100, "x", stream=out, min_interval=0)
+    bar.skip(40)  # restored: counted, not timed
+    assert bar._bar.initial == 40
+    bar.advance(25)
+    bar.close()
+    last = out.getvalue().split("\r")[-1]
+    assert bar.done == 65 and "65/100 trial-rounds" in last and "trial-rounds/s" in last
+    quiet = Progress(10, stream=out, enabled=False)
+    quiet.advance(4)
+    quiet.skip(6)
+    quiet.close()
+    assert quiet.done == quiet.total == 10  # counted when nothing is drawn
+
+
+def test_a_compile_shows_on_the_bar_in_use_and_a_log_is_not_spammed():
+    out = io.StringIO()
+    fn = ChunkFn(toy_step, batched=True)  # a fresh one: it has not compiled yet
+    with Progress(3 * 40, "toy", stream=out) as bar:
+        run_chunked(fn, batch_state([0, 1, 2], [0.1, 0.2, 0.3]), 40, chunk_size=4, progress=bar)
+    text = out.getvalue()
+    assert bar.done == bar.total == 120 and "120/120 trial-rounds" in text
+    assert text.count("compiling a 4-round chunk of 3 run(s)") == 1  # ten chunks, one compile
+    # Not a terminal: drawn at the start, for the compile, at the end (5 s between others).
+    assert text.count("\r") <= 4, text
 
 
 def test_chunk_donates_its_input_state_and_run_chunked_keeps_the_callers():
@@ -148,3 +170,19 @@ def test_chunk_donates_its_input_state_and_run_chunked_keeps_the_callers():
     assert not any(x.is_deleted() for x in jax.tree.leaves(state))
     assert_trees_equal(res.state, reference[0])
     assert_trees_equal(res.metrics, jax.device_get(reference[1]))
+
+
+def test_compiler_options_compile_their_own_executable_with_the_same_numbers():
+    chunk = ChunkFn(toy_step)
+    want, _ = chunk(init_state(4), 6)
+    with compiler_options({"xla_backend_optimization_level": 0}):
+        got, _ = chunk(init_state(4), 6)
+        chunk(init_state(4), 6)  # reused: no third executable
+    assert len(chunk._compiled) == 2  # one per option set, keyed by them
+    # LLVM's level changes how fast the chunk runs, not what it computes (IEEE semantics)
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b)),
+                 jax.random.key_data(got.key), jax.random.key_data(want.key))  # fmt: skip
+    np.testing.assert_allclose(got.learner["w"], want.learner["w"], rtol=1e-13, atol=0)
+    with pytest.raises(Exception, match="no_such_option"):
+        with compiler_options({"no_such_option": 1}):
+            chunk(init_state(4), 5)

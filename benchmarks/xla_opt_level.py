@@ -1,0 +1,133 @@
+"""Compile time against run time under XLA's CPU optimisation levels, for the command's runs.
+
+Run as ``python -m benchmarks.xla_opt_level`` (``--json PATH`` to write the figures, e.g.
+``docs/bench/xla_opt_level.json``). It takes several minutes: each level runs
+``bandits-jax reproduce`` cold once per repeat.
+
+Method. For every level (``default``: XLA's own, no flag; ``0``: LLVM's ``-O0`` via the
+command's ``--xla-opt-level 0``) and every repeat, a fresh subprocess runs ``python -m
+bandits_jax reproduce --quiet --no-plots`` with a new, empty ``--compile-cache`` directory (so
+every program compiles) and the given ``--quick`` or ``--rounds/--trials``. From the run's
+``reproduce.csv`` it takes each (setting, learner)'s ``compile_s`` (the chunk program's
+ahead-of-time compilation) and ``ms_per_round_mean`` (the compiled chunks alone); the wall time
+is the subprocess's. Printed: per (setting, learner) the median compile seconds and ms per round
+at each level, and per level the median wall time, summed compile seconds and summed run seconds
+(ms per round x rounds x trials), with min-max over repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks._device import add_device_option
+
+
+def _run(level: str, root: pathlib.Path, extra: list[str]) -> tuple[float, list[dict]]:
+    out, cache = root / "out", root / "xla"
+    cmd = [sys.executable, "-m", "bandits_jax", "reproduce", "--quiet", "--no-plots"]
+    cmd += ["--out", str(out), "--compile-cache", str(cache), "--xla-opt-level", level, *extra]
+    env = {**os.environ, "BANDITS_JAX_DATA": str(root / "data")}
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    with open(out / "reproduce.csv", newline="") as f:
+        return wall, list(csv.DictReader(f))
+
+
+def _spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):7.1f} ({min(xs):.1f}-{max(xs):.1f})"
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--json", default=None, help="write the figures here")
+    p.add_argument("--levels", default="default,0", help="levels to compare (default,0,1,2,3)")
+    p.add_argument("--repeats", type=int, default=2, help="cold runs per level")
+    p.add_argument("--rounds", type=int, default=None, help="T (default: --quick's 200)")
+    p.add_argument("--trials", type=int, default=None, help="trials (default: --quick's 4)")
+    add_device_option(p)
+    args = p.parse_args(argv)
+    extra = ["--quick"]
+    if args.rounds is not None:
+        extra += ["--rounds", str(args.rounds)]
+    if args.trials is not None:
+        extra += ["--trials", str(args.trials)]
+    if args.threads is not None:
+        extra += ["--threads", str(args.threads)]
+    if args.device != "auto":
+        os.environ["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[args.device]
+    levels = args.levels.split(",")
+
+    runs: dict[str, list[dict]] = {lv: [] for lv in levels}
+    for rep in range(args.repeats):
+        for lv in levels:  # interleaved, so that a change in machine load hits every level
+            with tempfile.TemporaryDirectory(prefix="bandits-jax-opt-level-") as tmp:
+                wall, rows = _run(lv, pathlib.Path(tmp), extra)
+            compile_s = sum(float(r["compile_s"]) for r in rows)
+            run_s = sum(
+                float(r["ms_per_round_mean"]) * int(r["rounds"]) * int(r["trials"]) / 1e3
+                for r in rows
+            )
+            runs[lv].append({"wall_s": wall, "compile_s": compile_s, "run_s": run_s, "rows": rows})
+            print(
+                f"repeat {rep + 1}, level {lv}: {wall:6.1f} s wall, {compile_s:6.1f} s compiling "
+                f"chunks, {run_s:6.1f} s running them",
+                flush=True,
+            )
+
+    cells = [(r["setting"], r["learner"]) for r in runs[levels[0]][0]["rows"]]
+    per_cell = {}
+    head = "".join(f" {'compile s':>10s} {'ms/round':>9s}" for _ in levels)
+    print(f"\n{'setting':22s} {'learner':14s}{head}   (levels {', '.join(levels)})")
+    for i, (setting, learner) in enumerate(cells):
+        fig = {}
+        for lv in levels:
+            fig[lv] = {
+                "compile_s": statistics.median(float(r["rows"][i]["compile_s"]) for r in runs[lv]),
+                "ms_per_round": statistics.median(
+                    float(r["rows"][i]["ms_per_round_mean"]) for r in runs[lv]
+                ),
+            }
+        per_cell[f"{setting} / {learner}"] = fig
+        cols = "".join(
+            f" {fig[lv]['compile_s']:10.2f} {fig[lv]['ms_per_round']:9.3f}" for lv in levels
+        )
+        print(f"{setting:22s} {learner:14s}{cols}")
+    totals = {}
+    print()
+    for lv in levels:
+        t = {k: [r[k] for r in runs[lv]] for k in ("wall_s", "compile_s", "run_s")}
+        totals[lv] = {
+            k: {"median": statistics.median(v), "min": min(v), "max": max(v)} for k, v in t.items()
+        }
+        print(
+            f"level {lv:8s}: wall {_spread(t['wall_s'])} s, compile {_spread(t['compile_s'])} s,"
+            f" run {_spread(t['run_s'])} s  (median, min-max over {args.repeats})"
+        )
+    from benchmarks._report import finish
+
+    return finish(
+        {
+            "benchmark": "xla_opt_level",
+            "command": "bandits-jax reproduce --quiet --no-plots " + " ".join(extra),
+            "repeats": args.repeats,
+            "levels": levels,
+            "totals": totals,
+            "per_cell": per_cell,
+        },
+        args.json,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""The one status space (:mod:`bandits_jax.status`) against tables written out here, and the
+secular solver's step cap reaching the status of the sketch and EOFD updates."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bandits_jax import mlogb
+from bandits_jax.linalg import projection, roots, secular, sketch
+from bandits_jax.mlogb import bonus
+from bandits_jax.status import (
+    MESSAGES,
+    SEVERITY,
+    Status,
+    count_status,
+    is_failure,
+    is_rejected,
+    worst,
+    worst_of,
+)
+
+# Written out independently of the module: mildest first, the failures, the rejections.
+ORDER = [
+    "CONVERGED",
+    "INACTIVE",
+    "INEXACT",
+    "MAX_STEPS",
+    "NAN_SCORES",
+    "NONFINITE",
+    "BAD_OUTCOME",
+    "EMPTY_MASK",
+]
+FAILURES = {"MAX_STEPS", "NONFINITE", "BAD_OUTCOME", "INEXACT", "NAN_SCORES", "EMPTY_MASK"}
+REJECTED = {"NONFINITE", "BAD_OUTCOME"}
+CODES = [int(Status[n]) for n in ORDER]
+
+
+def _expected_worst(a: int, b: int) -> int:
+    return max(a, b, key=lambda c: ORDER.index(Status(c).name))
+
+
+def _emitted() -> set[int]:
+    """Codes that the library's solvers, selection and updates actually produce."""
+    out = set()
+
+    def lin(x):  # increasing, root at 0.3
+        return x - 0.3, jnp.ones_like(x)
+
+    for fn, steps in ((lin, 50), (lambda x: (jnp.tanh(x) - 0.3, jnp.zeros_like(x)), 1)):
+        res = roots.bracketed_newton(fn, -1.0, 1.0, 0.9, max_steps=steps, ftol=1e-14, xtol=0.0)
+        out.add(int(res.status))  # CONVERGED, then MAX_STEPS (one bisection step)
+    nan = roots.bracketed_newton(
+        lambda x: (x * jnp.nan, x), -1.0, 1.0, 0.0, max_steps=5, ftol=1e-9, xtol=1e-9
+    )
+    out.add(int(nan.status))  # NONFINITE
+    inside = projection.dual_root(jnp.asarray(0.25), jnp.zeros(2), jnp.ones(2), 1.0, 1.0)
+    out.add(int(inside.status))  # INACTIVE: already in the ball
+    select = jax.jit(bonus.select_index)
+    for v, m in (([0.1, jnp.nan], [True, True]), ([0.1, 0.2], [False, False])):
+        out.add(int(select(jnp.asarray(v), jnp.asarray(m))[1]))  # NAN_SCORES, EMPTY_MASK
+    lrn = mlogb.uniform(num_outcomes=1, dim=2)
+    state = lrn.init(mlogb.uniform_hyperparams(seed=0))
+    update = jax.jit(lrn.update)
+    out.add(int(update(state, jnp.ones(2), jnp.asarray(5)).info.status))  # BAD_OUTCOME
+    return out
+
+
+def test_every_code_has_a_name_a_message_and_its_own_value():
+    assert sorted(Status.__members__) == sorted(ORDER)  # no alias: each name its own value
+    assert len({int(s) for s in Status}) == len(ORDER)
+    for s in Status:
+        assert isinstance(MESSAGES[s], str) and MESSAGES[s].strip(), s
+    emitted = _emitted()
+    names = {Status(c).name for c in emitted}
+    assert {"CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "BAD_OUTCOME"} <= names
+    assert {"NAN_SCORES", "EMPTY_MASK"} <= names
+
+
+def test_selection_codes_do_not_collide_with_update_codes():
+    update = {int(Status[n]) for n in ORDER if n not in ("NAN_SCORES", "EMPTY_MASK")}
+    assert not update & {int(Status.NAN_SCORES), int(Status.EMPTY_MASK)}
+    # linalg re-exports the solver codes only.
+    for n in ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "INEXACT"):
+        assert getattr(roots, n) is Status[n]
+    for n in ("BAD_OUTCOME", "NAN_SCORES", "EMPTY_MASK"):
+        assert not hasattr(roots, n)
+
+
+def test_severity_table_is_the_written_order():
+    assert [s.name for s in SEVERITY] == ORDER
+
+
+def test_worst_is_commutative_and_follows_the_table():
+    for a, b in itertools.product(CODES, CODES):
+        want = _expected_worst(a, b)
+        assert int(worst(a, b)) == int(worst(b, a)) == want, (Status(a), Status(b))
+    # Not the numeric order: INACTIVE (3) is milder than MAX_STEPS (1).
+    assert int(worst(Status.INACTIVE, Status.MAX_STEPS)) == Status.MAX_STEPS
+
+
+def test_worst_under_jit_and_vmap_matches_eager():
+    a, b = (np.asarray(x, np.int32) for x in zip(*itertools.product(CODES, CODES), strict=True))
+    got = jax.jit(jax.vmap(worst))(jnp.asarray(a), jnp.asarray(b))
+    want = [_expected_worst(int(x), int(y)) for x, y in zip(a, b, strict=True)]
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert got.dtype == jnp.int32
+    np.testing.assert_array_equal(worst(a, b), want)  # numpy arrays
+
+
+def test_worst_of_is_order_independent():
+    rng = np.random.default_rng(0)
+    for size in (1, 2, 3, 5, 8):
+        for _ in range(10):
+            codes = rng.choice(CODES, size=size)
+            want = max(codes.tolist(), key=lambda c: ORDER.index(Status(c).name))
+            for perm in (codes, codes[::-1], rng.permutation(codes)):
+                assert int(worst_of(perm)) == want
+                assert int(jax.jit(worst_of)(jnp.asarray(perm, jnp.int32))) == want
+            folded = codes[0]
+            for c in codes[1:]:
+                folded = worst(folded, c)
+            assert int(folded) == want
+
+
+@pytest.mark.parametrize("pred,names", [(is_failure, FAILURES), (is_rejected, REJECTED)])
+def test_predicates_agree_with_the_table(pred, names):
+    want = np.array([Status(c).name in names for c in CODES])
+    got_int = np.array([bool(pred(c)) for c in CODES])
+    got_np = np.asarray(pred(np.asarray(CODES)))
+    got_jit = np.asarray(jax.jit(pred)(jnp.asarray(CODES, jnp.int32)))
+    got_eager = np.asarray(pred(jnp.asarray(CODES, jnp.int32)))
+    for got in (got_int, got_np, got_jit, got_eager):
+        np.testing.assert_array_equal(got, want)
+    assert bool(is_failure(99)) and not bool(is_rejected(99))  # unknown: a failure, not rejected
+
+
+def test_count_status_counts_every_name():
+    codes = np.array([[Status.EMPTY_MASK, Status.CONVERGED], [Status.CONVERGED, 42]])
+    got = count_status(codes)
+    assert list(got)[: len(ORDER)] == [s.name.lower() for s in Status]
+    assert got["converged"] == 2 and got["empty_mask"] == 1 and got["other"] == 1
+    assert sum(got.values()) == codes.size
+
+
+# --- the secular solver's step cap ---------------------------------------------------------
+
+
+def _capped(monkeypatch):
+    """One root step in all (the midpoint), instead of 1 + UNROLLED + MAX_EXTRA_STEPS."""
+    monkeypatch.setattr(secular, "UNROLLED", 0)
+    monkeypatch.setattr(secular, "MAX_EXTRA_STEPS", 0)
+
+
+def test_capped_secular_solve_reports_max_steps_through_the_sketch_update(monkeypatch):
+    D, m = 8, 3
+    rng = np.random.default_rng(1)
+    state = sketch.init(D, m, jnp.float64)
+    for _ in range(4):  # a sketch with distinct weights (several active roots)
+        state, _, status = sketch.update(state, jnp.asarray(rng.normal(size=(D, 1))))
+        assert int(status) == Status.CONVERGED
+    B = jnp.asarray(rng.normal(size=(D, 1)))
+    _capped(monkeypatch)
+    capped, _, status = sketch.update(state, B)
+    assert int(status) == Status.MAX_STEPS
+    assert np.all(np.isfinite(np.asarray(capped.mu)))  # the last iterates are still usable
+
+
+@pytest.mark.parametrize("rule", ["per_round", "fast"])
+def test_capped_secular_solve_reaches_the_eofd_status(monkeypatch, rule):
+    d = 6
+    rng = np.random.default_rng(2)
+    xs = rng.normal(size=(5, d)) / np.sqrt(d)
+    hp = mlogb.hyperparams(lam=1.0, eta=1.0, S=5.0)
+
+    def last_status():
+        lrn = mlogb.eofd(num_outcomes=1, dim=d, sketch_size=3, sketch_rule=rule)
+        state = lrn.init(hp)
+        for i, x in enumerate(xs):
+            state = lrn.update(state, jnp.asarray(x), jnp.asarray(i % 2))
+        return int(state.info.status)
+
+    # Uncapped the same rounds converge (no projection in the ball of radius 5).
+    assert last_status() in (Status.CONVERGED, Status.INACTIVE)
+    _capped(monkeypatch)
+    assert last_status() == Status.MAX_STEPS
