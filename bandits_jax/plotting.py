@@ -261,8 +261,9 @@ def heatmap_figure(
     cell_w = (0.7 * chars + 1.0) * 8 / 72  # inches that hold `chars` characters at fontsize 8
     grid_w = min(len(xt) * cell_w, 7.0)
     font = 8 * grid_w / (len(xt) * cell_w)
-    width = grid_w + 1.0 + (1.0 if per_panel_scale else 0.0)
-    height = max(len(yt) * 0.3, 1.2) + 1.2
+    # at least 2.5 x 2.5 inches: room for the title, ticks and colorbar of a 1 x 1 grid
+    width = max(grid_w + 1.0 + (1.0 if per_panel_scale else 0.0), 2.5)
+    height = max(len(yt) * 0.3, 1.3) + 1.2
     fig, axes = _panels(plt, len(panels), width, height, layout="constrained")
     label = ("log10 " if log10 else "") + (cbar_label or "value")
     for ax, (title, _), v in zip(axes, panels, grids, strict=True):

@@ -183,6 +183,21 @@ def core_busy(interval: float = 0.05) -> dict[int, float]:
     return busy
 
 
+def idle_cores(
+    busy: Mapping[int, float] | None = None, allowed: Iterable[int] | None = None
+) -> int:
+    """How many of the ``allowed`` cores (default: this process's affinity) are less than half
+    busy (``busy``: fractions per core, default :func:`core_busy`); at least 1."""
+    if allowed is None:
+        allowed = (
+            os.sched_getaffinity(0)
+            if hasattr(os, "sched_getaffinity")
+            else range(os.cpu_count() or 1)
+        )
+    busy = core_busy() if busy is None else busy
+    return max(1, sum(busy.get(c, 0.0) < 0.5 for c in allowed))
+
+
 def _narrow_affinity(n: int) -> tuple[int, ...] | None:
     """Keeps the process on the ``n`` least busy cores, unless affinity is unsupported, the user
     narrowed it already, or ``n`` covers every allowed core."""

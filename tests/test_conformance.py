@@ -199,6 +199,12 @@ def _rounds(case: Case, num: int):
 
 
 @functools.cache
+def _jit_round(name: str):
+    """One compiled round per case (per dtype), shared by the tests."""
+    return jax.jit(_round(BY_NAME[name]))
+
+
+@functools.cache
 def _jit_run(name: str):
     """One compiled ``ROUNDS``-round run per case, shared by the tests (compiles dominate)."""
     return jax.jit(_rounds(BY_NAME[name], ROUNDS))
@@ -246,9 +252,8 @@ def test_protocol_members(any_case):
 def test_jit_equals_eager(any_case):
     case = any_case
     state0 = case.learner.init(case.hparams(jnp.float64, False))
-    play = _round(case)
-    eager = play(state0, KEY)
-    jitted = jax.jit(play)(state0, KEY)
+    eager = _round(case)(state0, KEY)
+    jitted = _jit_round(case.name)(state0, KEY)
     chex.assert_trees_all_close(
         _observable(case, jitted), _observable(case, eager), rtol=1e-12, atol=1e-12
     )
@@ -258,7 +263,7 @@ def test_jit_equals_eager(any_case):
 def test_dtype_kept(any_case, dtype):
     case = any_case
     state0 = case.learner.init(case.hparams(dtype, False))
-    state = jax.jit(_round(case))(state0, KEY)
+    state = _jit_round(case.name)(state0, KEY)
     for before, after in zip(jax.tree.leaves(state0), jax.tree.leaves(state), strict=True):
         assert before.dtype == after.dtype
     floats = [x for x in jax.tree.leaves(state) if jnp.issubdtype(x.dtype, jnp.floating)]
@@ -267,70 +272,58 @@ def test_dtype_kept(any_case, dtype):
     protocols.raise_on_failure(_status(case, state))
 
 
-def test_init_buffers_distinct_and_donation(case):
+def test_chunks_compile_once_per_length_and_donate_their_state(case):
+    """One compiled chunk per length (the runner's shape), whose donated input state gives the
+    same run as the undonated program; init's leaves are distinct buffers, and the caller's
+    hyperparameters survive the donation."""
     hp = case.hparams(jnp.float64, False)
     state = case.learner.init(hp)
     ids = [x.unsafe_buffer_pointer() for x in jax.tree.leaves(state) if x.size]
     assert len(ids) == len(set(ids)), "init reuses a buffer in two fields"
     reference = _jit_run(case.name)(case.learner.init(hp), KEY)
-    donated = jax.jit(_rounds(case, ROUNDS), donate_argnums=0)(state, KEY)
-    chex.assert_trees_all_close(
-        _observable(case, donated), _observable(case, reference), rtol=1e-12, atol=1e-12
-    )
-    # The caller's hyperparameters survive the donation of the state.
-    jax.tree.map(np.asarray, hp)
-
-
-def test_vmap_over_trials_equals_loop(case):
-    state0 = case.learner.init(case.hparams(jnp.float64, False))
-    keys = jax.random.split(KEY, 2)
-    batched = jax.jit(jax.vmap(_rounds(case, ROUNDS), in_axes=(None, 0)))(state0, keys)
-    for i in range(2):
-        one = _jit_run(case.name)(state0, keys[i])
-        chex.assert_trees_all_close(
-            _observable(case, jax.tree.map(lambda a, i=i: a[i], batched)),
-            _observable(case, one),
-            rtol=1e-10,
-            atol=1e-12,
-        )
-
-
-def test_vmap_over_grid_equals_loop(case):
-    grid_hp = case.hparams(jnp.float64, True)
-    sizes = {x.shape[0] for x in jax.tree.leaves(grid_hp)}
-    assert sizes == {2}, "every hyperparameter leaf carries the grid axis"
-    run = _rounds(case, ROUNDS)
-    batched = jax.jit(jax.vmap(lambda hp: run(case.learner.init(hp), KEY)))(grid_hp)
-    finals = []
-    for g in range(2):
-        hp = jax.tree.map(lambda a, g=g: a[g], grid_hp)
-        one = _jit_run(case.name)(case.learner.init(hp), KEY)
-        chex.assert_trees_all_close(
-            _observable(case, jax.tree.map(lambda a, g=g: a[g], batched)),
-            _observable(case, one),
-            rtol=1e-10,
-            atol=1e-12,
-        )
-        finals.append(one)
-    # The two grid points really differ (uniform's W is always 0: its scores differ).
-    obs0, obs1 = (jax.tree.leaves(_observable(case, f)) for f in finals)
-    assert not all(np.allclose(a, b) for a, b in zip(obs0, obs1, strict=True))
-
-
-def test_one_compile_per_chunk_length(case):
-    state0 = case.learner.init(case.hparams(jnp.float64, False))
     play = _round(case)
 
-    @functools.partial(jax.jit, static_argnums=2)
+    @functools.partial(jax.jit, static_argnums=2, donate_argnums=0)
     @chex.assert_max_traces(n=2)
     def chunk(state, key, num):
         return jax.lax.scan(lambda s, k: (play(s, k), None), state, jax.random.split(key, num))[0]
 
-    s = state0
-    for k in jax.random.split(KEY, 3):
-        s = chunk(s, k, 2)  # one trace for length 2
-    chunk(s, KEY, 3)  # and one for length 3
+    donated = chunk(state, KEY, ROUNDS)  # the same keys as _jit_run's
+    chex.assert_trees_all_close(
+        _observable(case, donated), _observable(case, reference), rtol=1e-12, atol=1e-12
+    )
+    jax.tree.map(np.asarray, hp)
+    s = donated
+    for k in jax.random.split(KEY, 2):
+        s = chunk(s, k, ROUNDS)  # no new trace for the same length
+    chunk(s, KEY, ROUNDS + 1)  # and one for another length
     chex.clear_trace_counter()
+
+
+def test_vmap_over_grid_and_trials_equals_loops(case):
+    """A (grid point, trial) batch in one compiled call equals each run alone."""
+    grid_hp = case.hparams(jnp.float64, True)
+    sizes = {x.shape[0] for x in jax.tree.leaves(grid_hp)}
+    assert sizes == {2}, "every hyperparameter leaf carries the grid axis"
+    keys = jax.random.split(KEY, 2)
+    run = _rounds(case, ROUNDS)
+    over_trials = jax.vmap(run, in_axes=(None, 0))
+    batched = jax.jit(jax.vmap(lambda hp: over_trials(case.learner.init(hp), keys)))(grid_hp)
+    finals = []
+    for g in range(2):
+        hp = jax.tree.map(lambda a, g=g: a[g], grid_hp)
+        for i in range(2):
+            one = _jit_run(case.name)(case.learner.init(hp), keys[i])
+            chex.assert_trees_all_close(
+                _observable(case, jax.tree.map(lambda a, g=g, i=i: a[g, i], batched)),
+                _observable(case, one),
+                rtol=1e-10,
+                atol=1e-12,
+            )
+        finals.append(one)
+    # The two grid points really differ (uniform's W is always 0: its scores differ).
+    obs0, obs1 = (jax.tree.leaves(_observable(case, f)) for f in finals)
+    assert not all(np.allclose(a, b) for a, b in zip(obs0, obs1, strict=True))
 
 
 def test_checkpoint_round_trip(case, tmp_path):

@@ -2,6 +2,8 @@
 renders with long names and many panels without overlapping text; one colour per learner in
 every figure; the heatmaps share one colour scale unless asked otherwise."""
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -332,3 +334,19 @@ def test_a_learner_has_one_colour_in_every_figure(tmp_path, figures):
     assert _regret_colors(figures[-1])[LONG[0]] == to_rgba("k")
     plotting.time_figure(_time_panels([LONG[0]]), tmp_path / "c.png", colors={LONG[0]: "k"})
     assert _time_colors(figures[-1])[LONG[0]] == to_rgba("k")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 1), (1, 2)])
+def test_a_tiny_heatmap_grid_keeps_its_layout(tmp_path, shape):
+    """A one- or two-cell grid (a sweep over one or two points) still has room for its title,
+    ticks and colorbar (matplotlib warns when constrained layout collapses the axes)."""
+    values = np.arange(1, 1 + shape[0] * shape[1], dtype=float).reshape(shape) * 37.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.heatmap_figure(
+            [("EOFD synthetic (d, K) = (4, 1) beta=theory", values)],
+            list(range(shape[0])),
+            list(range(shape[1])),
+            tmp_path / "h.png",
+            cbar_label="mean final regret",
+        )

@@ -225,6 +225,10 @@ def build_parser() -> Parser:
     return p
 
 
+# Commands whose runs are batched and sharded over host devices: by default one per idle core.
+AUTO_DEVICES = ("sweep", "kappa")
+
+
 def _configure_devices(n: int | None) -> None:
     if not n:
         return
@@ -273,6 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         return _error(e.errors)
     args.argv = None if argv is None else "bandits-jax " + " ".join(argv_list)
+    if args.devices is None and argv is None and args.command in AUTO_DEVICES:
+        # The console script's process: batched runs shard over one host device per idle core
+        # (results equal the one-device run's, tests/sim/test_sharding.py).
+        args.devices = threads.idle_cores()
+        say(args, f"devices: {args.devices} (one per idle core; --devices N chooses)")
     if argv is None or args.threads is not None:
         # The console script's process (or an explicit --threads): before JAX starts; auto is
         # one thread per host device (bandits_jax.threads). main(argv) called from Python

@@ -109,6 +109,7 @@ def make_env(family: str, d: int, T: int, noise: float = 0.0, dtype: Any = None)
 
 
 def make_learner(name: str, d: int) -> Any:
+    """The BCO learner ``name`` of :data:`BCO_LEARNERS` in dimension ``d``."""
     from bandits_jax.bco import two_point as tp
 
     spec = BCO_LEARNERS[name]
@@ -439,6 +440,7 @@ def trial_rounds(cfg: dict, studies: Sequence[str], plan: StudyPlan) -> int:
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
+    """Adds ``bco``'s own options to its subparser."""
     b.add_argument(
         "--study",
         default="both",
@@ -465,6 +467,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
+    """Checks every option of ``bco`` before any work (:class:`~.options.UsageError`)."""
     errors: list[str] = []
     opt.check_common(args, errors)  # --rounds and --trials too
     opt.check_int(errors, args.tune_trials, "--tune-trials", minimum=1)
@@ -514,6 +517,7 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``bco``: the studies, their figures, tables and summary; returns the exit status."""
     import jax.numpy as jnp
 
     from bandits_jax import plotting

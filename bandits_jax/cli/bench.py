@@ -18,14 +18,17 @@ BENCHMARKS = ("mlogb_speed", "bco_speed")
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
+    """Adds ``bench``'s own options to its subparser."""
     b.add_argument("--quick", action="store_true", help="reduced benchmark")
 
 
 def source_root() -> pathlib.Path:
+    """The checkout holding ``benchmarks/`` (``bench`` runs its scripts)."""
     return pathlib.Path(__file__).resolve().parent.parent.parent
 
 
 def validate(args: argparse.Namespace) -> None:
+    """Checks every option of ``bench`` before any work (:class:`~.options.UsageError`)."""
     errors: list[str] = []
     opt.check_common(args, errors)
     root = source_root()
@@ -39,6 +42,7 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``bench``: the speed benchmarks, their table and figure; returns the exit status."""
     from bandits_jax import plotting
     from bandits_jax.sim import sweep
 

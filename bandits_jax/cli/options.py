@@ -76,6 +76,7 @@ def split_list(text: str | Sequence[Any] | None) -> list[str]:
 
 
 def floats(text: Any) -> list[float]:
+    """A comma-separated list (or a number) as floats."""
     return [float(t) for t in split_list(text)]
 
 
@@ -236,6 +237,7 @@ def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: 
 
 
 def check_int(errors: list[str], value: Any, option: str, *, minimum: int) -> None:
+    """Appends an error to ``errors`` when ``value`` is given and below ``minimum``."""
     if value is not None and value < minimum:
         errors.append(f"{option}: expected an integer >= {minimum}, got {value}")
 
@@ -243,6 +245,8 @@ def check_int(errors: list[str], value: Any, option: str, *, minimum: int) -> No
 def check_float(
     errors: list[str], value: Any, option: str, *, positive: bool = False, nonneg: bool = False
 ) -> None:
+    """Appends an error to ``errors`` when ``value`` is given and not a finite number (positive or
+    non-negative where asked)."""
     if value is None:
         return
     if not math.isfinite(value):
@@ -275,6 +279,8 @@ def check_float_list(
 
 
 def check_beta(errors: list[str], b: Any, option: str) -> None:
+    """Appends an error to ``errors`` unless ``b`` is ``theory``, ``order`` or a finite number >=
+    0."""
     if b in ("theory", "order"):
         return
     try:
@@ -550,7 +556,9 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "--devices",
         dict(
             type=int,
-            help="on CPU, split the host into N devices (sets XLA_FLAGS before JAX starts)",
+            help="on CPU, split the host into N devices (sets XLA_FLAGS before JAX starts; "
+            "default: sweep and kappa shard their runs over one device per idle core, the "
+            "others use one)",
         ),
     ),
     (

@@ -114,6 +114,7 @@ def make_setting(
 
 
 def env_rewards(setting: Setting) -> Any:
+    """The reward of each outcome of the setting's environment (``None``: the learner's default)."""
     r = getattr(setting.env, "rewards", None)
     return None if r is None else np.asarray(r, np.float64).tolist()
 
@@ -247,6 +248,7 @@ def keep_mlogb(metrics: Any) -> dict[str, Any]:
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:
+    """Adds ``reproduce``'s own options to its subparser."""
     r.add_argument("--quick", action="store_true", help="reduced run (T=200, 4 trials)")
     r.add_argument("--rounds", type=int, default=None, help="T (default 2000; quick 200)")
     r.add_argument("--trials", type=int, default=None, help="trials (default 10; quick 4)")
@@ -464,6 +466,8 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``reproduce``: every setting and learner of the plan, the figures, the tables and the
+    summary; returns the exit status."""
     import jax
 
     from bandits_jax import plotting

@@ -62,6 +62,7 @@ def _check_number(name: str, v, *, positive: bool) -> float:
 
 
 def default_rewards(num_outcomes: int) -> np.ndarray:
+    """Section 4's rewards of the K outcomes: ``1/K, 2/K, ..., 1``."""
     return np.linspace(1.0 / num_outcomes, 1.0, num_outcomes)
 
 

@@ -137,6 +137,8 @@ def outcome_valid(y: jax.Array, num_outcomes: int) -> jax.Array:
 
 
 def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
+    """Eager checks of an update's action ``x`` (shape ``(dim,)``, finite) and outcome ``y`` (an
+    integer in ``0..K``): ``ValueError`` naming the argument."""
     if x.shape != (dim,):
         raise ValueError(f"x must have shape ({dim},), got {x.shape}")
     if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):

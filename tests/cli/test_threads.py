@@ -255,3 +255,11 @@ def test_host_device_flags_replace_a_count_and_keep_other_flags():
         "--xla_force_host_platform_device_count=2",
     ]
     assert threads.host_device_flags("", 3) == "--xla_force_host_platform_device_count=3"
+
+
+def test_idle_cores_counts_cores_under_half_busy_and_at_least_one():
+    assert threads.idle_cores({0: 0.1, 1: 0.2}, allowed=[0, 1]) == 2
+    assert threads.idle_cores({0: 0.95, 1: 0.2}, allowed=[0, 1]) == 1
+    assert threads.idle_cores({0: 0.95, 1: 0.9}, allowed=[0, 1]) == 1  # never 0
+    assert threads.idle_cores({0: 0.0, 1: 0.0, 2: 0.0}, allowed=[1, 2]) == 2  # affinity only
+    assert 1 <= threads.idle_cores() <= len(os.sched_getaffinity(0))
