@@ -25,7 +25,8 @@ again through the Gram matrix (O(D m^2): for tests and occasional use).
 EOFD-MLogB needs the sketch's eigenbasis every round (Woodbury step, Lemma 1, Lemma 2), so its
 ``sketch_rule="fast"`` keeps the spectral state instead of the factor: :func:`spectral_round`
 and :func:`commit_basis` below hold ``V = basis @ R`` with a deferred rotation ``R`` (the basis
-is rebuilt only at a shrink) and shrink by Algorithm 3's rule.
+is rebuilt only at a shrink, :func:`bandits_jax.linalg.sketch.rebase`) and shrink by Algorithm
+3's rule; :func:`spectral_rule` packs them as a :class:`~bandits_jax.linalg.sketch.SketchRule`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ from jax import lax
 
 from bandits_jax.checks import is_concrete
 from bandits_jax.linalg import secular
-from bandits_jax.linalg.sketch import FDState
+from bandits_jax.linalg.sketch import (
+    Extension,
+    FDState,
+    Round,
+    Sketch,
+    SketchRule,
+    commit_deferred,
+    extend,
+    rebase,
+)
 
 __all__ = [
     "FastFDState",
@@ -50,6 +60,7 @@ __all__ = [
     "rebase",
     "shrink",
     "spectral_round",
+    "spectral_rule",
     "update",
     "view",
 ]
@@ -252,26 +263,38 @@ def commit_basis(basis: jax.Array, Q: jax.Array, rot: Rotation, used: jax.Array)
     return rebase(basis, Q, used, rot.coeffs, rot.shrink)
 
 
-def rebase(
-    basis: jax.Array, Q: jax.Array, used: jax.Array, coeffs: jax.Array, flag: jax.Array
-) -> jax.Array:
-    """Writes ``Q`` (D, k) into columns ``used .. used + k`` of ``basis`` (D, n) (O(D k)), then,
-    when ``flag``, replaces the basis by ``[basis coeffs, 0]`` (``coeffs``: (n, m); O(D n m)).
+def spectral_rule(sketch_size: int, capacity: int, block: int) -> SketchRule:
+    """Fast FD in spectral form as a :class:`~bandits_jax.linalg.sketch.SketchRule`: a sketch of
+    up to ``capacity`` directions (``n = capacity + block`` slots, so a round's ``Q`` always
+    fits) absorbing each round's block without truncation (:func:`spectral_round`), shrunk to
+    ``sketch_size`` directions when the next block would not fit; ``V = basis @ R``, the basis
+    rebuilt only at a shrink. An adaptive size does not apply (``budget`` must be None); the
+    radius rank is the number of directions (at least 1)."""
+    n = capacity + block
 
-    Shared by the deferred rotations of both EOFD sketch rules (the fast rule's shrink, the
-    per-round rule's materialisation of ``V = basis @ R``). The product runs in a
-    ``lax.while_loop`` of zero or one trip whose only large operand is its carry: measured, a
-    ``lax.cond`` over the basis, a slice read back and rewritten, or a product with a captured
-    ``Q`` (hoisted out of the loop by XLA and so computed every round) each cost a D-sized pass
-    per round; this form costs none."""
-    D, n = basis.shape
-    m = coeffs.shape[1]
-    basis = lax.dynamic_update_slice(basis, Q, (jnp.zeros((), jnp.int32), used))
+    def init(D: int, dtype) -> Sketch:
+        zero = lambda: jnp.zeros((), jnp.int32)  # noqa: E731  (one buffer per leaf)
+        mu = jnp.zeros((n,), dtype)
+        return Sketch(jnp.zeros((D, n), dtype), jnp.zeros((n, n), dtype), mu, zero(), zero())
 
-    def product(carry):
-        i, B = carry
-        return i + 1, jnp.concatenate([B @ coeffs, jnp.zeros((D, n - m), B.dtype)], axis=1)
+    def extend_(sk: Sketch, X: jax.Array, P: jax.Array) -> tuple[Extension, Extension]:
+        # Q is the same in V = basis R coordinates, as span V = span of the used columns.
+        ext_b = extend(sk.basis, X, P)
+        return ext_b, ext_b._replace(C=sk.R.T @ ext_b.C)
 
-    trips = flag.astype(jnp.int32)
-    _, basis = lax.while_loop(lambda cr: cr[0] < trips, product, (jnp.zeros((), jnp.int32), basis))
-    return basis
+    def absorb(sk: Sketch, ext: Extension, M: jax.Array, coef: jax.Array, budget) -> Round:
+        if budget is not None:
+            raise ValueError("the fast rule has no adaptive size (budget must be None)")
+        rot = spectral_round(sk.R, sk.mu, sk.rank, sk.used, ext, M, sketch_size)
+        return Round(
+            rot.R, rot.mu, rot.rank, rot.used, rot.delta, rot.status, (rot.shrink, rot.coeffs)
+        )
+
+    def commit(sk: Sketch, ext_b: Extension, rnd: Round, coef: jax.Array, ok: jax.Array):
+        # [V, Q] coef = basis (R coef_V) + Q coef_Q; a shrink rebuilds the basis.
+        shrink, coeffs = rnd.plan
+        on_basis, on_q = sk.R @ coef[:n], coef[n:]
+        basis, step = commit_deferred(sk.basis, ext_b, on_basis, on_q, sk.used, coeffs, shrink & ok)
+        return basis, step, rnd
+
+    return SketchRule(init, extend_, absorb, commit, lambda sk: jnp.maximum(sk.rank, 1))

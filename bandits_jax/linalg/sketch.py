@@ -25,11 +25,19 @@ Degenerate residual directions (``X`` already in the span of ``V``, always the c
 ``T`` are zeroed (so coordinates ``[V, Q]^T w`` never see a spurious direction) and they get a
 negative sentinel eigenvalue in the core so that they are always among the discarded directions.
 With ``m >= D`` (``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
+
+Sketch rules (:class:`SketchRule`): EOFD-MLogB's round takes the sketch as data, a NamedTuple of
+pure functions it calls in order (``extend`` after pass 1, ``absorb``, ``commit`` as pass 2), in
+the manner of optax's transformations. This module gives Algorithm 1 every round
+(:func:`per_round_rule`: V formed every round) and with a deferred basis rotation
+(:func:`deferred_rule`: ``V = basis @ R``, V formed once the spare columns run out);
+:func:`bandits_jax.linalg.fast_fd.spectral_rule` gives Fast FD.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -308,3 +316,240 @@ def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array, jax.Array]
     ext = extend(state.V, B)
     new, sigma2, _, status = absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
     return new, sigma2, status
+
+
+# --- Sketch rules: a round of EOFD-MLogB's sketch as data ---
+
+
+class Sketch(NamedTuple):
+    """A sketch ``V diag(mu) V^T`` with ``V = basis @ R`` (``R`` None: ``V`` is ``basis``).
+
+    Attributes:
+      basis: (D, n) columns ``0 .. used`` orthonormal (or zero), the rest zero.
+      R: (n, r) rotation, or None.
+      mu: (r,) weights.
+      rank: int32, the active rank (adaptive size) or the number of directions (fast rule).
+      used: int32, basis columns in use (where a round's new columns ``Q`` are written).
+    """
+
+    basis: jax.Array
+    R: jax.Array | None
+    mu: jax.Array
+    rank: jax.Array
+    used: jax.Array
+
+    def v_coords(self, basis_coords: jax.Array) -> jax.Array:
+        """``V^T w`` from ``basis^T w`` (no D-sized work)."""
+        return basis_coords if self.R is None else self.R.T @ basis_coords
+
+
+class Round(NamedTuple):
+    """The small part of one round of a :class:`SketchRule` (no D-sized work).
+
+    Attributes:
+      R, mu, rank, used: the new sketch's (:class:`Sketch`).
+      delta: the mass discarded (added to ``rho``; eq. 15's ``sigma_{m+1}^2``).
+      status: the core eigensolve's status (int32).
+      plan: what the rule's pass 2 needs (a pytree of the rule's own; finite-checked with the rest).
+    """
+
+    R: jax.Array | None
+    mu: jax.Array
+    rank: jax.Array
+    used: jax.Array
+    delta: jax.Array
+    status: jax.Array
+    plan: Any
+
+
+class SketchRule(NamedTuple):
+    """A sketch rule as data: the pure functions a round calls in order.
+
+    Attributes:
+      init: ``(D, dtype) -> Sketch``, the empty sketch.
+      extend: ``(sketch, X, P) -> (ext_b, ext)`` with ``P = basis^T X`` from pass 1: the
+        extension of the basis (``ext_b``, pass 2 maps through it) and of ``V``
+        (``ext``: ``X = V C + Q T`` in V's coordinates, eq. 12-14; small work).
+      absorb: ``(sketch, ext, M, coef, budget) -> Round``: absorbs ``X M X^T`` (eq. 12-15) in
+        small work; ``coef`` are the round's step coordinates in ``[V, Q]``, ``budget`` the
+        adaptive size's discard budget (None: fixed size).
+      commit: ``(sketch, ext_b, round, coef, ok) -> (basis, step, round)``, pass 2: the new
+        basis and ``[V, Q] coef`` in one product; where not ``ok`` (``coef`` and ``ext_b``
+        then zeroed, :func:`mask_extension`) the basis is left as it was.
+      radius_rank: ``sketch -> rank`` for the radius (Lemma 6; a static int for a fixed size).
+    """
+
+    init: Callable[[int, Any], Sketch]
+    extend: Callable[[Sketch, jax.Array, jax.Array], tuple[Extension, Extension]]
+    absorb: Callable[[Sketch, Extension, jax.Array, jax.Array, jax.Array | None], Round]
+    commit: Callable[
+        [Sketch, Extension, Round, jax.Array, jax.Array], tuple[jax.Array, jax.Array, Round]
+    ]
+    radius_rank: Callable[[Sketch], int | jax.Array]
+
+
+def mask_extension(ext: Extension, ok: jax.Array) -> Extension:
+    """``ext``, or where not ``ok`` one whose ``Q`` and ``X`` part are zero (``apply_basis``
+    then maps coordinates through the basis alone): a rejected round's pass 2 writes zero
+    columns where zero columns are, so the D-sized work is done once either way."""
+    return ext._replace(
+        X=jnp.where(ok, ext.X, 0.0),
+        C=jnp.where(ok, ext.C, 0.0),
+        T_pinv=jnp.where(ok, ext.T_pinv, 0.0),
+    )
+
+
+def _per_round_init(D: int, m: int, spare: int, rank: int | None, dtype) -> Sketch:
+    """V the first m unit vectors (:func:`init`), ``spare`` zero columns; ``rank`` None: m."""
+    fd = init(D, m, dtype)
+    return Sketch(
+        basis=jnp.concatenate([fd.V, jnp.zeros((D, spare), dtype)], axis=1),
+        R=jnp.eye(m + spare, m, dtype=dtype) if spare else None,
+        mu=fd.mu,
+        rank=jnp.full((), m if rank is None else rank, jnp.int32),
+        used=jnp.full((), m, jnp.int32),
+    )
+
+
+def _radius_rank(m: int, adaptive: bool) -> Callable[[Sketch], int | jax.Array]:
+    return (lambda sk: sk.rank) if adaptive else (lambda sk: m)
+
+
+def _truncation_round(sk: Sketch, ext: Extension, M: jax.Array, budget: jax.Array | None) -> Round:
+    """Algorithm 1's truncation (eq. 14-15), adaptive when ``budget`` is given; ``plan = U``."""
+    if budget is None:
+        tr, rank = truncate(sk.mu, ext, M), sk.rank
+    else:
+        tr, rank = truncate_adaptive(sk.mu, ext, M, sk.rank, budget)
+    return Round(sk.R, tr.mu, rank, sk.used, tr.sigma2, tr.status, plan=tr.U)
+
+
+def per_round_rule(sketch_size: int, *, rank: int | None = None) -> SketchRule:
+    """Algorithm 1 every round with V formed every round (``basis = V``, ``R`` None): pass 2 is
+    one D x (m+k) x (m+1) product giving the new ``V = [V, Q] U`` and the step.
+
+    Args:
+      sketch_size: m (the capacity, ``<= D``).
+      rank: the initial active rank of an adaptive size (None: fixed size m).
+    """
+    m = sketch_size
+
+    def extend_(sk: Sketch, X: jax.Array, P: jax.Array) -> tuple[Extension, Extension]:
+        ext = extend(sk.basis, X, P)
+        return ext, ext
+
+    def commit(sk: Sketch, ext_b: Extension, rnd: Round, coef: jax.Array, ok: jax.Array):
+        # A rejected round maps [V, Q] [I; 0] = V (ext_b's X and C are zeroed).
+        U = jnp.where(ok, rnd.plan, jnp.eye(*rnd.plan.shape, dtype=coef.dtype))
+        basis, step = map_basis(sk.basis, ext_b, U, coef)
+        return basis, step, rnd
+
+    return SketchRule(
+        init=lambda D, dtype: _per_round_init(D, m, 0, rank, dtype),
+        extend=extend_,
+        absorb=lambda sk, ext, M, coef, budget: _truncation_round(sk, ext, M, budget),
+        commit=commit,
+        radius_rank=_radius_rank(m, rank is not None),
+    )
+
+
+def deferred_rule(sketch_size: int, spare_columns: int, *, rank: int | None = None) -> SketchRule:
+    """Algorithm 1 every round with a deferred basis rotation: ``V = basis @ R``, ``basis``
+    (D x n, ``n = m + c``, ``c = spare_columns >= k``) orthonormal in its ``used`` columns, a
+    round's new columns written into the spare ones (:func:`extend_deferred`) and
+    ``V = basis @ R`` formed (then ``R = I``, ``used = m``) only when the next round's would
+    not fit (:func:`rebase`). Arguments as :func:`per_round_rule`."""
+    m, n = sketch_size, sketch_size + spare_columns
+
+    def absorb(sk: Sketch, ext: Extension, M: jax.Array, coef: jax.Array, budget) -> Round:
+        rnd = _truncation_round(sk, ext, M, budget)
+        # The new V = [V, Q] U = basis' R_new and the step [V, Q] coef = basis' c_w in basis
+        # coordinates (basis' = basis with Q written in): (n, m)-sized work.
+        R_new, c_w = map_basis(sk.R, ext, rnd.plan, coef)
+        return rnd._replace(R=R_new, plan=(rnd.plan, c_w))
+
+    def commit(sk: Sketch, ext_b: Extension, rnd: Round, coef: jax.Array, ok: jax.Array):
+        k = ext_b.X.shape[1]
+        c_w = jnp.where(ok, rnd.plan[1], 0.0)  # rows used .. used + k: the step on Q
+        grown = sk.used + jnp.where(jnp.any(ext_b.valid), k, 0).astype(jnp.int32)
+        full = ok & (grown + k > n)  # the next round's Q would not fit
+        on_q = lax.dynamic_slice(c_w, (sk.used,), (k,))
+        basis, step = commit_deferred(sk.basis, ext_b, c_w, on_q, sk.used, rnd.R, full)
+        R = jnp.where(full, jnp.eye(n, m, dtype=c_w.dtype), rnd.R)
+        return basis, step, rnd._replace(R=R, used=jnp.where(full, m, grown).astype(jnp.int32))
+
+    return SketchRule(
+        init=lambda D, dtype: _per_round_init(D, m, spare_columns, rank, dtype),
+        extend=lambda sk, X, P: extend_deferred(sk.basis, sk.R, sk.used, X, P),
+        absorb=absorb,
+        commit=commit,
+        radius_rank=_radius_rank(m, rank is not None),
+    )
+
+
+def extend_deferred(
+    basis: jax.Array, R: jax.Array, used: jax.Array, X: jax.Array, P: jax.Array
+) -> tuple[Extension, Extension]:
+    """The extension of Algorithm 1 (eq. 12-14) when ``V = basis @ R``: ``(ext_b, ext)``.
+
+    ``ext_b`` extends the whole used basis by ``X`` (``X = basis P + Qb Tb``, ``P = basis^T X``
+    given, ``Qb`` implicit, to be written into the spare columns ``used .. used + k``). After a
+    truncation ``span V`` is a strict subspace of the used columns, so ``X``'s residual against
+    ``V`` is not ``Qb Tb``: ``ext`` is the extension ``X = V C + Q T`` of :func:`extend` taken
+    in basis coordinates, with ``R`` for ``V`` and ``X``'s coordinates ``[P; Tb]`` (``Tb`` at
+    rows ``used .. used + k``) for ``X``: ``C = R^T P`` and ``Q`` has coordinates
+    ``(P - R C) T^+`` on the old columns and ``Tb T^+`` on the new ones. Only (n, k)-sized work
+    beyond ``ext_b``; the FD core ``diag(mu, 0) + [C; T] M [C; T]^T`` is the same matrix as
+    with an explicit V."""
+    n, k = R.shape[0], X.shape[1]
+    ext_b = extend(basis, X, P)
+    # ext_b.C is zero at rows >= used (zero columns), where Tb goes.
+    place = lax.dynamic_update_slice(jnp.zeros((n, k), X.dtype), ext_b.T, (used, jnp.int32(0)))
+    return ext_b, extend(R, ext_b.C + place)
+
+
+def commit_deferred(
+    basis: jax.Array,
+    ext_b: Extension,
+    on_basis: jax.Array,
+    on_q: jax.Array,
+    used: jax.Array,
+    coeffs: jax.Array,
+    flag: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """Pass 2 of a deferred rotation: one product over ``[basis, Q]`` (``Q``: ``ext_b``'s k
+    new columns) gives ``Q`` and the step ``basis on_basis + Q on_q``; ``Q`` is written into
+    columns ``used .. used + k`` and, when ``flag``, the basis becomes ``[basis' coeffs, 0]``
+    (:func:`rebase`). Returns ``(basis', step)``."""
+    n, k = on_basis.shape[0], on_q.shape[0]
+    dtype = on_basis.dtype
+    # Coordinates of [Q, step] in [basis, Q].
+    top = jnp.concatenate([jnp.zeros((n, k), dtype), on_basis[:, None]], axis=1)
+    bottom = jnp.concatenate([jnp.eye(k, dtype=dtype), on_q[:, None]], axis=1)
+    out = apply_basis(basis, ext_b, jnp.concatenate([top, bottom], axis=0))
+    return rebase(basis, out[:, :k], used, coeffs, flag), out[:, k]
+
+
+def rebase(
+    basis: jax.Array, Q: jax.Array, used: jax.Array, coeffs: jax.Array, flag: jax.Array
+) -> jax.Array:
+    """Writes ``Q`` (D, k) into columns ``used .. used + k`` of ``basis`` (D, n) (O(D k)), then,
+    when ``flag``, replaces the basis by ``[basis coeffs, 0]`` (``coeffs``: (n, m); O(D n m)).
+
+    Shared by the deferred rotations (:func:`deferred_rule`'s materialisation of
+    ``V = basis @ R``, the fast rule's shrink). The product runs in a ``lax.while_loop`` of zero
+    or one trip whose only large operand is its carry: measured, a ``lax.cond`` over the basis,
+    a slice read back and rewritten, or a product with a captured ``Q`` (hoisted out of the
+    loop by XLA and so computed every round) each cost a D-sized pass per round; this form
+    costs none."""
+    D, n = basis.shape
+    m = coeffs.shape[1]
+    basis = lax.dynamic_update_slice(basis, Q, (jnp.zeros((), jnp.int32), used))
+
+    def product(carry):
+        i, B = carry
+        return i + 1, jnp.concatenate([B @ coeffs, jnp.zeros((D, n - m), B.dtype)], axis=1)
+
+    trips = flag.astype(jnp.int32)
+    _, basis = lax.while_loop(lambda cr: cr[0] < trips, product, (jnp.zeros((), jnp.int32), basis))
+    return basis

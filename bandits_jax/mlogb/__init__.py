@@ -6,7 +6,7 @@ Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Freque
 
 from bandits_jax.mlogb.bonus import argmax_tie
 from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, ecolog_hyperparams
-from bandits_jax.mlogb.eofd import EOFDFastState, EOFDState, eofd
+from bandits_jax.mlogb.eofd import EOFDState, eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams, Section4, hyperparams, section4
 from bandits_jax.mlogb.interact import MLogBMetrics, interact
@@ -24,7 +24,6 @@ from bandits_jax.mlogb.uniform import (
 __all__ = [
     "ECOLogHyperparams",
     "ECOLogState",
-    "EOFDFastState",
     "EOFDState",
     "LinUCBHyperparams",
     "LinUCBState",

@@ -106,7 +106,10 @@ def hyperparams(
       beta_scale: multiplies the theory/order radius.
       delta: confidence level in (0, 1).
       action_bound: bound ``D`` on action norms; lipschitz: ``L`` in [0, 1].
-      dtype: floating dtype of the state (default: JAX's default float).
+      dtype: floating dtype of the state (default: JAX's default float, float32 unless
+        ``jax_enable_x64`` is on). float32 is the faster choice for large sweeps; use float64 to
+        compare with a reference implementation or with another run to the last bits (the
+        command and the exactness tests run in float64).
 
     Raises:
       ValueError: naming the offending argument.
