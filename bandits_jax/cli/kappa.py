@@ -42,7 +42,7 @@ import pathlib
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -361,71 +361,116 @@ def play_cell(
 ) -> dict:
     """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record; with
     ``show_progress`` a bar counts its trial-rounds (tuning and evaluation)."""
-    import jax
-    import jax.numpy as jnp
-
     from bandits_jax import envs
     from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import Progress
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
-    spec = game.spec
-    label = f"synth-{d}-{K} S={S:g}"
-    tuning: dict[str, Any] | None = None
     t0 = time.perf_counter()
-    if cell.mode == "recipe":
-        l_, e_, b_ = recipe_point(spec, S)
-        hp = spec.hparams(rep.Recipe(K, d, S, T, l_, e_, b_, None, dtype))
-        hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
-        grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
-        exp = sweep.Experiment(spec.label, label, game.step, game.learner.init, hp, grid, env.init)
-        runs = len(plan["eval_seeds"])
-        play = functools.partial(
-            sweep.run_sweep, seeds=plan["eval_seeds"], checkpoint_dir=cell.path / "evaluation"
-        )
-    else:
-        pg = plan["grid"]
-        g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
-        hp = spec.hparams(rep.Recipe(K, d, S, T, g["l"], g["e"], g["beta"], None, dtype))
-        first, uniq = _distinct(hp)
-        hp_u = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
-        grid_u = {k: np.asarray(v)[uniq] for k, v in g.items()}
-        exp = sweep.Experiment(
-            spec.label, label, game.step, game.learner.init, hp_u, grid_u, env.init
-        )
-        runs = len(uniq) * len(plan["tuning_seeds"]) + len(plan["eval_seeds"])
-        play = functools.partial(
-            sweep.tune_and_evaluate,
-            tuning_seeds=plan["tuning_seeds"],
-            eval_seeds=plan["eval_seeds"],
-            checkpoint_dir=str(cell.path),
-        )
-    bar_label = f"S={S:g} {cell.learner} {cell.mode}"
-    with Progress(runs * T, bar_label, enabled=show_progress) as bar:  # trial-rounds
-        played = play([exp], num_rounds=T, config=cell.identity, progress=bar, **common)
-    if cell.mode == "recipe":
-        ev = played
-        compile_s = ev.compile_seconds
-        point = {"l": l_, "e": e_, "beta": b_}
-    else:
-        res = played
-        ev = res.evaluation_sweep
-        compile_s = res.tuning_sweep.compile_seconds + ev.compile_seconds
-        finals_u = np.asarray(res.tuning_sweep.experiments[0].metrics["regret"], np.float64)
-        finals_u = finals_u.sum(-1)  # (distinct points, tuning seeds)
-        where = {u: i for i, u in enumerate(uniq)}
-        finals = finals_u[[where[f] for f in first]]
-        chosen = uniq[res.chosen[0]]
-        point = {k: float(v[chosen]) for k, v in g.items()}
-        tuning = {
-            "grid": {k: np.asarray(v).tolist() for k, v in g.items()},
-            "same_as": first,
-            "final_regret": finals.tolist(),
-            "mean_final_regret": finals.mean(axis=1).tolist(),
-            "chosen": int(chosen),
-            "distinct_points": len(uniq),
-        }
+    how = (_recipe_play if cell.mode == "recipe" else _tuned_play)(cell, game.spec, plan, dtype)
+    label = f"synth-{d}-{K} S={S:g}"
+    exp = sweep.Experiment(
+        game.spec.label, label, game.step, game.learner.init, how.hparams, how.grid, env.init
+    )
+    with Progress(how.runs * T, _cell_name(cell), enabled=show_progress) as bar:  # trial-rounds
+        played = how.play([exp], num_rounds=T, config=cell.identity, progress=bar, **common)
+    ev, compile_s, point, tuning = how.read(played)
+    return _cell_record(cell, game.spec, T, ev, point, tuning, compile_s, t0)
+
+
+def _cell_name(cell: Cell) -> str:
+    """``S=<S> <learner> <mode>``: how bars and messages name a cell."""
+    return f"S={cell.S:g} {cell.learner} {cell.mode}"
+
+
+class _CellPlay(NamedTuple):
+    """How a mode plays a cell: the hyperparameters and labels of its grid, the runs it plays
+    (for the bar), ``play(experiments, **options)`` (a sweep with the cell's seeds and
+    checkpoints) and ``read(played) -> (evaluation sweep, compile seconds, point, tuning)``."""
+
+    hparams: Any
+    grid: dict
+    runs: int
+    play: Callable
+    read: Callable
+
+
+def _recipe_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _CellPlay:
+    """The recipe mode: the learner's out-of-the-box point on the evaluation seeds."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax.sim import sweep
+
+    K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
+    l_, e_, b_ = recipe_point(spec, S)
+    hp = spec.hparams(rep.Recipe(K, d, S, T, l_, e_, b_, None, dtype))
+    hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
+    grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
+    play = functools.partial(
+        sweep.run_sweep, seeds=plan["eval_seeds"], checkpoint_dir=cell.path / "evaluation"
+    )
+    point = {"l": l_, "e": e_, "beta": b_}
+    return _CellPlay(
+        hp, grid, len(plan["eval_seeds"]), play, lambda ev: (ev, ev.compile_seconds, point, None)
+    )
+
+
+def _tuned_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _CellPlay:
+    """The tuned mode: the grid's distinct points tuned on the tuning seeds, the best one
+    reported on the evaluation seeds (:func:`bandits_jax.sim.sweep.tune_and_evaluate`)."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax.sim import sweep
+
+    K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
+    pg = plan["grid"]
+    g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
+    hp = spec.hparams(rep.Recipe(K, d, S, T, g["l"], g["e"], g["beta"], None, dtype))
+    first, uniq = _distinct(hp)
+    hp_u = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
+    grid_u = {k: np.asarray(v)[uniq] for k, v in g.items()}
+    runs = len(uniq) * len(plan["tuning_seeds"]) + len(plan["eval_seeds"])
+    play = functools.partial(
+        sweep.tune_and_evaluate,
+        tuning_seeds=plan["tuning_seeds"],
+        eval_seeds=plan["eval_seeds"],
+        checkpoint_dir=str(cell.path),
+    )
+    return _CellPlay(hp_u, grid_u, runs, play, functools.partial(_tuned_outcome, g, first, uniq))
+
+
+def _tuned_outcome(g: dict, first: list[int], uniq: list[int], res: Any) -> tuple:
+    """``(evaluation sweep, compile seconds, point, tuning record)`` of a tuned cell: the
+    tuning regrets spread back over the whole grid (equal points share their numbers)."""
+    ev = res.evaluation_sweep
+    compile_s = res.tuning_sweep.compile_seconds + ev.compile_seconds
+    finals_u = np.asarray(res.tuning_sweep.experiments[0].metrics["regret"], np.float64)
+    finals_u = finals_u.sum(-1)  # (distinct points, tuning seeds)
+    where = {u: i for i, u in enumerate(uniq)}
+    finals = finals_u[[where[f] for f in first]]
+    chosen = uniq[res.chosen[0]]
+    point = {k: float(v[chosen]) for k, v in g.items()}
+    tuning = {
+        "grid": {k: np.asarray(v).tolist() for k, v in g.items()},
+        "same_as": first,
+        "final_regret": finals.tolist(),
+        "mean_final_regret": finals.mean(axis=1).tolist(),
+        "chosen": int(chosen),
+        "distinct_points": len(uniq),
+    }
+    return ev, compile_s, point, tuning
+
+
+def _cell_record(
+    cell: Cell, spec: rep.LearnerSpec, T: int, ev, point, tuning, compile_s, t0: float
+) -> dict:
+    """A played cell's record (``result.json``): its evaluation regrets and their summary,
+    timings (chunk times recorded in its checkpoints), update status and tuning."""
+    from bandits_jax.sim import sweep
+
     r = ev.experiments[0]
     final = np.asarray(r.metrics["regret"], np.float64).sum(-1)[0]  # (eval seeds,)
     row = sweep.table([r])[0]
@@ -434,7 +479,7 @@ def play_cell(
     seconds = _recorded_seconds(cell.path / "evaluation")
     return {
         "identity": cell.identity,
-        "S": S,
+        "S": cell.S,
         "learner": cell.learner,
         "label": spec.label,
         "mode": cell.mode,
@@ -455,7 +500,7 @@ def play_cell(
         "explore_rate": row.get("explore_rate"),
         "bonus_ratio": row.get("bonus_ratio"),
         "tuning": tuning,
-        "kappa_bound": kappa_bound(S),
+        "kappa_bound": kappa_bound(cell.S),
     }
 
 
@@ -581,10 +626,9 @@ def run(args: argparse.Namespace) -> int:
     """Plays (or restores) every cell, then writes the figure, JSON, CSV and summary."""
     import jax
 
-    from bandits_jax import plotting
-    from bandits_jax.sim import sharding, sweep
+    from bandits_jax.sim import sharding
 
-    from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
+    from . import dtype_of
 
     t_start = time.perf_counter()
     plan = args.plan
@@ -595,6 +639,18 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         check_resume(cells)  # before any work
     mesh = sharding.run_mesh() if jax.device_count() > 1 else None
+    _announce(args, plan, mesh, dtype_name)
+    results = _play_cells(args, cells, _learners(plan, dtype, args.sketch), mesh, dtype)
+    rows = csv_rows(results)
+    report = _report(args, plan, results, mesh, dtype_name, t_start)
+    _write(args, out, plan, report, rows)
+    return 0
+
+
+def _announce(args: argparse.Namespace, plan: dict, mesh: Any, dtype_name: str) -> None:
+    """Says what the study plays."""
+    from . import say
+
     say(
         args,
         f"kappa: S in {_grid_text(plan['S_grid'])}, learners {plan['learners']}, modes "
@@ -604,24 +660,29 @@ def run(args: argparse.Namespace) -> int:
         + f", chunks of {plan['chunk']} rounds, {dtype_name}, "
         f"{1 if mesh is None else mesh.size} device(s)",
     )
-    games = _learners(plan, dtype, args.sketch)
+
+
+def _play_cells(
+    args: argparse.Namespace, cells: Sequence[Cell], games: dict, mesh: Any, dtype: Any
+) -> list[dict]:
+    """Every cell's record in order: restored where ``--resume`` finds it finished, otherwise
+    played (:func:`play_cell`) after its identity is written (a fresh run first clears its
+    directory) and saved as its ``result.json``."""
+    from . import say
+
+    plan = args.plan
+    common = {"mesh": mesh, "chunk_size": plan["chunk"], "resume": args.resume, "max_bytes": "auto"}
     results = []
     for cell in cells:
         done = cell.path / "result.json"
         if args.resume and done.is_file():
             results.append(_read_json(done))
-            say(args, f"  S={cell.S:g} {cell.learner} {cell.mode}: restored")
+            say(args, f"  {_cell_name(cell)}: restored")
             continue
         if not args.resume and cell.path.exists():
             shutil.rmtree(cell.path)  # a fresh run starts from nothing
         cell.path.mkdir(parents=True, exist_ok=True)
         _atomic_json(cell.path / "identity.json", cell.identity)
-        common = {
-            "mesh": mesh,
-            "chunk_size": plan["chunk"],
-            "resume": args.resume,
-            "max_bytes": "auto",
-        }
         rec = play_cell(
             cell,
             games[cell.learner],
@@ -634,12 +695,21 @@ def run(args: argparse.Namespace) -> int:
         results.append(rec)
         say(
             args,
-            f"  S={cell.S:g} {cell.learner} {cell.mode}: final regret "
+            f"  {_cell_name(cell)}: final regret "
             f"{rec['final_regret_mean']:.4g} +- {rec['final_regret_se']:.2g} "
             f"({rec['wall_seconds']:.1f} s, {rec['compile_seconds']:.1f} s compiling)",
         )
-    rows = csv_rows(results)
-    report = {
+    return results
+
+
+def _report(args, plan: dict, results: list[dict], mesh, dtype_name: str, t_start: float) -> dict:
+    """``kappa.json``: the command, the study's configuration, every cell, the growth per
+    learner and the compile cache."""
+    import jax
+
+    from . import compile_cache_report
+
+    return {
         "command": " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv,
         "config": {
             "S_grid": plan["S_grid"],
@@ -662,6 +732,16 @@ def run(args: argparse.Namespace) -> int:
         "growth": growth(results),
         "compile_cache": compile_cache_report(args),
     }
+
+
+def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) -> None:
+    """Writes ``kappa.png`` (with ``--plots``), ``kappa.json``, ``kappa.csv`` and
+    ``kappa_summary.txt`` (also printed), then lists what was written."""
+    from bandits_jax import plotting
+    from bandits_jax.sim import sweep
+
+    from . import compile_cache_text, write_outputs
+
     written = []
     if args.plots:
         ref = {
@@ -670,7 +750,7 @@ def run(args: argparse.Namespace) -> int:
             "label": "kappa bound 1/sigma'(S)",
         }
         plotting.kappa_figure(
-            figure_series(results, plan["learners"]),
+            figure_series(report["cells"], plan["learners"]),
             out / "kappa.png",
             title=f"synth-{plan['dim']}-{plan['K']}, T = {plan['T']}",
             reference=ref,
@@ -683,4 +763,3 @@ def run(args: argparse.Namespace) -> int:
     written += [out / "kappa.json", out / "kappa.csv", out / "kappa_summary.txt"]
     print("\n" + text)
     write_outputs(out, written)
-    return 0

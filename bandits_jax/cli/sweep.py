@@ -25,6 +25,7 @@ from bandits_jax.cli import tables
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
+    """Adds ``sweep``'s own options to its subparser."""
     s.add_argument("--config", default=None, help="JSON file with any of these options")
     s.add_argument(
         "--settings",
@@ -107,6 +108,7 @@ def _learner_family(name: str) -> str:
 
 
 def validate(args: argparse.Namespace) -> None:
+    """Checks every option of ``sweep`` before any work (:class:`~.options.UsageError`)."""
     errors: list[str] = []
     opt.check_common(args, errors)  # --rounds and --trials too
     opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=0)
@@ -286,24 +288,34 @@ def _loop_timing(exps, seeds: list[int], T: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``sweep``: the tuning and evaluation sweeps, figures, tables and summary;
+    returns the exit status."""
     import jax
 
-    from bandits_jax import plotting
-    from bandits_jax.sim import sharding, sweep
-    from bandits_jax.sim.chunks import Progress
+    from bandits_jax.sim import sharding
 
-    from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
+    from . import dtype_of
 
     out = pathlib.Path(args.out)
     T = args.rounds
     dtype = dtype_of(args)
     exps = experiments(args, T, dtype)
-    n_dev = jax.device_count()
-    mesh = sharding.run_mesh() if (n_dev > 1 and not args.no_shard) else None
+    mesh = sharding.run_mesh() if (jax.device_count() > 1 and not args.no_shard) else None
     tune_seeds = list(range(args.seed, args.seed + args.trials))
     off = args.seed + opt.EVAL_SEED_OFFSET
     eval_seeds = list(range(off, off + args.eval_trials))
     total_runs = sum(e.grid_size for e in exps) * len(tune_seeds)
+    _announce(args, exps, mesh, total_runs, tune_seeds, eval_seeds, T)
+    res = _tune(args, exps, mesh, tune_seeds, eval_seeds, T, dtype)
+    timing = _timing(args, exps, res.tuning_sweep, total_runs, tune_seeds, T)
+    _write(args, out, res, timing, tune_seeds, eval_seeds, T)
+    return 0
+
+
+def _announce(args, exps: list, mesh, total_runs: int, tune_seeds: list, eval_seeds: list, T: int):
+    """Says what the sweep plays: experiments, grid sizes, seeds, runs and devices."""
+    from . import say
+
     sizes = sorted({e.grid_size for e in exps})
     say(
         args,
@@ -316,10 +328,36 @@ def run(args: argparse.Namespace) -> int:
             else ""
         ),
     )
-    chunk = opt.chunk_size(T, args.chunk)
-    common = dict(
+
+
+def _tune(args, exps: list, mesh, tune_seeds: list[int], eval_seeds: list[int], T: int, dtype):
+    """The tuning sweep and, with evaluation seeds, the chosen points' evaluation sweep
+    (:func:`bandits_jax.sim.sweep.tune_and_evaluate`, points chosen by ``--select``), each with
+    a bar of its trial-rounds (run_sweep adds any padding runs) and checkpoints under
+    ``OUT/checkpoints/sweep``."""
+    import jax
+
+    from bandits_jax.sim import sweep
+    from bandits_jax.sim.chunks import Progress
+
+    def choose(tune) -> list[int]:
+        finals = [np.asarray(r.metrics["regret"]).sum(-1).mean(-1) for r in tune.experiments]
+        learners = [r.learner for r in tune.experiments]
+        return tables.choose_grid_points(learners, finals, across=args.select == "across")
+
+    def bar(split: str, runs: int) -> Progress:
+        return Progress(runs * T, f"{split} ({runs} runs)", enabled=not args.quiet)
+
+    return sweep.tune_and_evaluate(
+        exps,
+        num_rounds=T,
+        tuning_seeds=tune_seeds,
+        eval_seeds=eval_seeds,
+        chooser=choose,
+        progress_for=bar,
+        checkpoint_dir=pathlib.Path(args.out) / "checkpoints" / "sweep",
         mesh=mesh,
-        chunk_size=chunk,
+        chunk_size=opt.chunk_size(T, args.chunk),
         max_bytes=args.max_bytes,
         microbatch=args.microbatch,
         resume=args.resume,
@@ -330,36 +368,13 @@ def run(args: argparse.Namespace) -> int:
             "m": args.sketch,
         },
     )
-    ck = out / "checkpoints" / "sweep"
-    # The bars count trial-rounds: every run's rounds (run_sweep adds any padding runs).
-    with Progress(total_runs * T, f"tuning ({total_runs} runs)", enabled=not args.quiet) as bar:
-        tune = sweep.run_sweep(
-            exps,
-            num_rounds=T,
-            seeds=tune_seeds,
-            progress=bar,
-            checkpoint_dir=ck / "tuning",
-            **common,
-        )
-    tuning_rows = sweep.table(tune, split="tuning")
-    eval_rows = []
-    finals = [np.asarray(r.metrics["regret"]).sum(-1).mean(-1) for r in tune.experiments]
-    chosen = tables.choose_grid_points(
-        [r.learner for r in tune.experiments], finals, across=args.select == "across"
-    )
-    if eval_seeds:
-        picked = [sweep.select_grid(e, [g]) for e, g in zip(exps, chosen, strict=True)]
-        n_eval = len(picked) * len(eval_seeds)
-        with Progress(n_eval * T, f"evaluation ({n_eval} runs)", enabled=not args.quiet) as bar:
-            ev = sweep.run_sweep(
-                picked,
-                num_rounds=T,
-                seeds=eval_seeds,
-                progress=bar,
-                checkpoint_dir=ck / "evaluation",
-                **common,
-            )
-        eval_rows = sweep.table(ev, split="evaluation")
+
+
+def _timing(args, exps: list, tune, total_runs: int, tune_seeds: list[int], T: int) -> dict:
+    """The tuning sweep's timings (one compiled call) and, with ``--compare-loop``, those of
+    the same runs one by one."""
+    from . import say
+
     timing = {
         "runs": total_runs,
         "one_call_run_seconds": tune.run_seconds,
@@ -372,7 +387,22 @@ def run(args: argparse.Namespace) -> int:
         timing.update(
             loop_run_seconds=loop["run_seconds"], loop_compile_seconds=loop["compile_seconds"]
         )
-    rows = tuning_rows + eval_rows
+    return timing
+
+
+def _write(args, out: pathlib.Path, res, timing: dict, tune_seeds, eval_seeds, T: int) -> None:
+    """Writes ``sweep.csv``, ``sweep.json``, the figures and ``sweep_summary.txt`` (also
+    printed), then lists what was written."""
+    from bandits_jax import plotting
+    from bandits_jax.sim import sweep
+
+    from . import compile_cache_report, compile_cache_text, write_outputs
+
+    tune, ev = res.tuning_sweep, res.evaluation_sweep
+    rows = res.tuning + res.evaluation
+    points = [(r.learner, r.env, {k: _plain(v[g]) for k, v in r.grid.items()})
+              for r, g in zip(tune.experiments, res.chosen, strict=True)]  # fmt: skip
+    sweeps = [("tuning", tune)] + ([("evaluation", ev)] if eval_seeds else [])
     cache = compile_cache_report(args)
     sweep.write_csv(out / "sweep.csv", rows)
     sweep.write_json(
@@ -383,12 +413,9 @@ def run(args: argparse.Namespace) -> int:
             "eval_seeds": eval_seeds,
             "timing": timing,
             "select": args.select,
-            "chosen": chosen,
-            "memory": {"tuning": tune.memory, **({"evaluation": ev.memory} if eval_seeds else {})},
-            "chosen_points": [
-                {"learner": r.learner, "env": r.env, **{k: _plain(v[g]) for k, v in r.grid.items()}}
-                for r, g in zip(tune.experiments, chosen, strict=True)
-            ],
+            "chosen": res.chosen,
+            "memory": {name: r.memory for name, r in sweeps},
+            "chosen_points": [{"learner": lr, "env": env, **grid} for lr, env, grid in points],
             "rows": rows,
             "compile_cache": cache,
         },
@@ -396,19 +423,14 @@ def run(args: argparse.Namespace) -> int:
     written = [out / "sweep.csv", out / "sweep.json"]
     if args.plots:
         written += _figures(out, tune, args.plan, plotting)
-    summary = tables.sweep_summary(tuning_rows, eval_rows, timing, T, args.plan["betas"])
-    summary += tables.chosen_summary(
-        [(r.learner, r.env, {k: _plain(v[g]) for k, v in r.grid.items()})
-         for r, g in zip(tune.experiments, chosen, strict=True)],
-        args.select,
-    )  # fmt: skip
-    summary += memory_summary([("tuning", tune)] + ([("evaluation", ev)] if eval_seeds else []))
+    summary = tables.sweep_summary(res.tuning, res.evaluation, timing, T, args.plan["betas"])
+    summary += tables.chosen_summary(points, args.select)
+    summary += memory_summary(sweeps)
     summary += compile_cache_text(cache)
     (out / "sweep_summary.txt").write_text(summary)
     written.append(out / "sweep_summary.txt")
     print("\n" + summary)
     write_outputs(out, written)
-    return 0
 
 
 def _fmt_bytes(n: float | None) -> str:

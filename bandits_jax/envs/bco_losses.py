@@ -440,6 +440,118 @@ def projected_gradient_solve(
     return x, status
 
 
+class _RegressionKind(NamedTuple):
+    """The parts of :func:`regression` that depend on its ``kind``, chosen once per family.
+
+    Attributes:
+      constants: ``(a_max, R, theta_max, noise) -> (G, L_smooth)``: the high-probability
+        Lipschitz bound and the smoothness of ``f_t`` over the ball of radius ``R``.
+      label: ``(es, key, z, dtype) -> y_t`` from the clean score ``z = a_t.theta_t``.
+      loss: ``(z, y) -> f`` of the score ``z = a.x``.
+      slope: ``(z, y) -> df/dz`` (``grad f_t(x) = slope * a_t``).
+      variation: ``(a1, y1, a0, y0, R) -> sup_x ||grad f_t - grad f_{t-1}||^2`` (a bound).
+      min_loss_plus: ``(y, reach) -> min f_t`` over ``X+`` where ``|a.x| <= reach``.
+      objective: ``(a, y, T) -> (value_and_grad, lipschitz of the gradient)`` of
+        ``1/T sum_t f_t`` (the data of ``T`` rounds stacked).
+    """
+
+    constants: Callable
+    label: Callable
+    loss: Callable
+    slope: Callable
+    variation: Callable
+    min_loss_plus: Callable
+    objective: Callable
+
+
+def _lsq_constants(a_max, R, th, noise):
+    return a_max * (a_max * (R + th) + 3.0 * float(noise)), a_max**2
+
+
+def _lsq_label(es, key, z, dtype):
+    return z + es.noise * _normal(key, (), dtype)
+
+
+def _lsq_loss(z, y):
+    return 0.5 * (z - y) ** 2
+
+
+def _lsq_slope(z, y):
+    return z - y
+
+
+def _lsq_variation(a1, y1, a0, y0, R):
+    # M = a1 a1^T - a0 a0^T: its non-zero eigenvalues are those of diag(1,-1) Gram.
+    g11, g00, g10 = a1 @ a1, a0 @ a0, a1 @ a0
+    tr = g11 - g00
+    det = -(g11 * g00 - g10 * g10)
+    disc = jnp.sqrt(jnp.maximum(tr * tr / 4 - det, 0.0))
+    m_norm = jnp.maximum(jnp.abs(tr / 2 + disc), jnp.abs(tr / 2 - disc))
+    b_norm = jnp.linalg.norm(y1 * a1 - y0 * a0)
+    return (m_norm * R + b_norm) ** 2
+
+
+def _lsq_min_loss_plus(y, reach):
+    return 0.5 * jnp.maximum(jnp.abs(y) - reach, 0.0) ** 2
+
+
+def _lsq_objective(a, y, T):
+    H = a.T @ a / T
+    b = a.T @ y / T
+
+    def vg(x):
+        g = H @ x - b
+        return 0.5 * x @ H @ x - b @ x, g
+
+    return vg, jnp.linalg.eigvalsh(H)[-1]
+
+
+def _logistic_constants(a_max, R, th, noise):
+    return a_max, a_max**2 / 4.0
+
+
+def _logistic_label(es, key, z, dtype):
+    return jnp.where(
+        jax.random.uniform(key, (), jnp.float32).astype(dtype) < jax.nn.sigmoid(z), 1.0, -1.0
+    )
+
+
+def _logistic_loss(z, y):
+    return jax.nn.softplus(-y * z)
+
+
+def _logistic_slope(z, y):
+    return -y * jax.nn.sigmoid(-y * z)
+
+
+def _logistic_variation(a1, y1, a0, y0, R):
+    return (jnp.linalg.norm(a1) + jnp.linalg.norm(a0)) ** 2
+
+
+def _logistic_min_loss_plus(y, reach):
+    return jax.nn.softplus(-reach)
+
+
+def _logistic_objective(a, y, T):
+    def vg(x):
+        z = a @ x
+        return jnp.mean(_logistic_loss(z, y)), a.T @ _logistic_slope(z, y) / T
+
+    return vg, jnp.linalg.eigvalsh(a.T @ a / T)[-1] / 4.0
+
+
+_REGRESSION_KINDS = {
+    "least_squares": _RegressionKind(
+        _lsq_constants, _lsq_label, _lsq_loss, _lsq_slope, _lsq_variation, _lsq_min_loss_plus,
+        _lsq_objective,
+    ),
+    "logistic": _RegressionKind(
+        _logistic_constants, _logistic_label, _logistic_loss, _logistic_slope,
+        _logistic_variation, _logistic_min_loss_plus, _logistic_objective,
+    ),
+}  # fmt: skip
+
+
 def regression(
     dim: int,
     *,
@@ -463,23 +575,17 @@ def regression(
     (``(||M||_2 R + ||b||)^2`` with ``grad f_t - grad f_{t-1} = M x - b`` for least squares,
     ``(||a_t|| + ||a_{t-1}||)^2`` for logistic).
     """
-    if kind not in ("least_squares", "logistic"):
+    if kind not in _REGRESSION_KINDS:
         raise ValueError(f"kind: expected 'least_squares' or 'logistic', got {kind!r}")
+    fam = _REGRESSION_KINDS[kind]
     d = checks.check_int("dim", dim)
     _check_common(amplitude, omega, noise, base_norm, switch_every)
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
     domain = dom.ball(radius, dtype=dtype)
     R = float(radius)
     a_max = 1.0 + 3.0 / math.sqrt(d)  # high-probability bound on ||a_t||
-    th = float(base_norm) + float(amplitude)
-    if kind == "least_squares":
-        G = a_max * (a_max * (R + th) + 3.0 * float(noise))
-        L_smooth = a_max**2
-    else:
-        G = a_max
-        L_smooth = a_max**2 / 4.0
-    L_conv = max(L_smooth, 1.0)
-    rplus = R + G / L_conv
+    G, L_smooth = fam.constants(a_max, R, float(base_norm) + float(amplitude), noise)
+    rplus = R + G / max(L_smooth, 1.0)
 
     def theta(es, t):
         return _drift(es, t, switch_every, with_noise=False)
@@ -488,28 +594,15 @@ def regression(
         k = jax.random.fold_in(jax.random.fold_in(es.key, _K_DATA), t)
         a = _normal(k, (d,), dtype) / math.sqrt(d)
         kl = jax.random.fold_in(jax.random.fold_in(es.key, _K_LABEL), t)
-        z = jnp.dot(a, theta(es, t))
-        if kind == "least_squares":
-            y = z + es.noise * _normal(kl, (), dtype)
-        else:
-            y = jnp.where(
-                jax.random.uniform(kl, (), jnp.float32).astype(dtype) < jax.nn.sigmoid(z), 1.0, -1.0
-            )
-        return a, y.astype(dtype)
+        return a, fam.label(es, kl, jnp.dot(a, theta(es, t)), dtype).astype(dtype)
 
     def loss(es, t, x):
         a, y = data(es, t)
-        z = x @ a
-        if kind == "least_squares":
-            return 0.5 * (z - y) ** 2
-        return jax.nn.softplus(-y * z)
+        return fam.loss(x @ a, y)
 
     def grad(es, t, x):
         a, y = data(es, t)
-        z = x @ a
-        if kind == "least_squares":
-            return (z - y)[..., None] * a
-        return (-y * jax.nn.sigmoid(-y * z))[..., None] * a
+        return fam.slope(x @ a, y)[..., None] * a
 
     def comparator(es, t):
         return dom.project(domain, theta(es, t))
@@ -517,46 +610,14 @@ def regression(
     def grad_variation(es, t):
         a1, y1 = data(es, t)
         a0, y0 = data(es, jnp.maximum(t - 1, 0))
-        if kind == "least_squares":
-            # M = a1 a1^T - a0 a0^T: its non-zero eigenvalues are those of diag(1,-1) Gram.
-            g11, g00, g10 = a1 @ a1, a0 @ a0, a1 @ a0
-            tr = g11 - g00
-            det = -(g11 * g00 - g10 * g10)
-            disc = jnp.sqrt(jnp.maximum(tr * tr / 4 - det, 0.0))
-            m_norm = jnp.maximum(jnp.abs(tr / 2 + disc), jnp.abs(tr / 2 - disc))
-            b_norm = jnp.linalg.norm(y1 * a1 - y0 * a0)
-            bound = (m_norm * R + b_norm) ** 2
-        else:
-            bound = (jnp.linalg.norm(a1) + jnp.linalg.norm(a0)) ** 2
-        return jnp.where(t > 0, bound, 0.0)
+        return jnp.where(t > 0, fam.variation(a1, y1, a0, y0, R), 0.0)
 
     def min_loss_plus(es, t):
         a, y = data(es, t)
-        reach = rplus * jnp.linalg.norm(a)
-        if kind == "least_squares":
-            return 0.5 * jnp.maximum(jnp.abs(y) - reach, 0.0) ** 2
-        return jax.nn.softplus(-reach)
+        return fam.min_loss_plus(y, rplus * jnp.linalg.norm(a))
 
     def best_fixed_point(es, T: int):
-        a, y = _over_rounds(data, es, T)
-        if kind == "least_squares":
-            H = a.T @ a / T
-            b = a.T @ y / T
-
-            def vg(x):
-                g = H @ x - b
-                return 0.5 * x @ H @ x - b @ x, g
-
-            lip = jnp.linalg.eigvalsh(H)[-1]
-        else:
-
-            def vg(x):
-                z = a @ x
-                val = jnp.mean(jax.nn.softplus(-y * z))
-                g = a.T @ (-y * jax.nn.sigmoid(-y * z)) / T
-                return val, g
-
-            lip = jnp.linalg.eigvalsh(a.T @ a / T)[-1] / 4.0
+        vg, lip = fam.objective(*_over_rounds(data, es, T), T)
         x0 = jnp.zeros((d,), dtype)
         return projected_gradient_solve(vg, domain, x0, lip, max_steps=solver_steps)
 

@@ -161,6 +161,35 @@ def classification_bandit(
     Returns:
       A :class:`ClassificationEnv`.
     """
+    raw, labels, counts = _checked_data(features, labels)
+    num_classes = counts.size
+    n_cand = _checked_candidates(num_candidates, num_classes)
+    r, level = _outcome_law(target, rewards, outcome_of_class, label_noise, num_classes)
+    binary = outcome_of_class is None
+    dtype = state_dtype(dtype)
+    featurise, dim = _featuriser(raw, dtype)
+    n_fixed = 1 if binary else 0  # always-shown classes: the target in the binary protocol
+    shown = [int(target)] if binary else []
+    init, init_target = _starts(level, shown, num_classes, n_cand, n_fixed, dim, dtype)
+    observe = _observer(labels, counts, n_cand, n_fixed, featurise)
+    outcome, expected_rewards = _outcome_fns(r, label_noise, dtype)
+    return ClassificationEnv(
+        init,
+        observe,
+        outcome,
+        expected_rewards,
+        r.shape[0],
+        dim,
+        n_cand,
+        num_classes,
+        r,
+        init_target if binary else None,
+    )
+
+
+def _checked_data(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(raw, labels, counts)``: the features kept compact (:func:`_compact`), the labels and
+    the examples per class, checked (a 2-D array, one label per row, every class present)."""
     labels = np.asarray(labels)
     raw = _compact(features)
     if raw.ndim != 2:
@@ -173,6 +202,11 @@ def classification_bandit(
     counts = np.bincount(labels, minlength=num_classes)
     if np.any(counts == 0):
         raise ValueError(f"labels: classes {np.flatnonzero(counts == 0).tolist()} have no example")
+    return raw, labels, counts
+
+
+def _checked_candidates(num_candidates: Any, num_classes: int) -> int:
+    """The candidates per round: ``num_candidates`` (an int in ``1..C``) or ``C``."""
     if num_candidates is not None and (
         not isinstance(num_candidates, int | np.integer) or isinstance(num_candidates, bool)
     ):
@@ -182,12 +216,19 @@ def classification_bandit(
         raise ValueError(
             f"num_candidates: expected 1..{num_classes} (distinct classes), got {n_cand}"
         )
+    return n_cand
+
+
+def _outcome_law(
+    target: int, rewards: Any, outcome_of_class: Any, label_noise: float, num_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(rewards, level)``: the ``(K,)`` rewards of outcomes 1..K and the int32 ``(C,)``
+    outcome level of each class (binary protocol: ``1[c == target]``), checked."""
     r = np.asarray([1.0] if rewards is None else rewards, dtype=np.float64).reshape(-1)
     K = r.shape[0]
     if K < 1 or not np.all(np.isfinite(r) & (r >= 0)):
         raise ValueError(f"rewards: expected K >= 1 finite values >= 0, got {rewards!r}")
-    binary = outcome_of_class is None
-    if binary:
+    if outcome_of_class is None:
         if not 0 <= int(target) < num_classes:
             raise ValueError(f"target: expected a class in 0..{num_classes - 1}, got {target}")
         if K != 1:
@@ -206,46 +247,50 @@ def classification_bandit(
         level = level.astype(np.int32)
     if not 0.0 <= float(label_noise) <= 1.0:
         raise ValueError(f"label_noise: expected a probability in [0, 1], got {label_noise}")
-    dtype = state_dtype(dtype)
+    return r, level
 
-    # Per-class index table, padded: example j of class c is by_class[c, j], j < counts[c].
-    width = int(counts.max())
-    by_class = np.zeros((num_classes, width), np.int32)
-    for c in range(num_classes):
-        idx = np.flatnonzero(labels == c)
-        by_class[c, : idx.size] = idx
+
+def _featuriser(raw: np.ndarray, dtype: Any) -> tuple[Callable, int]:
+    """``(featurise, d)``: ``featurise(idx) -> (n, d)`` normalised features of the examples
+    ``idx`` (the module docstring's ``[x / ||x||, 1] / sqrt(2)``, from the compact data)."""
     inv_norm = np.linalg.norm(raw.astype(np.float64), axis=1)
     inv_norm = np.divide(1.0, inv_norm, out=np.zeros_like(inv_norm), where=inv_norm > 0)
-
     raw_j = jnp.asarray(raw)
     scale_j = jnp.asarray(inv_norm / math.sqrt(2.0), dtype)
-    by_class_j, counts_j = jnp.asarray(by_class), jnp.asarray(counts, jnp.int32)
-    r_full = np.concatenate([[0.0], r])
-    mean_r = float(r_full.mean())
-    p_noise = float(label_noise)
-    # Expected reward of outcome level y: (1 - p) r_y + p mean(r_0..r_K).
-    reward_of_level = jnp.asarray((1.0 - p_noise) * r_full + p_noise * mean_r, dtype)
-    n_fixed = 1 if binary else 0  # always-shown classes: the target in the binary protocol
-    n_extra = n_cand - n_fixed
-    all_classes = jnp.arange(num_classes, dtype=jnp.int32)
-    dim = raw.shape[1] + 1
     bias = jnp.asarray(1.0 / math.sqrt(2.0), dtype)
 
     def featurise(idx):
         x = raw_j[idx].astype(dtype) * scale_j[idx][:, None]
         return jnp.concatenate([x, jnp.broadcast_to(bias, (idx.shape[0], 1))], axis=1)
 
-    def start(level, shown):
+    return featurise, raw.shape[1] + 1
+
+
+def _starts(
+    level: np.ndarray,
+    shown: list[int],
+    num_classes: int,
+    n_cand: int,
+    n_fixed: int,
+    dim: int,
+    dtype: Any,
+) -> tuple[Callable, Callable]:
+    """``(init, init_target)``: the state before the first round with the given outcome
+    ``level`` and always-``shown`` classes, and the binary protocol's state for a target class
+    given as data (checked when concrete)."""
+    all_classes = jnp.arange(num_classes, dtype=jnp.int32)
+
+    def start(levels, shown_classes):
         return ClassificationState(
             jnp.zeros((n_cand,), jnp.int32),
             jnp.zeros((n_cand, dim), dtype),
-            jnp.asarray(level, jnp.int32),
-            jnp.asarray(shown, jnp.int32).reshape(n_fixed),
+            jnp.asarray(levels, jnp.int32),
+            jnp.asarray(shown_classes, jnp.int32).reshape(n_fixed),
         )
 
     def init(key):
         del key
-        return start(level, [int(target)] if binary else [])
+        return start(level, shown)
 
     def init_target(key, target_class):
         del key
@@ -258,6 +303,26 @@ def classification_bandit(
         t = jnp.asarray(target_class, jnp.int32)
         return start((all_classes == t).astype(jnp.int32), t[None])
 
+    return init, init_target
+
+
+def _observer(
+    labels: np.ndarray, counts: np.ndarray, n_cand: int, n_fixed: int, featurise: Callable
+) -> Callable:
+    """``observe(state, key)``: a round's ``n_cand`` candidates of distinct classes (the
+    always-shown ones and a random subset of the others, in random order), one random example
+    of each."""
+    num_classes = counts.size
+    # Per-class index table, padded: example j of class c is by_class[c, j], j < counts[c].
+    width = int(counts.max())
+    by_class = np.zeros((num_classes, width), np.int32)
+    for c in range(num_classes):
+        idx = np.flatnonzero(labels == c)
+        by_class[c, : idx.size] = idx
+    by_class_j, counts_j = jnp.asarray(by_class), jnp.asarray(counts, jnp.int32)
+    all_classes = jnp.arange(num_classes, dtype=jnp.int32)
+    n_extra = n_cand - n_fixed
+
     def observe(state, key):
         k_classes, k_order, k_examples = jax.random.split(key, 3)
         # The other classes in ascending order (a stable sort puts the always-shown ones last).
@@ -269,6 +334,19 @@ def classification_bandit(
         actions = featurise(by_class_j[classes, pick])
         new = ClassificationState(classes, actions, state.level, state.shown)
         return new, actions, jnp.ones((n_cand,), bool)
+
+    return observe
+
+
+def _outcome_fns(r: np.ndarray, label_noise: float, dtype: Any) -> tuple[Callable, Callable]:
+    """``(outcome, expected_rewards)`` of the shown candidates: a class's level, or a uniform
+    outcome with probability ``label_noise``; expected reward ``(1 - p) r_y + p mean(r)``."""
+    K = r.shape[0]
+    r_full = np.concatenate([[0.0], r])
+    mean_r = float(r_full.mean())
+    p_noise = float(label_noise)
+    # Expected reward of outcome level y: (1 - p) r_y + p mean(r_0..r_K).
+    reward_of_level = jnp.asarray((1.0 - p_noise) * r_full + p_noise * mean_r, dtype)
 
     def _labels_of(state, actions):
         # Which shown candidate each row is: exact rows, so the nearest is at distance 0.
@@ -285,18 +363,7 @@ def classification_bandit(
     def expected_rewards(state, actions):
         return reward_of_level[state.level[_labels_of(state, actions)]]
 
-    return ClassificationEnv(
-        init,
-        observe,
-        outcome,
-        expected_rewards,
-        K,
-        dim,
-        n_cand,
-        num_classes,
-        r,
-        init_target if binary else None,
-    )
+    return outcome, expected_rewards
 
 
 _SKLEARN_SETS = {

@@ -516,63 +516,122 @@ def _run_locked(
     stop_after_chunks: int | None,
     donate_initial: bool = False,
 ) -> ChunkedResult:
-    """:func:`run_chunked`'s body, run while holding the checkpoint directory's lock."""
-    pieces: list[PyTree] = []
-    start_chunk = 0
-    rounds_done = 0
-    seconds_before = 0.0
+    """:func:`run_chunked`'s body, run while holding the checkpoint directory's lock: restore
+    or clear the checkpoint, play the remaining chunks, gather their metrics and timings."""
+    start = _Start([], 0, 0, 0.0)
     if ckdir is not None and resume and (ckdir / "state.npz").is_file():
-        meta = checkpoint.read_meta(ckdir / "state.npz")
-        for k, v in meta_base.items():
-            if meta.get(k) != v:
-                raise checkpoint.CheckpointError(
-                    f"{ckdir}: checkpoint has {k}={meta.get(k)!r}, this run has {v!r}; "
-                    "resume with the same settings or start without --resume"
-                )
-        if meta.get("run_id", ident) != ident:
-            raise checkpoint.CheckpointError(f"{ckdir}: state.npz belongs to another run")
-        start_chunk, rounds_done = meta.get("chunks_done"), meta.get("rounds_done")
-        if (
-            not isinstance(start_chunk, int)
-            or not 0 <= start_chunk <= len(lengths)
-            or rounds_done != sum(lengths[:start_chunk])
-        ):
-            raise checkpoint.CheckpointError(
-                f"{ckdir}: state.npz says {start_chunk!r} chunks ({rounds_done!r} rounds) done, "
-                f"but this run has {len(lengths)} chunks of {chunk_size} rounds"
-            )
-        state, _ = checkpoint.restore(ckdir / "state.npz", state, require_finite=True)
-        seconds_before = float(meta.get("run_seconds", 0.0))
-        for k in range(start_chunk):
-            like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
-            mpath = ckdir / f"metrics_{k:05d}.npz"
-            piece, mmeta = checkpoint.restore(mpath, like)
-            if mmeta.get("run_id") != ident or mmeta.get("chunk") != k:
-                raise checkpoint.CheckpointError(
-                    f"{mpath}: metrics of another run, trial or chunk (run {mmeta.get('run_id')},"
-                    f" chunk {mmeta.get('chunk')}; expected run {ident}, chunk {k})"
-                )
-            pieces.append(jax.device_get(piece))
-        if progress is not None and rounds_done:
-            progress.skip(rounds_done * chunk_fn.runs(state))
+        state, start = _restore(chunk_fn, state, ckdir, meta_base, ident, lengths, chunk_size, keep)
+        if progress is not None and start.rounds_done:
+            progress.skip(start.rounds_done * chunk_fn.runs(state))
     elif ckdir is not None:
-        ckdir.mkdir(parents=True, exist_ok=True)
-        for old in ckdir.glob("metrics_*.npz"):
-            old.unlink()
-        stale = ckdir / "state.npz"
-        if stale.exists():
-            stale.unlink()
+        _clear(ckdir)
 
     compile_before = chunk_fn.compile_seconds
-    chunk_seconds: list[float] = []
     # The chunks donate their input state; the caller's initial state is not theirs to delete
     # (unless the caller gives it up: donate_initial).
     if not donate_initial:
         state = jax.tree.map(jnp.copy, state)
-    played = 0
+    state, pieces, chunk_seconds = _play_chunks(
+        chunk_fn, state, lengths, start, ckdir, meta_base, ident, progress, keep,
+        stop_after_chunks,
+    )  # fmt: skip
+    timed = sum(lengths[start.chunk : start.chunk + len(chunk_seconds)])
+    rounds_done = start.rounds_done + timed
+    run_seconds = float(sum(chunk_seconds))
+    stats = ChunkStats(
+        rounds_done=rounds_done,
+        rounds_timed=timed,
+        run_seconds=run_seconds,
+        total_run_seconds=start.seconds + run_seconds,
+        compile_seconds=chunk_fn.compile_seconds - compile_before,
+        chunk_seconds=tuple(chunk_seconds),
+        resumed_from=sum(lengths[: start.chunk]),
+        finished=rounds_done >= num_rounds,
+    )
+    return ChunkedResult(state, _gather(chunk_fn, state, pieces, keep), stats)
+
+
+class _Start(NamedTuple):
+    """Where a run starts: the restored chunks' host metrics, the chunks and rounds they
+    cover and their recorded run seconds (all empty or 0 for a fresh run)."""
+
+    pieces: list[PyTree]
+    chunk: int
+    rounds_done: int
+    seconds: float
+
+
+def _restore(
+    chunk_fn: ChunkFn,
+    template: PyTree,
+    ckdir: pathlib.Path,
+    meta_base: dict,
+    ident: str,
+    lengths: list[int],
+    chunk_size: int,
+    keep: Callable[[PyTree], PyTree],
+) -> tuple[PyTree, _Start]:
+    """The checkpoint's state (checked against ``template``) and :class:`_Start`; refuses a
+    checkpoint of other settings or another run, and a metrics file of another run, trial or
+    chunk."""
+    meta = checkpoint.read_meta(ckdir / "state.npz")
+    for k, v in meta_base.items():
+        if meta.get(k) != v:
+            raise checkpoint.CheckpointError(
+                f"{ckdir}: checkpoint has {k}={meta.get(k)!r}, this run has {v!r}; "
+                "resume with the same settings or start without --resume"
+            )
+    if meta.get("run_id", ident) != ident:
+        raise checkpoint.CheckpointError(f"{ckdir}: state.npz belongs to another run")
+    start_chunk, rounds_done = meta.get("chunks_done"), meta.get("rounds_done")
+    if (
+        not isinstance(start_chunk, int)
+        or not 0 <= start_chunk <= len(lengths)
+        or rounds_done != sum(lengths[:start_chunk])
+    ):
+        raise checkpoint.CheckpointError(
+            f"{ckdir}: state.npz says {start_chunk!r} chunks ({rounds_done!r} rounds) done, "
+            f"but this run has {len(lengths)} chunks of {chunk_size} rounds"
+        )
+    state, _ = checkpoint.restore(ckdir / "state.npz", template, require_finite=True)
+    pieces = []
+    for k in range(start_chunk):
+        like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
+        mpath = ckdir / f"metrics_{k:05d}.npz"
+        piece, mmeta = checkpoint.restore(mpath, like)
+        if mmeta.get("run_id") != ident or mmeta.get("chunk") != k:
+            raise checkpoint.CheckpointError(
+                f"{mpath}: metrics of another run, trial or chunk (run {mmeta.get('run_id')},"
+                f" chunk {mmeta.get('chunk')}; expected run {ident}, chunk {k})"
+            )
+        pieces.append(jax.device_get(piece))
+    seconds = float(meta.get("run_seconds", 0.0))
+    return state, _Start(pieces, start_chunk, rounds_done, seconds)
+
+
+def _clear(ckdir: pathlib.Path) -> None:
+    """A fresh run: the directory exists and holds no metrics or state of an earlier run."""
+    ckdir.mkdir(parents=True, exist_ok=True)
+    for old in ckdir.glob("metrics_*.npz"):
+        old.unlink()
+    stale = ckdir / "state.npz"
+    if stale.exists():
+        stale.unlink()
+
+
+def _play_chunks(
+    chunk_fn, state, lengths, start, ckdir, meta_base, ident, progress, keep, stop_after_chunks
+):  # fmt: skip
+    """Plays the chunks from ``start.chunk`` on (at most ``stop_after_chunks`` of them), each
+    compiled outside its timed region, its metrics then the state checkpointed after it and the
+    bar advanced; returns the last state, the metrics of every chunk done (restored ones first)
+    and the seconds of each chunk played."""
+    pieces = list(start.pieces)
+    chunk_seconds: list[float] = []
+    rounds_done = start.rounds_done
     runs = chunk_fn.runs(state)
-    for k in range(start_chunk, len(lengths)):
-        if stop_after_chunks is not None and played >= stop_after_chunks:
+    for k in range(start.chunk, len(lengths)):
+        if stop_after_chunks is not None and len(chunk_seconds) >= stop_after_chunks:
             break
         length = lengths[k]
         exe = chunk_fn.compiled(state, length)  # compile outside the timed region
@@ -580,11 +639,9 @@ def _run_locked(
         state, metrics = exe(chunk_fn.place(state))
         metrics = jax.device_get(keep(metrics))
         jax.block_until_ready(state)
-        dt = time.perf_counter() - t0
-        chunk_seconds.append(dt)
+        chunk_seconds.append(time.perf_counter() - t0)
         pieces.append(metrics)
         rounds_done += length
-        played += 1
         if ckdir is not None:
             checkpoint.save(ckdir / f"metrics_{k:05d}.npz", metrics, {"run_id": ident, "chunk": k})
             checkpoint.save(
@@ -595,28 +652,23 @@ def _run_locked(
                     "run_id": ident,
                     "chunks_done": k + 1,
                     "rounds_done": rounds_done,
-                    "run_seconds": seconds_before + sum(chunk_seconds),
+                    "run_seconds": start.seconds + sum(chunk_seconds),
                 },
             )
         if progress is not None:
             progress.advance(length * runs)
+    return state, pieces, chunk_seconds
 
-    axis = chunk_fn.round_axis
+
+def _gather(
+    chunk_fn: ChunkFn, state: PyTree, pieces: list[PyTree], keep: Callable[[PyTree], PyTree]
+) -> PyTree:
+    """The chunks' host metrics concatenated along the round axis (no chunk: empty arrays of
+    the kept metrics' shapes with zero rounds)."""
     if pieces:
-        all_metrics = jax.tree_util.tree_map(
-            lambda *xs: np.concatenate([np.asarray(x) for x in xs], axis=axis), *pieces
+        return jax.tree_util.tree_map(
+            lambda *xs: np.concatenate([np.asarray(x) for x in xs], axis=chunk_fn.round_axis),
+            *pieces,
         )
-    else:
-        empty = jax.eval_shape(keep, chunk_fn.eval_shape(state, 0)[1])
-        all_metrics = jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), empty)
-    stats = ChunkStats(
-        rounds_done=rounds_done,
-        rounds_timed=sum(lengths[start_chunk : start_chunk + played]),
-        run_seconds=float(sum(chunk_seconds)),
-        total_run_seconds=seconds_before + float(sum(chunk_seconds)),
-        compile_seconds=chunk_fn.compile_seconds - compile_before,
-        chunk_seconds=tuple(chunk_seconds),
-        resumed_from=sum(lengths[:start_chunk]),
-        finished=rounds_done >= num_rounds,
-    )
-    return ChunkedResult(state, all_metrics, stats)
+    empty = jax.eval_shape(keep, chunk_fn.eval_shape(state, 0)[1])
+    return jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), empty)

@@ -41,6 +41,7 @@ change which action wins: the learner is effectively greedy and beta does not ma
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -368,6 +369,28 @@ def run_sweep(
     Returns:
       :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment and ``memory``.
     """
+    seeds = _checked(experiments, seeds, max_retries)
+    devices = jax.devices()[:1] if mesh is None else list(np.asarray(mesh.devices).flat)
+    budget = memory_budget(max_bytes, devices)
+    job = _job(
+        experiments, seeds, num_rounds, chunk_size, mesh, microbatch, fields, config,
+        checkpoint_dir, progress,
+    )  # fmt: skip
+    compile_before = job.chunk_fn.compile_seconds
+    plan, mem, retries = _initial_plan(job, budget, resume)
+    played = _play_with_retries(job, plan, mem, retries, resume, max_retries)
+    memory, per_exp = _memory_report(job, played, budget, devices, microbatch)
+    stats = _Stats(played.run_seconds, job.chunk_fn.compile_seconds - compile_before)
+    res = collect(
+        experiments, played.metrics, seeds, num_rounds, stats, 1 if mesh is None else mesh.size
+    )
+    exps = tuple(r._replace(memory=m) for r, m in zip(res.experiments, per_exp, strict=True))
+    return res._replace(experiments=exps, memory=memory)
+
+
+def _checked(experiments: Sequence[Experiment], seeds: Sequence[int], max_retries: Any) -> list:
+    """The seeds as ints, after checking that there are experiments, seeds and a valid
+    ``max_retries``."""
     if not experiments:
         raise ValueError("experiments: expected at least one")
     seeds = [int(s) for s in seeds]
@@ -375,14 +398,33 @@ def run_sweep(
         raise ValueError("seeds: expected at least one")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries: expected an int >= 0, got {max_retries!r}")
-    devices = jax.devices()[:1] if mesh is None else list(np.asarray(mesh.devices).flat)
-    budget = memory_budget(max_bytes, devices)
-    multiple = (1 if mesh is None else mesh.size) * (microbatch or 1)
-    runs = tuple(e.grid_size * len(seeds) for e in experiments)
-    chunk = chunk_size or max(num_rounds, 1)
-    length = min(chunk, num_rounds)
+    return seeds
+
+
+class _Job(NamedTuple):
+    """What every batch and every try of one :func:`run_sweep` shares."""
+
+    experiments: Sequence[Experiment]
+    seeds: list[int]
+    num_rounds: int
+    chunk: int  # rounds per compiled call
+    mesh: Any
+    chunk_fn: ChunkFn
+    keep: Callable[[Any], tuple]  # per experiment, the metrics kept (_keep_fields)
+    config: dict  # the checkpoints' identity
+    ckdir: pathlib.Path | None
+    progress: Progress | None
+    runs: tuple[int, ...]  # per experiment: grid points x seeds
+    multiple: int  # batch widths are multiples of this: devices x microbatch
+
+
+def _job(
+    experiments, seeds, num_rounds, chunk_size, mesh, microbatch, fields, config,
+    checkpoint_dir, progress,
+) -> _Job:  # fmt: skip
+    """:func:`run_sweep`'s arguments as a :class:`_Job`: the chunk function (shared across
+    sweeps of the same steps), the checkpoint identity and the metrics kept."""
     chunk_fn = _chunk_fn(tuple(e.step for e in experiments), mesh, microbatch)
-    compile_before = chunk_fn.compile_seconds
     config = {
         "user": config,
         "seeds": seeds,
@@ -391,76 +433,130 @@ def run_sweep(
         ],
         "fields": list(fields),
     }
-    keep = lambda ms: tuple(  # noqa: E731
-        _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
-    )
 
-    def abstract(plan: BatchPlan):
+    def keep(ms):
         return tuple(
-            jax.eval_shape(lambda e=e, i=i: build_runs(e, seeds, i))
-            for e, i in zip(experiments, plan.indices(0), strict=True)
+            _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
         )
 
-    def figures(plan: BatchPlan) -> dict:
-        state = abstract(plan)
-        mem = chunk_fn.memory(state, length)
-        if mem is None:  # no static analysis on this backend: state size times a factor
-            out = jax.eval_shape(keep, chunk_fn.eval_shape(state, length)[1])
-            est = _FALLBACK_FACTOR * (tree_bytes(state) + tree_bytes(out))
-            mem = {"peak_bytes": est, "estimated": True}
-        return {**mem, "state_bytes": [tree_bytes(x) for x in state]}
+    return _Job(
+        experiments=experiments,
+        seeds=seeds,
+        num_rounds=num_rounds,
+        chunk=chunk_size or max(num_rounds, 1),
+        mesh=mesh,
+        chunk_fn=chunk_fn,
+        keep=keep,
+        config=config,
+        ckdir=pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None,
+        progress=progress,
+        runs=tuple(e.grid_size * len(seeds) for e in experiments),
+        multiple=(1 if mesh is None else mesh.size) * (microbatch or 1),
+    )
 
-    ckdir = pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None
-    recorded = _read_plan(ckdir, runs, multiple) if (ckdir is not None and resume) else None
+
+def _figures(job: _Job, plan: BatchPlan) -> dict:
+    """The memory figures of the compiled chunk that plays one batch of ``plan`` (compiled
+    from abstract run states; XLA's static analysis, or an estimate where it has none), with
+    the bytes of each experiment's batch of states."""
+    state = tuple(
+        jax.eval_shape(lambda e=e, i=i: build_runs(e, job.seeds, i))
+        for e, i in zip(job.experiments, plan.indices(0), strict=True)
+    )
+    length = min(job.chunk, job.num_rounds)
+    mem = job.chunk_fn.memory(state, length)
+    if mem is None:  # no static analysis on this backend: state size times a factor
+        out = jax.eval_shape(job.keep, job.chunk_fn.eval_shape(state, length)[1])
+        est = _FALLBACK_FACTOR * (tree_bytes(state) + tree_bytes(out))
+        mem = {"peak_bytes": est, "estimated": True}
+    return {**mem, "state_bytes": [tree_bytes(x) for x in state]}
+
+
+def _initial_plan(job: _Job, budget: int | None, resume: bool) -> tuple[BatchPlan, dict, int]:
+    """The plan to play, its figures and the retries it has used: on a resume the plan its
+    checkpoint recorded (refused if it does not fit ``budget``), otherwise the fewest batches
+    that fit (:func:`_choose_plan`)."""
+    recorded = (
+        _read_plan(job.ckdir, job.runs, job.multiple)
+        if (job.ckdir is not None and resume)
+        else None
+    )
+    if recorded is None:
+        plan, mem = _choose_plan(job.runs, job.multiple, budget, lambda p: _figures(job, p))
+        return plan, mem, 0
+    plan, retries = recorded
+    mem = _figures(job, plan)
+    if budget is not None and mem["peak_bytes"] > budget:
+        raise checkpoint.CheckpointError(
+            f"{job.ckdir}: the checkpoint plays {plan.batches} batch(es) of {sum(plan.slots)} runs,"
+            f" {mem['peak_bytes']} bytes per call, over the memory budget of {budget} bytes; "
+            "resume with a larger max_bytes (--max-memory) or start without --resume"
+        )
+    return plan, mem, retries
+
+
+class _Played(NamedTuple):
+    """A played sweep: the plan that succeeded, its figures, the retries in all, the notes on
+    them, the run-major metrics of each experiment and the run seconds."""
+
+    plan: BatchPlan
+    mem: dict
+    retries: int
+    notes: list[str]
+    metrics: list[dict]
+    run_seconds: float
+
+
+def _play_with_retries(
+    job: _Job, plan: BatchPlan, mem: dict, retries: int, resume: bool, max_retries: int
+) -> _Played:
+    """Plays ``plan`` (recorded in the checkpoint directory first, the bar's total corrected
+    for it); an out-of-memory error halves the batch (:func:`_halved`) and plays the sweep again
+    afresh, up to ``max_retries`` retries in all."""
+    announced = None if job.progress is None else (job.progress.done, job.progress.total)
     notes: list[str] = []
-    retries = 0
-    if recorded is not None:
-        plan, retries = recorded
-        mem = figures(plan)
-        if budget is not None and mem["peak_bytes"] > budget:
-            raise checkpoint.CheckpointError(
-                f"{ckdir}: the checkpoint plays {plan.batches} batch(es) of {sum(plan.slots)} runs,"
-                f" {mem['peak_bytes']} bytes per call, over the memory budget of {budget} bytes; "
-                "resume with a larger max_bytes (--max-memory) or start without --resume"
-            )
-    else:
-        plan, mem = _choose_plan(runs, multiple, budget, figures)
-
-    announced = None if progress is None else (progress.done, progress.total)
     while True:
-        if ckdir is not None:
-            _write_plan(ckdir, plan, retries)
+        if job.ckdir is not None:
+            _write_plan(job.ckdir, plan, retries)
         if announced is not None:  # plus padding runs and what an out-of-memory retry replays
-            padding = num_rounds * (plan.batches * sum(plan.slots) - sum(runs))
-            progress.total = announced[1] + progress.done - announced[0] + padding
+            padding = job.num_rounds * (plan.batches * sum(plan.slots) - sum(job.runs))
+            job.progress.total = announced[1] + job.progress.done - announced[0] + padding
         try:
-            metrics, run_seconds = _play_batches(
-                chunk_fn, experiments, seeds, plan, mesh, num_rounds, chunk, ckdir, resume,
-                config, progress, keep,
-            )  # fmt: skip
-            break
+            metrics, run_seconds = _play_batches(job, plan, resume)
+            return _Played(plan, mem, retries, notes, metrics, run_seconds)
         except jax.errors.JaxRuntimeError as err:  # only out-of-memory errors are retried
-            if not _is_oom(err) or retries >= max_retries or max(plan.slots) <= multiple:
+            if not _is_oom(err) or retries >= max_retries or max(plan.slots) <= job.multiple:
                 raise
-            old = plan
-            plan = BatchPlan.of(runs, 2 * old.batches, multiple)
-            if plan.slots == old.slots:  # rounding kept the width: halve it directly
-                halved = [max(multiple, _ceil_div(s, 2 * multiple) * multiple) for s in old.slots]
-                plan = BatchPlan(
-                    max(_ceil_div(r, s) for r, s in zip(runs, halved, strict=True)),
-                    tuple(halved),
-                    runs,
-                )
+            old, plan = plan, _halved(plan, job.runs, job.multiple)
             retries += 1
             resume = False  # the new plan's batches start afresh
             notes.append(
                 f"out of memory with {sum(old.slots)} runs per batch; retried in {plan.batches} "
                 f"batches of {sum(plan.slots)} runs"
             )
-            mem = figures(plan)
+            mem = _figures(job, plan)
 
+
+def _halved(old: BatchPlan, runs: tuple[int, ...], multiple: int) -> BatchPlan:
+    """The plan after an out-of-memory error: twice the batches, or where rounding kept the
+    width, every width halved directly."""
+    plan = BatchPlan.of(runs, 2 * old.batches, multiple)
+    if plan.slots != old.slots:
+        return plan
+    halved = [max(multiple, _ceil_div(s, 2 * multiple) * multiple) for s in old.slots]
+    return BatchPlan(
+        max(_ceil_div(r, s) for r, s in zip(runs, halved, strict=True)), tuple(halved), runs
+    )
+
+
+def _memory_report(
+    job: _Job, played: _Played, budget: int | None, devices: Sequence[Any], microbatch: int | None
+) -> tuple[dict, list[dict]]:
+    """``SweepResult.memory`` (budget, plan, figures, retries and notes, the measured peak) and
+    each experiment's ``memory`` (its runs, batch width and carry)."""
+    plan, mem, runs, notes = played.plan, played.mem, job.runs, list(played.notes)
     narrow = microbatch is None and any(
-        s <= multiple < r for s, r in zip(plan.slots, runs, strict=True)
+        s <= job.multiple < r for s, r in zip(plan.slots, runs, strict=True)
     )
     if plan.batches > 1 and narrow:
         notes.append(
@@ -474,7 +570,7 @@ def run_sweep(
         "runs": sum(runs),
         "runs_per_batch": per_call,
         "bytes_per_run": mem["peak_bytes"] / per_call,
-        "retries": retries,
+        "retries": played.retries,
         "notes": notes,
         "measured_peak_bytes": _measured_peak(devices),
         "estimated": bool(mem.get("estimated", False)),
@@ -493,11 +589,7 @@ def run_sweep(
         }
         for r, s, sb in zip(runs, plan.slots, mem["state_bytes"], strict=True)
     ]
-
-    stats = _Stats(run_seconds, chunk_fn.compile_seconds - compile_before)
-    res = collect(experiments, metrics, seeds, num_rounds, stats, 1 if mesh is None else mesh.size)
-    exps = tuple(r._replace(memory=m) for r, m in zip(res.experiments, per_exp, strict=True))
-    return res._replace(experiments=exps, memory=memory)
+    return memory, per_exp
 
 
 class _Stats(NamedTuple):
@@ -585,30 +677,31 @@ def _write_plan(ckdir: pathlib.Path, plan: BatchPlan, retries: int) -> None:
     os.replace(tmp, ckdir / "plan.json")
 
 
-def _play_batches(
-    chunk_fn, experiments, seeds, plan, mesh, num_rounds, chunk, ckdir, resume, config,
-    progress, keep,
-):  # fmt: skip
+def _play_batches(job: _Job, plan: BatchPlan, resume: bool) -> tuple[list[dict], float]:
     """Plays the plan's batches one after another; returns the run-major metrics of each
     experiment (padding dropped, batches concatenated) and the run seconds."""
-    pieces: list[list[dict]] = [[] for _ in experiments]
+    pieces: list[list[dict]] = [[] for _ in job.experiments]
     run_seconds = 0.0
+    split = plan.batches > 1
     for b in range(plan.batches):
         states = []
-        for exp, idx in zip(experiments, plan.indices(b), strict=True):
-            runs = build_runs(exp, seeds, idx)
-            states.append(runs if mesh is None else sh.shard_runs(runs, mesh))
-        split = plan.batches > 1
+        for exp, idx in zip(job.experiments, plan.indices(b), strict=True):
+            runs = build_runs(exp, job.seeds, idx)
+            states.append(runs if job.mesh is None else sh.shard_runs(runs, job.mesh))
+        ckdir, config = job.ckdir, job.config
+        if split:  # each batch in its own directory, its identity including the plan
+            ckdir = None if ckdir is None else ckdir / f"batch_{b:04d}"
+            config = {**config, "batch": [b, plan.batches, list(plan.slots)]}
         res = run_chunked(
-            chunk_fn,
+            job.chunk_fn,
             tuple(states),
-            num_rounds,
-            chunk_size=chunk,
-            checkpoint_dir=(ckdir / f"batch_{b:04d}") if (ckdir is not None and split) else ckdir,
+            job.num_rounds,
+            chunk_size=job.chunk,
+            checkpoint_dir=ckdir,
             resume=resume,
-            config={**config, "batch": [b, plan.batches, list(plan.slots)]} if split else config,
-            progress=progress,
-            keep=keep,
+            config=config,
+            progress=job.progress,
+            keep=job.keep,
             donate_initial=True,  # built here for this batch: one copy of the carry, not two
         )
         run_seconds += res.stats.run_seconds
@@ -725,13 +818,15 @@ def _py(x: Any) -> Any:
 
 class TuneResult(NamedTuple):
     """Tuning rows (every grid point on tuning seeds), evaluation rows (the chosen point of each
-    experiment on evaluation seeds), the chosen grid index per experiment, and both sweeps."""
+    experiment on evaluation seeds), the chosen grid index per experiment, and both sweeps
+    (``evaluation_sweep`` is ``None`` and ``evaluation`` empty when there are no evaluation
+    seeds)."""
 
     tuning: list[dict]
     evaluation: list[dict]
     chosen: tuple[int, ...]
     tuning_sweep: SweepResult
-    evaluation_sweep: SweepResult
+    evaluation_sweep: SweepResult | None
 
 
 def tune_and_evaluate(
@@ -740,6 +835,8 @@ def tune_and_evaluate(
     num_rounds: int,
     tuning_seeds: Sequence[int],
     eval_seeds: Sequence[int],
+    chooser: Callable[[SweepResult], Sequence[int]] | None = None,
+    progress_for: Callable[[str, int], Any] | None = None,
     **kwargs: Any,
 ) -> TuneResult:
     """Chooses each experiment's best grid point on tuning seeds, reports it on eval seeds.
@@ -747,7 +844,14 @@ def tune_and_evaluate(
     Args:
       experiments, num_rounds: as in :func:`run_sweep`.
       tuning_seeds: seeds the choice is made on (lowest mean final regret).
-      eval_seeds: disjoint seeds the chosen configuration is reported on.
+      eval_seeds: disjoint seeds the chosen configuration is reported on; none: no evaluation
+        sweep.
+      chooser: ``tuning sweep -> grid index per experiment`` (default: each experiment's lowest
+        mean final regret over the tuning seeds, NaN ignored).
+      progress_for: ``(split, runs) -> context manager`` whose value is the
+        :class:`~bandits_jax.sim.chunks.Progress` of one sweep (``split``: ``"tuning"`` or
+        ``"evaluation"``; ``runs``: its grid points x seeds), entered around that sweep; default:
+        the ``progress`` in ``kwargs`` (one bar for both sweeps) or none.
       **kwargs: passed to both :func:`run_sweep` calls (``mesh``, ``chunk_size``, ...);
         ``checkpoint_dir`` gets ``/tuning`` and ``/evaluation`` appended.
     """
@@ -756,29 +860,52 @@ def tune_and_evaluate(
         raise ValueError(
             f"eval_seeds: must be disjoint from tuning_seeds, shared {sorted(overlap)}"
         )
+    if progress_for is not None and "progress" in kwargs:
+        raise ValueError("progress_for: give progress or progress_for, not both")
     ck = kwargs.pop("checkpoint_dir", None)
-    tune = run_sweep(
-        experiments,
-        num_rounds=num_rounds,
-        seeds=tuning_seeds,
-        checkpoint_dir=None if ck is None else os.path.join(ck, "tuning"),
-        **kwargs,
-    )
+    tune = _phase_sweep(ck, progress_for, "tuning", experiments, tuning_seeds, num_rounds, kwargs)
+    chosen = tuple(int(g) for g in (chooser or _least_mean_regret)(tune))
+    ev = None
+    if len(eval_seeds):
+        picked = [select_grid(e, [g]) for e, g in zip(experiments, chosen, strict=True)]
+        ev = _phase_sweep(ck, progress_for, "evaluation", picked, eval_seeds, num_rounds, kwargs)
+    evaluation = [] if ev is None else table(ev, split="evaluation")
+    return TuneResult(table(tune, split="tuning"), evaluation, chosen, tune, ev)
+
+
+def _phase_sweep(
+    ck: Any,
+    progress_for: Callable[[str, int], Any] | None,
+    split: str,
+    experiments: Sequence[Experiment],
+    seeds: Sequence[int],
+    num_rounds: int,
+    kwargs: dict,
+) -> SweepResult:
+    """One :func:`run_sweep` of :func:`tune_and_evaluate`: checkpoints in ``ck/<split>``, the
+    bar of ``progress_for(split, runs)`` or else ``kwargs``' ``progress``."""
+    if progress_for is None:
+        bar = contextlib.nullcontext(kwargs.get("progress"))
+    else:
+        bar = progress_for(split, sum(e.grid_size for e in experiments) * len(seeds))
+    with bar as progress:
+        return run_sweep(
+            experiments,
+            num_rounds=num_rounds,
+            seeds=seeds,
+            checkpoint_dir=None if ck is None else os.path.join(ck, split),
+            **{**kwargs, "progress": progress},
+        )
+
+
+def _least_mean_regret(tune: SweepResult) -> list[int]:
+    """:func:`tune_and_evaluate`'s default chooser: per experiment, the grid point with the
+    lowest mean final regret over the tuning seeds."""
     chosen = []
     for r in tune.experiments:
         final = np.asarray(r.metrics["regret"], np.float64).sum(-1).mean(-1)
         chosen.append(int(np.nanargmin(final)))
-    picked = [select_grid(e, [g]) for e, g in zip(experiments, chosen, strict=True)]
-    ev = run_sweep(
-        picked,
-        num_rounds=num_rounds,
-        seeds=eval_seeds,
-        checkpoint_dir=None if ck is None else os.path.join(ck, "evaluation"),
-        **kwargs,
-    )
-    return TuneResult(
-        table(tune, split="tuning"), table(ev, split="evaluation"), tuple(chosen), tune, ev
-    )
+    return chosen
 
 
 def _fmt(v: Any) -> str:
