@@ -11,10 +11,16 @@ optimisation level 0 (``--xla_backend_optimization_level=0``, added to ``XLA_FLA
 starts its backend, inherited by the tests' subprocesses; a level the caller set wins): the
 suite then takes about three quarters of the time. The level changes how fast the compiled code
 runs, not what it computes (XLA keeps IEEE semantics at every level, and the suite passes at
-either). Benchmarks and the command compile at XLA's default level.
+either). Benchmarks compile at XLA's default level, the command at its ``--xla-opt-level``.
+
+The suite runs in one worker process per core (pytest-xdist, ``-n auto --dist loadfile`` in
+``pyproject.toml``): a test module stays in one worker, so its compiled programs are shared by
+its tests; ``-p no:xdist`` (or ``-n 0``) runs it in this process.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
 _OPT_FLAG = "--xla_backend_optimization_level"
@@ -26,7 +32,9 @@ import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 os.environ.setdefault("BANDITS_JAX_COMPILE_CACHE", "off")
-os.environ.setdefault("BANDITS_JAX_DATA", tempfile.mkdtemp(prefix="bandits-jax-tests-"))
+if "BANDITS_JAX_DATA" not in os.environ:  # a fresh data root, removed when the session ends
+    os.environ["BANDITS_JAX_DATA"] = tempfile.mkdtemp(prefix="bandits-jax-tests-")
+    atexit.register(shutil.rmtree, os.environ["BANDITS_JAX_DATA"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -1,44 +1,37 @@
-"""Every module and every public function or class of the package has a docstring.
+"""Every module and every public function or class of the package has a docstring, and the API
+reference index ``docs/API.md`` is current.
 
 Public: listed in the module's ``__all__`` where it has one, else every module-level function or
-class defined there whose name does not start with an underscore.
+class defined there whose name does not start with an underscore (``docs/make_api.py``).
 """
 
-import importlib
+import importlib.util
 import inspect
-import pkgutil
+import pathlib
 
-import bandits_jax
-
-
-def _modules():
-    for info in pkgutil.walk_packages(bandits_jax.__path__, "bandits_jax."):
-        if not info.name.endswith("__main__"):
-            yield importlib.import_module(info.name)
-
-
-def _public(mod):
-    names = getattr(mod, "__all__", None)
-    if names is None:
-        names = [
-            n
-            for n, v in vars(mod).items()
-            if not n.startswith("_")
-            and (inspect.isfunction(v) or inspect.isclass(v))
-            and v.__module__ == mod.__name__
-        ]
-    for n in names:
-        v = getattr(mod, n)
-        if inspect.isfunction(v) or inspect.isclass(v):
-            yield n, v
+_PATH = pathlib.Path(__file__).resolve().parent.parent / "docs" / "make_api.py"
+_SPEC = importlib.util.spec_from_file_location("make_api", _PATH)
+make_api = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(make_api)
 
 
 def test_every_module_and_public_name_has_a_docstring():
     missing = []
-    modules = list(_modules())
+    modules = list(make_api.modules())
     assert len(modules) > 40  # the walk found the package
     for mod in modules:
         if not (mod.__doc__ or "").strip():
             missing.append(mod.__name__)
-        missing += [f"{mod.__name__}.{n}" for n, v in _public(mod) if not inspect.getdoc(v)]
+        missing += [f"{mod.__name__}.{n}" for n, v in make_api.public(mod) if not inspect.getdoc(v)]
     assert not missing, f"no docstring: {missing}"
+
+
+def test_the_api_reference_index_is_current():
+    """``docs/API.md`` is what ``python docs/make_api.py`` writes from today's docstrings, and it
+    lists every public name of every module."""
+    text = make_api.OUT.read_text()
+    assert text == make_api.render(), "stale: run python docs/make_api.py"
+    for mod in make_api.modules():
+        assert f"## `{mod.__name__}`" in text
+        for name, _ in make_api.public(mod):
+            assert f" {name}(" in text or f" {name}`" in text, f"{mod.__name__}.{name}"
