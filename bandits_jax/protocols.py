@@ -5,7 +5,8 @@ NamedTuples of pure functions that satisfy these protocols (``isinstance`` check
 
 Shared conventions
 ------------------
-* A learner factory is called with keywords (``dim=``, ...) and closes over static choices
+* A learner factory takes keyword-only arguments (``two_point_learner(dim=3)``,
+  ``eofd(num_outcomes=2, dim=3, sketch_size=2)``) and closes over static choices
   (dimensions, sketch sizes, iteration caps). Numeric hyperparameters live in the state's
   ``hparams`` field, so a grid of hyperparameters is a batch of states: every family has a
   module-level constructor (``mlogb.hyperparams``, ``bco.two_point.hyperparams``,
@@ -16,9 +17,11 @@ Shared conventions
   that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore
   takes no key, in either family (an environment's ``init(key)`` is where a run's randomness
   starts).
-* Every state has ``status`` (int32, :class:`bandits_jax.status.Status`; re-exported here with
-  ``count_status``, ``raise_on_failure`` and the code sets) of its last update, either as a field
-  (BCO) or in ``state.info.status`` (MLogB). A rejected update keeps the previous state. BCO states
+* Every learner state of both families has ``state.status`` (:class:`LearnerState`): the int32
+  scalar :class:`bandits_jax.status.Status` of its last update (re-exported here with
+  ``count_status``, ``raise_on_failure`` and the code sets). BCO states hold it as a field; MLogB
+  states keep it in ``state.info.status`` with the rest of the update's diagnostics and expose it
+  as the read-only property ``status``. A rejected update keeps the previous state. BCO states
   also count failed updates (``status.is_failure``) in ``num_failures``.
 * Outcome coding (MLogB): ``y`` is an integer in ``{0, ..., K}``; ``y = 0`` is the no-reward outcome
   (reward ``r_0 = 0``), ``y = k >= 1`` has reward ``hparams.rewards[k - 1]``. Eagerly, anything
@@ -50,6 +53,18 @@ PyTree = Any
 # ---------------------------------------------------------------------------------------------
 # Learners
 # ---------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class LearnerState(Protocol):
+    """What every learner state of both families has (module docstring): ``status``, the int32
+    scalar :class:`~bandits_jax.status.Status` of the last update, and its ``hparams``."""
+
+    @property
+    def status(self) -> Array: ...
+
+    @property
+    def hparams(self) -> PyTree: ...
 
 
 @runtime_checkable
@@ -162,6 +177,7 @@ class BCOEnv(Protocol):
 __all__ = [
     "BCOEnv",
     "BCOLearner",
+    "LearnerState",
     "MLogBEnv",
     "MLogBLearner",
     "OK_CODES",

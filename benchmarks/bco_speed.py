@@ -241,7 +241,7 @@ def throughput(quick: bool, repeats: int, batches=THROUGHPUT_BATCHES) -> dict:
     stream = _stream_rate(repeats)
     out["stream_f64_elements_per_s"] = stream
     for dtype in (jnp.float32, jnp.float64):
-        learner = tp.two_point_learner(d, schedule="variance")
+        learner = tp.two_point_learner(dim=d, schedule="variance")
         hp = learner.hyperparams(dom.ball(1.0, dtype=dtype), horizon=HORIZON)
         state = learner.init(hp)
         step = _quadratic_step(learner)
@@ -296,12 +296,12 @@ def _print_throughput(name, e):
 def _cases(d):
     """``(name, step, learner_state, numpy_rate_fn or None)`` for dimension ``d``."""
     ball = dom.ball(1.0)
-    alg1 = tp.two_point_learner(d, schedule="variance")
+    alg1 = tp.two_point_learner(dim=d, schedule="variance")
     hp1 = alg1.hyperparams(ball, horizon=HORIZON)
-    alg4 = op.box_ftrl(d)
+    alg4 = op.box_ftrl(dim=d)
     eta4 = 0.01 / d
     hp4 = alg4.hyperparams(eta4, -jnp.ones(d), jnp.ones(d))
-    uni = ens.universal_ensemble(d)
+    uni = ens.universal_ensemble(dim=d)
     hpu = uni.hyperparams(ball, horizon=HORIZON, lipschitz=3.0, preset="practical")
     return [
         (

@@ -15,7 +15,7 @@ either). Benchmarks compile at XLA's default level, the command at its ``--xla-o
 
 The suite runs in one worker process per core (pytest-xdist, ``-n auto --dist loadfile`` in
 ``pyproject.toml``): a test module stays in one worker, so its compiled programs are shared by
-its tests; ``-p no:xdist`` (or ``-n 0``) runs it in this process.
+its tests; ``-n 0`` runs it in this process.
 """
 
 import atexit

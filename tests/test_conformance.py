@@ -159,6 +159,22 @@ CASES += [
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
 ]
 
+# Every learner factory of both papers (those building CASES): one factory style, keyword-only
+# parameters (``two_point_learner(dim=3)``, ``eofd(num_outcomes=2, dim=3, sketch_size=2)``).
+FACTORIES = [
+    tp.two_point_learner,
+    tp.sphere_learner,
+    op.box_ftrl,
+    ens.dynamic_ensemble,
+    ens.universal_ensemble,
+    mlogb.eofd,
+    mlogb.oful,
+    mlogb.greedy,
+    mlogb.linucb,
+    mlogb.uniform,
+    mlogb.ecolog,
+]
+
 # --- one round of each family ------------------------------------------------------------------
 
 
@@ -222,7 +238,12 @@ def _observable(case, state):
 
 
 def _status(case, state):
-    return state.status if case.family == "bco" else state.info.status
+    return state.status  # both families (protocols.LearnerState)
+
+
+def _old_status(case, state):
+    """Where each family kept ``status`` before ``state.status`` was common to both."""
+    return state._asdict()["status"] if case.family == "bco" else state.info.status
 
 
 BY_NAME = {c.name: c for c in CASES + SCHEDULE_CASES}
@@ -247,6 +268,28 @@ def test_protocol_members(any_case):
     # init takes the hyperparameters only: randomness enters through query's key (both families).
     assert len(inspect.signature(case.learner.init).parameters) == 1
     assert list(inspect.signature(proto.init).parameters) == ["self", "hparams"]
+
+
+def test_state_status_in_one_place(any_case):
+    """Every state, at init and after a round, has ``.status`` (``protocols.LearnerState``): an
+    int32 scalar equal to the family's own location (the BCO field, MLogB's ``info.status``)."""
+    case = any_case
+    state0 = case.learner.init(case.hparams(jnp.float64, False))
+    for state in (state0, _jit_round(case.name)(state0, KEY)):
+        assert isinstance(state, protocols.LearnerState)
+        status = state.status
+        assert status.dtype == jnp.int32 and status.shape == (), (status.dtype, status.shape)
+        assert int(status) == int(_old_status(case, state))
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_factories_are_keyword_only(factory):
+    """Every factory parameter is keyword-only (``**kwargs`` allowed), in both families."""
+    allowed = {inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD}
+    params = inspect.signature(factory).parameters.values()
+    positional = [p.name for p in params if p.kind not in allowed]
+    assert not positional, f"{factory.__name__}: not keyword-only: {positional}"
+    assert "dim" in inspect.signature(factory).parameters
 
 
 def test_jit_equals_eager(any_case):
@@ -391,6 +434,27 @@ def test_bad_input_names_the_argument(any_case):
     for call, name in _bad_inputs(case, state):
         with pytest.raises(ValueError, match=name):
             call()
+
+
+def test_old_names_are_aliases():
+    """Issue 18's renames keep the old names as aliases of the same objects."""
+    from bandits_jax import bco, learner_base
+    from bandits_jax.mlogb import learner as mlogb_learner
+
+    assert tp.TwoPointHParams is tp.TwoPointHyperparams is bco.TwoPointHParams
+    assert ens.DynamicHParams is ens.DynamicHyperparams
+    assert ens.UniversalHParams is ens.UniversalHyperparams
+    assert op.BoxFTRLHParams is op.BoxFTRLHyperparams
+    assert mlogb.MLogBLearner is mlogb_learner.MLogBFunctions is mlogb_learner.MLogBLearner
+    assert mlogb.MLogBLearner is not protocols.MLogBLearner
+    assert tp.make_learner is tp.assemble is learner_base.assemble
+    assert tp.Learner is bco.Learner is learner_base.Learner
+    assert tp.fresh_state is mlogb_learner.fresh_state is learner_base.fresh_state
+    assert (tp.start, tp.accept, tp.grid) == (
+        learner_base.start,
+        learner_base.accept,
+        learner_base.grid,
+    )
 
 
 # --- the status helpers ------------------------------------------------------------------------

@@ -80,17 +80,12 @@ from bandits_jax.bco import meta
 from bandits_jax.bco import schedules as sch
 from bandits_jax.bco.two_point import (
     CoordAux,
-    Learner,
-    accept,
-    all_finite,
     check_hparams,
     coordinate_feedback,
-    grid,
-    make_learner,
     oogd_step,
     query_coordinates,
-    start,
 )
+from bandits_jax.learner_base import Learner, accept, all_finite, assemble, grid, start
 from bandits_jax.linalg.roots import bracketed_newton
 from bandits_jax.status import CONVERGED
 
@@ -194,7 +189,7 @@ def theorem9_meta_constants(d: int, horizon, num_base: int, smoothness=1.0, radi
     return gamma, c0
 
 
-class DynamicHParams(NamedTuple):
+class DynamicHyperparams(NamedTuple):
     """Hyperparameters of Algorithm 5 (arrays; the pool size ``N`` is ``etas.shape[0]``).
 
     Attributes:
@@ -213,6 +208,9 @@ class DynamicHParams(NamedTuple):
     c0: Array
 
 
+DynamicHParams = DynamicHyperparams  # the old name (issue 18: one suffix for both papers)
+
+
 class DynamicState(NamedTuple):
     """State of Algorithm 5 before round ``t``.
 
@@ -224,7 +222,7 @@ class DynamicState(NamedTuple):
       meta: :class:`bandits_jax.bco.meta.OptimisticHedgeState` (``weights`` are ``p_t``).
       vbar: ``sum_{s<t} ||g_s - g~_s||^2`` (diagnostics).
       status, num_failures: last status and count of rejected rounds (int32).
-      hparams: :class:`DynamicHParams`.
+      hparams: :class:`DynamicHyperparams`.
     """
 
     w: Array
@@ -236,7 +234,7 @@ class DynamicState(NamedTuple):
     vbar: Array
     status: Array
     num_failures: Array
-    hparams: DynamicHParams
+    hparams: DynamicHyperparams
 
 
 def _dynamic_point(*, dim, domain, horizon, smoothness, preset, etas, gamma, c0, delta):
@@ -260,7 +258,7 @@ def _dynamic_point(*, dim, domain, horizon, smoothness, preset, etas, gamma, c0,
     checks.check_float("gamma", gamma, low_open=False, shape=())
     _positive("c0", c0)
     delta_v, xi_v = est.exploration(dim, horizon, smoothness, R, r, dtype, delta)
-    return DynamicHParams(domain, *_scalars(dtype, delta_v, xi_v, etas, gamma, c0))
+    return DynamicHyperparams(domain, *_scalars(dtype, delta_v, xi_v, etas, gamma, c0))
 
 
 def dynamic_hyperparams(
@@ -274,8 +272,8 @@ def dynamic_hyperparams(
     gamma=None,
     c0=None,
     delta=None,
-) -> DynamicHParams:
-    """Builds :class:`DynamicHParams` with eager validation.
+) -> DynamicHyperparams:
+    """Builds :class:`DynamicHyperparams` with eager validation.
 
     ``horizon``, ``smoothness``, ``gamma``, ``c0`` and ``delta`` may be arrays: they broadcast
     into leading grid axes (module docstring).
@@ -299,23 +297,23 @@ def dynamic_hyperparams(
     return grid(_dynamic_point, gridded, dim=dim, domain=domain, preset=preset, etas=etas)
 
 
-def dynamic_ensemble(dim: int) -> Learner:
+def dynamic_ensemble(*, dim: int) -> Learner:
     """Algorithm 5: gradient-variation dynamic regret with two-point feedback.
 
     Args:
       dim: dimension (static).
 
     Returns:
-      A :class:`bandits_jax.bco.two_point.Learner`; ``hyperparams(domain, *, horizon, ...)`` is
+      A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon, ...)`` is
       :func:`dynamic_hyperparams` for this ``dim``.
     """
     d = checks.check_int("dim", dim)
 
-    def make_hparams(domain, **kw) -> DynamicHParams:
+    def make_hparams(domain, **kw) -> DynamicHyperparams:
         return dynamic_hyperparams(d, domain, **kw)
 
-    def init(hp: DynamicHParams) -> DynamicState:
-        check_hparams(hp, DynamicHParams, d)
+    def init(hp: DynamicHyperparams) -> DynamicState:
+        check_hparams(hp, DynamicHyperparams, d)
         n = hp.etas.shape[0]
         dtype = hp.delta.dtype
         own = dict(
@@ -351,7 +349,7 @@ def dynamic_ensemble(dim: int) -> Learner:
         )
         return accept(state, new, all_finite(values, err_sq, base_w, hedge.weights))
 
-    return make_learner(init, query_coordinates, update, make_hparams, d)
+    return assemble(init, query_coordinates, update, make_hparams, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +364,7 @@ def strongly_convex_pool(horizon) -> np.ndarray:
     return 2.0 ** np.arange(n) / T
 
 
-class UniversalHParams(NamedTuple):
+class UniversalHyperparams(NamedTuple):
     """Hyperparameters of Algorithm 6 (arrays).
 
     Attributes:
@@ -389,6 +387,9 @@ class UniversalHParams(NamedTuple):
     lr_cap: Array
 
 
+UniversalHParams = UniversalHyperparams  # the old name (issue 18: one suffix for both papers)
+
+
 class UniversalState(NamedTuple):
     """State of Algorithm 6 before round ``t``.
 
@@ -403,7 +404,7 @@ class UniversalState(NamedTuple):
       fixed_point_steps: Newton steps of the last fixed-point solve (int32; 0 when lagged).
       status, num_failures: last status (the fixed-point solve's, ``NONFINITE`` when the
         finiteness guard rejected the round) and count of rounds whose status was a failure.
-      hparams: :class:`UniversalHParams`.
+      hparams: :class:`UniversalHyperparams`.
     """
 
     w: Array
@@ -417,7 +418,7 @@ class UniversalState(NamedTuple):
     fixed_point_steps: Array
     status: Array
     num_failures: Array
-    hparams: UniversalHParams
+    hparams: UniversalHyperparams
 
 
 def _universal_point(
@@ -472,7 +473,7 @@ def _universal_point(
     sc = checks.stack_trees([pool(sch.STRONGLY_CONVEX, 4.0, float(lam), None) for lam in lams])
     cvx = checks.stack_trees([pool(sch.CONVEX, 2.0, None, float(off)) for off in cvx_offsets])
     loss_scale = meta_scale / (2.0 * math.sqrt(10.0) * d * G * R)
-    return UniversalHParams(
+    return UniversalHyperparams(
         domain, *_scalars(dtype, delta_v, xi_v), sc, cvx, *_scalars(dtype, loss_scale, lr_cap)
     )
 
@@ -490,8 +491,8 @@ def universal_hyperparams(
     cvx_offsets=None,
     lr_cap=0.125,
     delta=None,
-) -> UniversalHParams:
-    """Builds :class:`UniversalHParams` with eager validation.
+) -> UniversalHyperparams:
+    """Builds :class:`UniversalHyperparams` with eager validation.
 
     ``horizon``, ``lipschitz``, ``smoothness``, ``meta_scale``, ``lr_cap`` and ``delta`` may be
     arrays: they broadcast into leading grid axes (module docstring).
@@ -551,7 +552,7 @@ def _solve_optimism(meta_state, a, num_sc: int, *, max_steps: int):
 
 
 def universal_ensemble(
-    dim: int, *, optimism: str = "fixed_point", fixed_point_steps: int = 32
+    *, dim: int, optimism: str = "fixed_point", fixed_point_steps: int = 32
 ) -> Learner:
     """Algorithm 6: gradient-variation universal regret with two-point feedback.
 
@@ -562,7 +563,7 @@ def universal_ensemble(
       fixed_point_steps: iteration cap of the fixed-point solve (static).
 
     Returns:
-      A :class:`bandits_jax.bco.two_point.Learner`; ``hyperparams(domain, *, horizon, lipschitz,
+      A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon, lipschitz,
       ...)`` is :func:`universal_hyperparams` for this ``dim``.
     """
     d = checks.check_int("dim", dim)
@@ -570,11 +571,11 @@ def universal_ensemble(
         raise ValueError(f"optimism: expected one of {OPTIMISM_MODES}, got {optimism!r}")
     fixed_point_steps = checks.check_int("fixed_point_steps", fixed_point_steps)
 
-    def make_hparams(domain, **kw) -> UniversalHParams:
+    def make_hparams(domain, **kw) -> UniversalHyperparams:
         return universal_hyperparams(d, domain, **kw)
 
-    def init(hp: UniversalHParams) -> UniversalState:
-        check_hparams(hp, UniversalHParams, d)
+    def init(hp: UniversalHyperparams) -> UniversalState:
+        check_hparams(hp, UniversalHyperparams, d)
         dtype = hp.delta.dtype
         n_sc, n_cvx = hp.sc.lam.shape[0], hp.cvx.lam.shape[0]
         own = dict(
@@ -638,14 +639,16 @@ def universal_ensemble(
         ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
         return accept(state, new, ok, fp_status)
 
-    return make_learner(init, query_coordinates, update, make_hparams, d)
+    return assemble(init, query_coordinates, update, make_hparams, d)
 
 
 __all__ = [
+    "DynamicHyperparams",
     "DynamicHParams",
     "DynamicState",
     "OPTIMISM_MODES",
     "PRESETS",
+    "UniversalHyperparams",
     "UniversalHParams",
     "UniversalState",
     "dynamic_ensemble",

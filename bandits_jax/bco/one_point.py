@@ -61,12 +61,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks
-from bandits_jax.bco.two_point import Learner, count_failure, fresh_state, grid, make_learner
+from bandits_jax.learner_base import Learner, assemble, count_failure, fresh_state, grid
 from bandits_jax.linalg.roots import bracketed_newton
 from bandits_jax.status import NONFINITE, worst_of
 
 
-class BoxFTRLHParams(NamedTuple):
+class BoxFTRLHyperparams(NamedTuple):
     """Numeric hyperparameters of Algorithm 4 (arrays, so a grid is a ``vmap``).
 
     Attributes:
@@ -81,6 +81,9 @@ class BoxFTRLHParams(NamedTuple):
     optimism_cap: jax.Array
 
 
+BoxFTRLHParams = BoxFTRLHyperparams  # the old name (issue 18: one suffix for both papers)
+
+
 class BoxFTRLState(NamedTuple):
     """State of Algorithm 4.
 
@@ -89,7 +92,7 @@ class BoxFTRLState(NamedTuple):
       theta: natural coordinates of ``w_t`` (``w = m + h tanh(theta)``), (d,).
       grad_sum: ``G_{t-1} = sum_{s<t} g_s`` (d,).
       r_plus, r_minus: the buffers ``r^{(+1)}, r^{(-1)}`` (d,).
-      hparams: :class:`BoxFTRLHParams`.
+      hparams: :class:`BoxFTRLHyperparams`.
       t: number of updates made (int32).
       status: worst root status of the last update (int32, :mod:`bandits_jax.status`).
       num_failures: updates whose status was a failure (int32).
@@ -101,7 +104,7 @@ class BoxFTRLState(NamedTuple):
     grad_sum: jax.Array
     r_plus: jax.Array
     r_minus: jax.Array
-    hparams: BoxFTRLHParams
+    hparams: BoxFTRLHyperparams
     t: jax.Array
     status: jax.Array
     num_failures: jax.Array
@@ -122,7 +125,7 @@ class OnePointAux(NamedTuple):
     point: jax.Array
 
 
-def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHParams:
+def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
     dtype = jnp.result_type(float, eta, lower, upper)
     checks.check_float("eta", eta, shape=())
     checks.check_float("optimism_cap", optimism_cap, high=1.0, high_open=True, shape=())
@@ -144,7 +147,9 @@ def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHParams:
                 f"lower, upper: expected a non-empty box a_i < b_i, got a_{i} = {lo[i]} >= "
                 f"b_{i} = {hi[i]}"
             )
-    return BoxFTRLHParams(jnp.asarray(eta, dtype), lower, upper, jnp.asarray(optimism_cap, dtype))
+    return BoxFTRLHyperparams(
+        jnp.asarray(eta, dtype), lower, upper, jnp.asarray(optimism_cap, dtype)
+    )
 
 
 def box_ftrl_hparams(
@@ -153,8 +158,8 @@ def box_ftrl_hparams(
     upper: jax.typing.ArrayLike,
     *,
     optimism_cap: jax.typing.ArrayLike = 0.9,
-) -> BoxFTRLHParams:
-    """Builds and validates :class:`BoxFTRLHParams` (eagerly, on concrete values).
+) -> BoxFTRLHyperparams:
+    """Builds and validates :class:`BoxFTRLHyperparams` (eagerly, on concrete values).
 
     ``eta`` and ``optimism_cap`` may be arrays: they broadcast into leading grid axes (the faces
     are repeated along them), each grid point validated on its own.
@@ -168,7 +173,7 @@ def box_ftrl_hparams(
     )
 
 
-def hyperparams(*, dim: int, eta, lower, upper, optimism_cap=0.9) -> BoxFTRLHParams:
+def hyperparams(*, dim: int, eta, lower, upper, optimism_cap=0.9) -> BoxFTRLHyperparams:
     """Keyword form of :func:`box_ftrl_hparams` with a check of the dimension ``dim``."""
     dim = checks.check_int("dim", dim)
     hp = box_ftrl_hparams(eta, lower, upper, optimism_cap=optimism_cap)
@@ -256,7 +261,7 @@ def capped_buffer_difference(r_plus, r_minus, eta, cap):
 # --- the learner ---------------------------------------------------------------------------
 
 
-def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
+def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
     """Algorithm 4: one-point gradient-variation linear bandits on a box.
 
     Args:
@@ -264,7 +269,7 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
       max_steps: iteration cap of the per-coordinate root solve (static).
 
     Returns:
-      :class:`bandits_jax.bco.two_point.Learner` with ``init(hparams)``,
+      :class:`bandits_jax.learner_base.Learner` with ``init(hparams)``,
       ``query(state, key) -> (points (1, d), aux)``, ``update(state, aux, values (1,))`` and
       ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (:func:`box_ftrl_hparams` plus a
       dimension check).
@@ -272,9 +277,9 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
     dim = checks.check_int("dim", dim)
     max_steps = checks.check_int("max_steps", max_steps)
 
-    def init(hparams: BoxFTRLHParams) -> BoxFTRLState:
-        if not isinstance(hparams, BoxFTRLHParams):
-            raise ValueError(f"hparams: expected BoxFTRLHParams, got {type(hparams).__name__}")
+    def init(hparams: BoxFTRLHyperparams) -> BoxFTRLState:
+        if not isinstance(hparams, BoxFTRLHyperparams):
+            raise ValueError(f"hparams: expected BoxFTRLHyperparams, got {type(hparams).__name__}")
         if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
             raise ValueError(
                 f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "
@@ -360,13 +365,14 @@ def box_ftrl(dim: int, *, max_steps: int = 64) -> Learner:
         status = jnp.where(finite_in, root_status, NONFINITE).astype(jnp.int32)
         return new._replace(status=status, num_failures=count_failure(state.num_failures, status))
 
-    def make_hparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHParams:
+    def make_hparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHyperparams:
         return hyperparams(dim=dim, eta=eta, lower=lower, upper=upper, optimism_cap=optimism_cap)
 
-    return make_learner(init, query, update, make_hparams, dim)
+    return assemble(init, query, update, make_hparams, dim)
 
 
 __all__ = [
+    "BoxFTRLHyperparams",
     "BoxFTRLHParams",
     "BoxFTRLState",
     "OnePointAux",

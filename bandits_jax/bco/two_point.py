@@ -34,19 +34,32 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import schedules as sch
-from bandits_jax.status import CONVERGED, NONFINITE, is_failure
+from bandits_jax.learner_base import (  # noqa: F401
+    Learner,
+    accept,
+    all_finite,
+    assemble,
+    count_failure,
+    fresh_state,
+    grid,
+    start,
+    status_of,
+)
+
+# The shared learner base lives in :mod:`bandits_jax.learner_base`; its names are re-exported
+# here (``make_learner`` is the old name of :func:`~bandits_jax.learner_base.assemble`).
+make_learner = assemble
 
 Array = jax.Array
 
 
-class TwoPointHParams(NamedTuple):
+class TwoPointHyperparams(NamedTuple):
     """Hyperparameters shared by Algorithms 1 and 3 (all arrays; a grid is a vmap over them).
 
     Attributes:
@@ -60,6 +73,9 @@ class TwoPointHParams(NamedTuple):
     delta: Array
     xi: Array
     schedule: sch.ScheduleParams
+
+
+TwoPointHParams = TwoPointHyperparams  # the old name (issue 18: one suffix for both papers)
 
 
 class TwoPointState(NamedTuple):
@@ -81,7 +97,7 @@ class TwoPointState(NamedTuple):
     sched: sch.ScheduleState
     status: Array
     num_failures: Array
-    hparams: TwoPointHParams
+    hparams: TwoPointHyperparams
 
 
 class SphereState(NamedTuple):
@@ -91,7 +107,7 @@ class SphereState(NamedTuple):
     sched: sch.ScheduleState
     status: Array
     num_failures: Array
-    hparams: TwoPointHParams
+    hparams: TwoPointHyperparams
 
 
 class CoordAux(NamedTuple):
@@ -106,74 +122,6 @@ class SphereAux(NamedTuple):
 
     u: Array
     spacing: Array
-
-
-class Learner(NamedTuple):
-    """A BCO learner: pure functions (``bandits_jax.protocols.BCOLearner``) and its ``dim``."""
-
-    init: Callable
-    query: Callable
-    update: Callable
-    hyperparams: Callable
-    dim: int
-
-
-def make_learner(
-    init: Callable, query: Callable, update: Callable, hyperparams: Callable, dim: int
-) -> Learner:
-    """A :class:`Learner` whose ``query`` and ``update`` are compiled: called outside ``jit``
-    a round is two dispatches instead of one per operation (each compiled on first use); inside
-    ``jit`` they are inlined. Shape checks still raise at trace time, and a non-finite value is a
-    rejected update either way (``status``)."""
-    return Learner(init, jax.jit(query), jax.jit(update), hyperparams, dim)
-
-
-def fresh_state(state):
-    """Every leaf copied into its own buffer (so the state can be donated; see ``checks.fresh``)."""
-    return jax.tree_util.tree_map(checks.fresh, state)
-
-
-def start(state_cls: type, hp: Any, dim: int, *vectors: str, **fields: Any) -> Any:
-    """The deterministic start shared by the two-point learners (Algorithms 1, 3, 5, 6).
-
-    ``state_cls`` with a zero ``(dim,)`` vector for each name in ``vectors`` (``w_1 = 0``, ...),
-    ``status = CONVERGED``, no failures, ``hparams = hp`` and the learner's own ``fields``; every
-    buffer distinct (so the state can be donated).
-    """
-    dtype = hp.delta.dtype
-    return fresh_state(
-        state_cls(
-            **{name: jnp.zeros((dim,), dtype) for name in vectors},
-            **fields,
-            status=jnp.asarray(CONVERGED, jnp.int32),
-            num_failures=jnp.zeros((), jnp.int32),
-            hparams=hp,
-        )
-    )
-
-
-def status_of(ok: Array, code: Array | int = CONVERGED) -> Array:
-    """``code`` where the update was accepted, else ``NONFINITE`` (int32)."""
-    return jnp.where(ok, code, NONFINITE).astype(jnp.int32)
-
-
-def count_failure(num_failures: Array, status: Array) -> Array:
-    """``num_failures`` plus one if ``status`` is a failure (``status.is_failure``)."""
-    return num_failures + is_failure(status).astype(jnp.int32)
-
-
-def accept(state, new, ok: Array, code: Array | int = CONVERGED):
-    """``new`` if ``ok`` else ``state`` (the rejected-step guard), with ``status`` set to ``code``
-    or ``NONFINITE`` and ``num_failures`` counted; shared by every two-point learner."""
-    kept = checks.guard(ok, new, state)
-    status = status_of(ok, code)
-    return kept._replace(status=status, num_failures=count_failure(state.num_failures, status))
-
-
-def all_finite(*xs) -> Array:
-    """Whether every entry of every argument (pytrees allowed) is finite."""
-    leaves = jax.tree_util.tree_leaves(xs)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
 def oogd_step(
@@ -196,40 +144,9 @@ def oogd_step(
     return w_hat_next, w_next
 
 
-def grid(build: Callable[..., Any], gridded: dict[str, Any], **fixed) -> Any:
-    """Calls ``build(**fixed, **point)`` for every point of the broadcast ``gridded`` arrays and
-    stacks the results with leading grid axes (``build`` validates each point eagerly).
-
-    Scalars everywhere give ``build``'s result unchanged (no grid axis), as ``mlogb.hyperparams``.
-    """
-    arrays = {
-        k: np.asarray(v) for k, v in gridded.items() if v is not None and not isinstance(v, str)
-    }
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
-    except ValueError as exc:
-        shapes = {k: a.shape for k, a in arrays.items()}
-        raise ValueError(f"{', '.join(arrays)}: shapes do not broadcast: {shapes}") from exc
-    if shape == ():
-        return build(**fixed, **gridded)
-    flat = {k: np.broadcast_to(a, shape).ravel() for k, a in arrays.items()}
-    points = [
-        build(**fixed, **{**gridded, **{k: v[i].item() for k, v in flat.items()}})
-        for i in range(int(np.prod(shape)))
-    ]
-    try:
-        stacked = checks.stack_trees(points)
-    except ValueError as exc:
-        raise ValueError(
-            f"{', '.join(arrays)}: the grid points have differently shaped hyperparameters (e.g. "
-            "pools of different sizes); build them separately"
-        ) from exc
-    return jax.tree_util.tree_map(lambda x: x.reshape(shape + x.shape[1:]), stacked)
-
-
 def _scalar_hyperparams(
     *, dim, schedule, domain, horizon, lam, smoothness, lipschitz, scale, offset, delta
-) -> TwoPointHParams:
+) -> TwoPointHyperparams:
     dom.check_dim(domain, dim)
     R, r = dom.concrete_radii(domain)
     dtype = dom.dtype_of(domain)
@@ -246,7 +163,7 @@ def _scalar_hyperparams(
         dtype=dtype,
     )
     delta_v, xi_v = est.exploration(dim, horizon, smoothness, R, r, dtype, delta)
-    return TwoPointHParams(domain, jnp.asarray(delta_v, dtype), jnp.asarray(xi_v, dtype), sp)
+    return TwoPointHyperparams(domain, jnp.asarray(delta_v, dtype), jnp.asarray(xi_v, dtype), sp)
 
 
 def hyperparams(
@@ -261,8 +178,8 @@ def hyperparams(
     scale=1.0,
     offset=None,
     delta=None,
-) -> TwoPointHParams:
-    """Builds :class:`TwoPointHParams` for a schedule kind with eager validation.
+) -> TwoPointHyperparams:
+    """Builds :class:`TwoPointHyperparams` for a schedule kind with eager validation.
 
     Numeric arguments may be arrays: they broadcast against each other into leading grid axes
     (as ``mlogb.hyperparams``), each grid point validated on its own.
@@ -350,18 +267,18 @@ def coordinate_feedback(g_tilde: Array, aux: CoordAux, values: Array) -> tuple[A
     return g, g_tilde_next, est.coordinate_error_sq(g_tilde, aux.i, v)
 
 
-def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHParams]:
-    def make_hparams(domain, **kw) -> TwoPointHParams:
+def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHyperparams]:
+    def make_hparams(domain, **kw) -> TwoPointHyperparams:
         return hyperparams(dim=dim, schedule=schedule, domain=domain, **kw)
 
     return make_hparams
 
 
-def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
+def two_point_learner(*, dim: int, schedule: str = sch.VARIANCE) -> Learner:
     """Algorithm 1: coordinate two-point estimator (eq. 2.2) + optimistic OGD.
 
     Args:
-      dim: dimension (static; ``two_point_learner(dim=5)`` or ``two_point_learner(5)``).
+      dim: dimension (static, keyword-only like every factory: ``two_point_learner(dim=5)``).
       schedule: step-size kind (``schedules.KINDS``); ``"convex"`` with default constants is
         Theorem 1, ``"strongly_convex"`` Theorem 2, ``"variance"`` Theorems 3-4, ``"chiang"`` the
         Chiang et al. 2013 baseline (a reconstruction; see ``schedules``).
@@ -371,8 +288,8 @@ def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
     """
     d = check_factory(dim, schedule)
 
-    def init(hp: TwoPointHParams) -> TwoPointState:
-        check_hparams(hp, TwoPointHParams, d)
+    def init(hp: TwoPointHyperparams) -> TwoPointState:
+        check_hparams(hp, TwoPointHyperparams, d)
         sched = sch.init_schedule(hp.delta.dtype)
         return start(TwoPointState, hp, d, "w", "w_hat", "g_tilde", sched=sched)
 
@@ -388,10 +305,10 @@ def two_point_learner(dim: int, *, schedule: str = sch.VARIANCE) -> Learner:
         new = state._replace(w=w_next, w_hat=w_hat_next, g_tilde=g_tilde_next, sched=sched_next)
         return accept(state, new, ok)
 
-    return make_learner(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
+    return assemble(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
 
 
-def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
+def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     """Algorithm 3: sphere two-point estimator + projected gradient descent (no optimism).
 
     With ``schedule="strongly_convex"`` (``eta_t = 1/(lambda t)``) and ``smoothness=1`` this is
@@ -401,8 +318,8 @@ def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     """
     d = check_factory(dim, schedule)
 
-    def init(hp: TwoPointHParams) -> SphereState:
-        check_hparams(hp, TwoPointHParams, d)
+    def init(hp: TwoPointHyperparams) -> SphereState:
+        check_hparams(hp, TwoPointHyperparams, d)
         return start(SphereState, hp, d, "w", sched=sch.init_schedule(hp.delta.dtype))
 
     def query(state: SphereState, key: Array) -> tuple[Array, SphereAux]:
@@ -422,10 +339,12 @@ def sphere_learner(dim: int, *, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
         ok = all_finite(values, err_sq, w_next)
         return accept(state, state._replace(w=w_next, sched=sched_next), ok)
 
-    return make_learner(init, query, update, _make_hparams_method(d, schedule), d)
+    return assemble(init, query, update, _make_hparams_method(d, schedule), d)
 
 
-def from_preset(dim: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner, TwoPointHParams]:
+def from_preset(
+    dim: int, name: str, domain: dom.Domain, **kw
+) -> tuple[Learner, TwoPointHyperparams]:
     """Algorithm 1 with a named schedule preset (``schedules.PRESETS``) and its hyperparameters.
 
     ``"theorem1"``/``"theorem2"``/``"theorem3"``/``"chiang2013"`` are the theorems' settings
@@ -440,7 +359,7 @@ def from_preset(dim: int, name: str, domain: dom.Domain, **kw) -> tuple[Learner,
     kw.setdefault("scale", scale)
     kw.setdefault("offset", offset)
     factory = sphere_learner if name.startswith("sphere") else two_point_learner
-    learner = factory(dim, schedule=kind)
+    learner = factory(dim=dim, schedule=kind)
     return learner, learner.hyperparams(domain, **kw)
 
 

@@ -57,7 +57,7 @@ STUDIES = ("dimension", "variation")
 
 
 class BCOLearnerSpec(NamedTuple):
-    """A BCO learner of the studies: ``factory(d, schedule=schedule)``, hyperparameter extras
+    """A BCO learner of the studies: ``factory(dim=d, schedule=schedule)``, hyperparameter extras
     (e.g. ``lam``) and the loss family it is meant for."""
 
     factory: str  # "two_point_learner" or "sphere_learner" in bandits_jax.bco.two_point
@@ -113,7 +113,7 @@ def make_learner(name: str, d: int) -> Any:
     from bandits_jax.bco import two_point as tp
 
     spec = BCO_LEARNERS[name]
-    return getattr(tp, spec.factory)(d, schedule=spec.schedule)
+    return getattr(tp, spec.factory)(dim=d, schedule=spec.schedule)
 
 
 def hyperparams(name: str, learner: Any, env: Any, T: int, scale: float, lipschitz=None) -> Any:

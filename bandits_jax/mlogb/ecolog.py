@@ -67,19 +67,20 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import check_float, check_int
+from bandits_jax.learner_base import fresh_state
 from bandits_jax.linalg import roots
 from bandits_jax.mlogb.hyperparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
-    MLogBLearner,
+    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
     check_static,
     check_update_args,
     empty_info,
-    fresh_state,
     from_score_parts,
     guard,
+    status_property,
 )
 from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
 
@@ -131,6 +132,8 @@ class ECOLogState(NamedTuple):
     t: jax.Array
     hparams: ECOLogHyperparams
     info: UpdateInfo
+
+    status = status_property  # read-only: info.status
 
     @property
     def theta(self) -> jax.Array:
@@ -365,7 +368,7 @@ def ecolog(
     dim: int,
     max_steps: int = 64,
     discrepancy: str = "squared",
-) -> MLogBLearner:
+) -> MLogBFunctions:
     """ada-OFU-ECOLog (Faury et al. 2022) in the MLogB protocol.
 
     Args:
@@ -375,7 +378,7 @@ def ecolog(
         public code's unsquared ``1/2 ||.||_V``), see the module docstring.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBLearner` whose ``init`` takes
+      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
       :func:`ecolog_hyperparams`. ``score_parts`` returns
       ``(r_1 mu(x^T theta), r_1 sqrt(beta_n) ||x||_{V^{-1}})``; ``scores`` their sum.
     """

@@ -148,6 +148,8 @@ class EOFDState(NamedTuple):
     hparams: MLogBHyperparams
     info: base.UpdateInfo
 
+    status = base.status_property  # read-only: info.status
+
     @property
     def V(self) -> jax.Array:
         """(K d, r) sketch directions ``basis @ R`` (read-only; formed on each access, a

@@ -4,7 +4,8 @@ A learner (DESIGN.md) is a NamedTuple of pure functions closed over static choic
 ``init(hparams) -> state``, ``scores(state, actions) -> (N,)`` optimistic rewards R_t(x),
 ``score_parts(state, actions) -> (estimate, bonus)``, ``select(state, actions, mask) -> index``,
 ``update(state, x, y) -> state``. Every state has ``W`` (K, d), ``rho``, ``t`` (completed updates),
-``hparams`` and ``info`` (:class:`UpdateInfo` of the last update).
+``hparams`` and ``info`` (:class:`UpdateInfo` of the last update), and the read-only ``status``
+(``info.status``, :data:`status_property`), where BCO states keep theirs as a field.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
+from bandits_jax.learner_base import (
+    compiled,
+    finite_floats,
+    fresh_state,  # noqa: F401 (re-exported: the old home)
+)
 from bandits_jax.mlogb import bonus, confidence
 from bandits_jax.status import (
     BAD_OUTCOME,
@@ -50,8 +56,20 @@ class UpdateInfo(NamedTuple):
     beta: jax.Array
 
 
-class MLogBLearner(NamedTuple):
-    """A multinomial logistic bandit learner (pure functions; jit/vmap them freely)."""
+def _info_status(state) -> jax.Array:
+    """int32 :class:`~bandits_jax.status.Status` of the last update, ``state.info.status``
+    (``bandits_jax.protocols.LearnerState``: every state of both families has ``.status``)."""
+    return state.info.status
+
+
+#: Read-only ``status`` of an MLogB state (``status = status_property`` in the state's class body).
+status_property = property(_info_status)
+
+
+class MLogBFunctions(NamedTuple):
+    """A multinomial logistic bandit learner (pure functions; jit/vmap them freely) satisfying
+    the protocol :class:`bandits_jax.protocols.MLogBLearner`, whose name it had (``MLogBLearner``
+    here stays an alias)."""
 
     init: Callable[[Any], Any]
     scores: Callable[[Any, jax.Array], jax.Array]
@@ -60,6 +78,9 @@ class MLogBLearner(NamedTuple):
     update: Callable[[Any, jax.Array, jax.Array], Any]
     num_outcomes: int
     dim: int
+
+
+MLogBLearner = MLogBFunctions  # the old name; ``protocols.MLogBLearner`` is the protocol
 
 
 def empty_info(dtype) -> UpdateInfo:
@@ -92,12 +113,6 @@ def check_hparams(hp, num_outcomes: int, scalars: tuple[str, ...] = ("lam",)) ->
         shape = getattr(hp, name).shape
         if shape != ():
             raise ValueError(f"{name} must be a scalar per learner (vmap over grids), got {shape}")
-
-
-def fresh_state(state):
-    """``state`` with one buffer per leaf, none shared with the caller's hparams (so that
-    ``donate_argnums`` works)."""
-    return jax.tree_util.tree_map(checks.fresh, state)
 
 
 def check_actions(actions: jax.Array, dim: int) -> None:
@@ -148,12 +163,7 @@ def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -
 
 def guard(old, new):
     """Keeps ``old`` (and flags ``NONFINITE``) when any float leaf of ``new`` is not finite."""
-    leaves = [
-        jnp.all(jnp.isfinite(leaf))
-        for leaf in jax.tree_util.tree_leaves(new)
-        if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
-    ]
-    ok = jnp.all(jnp.stack(leaves))
+    ok = finite_floats(new)
     kept = checks.guard(ok, new, old)
     info = kept.info._replace(status=jnp.where(ok, new.info.status, NONFINITE).astype(jnp.int32))
     return kept._replace(info=info)
@@ -190,7 +200,7 @@ def assemble(
     a_matrices: Callable[[Any, jax.Array], jax.Array],
     update: Callable[[Any, jax.Array, jax.Array], Any],
     radius: Callable[[Any], jax.Array] | None = None,
-) -> MLogBLearner:
+) -> MLogBFunctions:
     """Builds the learner's scoring functions around its ``A(x)`` matrices (eq. 10/19, Lemma 1).
 
     Args:
@@ -231,7 +241,7 @@ def from_score_parts(
     update: Callable[[Any, jax.Array, jax.Array], Any],
     *,
     scores: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
-) -> MLogBLearner:
+) -> MLogBFunctions:
     """A learner from its ``score_parts``: ``select`` is the tie-broken argmax of
     ``estimate + bonus`` over the valid actions, ``scores`` is ``scores(estimate, bonus)``
     (default their sum). Used by every MLogB learner (:func:`assemble` for those with Lemma 1's
@@ -251,7 +261,7 @@ def from_score_parts(
     """
     K, d = num_outcomes, dim
     combine = scores if scores is not None else (lambda est, bon: est + bon)
-    parts_compiled = jax.jit(score_parts)
+    checked_parts = compiled(score_parts, lambda state, actions: check_actions(actions, d))
 
     def guarded_update(state, x: jax.Array, y: jax.Array):
         valid = outcome_valid(y, K)
@@ -267,10 +277,6 @@ def from_score_parts(
     def select_compiled(state, actions: jax.Array, mask: jax.Array):
         est, bon = score_parts(state, actions)
         return bonus.select_index(est + bon, mask)
-
-    def checked_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
-        return parts_compiled(state, actions)
 
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
@@ -289,7 +295,7 @@ def from_score_parts(
         check_update_args(x, y, K, d)
         return update_compiled(state, x, jnp.asarray(y))
 
-    return MLogBLearner(
+    return MLogBFunctions(
         init=init,
         scores=lambda state, actions: combine(*checked_parts(state, actions)),
         score_parts=checked_parts,

@@ -43,18 +43,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.checks import check_float
+from bandits_jax.learner_base import fresh_state
 from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
-    MLogBLearner,
+    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
     check_static,
     check_update_args,
     empty_info,
-    fresh_state,
     from_score_parts,
     guard,
+    status_property,
 )
 
 
@@ -93,6 +94,8 @@ class LinUCBState(NamedTuple):
     hparams: LinUCBHyperparams
     info: UpdateInfo
 
+    status = status_property  # read-only: info.status
+
     @property
     def theta(self) -> jax.Array:
         """The ridge estimate's feature weights (d,) (the intercept is :attr:`bias`)."""
@@ -127,7 +130,7 @@ def _info(beta: jax.Array) -> UpdateInfo:
     return empty_info(beta.dtype)._replace(beta=beta)
 
 
-def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBLearner:
+def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunctions:
     """LinUCB on the action features with scalar rewards ``r_y``.
 
     Args:
@@ -136,7 +139,7 @@ def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBLearn
         ``False`` regresses on ``x`` alone (no intercept).
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBLearner` whose ``init`` takes
+      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
       :func:`linucb_hyperparams`. ``score_parts`` returns ``(theta^T z, alpha ||z||_{A^{-1}})``
       with ``z = [x, 1]`` (or ``x``); ``scores`` their sum (the optimistic reward).
     """

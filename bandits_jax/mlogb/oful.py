@@ -23,7 +23,7 @@ from bandits_jax.linalg import projection
 from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
-    MLogBLearner,
+    MLogBFunctions,
     UpdateInfo,
     assemble,
     check_hparams,
@@ -32,6 +32,7 @@ from bandits_jax.mlogb.learner import (
     empty_info,
     guard,
     radius_of,
+    status_property,
 )
 
 
@@ -46,13 +47,15 @@ class OFULState(NamedTuple):
     hparams: MLogBHyperparams
     info: UpdateInfo
 
+    status = status_property  # read-only: info.status
+
 
 def hessian_term(s: jax.Array, x: jax.Array) -> jax.Array:
     """``grad^2 l(W) = grad sigma(W x) kron x x^T`` (Appendix B.1), D x D."""
     return jnp.kron(model.jacobian(s), jnp.outer(x, x))
 
 
-def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBLearner:
+def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBFunctions:
     """OFUL-MLogB with the full Hessian (the baseline of EOFD-MLogB).
 
     Args:

@@ -1,6 +1,6 @@
 """Uniform random choice: the floor every MLogB learner must beat.
 
-A :class:`~bandits_jax.mlogb.learner.MLogBLearner` that ignores what it observes and picks an
+A :class:`~bandits_jax.mlogb.learner.MLogBFunctions` that ignores what it observes and picks an
 action uniformly at random among the valid (masked) ones. The protocol's ``score_parts`` and
 ``select`` take no key, so the state carries one: the estimate part of the scores is a vector of
 i.i.d. uniforms drawn from the state's key (the bonus part is 0), so the runner's
@@ -18,17 +18,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.learner_base import fresh_state
 from bandits_jax.mlogb.hyperparams import check_rewards
 from bandits_jax.mlogb.learner import (
-    MLogBLearner,
+    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
     check_static,
     check_update_args,
     empty_info,
-    fresh_state,
     from_score_parts,
+    status_property,
 )
 from bandits_jax.status import CONVERGED, NONFINITE
 
@@ -63,6 +64,8 @@ class UniformState(NamedTuple):
     hparams: UniformHyperparams
     info: UpdateInfo
 
+    status = status_property  # read-only: info.status
+
 
 def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperparams:
     """Builds :class:`UniformHyperparams`, validated eagerly.
@@ -92,14 +95,14 @@ def _info(dtype, status) -> UpdateInfo:
     return empty_info(dtype)._replace(status=jnp.asarray(status, jnp.int32))
 
 
-def uniform(*, num_outcomes: int, dim: int) -> MLogBLearner:
+def uniform(*, num_outcomes: int, dim: int) -> MLogBFunctions:
     """Uniform random choice among the valid actions.
 
     Args:
       num_outcomes: K >= 1; dim: d >= 1.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBLearner` whose ``init`` takes
+      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
       :func:`uniform_hyperparams`. ``score_parts`` returns ``(u, 0)`` with ``u`` i.i.d. uniforms
       on [0, 1) from the state's key; ``scores`` returns ``u``.
     """

@@ -27,7 +27,23 @@ BALL = dom.ball(1.0)
 @pytest.mark.parametrize("bad", [True, 2.0, 2.5, float("nan"), 0])
 def test_factories_reject_non_int_dim(factory, bad):
     with pytest.raises(ValueError, match="dim"):
-        factory(bad)
+        factory(dim=bad)
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        tp.two_point_learner,
+        tp.sphere_learner,
+        op.box_ftrl,
+        ens.dynamic_ensemble,
+        ens.universal_ensemble,
+    ],
+)
+def test_factories_are_keyword_only(factory):
+    """``dim`` is keyword-only, as every factory's parameters (``tests/test_conformance.py``)."""
+    with pytest.raises(TypeError):
+        factory(2)
 
 
 def test_static_iteration_caps_reject_bools():

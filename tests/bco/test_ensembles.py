@@ -89,7 +89,7 @@ def test_strongly_convex_pool_is_E6():
 # ---------------------------------------------------------------------------------------------
 
 SC_ENV = bco_losses.quadratic(D, lam=1.0, radius=1.0, base_norm=0.5, amplitude=0.1)
-UNIVERSAL = ens.universal_ensemble(D)
+UNIVERSAL = ens.universal_ensemble(dim=D)
 _universal_run = _batched_runner(UNIVERSAL, SC_ENV)
 
 
@@ -106,7 +106,7 @@ def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family(
     assert bool(jnp.all(practical["all_in_domain"]))
 
     # Every base learner of Table 2 run alone (Algorithm 1 on the true losses).
-    sc = tp.two_point_learner(D, schedule="strongly_convex")
+    sc = tp.two_point_learner(dim=D, schedule="strongly_convex")
     sc_hps = _stack(
         [
             sc.hyperparams(
@@ -121,7 +121,7 @@ def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family(
         ]
     )
     sc_regret = _batched_runner(sc, SC_ENV, grid=True)(sc_hps, KEYS)["regret"]
-    cvx = tp.two_point_learner(D, schedule="convex")
+    cvx = tp.two_point_learner(dim=D, schedule="convex")
     cvx_hp = cvx.hyperparams(
         SC_ENV.domain,
         horizon=T,
@@ -182,7 +182,7 @@ def test_universal_fixed_point_hint_is_consistent():
 SWITCH_ENV = bco_losses.quadratic(
     D, lam=1.0, radius=1.0, base_norm=0.0, amplitude=0.8, switch_every=100
 )
-DYNAMIC = ens.dynamic_ensemble(D)
+DYNAMIC = ens.dynamic_ensemble(dim=D)
 
 
 def test_dynamic_ensemble_tracks_switching_comparator():
@@ -290,7 +290,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="radius"):
         dom.ball(-1.0)
     with pytest.raises(ValueError, match="optimism"):
-        ens.universal_ensemble(D, optimism="future")
+        ens.universal_ensemble(dim=D, optimism="future")
     with pytest.raises(ValueError, match="hparams"):
         DYNAMIC.init(_universal_hp(preset="practical"))
     state = UNIVERSAL.init(_universal_hp(preset="practical"))

@@ -14,7 +14,7 @@ from bandits_jax.sim.runner import make_rollout, rollout
 def test_schedule_scale_grid_equals_each_point_alone():
     T = 60
     env = bl.quadratic(3, lam=1.0, base_norm=2.0, amplitude=0.2, omega=0.01)
-    learner = tp.two_point_learner(env.d, schedule="variance")
+    learner = tp.two_point_learner(dim=env.d, schedule="variance")
     scales = [0.25, 1.0, 4.0]
     hps = [learner.hyperparams(env.domain, horizon=T, scale=s) for s in scales]
     states = [learner.init(hp) for hp in hps]

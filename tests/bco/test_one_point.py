@@ -17,7 +17,7 @@ from bandits_jax.sim.runner import init_run, play, rollout
 
 D = 4
 T = 60
-LEARNER = op.box_ftrl(D)
+LEARNER = op.box_ftrl(dim=D)
 
 
 def _recording_step(loss_vectors):
@@ -223,7 +223,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="hparams.lower"):
         LEARNER.init(op.box_ftrl_hparams(0.1, jnp.zeros(3), jnp.ones(3)))
     with pytest.raises(ValueError, match="dim"):
-        op.box_ftrl(0)
+        op.box_ftrl(dim=0)
     state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper))
     points, aux = _query(state, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):

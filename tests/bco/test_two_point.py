@@ -37,7 +37,7 @@ def _loss_jax(t, x):
 
 @functools.cache
 def _fixed_draw_runner(kind):
-    learner = tp.two_point_learner(D, schedule=kind)
+    learner = tp.two_point_learner(dim=D, schedule=kind)
 
     @jax.jit
     def run(hp, coords):
@@ -124,9 +124,9 @@ def _learner(which, dtype_name="float64"):
         else bl.quadratic(5, lam=1.0, base_norm=2.0, amplitude=0.2, omega=0.0005, dtype=jnp.float32)
     )
     if which == "alg1":
-        learner = tp.two_point_learner(env.d, schedule="variance")
+        learner = tp.two_point_learner(dim=env.d, schedule="variance")
     else:
-        learner = tp.sphere_learner(env.d, schedule="variance")
+        learner = tp.sphere_learner(dim=env.d, schedule="variance")
     hp = learner.hyperparams(
         env.domain, horizon=T_RUN, smoothness=env.smoothness, lipschitz=env.lipschitz
     )
@@ -227,7 +227,7 @@ def test_float32_runs_and_matches_float64():
 
 
 def test_nan_values_keep_last_good_state():
-    learner = tp.two_point_learner(3, schedule="variance")
+    learner = tp.two_point_learner(dim=3, schedule="variance")
     hp = learner.hyperparams(dom.ball(1.0), horizon=100)
     upd = jax.jit(learner.update)
     s0 = learner.init(hp)
@@ -246,7 +246,7 @@ def test_nan_values_keep_last_good_state():
     s3 = upd(s2, aux, jnp.array([0.5, 0.1]))
     assert int(s3.status) == CONVERGED and bool(jnp.all(jnp.isfinite(s3.w)))
     # the sphere learner too
-    sl = tp.sphere_learner(3)
+    sl = tp.sphere_learner(dim=3)
     hs = sl.hyperparams(dom.ball(1.0), horizon=100, lam=1.0)
     t0 = sl.init(hs)
     _, aux3 = sl.query(t0, jax.random.key(1))
@@ -256,7 +256,7 @@ def test_nan_values_keep_last_good_state():
 
 
 def test_bad_input():
-    learner = tp.two_point_learner(3, schedule="strongly_convex")
+    learner = tp.two_point_learner(dim=3, schedule="strongly_convex")
     box2 = dom.box(jnp.array([-1.0, -1.0]), jnp.array([1.0, 1.0]))
     with pytest.raises(ValueError, match="dimension"):
         learner.hyperparams(box2, horizon=10, lam=1.0)
@@ -271,9 +271,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="horizon"):
         learner.hyperparams(dom.ball(1.0), horizon=0, lam=1.0)
     with pytest.raises(ValueError, match="schedule"):
-        tp.two_point_learner(3, schedule="fast")
+        tp.two_point_learner(dim=3, schedule="fast")
     with pytest.raises(ValueError, match="d"):
-        tp.sphere_learner(0)
+        tp.sphere_learner(dim=0)
     hp = learner.hyperparams(dom.ball(1.0), horizon=10, lam=1.0)
     wrong = hp._replace(domain=dom.box(-jnp.ones(2), jnp.ones(2)))
     with pytest.raises(ValueError, match="dimension"):

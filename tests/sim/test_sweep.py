@@ -130,7 +130,7 @@ def test_sweep_serves_bco_learners():
     from bandits_jax.envs import bco_losses as bl
 
     env = bl.quadratic(3, lam=1.0, base_norm=2.0, amplitude=0.2, omega=0.01)
-    learner = tp.two_point_learner(env.d, schedule="variance")
+    learner = tp.two_point_learner(dim=env.d, schedule="variance")
     scales = [0.5, 2.0]
     hps = [
         learner.hyperparams(
