@@ -87,3 +87,23 @@ def test_sweep_from_config_file(tmp_path):
     assert float(rows[2]["l"]) == [0.0, 1.0][result["chosen"][0]]
     assert (out / "sweep_regret.png").read_bytes()[:8] == PNG
     assert "Honest estimate" in (out / "sweep_summary.txt").read_text()
+
+
+def test_sweep_heatmaps_draw_every_S_and_beta_block(tmp_path, monkeypatch):
+    from bandits_jax import plotting
+
+    drawn = {}
+    monkeypatch.setattr(
+        plotting, "heatmap_figure", lambda panels, *a, **k: drawn.setdefault(len(drawn), panels)
+    )
+    argv = [
+        "sweep", "--settings", "synth-4-1", "--learners", "eofd", "--l-grid", "0,1",
+        "--e-grid", "0.5", "--beta-grid", "0.1,1", "--S-grid", "2,4", "--rounds", "4",
+        "--trials", "1", "--eval-trials", "0", "--select", "across", "--quiet",
+        "--compile-cache", "off", "--out", str(tmp_path),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    titles = [t for t, _ in drawn[0]]
+    want = [f"beta={b} S={S}" for S in (2, 4) for b in ("0.1", "1")]  # S-major, then beta
+    assert len(titles) == 4 and all(t.endswith(w) for t, w in zip(titles, want, strict=True))
+    assert all(v.shape == (2, 1) for _, v in drawn[0])

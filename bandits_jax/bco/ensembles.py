@@ -551,6 +551,98 @@ def _solve_optimism(meta_state, a, num_sc: int, *, max_steps: int):
     return hints(res.x), res
 
 
+def _universal_init(hp: UniversalHyperparams, d: int) -> UniversalState:
+    """Algorithm 6's start: every base learner and ``w_1`` at 0, uniform meta-weights.
+
+    Raises:
+      ValueError: ``hp`` is not :class:`UniversalHyperparams` for dimension ``d``.
+    """
+    check_hparams(hp, UniversalHyperparams, d)
+    dtype = hp.delta.dtype
+    n_sc, n_cvx = hp.sc.lam.shape[0], hp.cvx.lam.shape[0]
+    own = dict(
+        **_pool_zeros((n_sc, d), dtype, "sc_w", "sc_w_hat"),
+        **_pool_zeros((n_cvx, d), dtype, "cvx_w", "cvx_w_hat"),
+        sched=sch.init_schedule(dtype),
+        meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
+        fixed_point_steps=jnp.zeros((), jnp.int32),
+    )
+    return start(UniversalState, hp, d, "w", "g_tilde", **own)
+
+
+def _universal_base_steps(state: UniversalState, d: int, g, g_tilde_next, sched_next):
+    """One OOGD step of every base learner (Table 2); returns
+    ``(sc_w_hat, sc_w, cvx_w_hat, cvx_w)``."""
+    hp = state.hparams
+    # Strongly convex pool on h^sc (Table 2): gradient and hint at the base decision.
+    eta_sc, eta_sc_next = _pool_steps(sch.STRONGLY_CONVEX, d, hp.sc, state.sched, sched_next)
+    pull = 0.5 * hp.sc.lam[:, None] * (state.sc_w - state.w)
+    sc_w_hat, sc_w = _stacked_oogd(
+        hp.domain, hp.xi, state.sc_w_hat, g + pull, g_tilde_next + pull, eta_sc, eta_sc_next
+    )
+
+    # Convex and linear learners on <g_t, x>.
+    eta_cv, eta_cv_next = _pool_steps(sch.CONVEX, d, hp.cvx, state.sched, sched_next)
+    cvx_w_hat, cvx_w = _stacked_oogd(
+        hp.domain, hp.xi, state.cvx_w_hat, g, g_tilde_next, eta_cv, eta_cv_next
+    )
+    return sc_w_hat, sc_w, cvx_w_hat, cvx_w
+
+
+def _universal_hints(state: UniversalState, prod, a, n_sc: int, optimism: str, steps: int):
+    """The meta-hints of round ``t+1`` (E.8) for the optimism mode; returns
+    ``(hints, status, newton_steps)`` (``CONVERGED`` and 0 steps when lagged)."""
+    if optimism == "fixed_point":
+        hints, res = _solve_optimism(prod, a, n_sc, max_steps=steps)
+        return hints, res.status, res.steps
+    u = state.meta.weights @ a
+    hints = jnp.where(jnp.arange(a.shape[0]) >= n_sc, u - a, 0.0)
+    return hints, jnp.asarray(CONVERGED, jnp.int32), jnp.zeros((), jnp.int32)
+
+
+def _universal_update(
+    state: UniversalState,
+    aux: CoordAux,
+    values: Array,
+    d: int,
+    optimism: str,
+    fixed_point_steps: int,
+) -> UniversalState:
+    """The update step: shared estimator, meta feedback, base steps, hints and ``p_{t+1}``."""
+    hp = state.hparams
+    n_sc = state.sc_w.shape[0]
+    g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
+    sched_next = sch.advance(state.sched, err_sq)
+
+    # Meta feedback of round t: r_{t,i} = s <g_t, w_t - w_{t,i}> (m_t is in the state).
+    base_w = jnp.concatenate([state.sc_w, state.cvx_w])
+    regrets = hp.loss_scale * ((state.w - base_w) @ g)
+    prod = meta.adapt_ml_prod_observe(state.meta, regrets)
+
+    sc_w_hat, sc_w, cvx_w_hat, cvx_w = _universal_base_steps(state, d, g, g_tilde_next, sched_next)
+
+    # Hints for round t+1 (E.8) and p_{t+1}.
+    base_w_next = jnp.concatenate([sc_w, cvx_w])
+    a = hp.loss_scale * (base_w_next @ g_tilde_next)
+    hints, fp_status, fp_steps = _universal_hints(state, prod, a, n_sc, optimism, fixed_point_steps)
+    prod = meta.adapt_ml_prod_predict(prod, hints)
+    w_next = _combine(prod.weights, base_w_next)
+
+    new = state._replace(
+        w=w_next,
+        sc_w=sc_w,
+        sc_w_hat=sc_w_hat,
+        cvx_w=cvx_w,
+        cvx_w_hat=cvx_w_hat,
+        g_tilde=g_tilde_next,
+        sched=sched_next,
+        meta=prod,
+        fixed_point_steps=fp_steps,
+    )
+    ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
+    return accept(state, new, ok, fp_status)
+
+
 def universal_ensemble(
     *, dim: int, optimism: str = "fixed_point", fixed_point_steps: int = 32
 ) -> Learner:
@@ -575,69 +667,10 @@ def universal_ensemble(
         return universal_hyperparams(d, domain, **kw)
 
     def init(hp: UniversalHyperparams) -> UniversalState:
-        check_hparams(hp, UniversalHyperparams, d)
-        dtype = hp.delta.dtype
-        n_sc, n_cvx = hp.sc.lam.shape[0], hp.cvx.lam.shape[0]
-        own = dict(
-            **_pool_zeros((n_sc, d), dtype, "sc_w", "sc_w_hat"),
-            **_pool_zeros((n_cvx, d), dtype, "cvx_w", "cvx_w_hat"),
-            sched=sch.init_schedule(dtype),
-            meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
-            fixed_point_steps=jnp.zeros((), jnp.int32),
-        )
-        return start(UniversalState, hp, d, "w", "g_tilde", **own)
+        return _universal_init(hp, d)
 
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
-        hp = state.hparams
-        n_sc = state.sc_w.shape[0]
-        g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
-        sched_next = sch.advance(state.sched, err_sq)
-        w_t = state.w
-
-        # Meta feedback of round t: r_{t,i} = s <g_t, w_t - w_{t,i}> (m_t is in the state).
-        base_w = jnp.concatenate([state.sc_w, state.cvx_w])
-        regrets = hp.loss_scale * ((w_t - base_w) @ g)
-        prod = meta.adapt_ml_prod_observe(state.meta, regrets)
-
-        # Strongly convex pool on h^sc (Table 2): gradient and hint at the base decision.
-        eta_sc, eta_sc_next = _pool_steps(sch.STRONGLY_CONVEX, d, hp.sc, state.sched, sched_next)
-        pull = 0.5 * hp.sc.lam[:, None] * (state.sc_w - w_t)
-        sc_w_hat, sc_w = _stacked_oogd(
-            hp.domain, hp.xi, state.sc_w_hat, g + pull, g_tilde_next + pull, eta_sc, eta_sc_next
-        )
-
-        # Convex and linear learners on <g_t, x>.
-        eta_cv, eta_cv_next = _pool_steps(sch.CONVEX, d, hp.cvx, state.sched, sched_next)
-        cvx_w_hat, cvx_w = _stacked_oogd(
-            hp.domain, hp.xi, state.cvx_w_hat, g, g_tilde_next, eta_cv, eta_cv_next
-        )
-
-        # Hints for round t+1 (E.8) and p_{t+1}.
-        base_w_next = jnp.concatenate([sc_w, cvx_w])
-        a = hp.loss_scale * (base_w_next @ g_tilde_next)
-        if optimism == "fixed_point":
-            hints, res = _solve_optimism(prod, a, n_sc, max_steps=fixed_point_steps)
-            fp_status, fp_steps = res.status, res.steps
-        else:
-            u = state.meta.weights @ a
-            hints = jnp.where(jnp.arange(a.shape[0]) >= n_sc, u - a, 0.0)
-            fp_status, fp_steps = jnp.asarray(CONVERGED, jnp.int32), jnp.zeros((), jnp.int32)
-        prod = meta.adapt_ml_prod_predict(prod, hints)
-        w_next = _combine(prod.weights, base_w_next)
-
-        new = state._replace(
-            w=w_next,
-            sc_w=sc_w,
-            sc_w_hat=sc_w_hat,
-            cvx_w=cvx_w,
-            cvx_w_hat=cvx_w_hat,
-            g_tilde=g_tilde_next,
-            sched=sched_next,
-            meta=prod,
-            fixed_point_steps=fp_steps,
-        )
-        ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
-        return accept(state, new, ok, fp_status)
+        return _universal_update(state, aux, values, d, optimism, fixed_point_steps)
 
     return assemble(init, query_coordinates, update, make_hparams, d)
 

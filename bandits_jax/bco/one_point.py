@@ -261,6 +261,114 @@ def capped_buffer_difference(r_plus, r_minus, eta, cap):
 # --- the learner ---------------------------------------------------------------------------
 
 
+def _box_ftrl_init(hparams: BoxFTRLHyperparams, dim: int) -> BoxFTRLState:
+    """Algorithm 4's start for a learner of dimension ``dim``: ``w_1`` the box centre.
+
+    Raises:
+      ValueError: ``hparams`` is not :class:`BoxFTRLHyperparams` or its box is not ``(dim,)``.
+    """
+    if not isinstance(hparams, BoxFTRLHyperparams):
+        raise ValueError(f"hparams: expected BoxFTRLHyperparams, got {type(hparams).__name__}")
+    if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
+        raise ValueError(
+            f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "
+            f"{hparams.upper.shape}"
+        )
+    zeros = jnp.zeros_like(hparams.lower)
+    # Barrier minimiser = box centre (errata 15), theta = 0.
+    w1 = point_from_theta(zeros, hparams.lower, hparams.upper)
+    zero_i = jnp.zeros((), jnp.int32)
+    return fresh_state(
+        BoxFTRLState(
+            w=w1,
+            theta=zeros,
+            grad_sum=zeros,
+            r_plus=zeros,
+            r_minus=zeros,
+            hparams=hparams,
+            t=zero_i,
+            status=zero_i,
+            num_failures=zero_i,
+            num_capped=zero_i,
+        )
+    )
+
+
+def _box_ftrl_query(state: BoxFTRLState, key: jax.Array, dim: int) -> tuple[jax.Array, OnePointAux]:
+    """The query step: ``x_t = w_t + eps_t lam_{t,i_t}^{-1/2} e_{i_t}`` (clipped to the box)."""
+    hp = state.hparams
+    # One draw of the pair (i_t, eps_t), uniform on [d] x {-1, +1}.
+    pair = jax.random.randint(key, (), 0, 2 * dim, dtype=jnp.int32)
+    coord = pair // 2
+    sign = (1 - 2 * (pair % 2)).astype(state.w.dtype)
+    sqrt_lam = barrier_sqrt_hessian(state.theta[coord], hp.lower[coord], hp.upper[coord])
+    x = state.w.at[coord].add(sign / sqrt_lam)
+    x = jnp.clip(x, hp.lower, hp.upper)
+    return x[None, :], OnePointAux(coord, sign, x)
+
+
+def _check_feedback(aux: OnePointAux, values: jax.Array, dim: int) -> jax.Array:
+    """``values`` as an array after the shape checks of the update step (trace time).
+
+    Raises:
+      ValueError: ``values`` is not one value or ``aux.point`` is not ``(dim,)``.
+    """
+    values = jnp.asarray(values)
+    if values.shape not in ((1,), ()):
+        raise ValueError(f"values: expected shape (1,) (one-point feedback), got {values.shape}")
+    if aux.point.shape != (dim,):
+        raise ValueError(f"aux.point: expected shape ({dim},), got {aux.point.shape}")
+    return values
+
+
+def _box_ftrl_update(
+    state: BoxFTRLState, aux: OnePointAux, values: jax.Array, dim: int, max_steps: int
+) -> BoxFTRLState:
+    """The update step: estimator (4.2), the new buffers and ``w_{t+1}`` from (D.4)."""
+    values = _check_feedback(aux, values, dim)
+    hp = state.hparams
+    v = values.reshape(()).astype(state.w.dtype)
+    i, eps_t = aux.coord, aux.sign
+
+    # Estimator (4.2) with the (possibly capped) buffers of the previous round.
+    sqrt_lam = barrier_sqrt_hessian(state.theta, hp.lower, hp.upper)
+    c_eff, _ = capped_buffer_difference(state.r_plus, state.r_minus, hp.eta, hp.optimism_cap)
+    g_tilde = sqrt_lam * c_eff
+    z = 0.5 * (state.r_plus[i] + state.r_minus[i]) + eps_t * c_eff[i]
+    g = g_tilde.at[i].add(dim * (v - z) * eps_t * sqrt_lam[i])
+    grad_sum = state.grad_sum + g
+    r_plus = jnp.where(eps_t > 0, state.r_plus.at[i].set(v), state.r_plus)
+    r_minus = jnp.where(eps_t > 0, state.r_minus, state.r_minus.at[i].set(v))
+
+    # w_{t+1} from F_{t,i} = 0 (D.4) with the new buffers.
+    c_new, capped = capped_buffer_difference(r_plus, r_minus, hp.eta, hp.optimism_cap)
+    half_width = 0.5 * (hp.upper - hp.lower)
+    kappa = hp.eta * grad_sum * half_width
+    gamma = hp.eta * c_new
+    res = solve_theta(kappa, gamma, state.theta, max_steps=max_steps)
+    ok = jnp.isfinite(res.x) & jnp.isfinite(res.fx)
+    theta = jnp.where(ok, res.x, state.theta)
+    root_status = worst_of(jnp.where(ok, res.status, NONFINITE))
+
+    finite_in = jnp.isfinite(v) & jnp.all(jnp.isfinite(grad_sum))
+    new = BoxFTRLState(
+        w=point_from_theta(theta, hp.lower, hp.upper),
+        theta=theta,
+        grad_sum=grad_sum,
+        r_plus=r_plus,
+        r_minus=r_minus,
+        hparams=hp,
+        t=state.t + 1,
+        status=root_status,
+        num_failures=state.num_failures,
+        num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
+    )
+    # Non-finite feedback: keep the whole state, surface NONFINITE.
+    new = checks.guard(finite_in, new, state)
+    status = jnp.where(finite_in, root_status, NONFINITE).astype(jnp.int32)
+    return new._replace(status=status, num_failures=count_failure(state.num_failures, status))
+
+
 def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
     """Algorithm 4: one-point gradient-variation linear bandits on a box.
 
@@ -278,92 +386,13 @@ def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
     max_steps = checks.check_int("max_steps", max_steps)
 
     def init(hparams: BoxFTRLHyperparams) -> BoxFTRLState:
-        if not isinstance(hparams, BoxFTRLHyperparams):
-            raise ValueError(f"hparams: expected BoxFTRLHyperparams, got {type(hparams).__name__}")
-        if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
-            raise ValueError(
-                f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "
-                f"{hparams.upper.shape}"
-            )
-        zeros = jnp.zeros_like(hparams.lower)
-        # Barrier minimiser = box centre (errata 15), theta = 0.
-        w1 = point_from_theta(zeros, hparams.lower, hparams.upper)
-        zero_i = jnp.zeros((), jnp.int32)
-        return fresh_state(
-            BoxFTRLState(
-                w=w1,
-                theta=zeros,
-                grad_sum=zeros,
-                r_plus=zeros,
-                r_minus=zeros,
-                hparams=hparams,
-                t=zero_i,
-                status=zero_i,
-                num_failures=zero_i,
-                num_capped=zero_i,
-            )
-        )
+        return _box_ftrl_init(hparams, dim)
 
     def query(state: BoxFTRLState, key: jax.Array) -> tuple[jax.Array, OnePointAux]:
-        hp = state.hparams
-        # One draw of the pair (i_t, eps_t), uniform on [d] x {-1, +1}.
-        pair = jax.random.randint(key, (), 0, 2 * dim, dtype=jnp.int32)
-        coord = pair // 2
-        sign = (1 - 2 * (pair % 2)).astype(state.w.dtype)
-        sqrt_lam = barrier_sqrt_hessian(state.theta[coord], hp.lower[coord], hp.upper[coord])
-        x = state.w.at[coord].add(sign / sqrt_lam)
-        x = jnp.clip(x, hp.lower, hp.upper)
-        return x[None, :], OnePointAux(coord, sign, x)
+        return _box_ftrl_query(state, key, dim)
 
     def update(state: BoxFTRLState, aux: OnePointAux, values: jax.Array) -> BoxFTRLState:
-        values = jnp.asarray(values)
-        if values.shape not in ((1,), ()):
-            raise ValueError(
-                f"values: expected shape (1,) (one-point feedback), got {values.shape}"
-            )
-        if aux.point.shape != (dim,):
-            raise ValueError(f"aux.point: expected shape ({dim},), got {aux.point.shape}")
-        hp = state.hparams
-        v = values.reshape(()).astype(state.w.dtype)
-        i, eps_t = aux.coord, aux.sign
-
-        # Estimator (4.2) with the (possibly capped) buffers of the previous round.
-        sqrt_lam = barrier_sqrt_hessian(state.theta, hp.lower, hp.upper)
-        c_eff, _ = capped_buffer_difference(state.r_plus, state.r_minus, hp.eta, hp.optimism_cap)
-        g_tilde = sqrt_lam * c_eff
-        z = 0.5 * (state.r_plus[i] + state.r_minus[i]) + eps_t * c_eff[i]
-        g = g_tilde.at[i].add(dim * (v - z) * eps_t * sqrt_lam[i])
-        grad_sum = state.grad_sum + g
-        r_plus = jnp.where(eps_t > 0, state.r_plus.at[i].set(v), state.r_plus)
-        r_minus = jnp.where(eps_t > 0, state.r_minus, state.r_minus.at[i].set(v))
-
-        # w_{t+1} from F_{t,i} = 0 (D.4) with the new buffers.
-        c_new, capped = capped_buffer_difference(r_plus, r_minus, hp.eta, hp.optimism_cap)
-        half_width = 0.5 * (hp.upper - hp.lower)
-        kappa = hp.eta * grad_sum * half_width
-        gamma = hp.eta * c_new
-        res = solve_theta(kappa, gamma, state.theta, max_steps=max_steps)
-        ok = jnp.isfinite(res.x) & jnp.isfinite(res.fx)
-        theta = jnp.where(ok, res.x, state.theta)
-        root_status = worst_of(jnp.where(ok, res.status, NONFINITE))
-
-        finite_in = jnp.isfinite(v) & jnp.all(jnp.isfinite(grad_sum))
-        new = BoxFTRLState(
-            w=point_from_theta(theta, hp.lower, hp.upper),
-            theta=theta,
-            grad_sum=grad_sum,
-            r_plus=r_plus,
-            r_minus=r_minus,
-            hparams=hp,
-            t=state.t + 1,
-            status=root_status,
-            num_failures=state.num_failures,
-            num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
-        )
-        # Non-finite feedback: keep the whole state, surface NONFINITE.
-        new = checks.guard(finite_in, new, state)
-        status = jnp.where(finite_in, root_status, NONFINITE).astype(jnp.int32)
-        return new._replace(status=status, num_failures=count_failure(state.num_failures, status))
+        return _box_ftrl_update(state, aux, values, dim, max_steps)
 
     def make_hparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHyperparams:
         return hyperparams(dim=dim, eta=eta, lower=lower, upper=upper, optimism_cap=optimism_cap)

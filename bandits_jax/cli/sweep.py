@@ -480,10 +480,11 @@ def _plain(v: Any) -> Any:
 
 
 def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path]:
-    """(l, e) heatmaps per MLogB experiment and beta; BCO experiments are in the tables."""
+    """(l, e) heatmaps per MLogB experiment and (S, beta) block of its grid (S-major, then beta,
+    then (l, e): see :func:`experiments`); BCO experiments are in the tables."""
     from bandits_jax.sim.sweep import bonus_ratio
 
-    ls, es, betas = plan["ls"], plan["es"], plan["betas"]
+    ls, es = plan["ls"], plan["es"]
     reg_panels, ratio_panels = [], []
     nl, ne = len(ls), len(es)
     for r in tune.experiments:
@@ -491,9 +492,10 @@ def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path
             continue
         final = np.asarray(r.metrics["regret"], np.float64).sum(-1).mean(-1)
         ratio = bonus_ratio(r.metrics)
-        for bi, b in enumerate(betas):
-            sl = slice(bi * nl * ne, (bi + 1) * nl * ne)
-            title = f"{r.learner} {r.env} beta={b}"
+        for k in range(final.size // (nl * ne)):
+            sl = slice(k * nl * ne, (k + 1) * nl * ne)
+            S = f" S={r.grid['S'][sl][0]:g}" if "S" in r.grid else ""
+            title = f"{r.learner} {r.env} beta={r.grid['beta'][sl][0]}{S}"
             reg_panels.append((title, final[sl].reshape(nl, ne)))
             if ratio is not None:
                 ratio_panels.append((title, ratio[sl].reshape(nl, ne)))
