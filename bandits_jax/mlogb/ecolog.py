@@ -59,6 +59,7 @@ iterate is rescaled onto the sphere when rounding leaves it outside (within the 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -264,6 +265,83 @@ def _scalar_root(a, b, w, target, x0, *, max_steps: int) -> roots.RootResult:
     )
 
 
+def _nu_point(e, r, p, w, target, nu, z0, *, max_steps: int):
+    """``theta(nu)`` in the eigenbasis of ``V = Q diag(e) Q^T`` (``r = Q^T x``,
+    ``p = Q^T V center``), its derivative in ``nu`` and the inner scalar root (from ``z0``)."""
+    den = e + nu
+    a_nu = jnp.sum(r * p / den)
+    b_nu = jnp.sum(r * r / den)
+    inner = _scalar_root(a_nu, b_nu, w, target, z0, max_steps=max_steps)
+    z = inner.x
+    cc = w * (jax.nn.sigmoid(z) - target)
+    th = (p - cc * r) / den
+    # d z / d nu by implicit differentiation of z = a(nu) - c(z) b(nu).
+    da = -jnp.sum(r * p / den**2)
+    db = -jnp.sum(r * r / den**2)
+    dmu = w * _dmu(z)
+    dz = (da - cc * db) / (1.0 + dmu * b_nu)
+    dth = -th / den - dmu * dz * r / den
+    return th, dth, inner
+
+
+def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResult:
+    """The ball-constrained branch of :func:`prox_solve`: the multiplier ``nu > 0`` by a
+    bracketed Newton on ``1/||theta(nu)|| - 1/S`` (module docstring)."""
+    dtype = V.dtype
+    zero = jnp.zeros((), dtype)
+    e, Q = jnp.linalg.eigh(V)
+    e = jnp.maximum(e, jnp.finfo(dtype).tiny)
+    r = Q.T @ x
+    p = e * (Q.T @ center)  # Q^T V center
+
+    # Bracketed Newton on F(nu) = 1/||theta(nu)|| - 1/S (increasing), written out (rather
+    # than roots.bracketed_newton) so that each iteration runs the inner scalar root once
+    # and the last evaluated theta is kept: one inner loop in the program instead of three.
+    hi0 = (jnp.sqrt(jnp.sum(p * p)) + w * jnp.sqrt(jnp.sum(r * r))) / S
+    eps = jnp.finfo(dtype).eps
+    ftol, xtol = 64.0 * eps / S, 16.0 * eps
+
+    def body(carry):
+        nu, lo, hi, z_prev, step, inner_steps, _, _, _, _, _ = carry
+        th, dth, inner = _nu_point(e, r, p, w, target, nu, z_prev, max_steps=max_steps)
+        n2 = jnp.sum(th * th)
+        n = jnp.sqrt(n2)
+        f, df = 1.0 / n - 1.0 / S, -jnp.sum(th * dth) / (n2 * n)
+        lo = jnp.where(f < 0, nu, lo)
+        hi = jnp.where(f > 0, nu, hi)
+        finite = jnp.isfinite(f)
+        done = (jnp.abs(f) <= ftol) | ((hi - lo) <= xtol * (1.0 + nu)) | ~finite
+        newton = nu - f / df
+        ok = jnp.isfinite(newton) & (newton > lo) & (newton < hi)
+        nxt = jnp.where(ok, newton, 0.5 * (lo + hi))
+        status = jnp.where(finite, inner.status, NONFINITE)
+        return (
+            nxt,
+            lo,
+            hi,
+            inner.x,
+            step + 1,
+            inner_steps + inner.steps,
+            done,
+            th,
+            nu,
+            status,
+            finite,
+        )
+
+    def cond(carry):
+        return ~carry[6] & (carry[4] < max_steps)
+
+    i0 = jnp.zeros((), jnp.int32)
+    ok0 = jnp.full((), CONVERGED, jnp.int32)
+    init = (zero, zero, hi0, zero, i0, i0, jnp.asarray(False), p, zero, ok0, jnp.asarray(True))
+    _, _, _, _, steps, inner_steps, done, th, nu, inner_status, _ = lax.while_loop(cond, body, init)
+    status = jnp.where(done, inner_status, worst(inner_status, MAX_STEPS))
+    n = jnp.sqrt(jnp.sum(th * th))
+    th = th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0))
+    return ProxResult(Q @ th, nu, jnp.asarray(True), steps + inner_steps, status)
+
+
 def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> ProxResult:
     """``argmin_{||theta|| <= S} w l~(x^T theta) + 1/2 ||theta - center||^2_V`` with
     ``d l~/dz = mu(z) - target`` (ECOLog's step: ``w = 1, target = y``; theta_bar:
@@ -287,79 +365,104 @@ def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> Pro
     unc = ProxResult(theta_unc, zero, jnp.asarray(False), root.steps, root.status)
 
     def constrained(_):
-        e, Q = jnp.linalg.eigh(V)
-        e = jnp.maximum(e, jnp.finfo(dtype).tiny)
-        r = Q.T @ x
-        p = e * (Q.T @ center)  # Q^T V center
-
-        def at(nu, z0):
-            den = e + nu
-            a_nu = jnp.sum(r * p / den)
-            b_nu = jnp.sum(r * r / den)
-            inner = _scalar_root(a_nu, b_nu, w, target, z0, max_steps=max_steps)
-            z = inner.x
-            cc = w * (jax.nn.sigmoid(z) - target)
-            th = (p - cc * r) / den
-            # d z / d nu by implicit differentiation of z = a(nu) - c(z) b(nu).
-            da = -jnp.sum(r * p / den**2)
-            db = -jnp.sum(r * r / den**2)
-            dmu = w * _dmu(z)
-            dz = (da - cc * db) / (1.0 + dmu * b_nu)
-            dth = -th / den - dmu * dz * r / den
-            return th, dth, inner
-
-        # Bracketed Newton on F(nu) = 1/||theta(nu)|| - 1/S (increasing), written out (rather
-        # than roots.bracketed_newton) so that each iteration runs the inner scalar root once
-        # and the last evaluated theta is kept: one inner loop in the program instead of three.
-        hi0 = (jnp.sqrt(jnp.sum(p * p)) + w * jnp.sqrt(jnp.sum(r * r))) / S
-        eps = jnp.finfo(dtype).eps
-        ftol, xtol = 64.0 * eps / S, 16.0 * eps
-
-        def body(carry):
-            nu, lo, hi, z_prev, step, inner_steps, _, _, _, _, _ = carry
-            th, dth, inner = at(nu, z_prev)
-            n2 = jnp.sum(th * th)
-            n = jnp.sqrt(n2)
-            f, df = 1.0 / n - 1.0 / S, -jnp.sum(th * dth) / (n2 * n)
-            lo = jnp.where(f < 0, nu, lo)
-            hi = jnp.where(f > 0, nu, hi)
-            finite = jnp.isfinite(f)
-            done = (jnp.abs(f) <= ftol) | ((hi - lo) <= xtol * (1.0 + nu)) | ~finite
-            newton = nu - f / df
-            ok = jnp.isfinite(newton) & (newton > lo) & (newton < hi)
-            nxt = jnp.where(ok, newton, 0.5 * (lo + hi))
-            status = jnp.where(finite, inner.status, NONFINITE)
-            return (
-                nxt,
-                lo,
-                hi,
-                inner.x,
-                step + 1,
-                inner_steps + inner.steps,
-                done,
-                th,
-                nu,
-                status,
-                finite,
-            )
-
-        def cond(carry):
-            return ~carry[6] & (carry[4] < max_steps)
-
-        i0 = jnp.zeros((), jnp.int32)
-        ok0 = jnp.full((), CONVERGED, jnp.int32)
-        init = (zero, zero, hi0, zero, i0, i0, jnp.asarray(False), p, zero, ok0, jnp.asarray(True))
-        _, _, _, _, steps, inner_steps, done, th, nu, inner_status, _ = lax.while_loop(
-            cond, body, init
-        )
-        status = jnp.where(done, inner_status, worst(inner_status, MAX_STEPS))
-        n = jnp.sqrt(jnp.sum(th * th))
-        th = th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0))
-        return ProxResult(Q @ th, nu, jnp.asarray(True), steps + inner_steps, status)
+        return _prox_constrained(V, center, x, w, target, S, max_steps=max_steps)
 
     res = lax.cond(outside, constrained, lambda _: unc, None)
     status = worst(res.status, jnp.where(outside, root.status, CONVERGED))
     return res._replace(steps=res.steps + root.steps, status=status.astype(jnp.int32))
+
+
+def _ecolog_init(hp: ECOLogHyperparams, *, d: int) -> ECOLogState:
+    """``init`` of :func:`ecolog`: ``theta_1 = 0``, ``V_1 = lam I`` (validated eagerly)."""
+    if not isinstance(hp, ECOLogHyperparams):
+        raise ValueError(f"hparams must be ECOLogHyperparams, got {type(hp).__name__}")
+    check_hparams(hp, 1, ("lam", "S", "beta", "beta_mode", "delta"))
+    dtype = hp.lam.dtype
+    state = ECOLogState(
+        W=jnp.zeros((1, d), dtype),
+        V=jnp.eye(d, dtype=dtype) * hp.lam,
+        V_inv=jnp.eye(d, dtype=dtype) / hp.lam,
+        cum_loss=jnp.zeros((), dtype),
+        violations=jnp.zeros((), jnp.int32),
+        rho=jnp.zeros((), dtype),
+        t=jnp.zeros((), jnp.int32),
+        hparams=hp,
+        info=empty_info(dtype),
+    )
+    return fresh_state(state)
+
+
+def _ecolog_score_parts(
+    state: ECOLogState, actions: jax.Array, *, d: int
+) -> tuple[jax.Array, jax.Array]:
+    """``score_parts`` of :func:`ecolog`: the estimate ``r_1 mu(x^T theta)`` and the bonus
+    ``r_1 sqrt(beta_n) ||x||_{V^{-1}}`` per action."""
+    check_actions(actions, d)
+    X = actions.astype(state.W.dtype)
+    hp = state.hparams
+    sq = jnp.maximum(jnp.sum((X @ state.V_inv) * X, axis=1), 0.0)
+    beta = radius(hp, state.t, state.cum_loss)
+    r1 = hp.rewards[0]
+    return r1 * jax.nn.sigmoid(X @ state.W[0]), r1 * jnp.sqrt(beta) * jnp.sqrt(sq)
+
+
+def _ecolog_update(
+    state: ECOLogState, x: jax.Array, y: jax.Array, *, d: int, max_steps: int, squared: bool
+) -> ECOLogState:
+    """``update`` of :func:`ecolog`: the ECOLog step, theta_bar, ``L``, ``V`` and ``V^{-1}``
+    (module docstring); ``squared`` selects the discrepancy term."""
+    check_update_args(x, y, 1, d)
+    dtype = state.W.dtype
+    hp = state.hparams
+    # An outcome outside {0, 1} under jit arrives as a NaN x (from_score_parts flags it).
+    x = x.astype(dtype)
+    yf = y.astype(dtype)
+    theta = state.W[0]
+    V, V_inv = state.V, state.V_inv
+
+    # Both solves share one traced body (one copy of the solver in the program): the
+    # ECOLog step from theta_t, then theta_bar from its result.
+    def solve(center, wt):
+        res = prox_solve(V, V_inv, center, x, wt[0], wt[1], hp.S, max_steps=max_steps)
+        return res.theta, res
+
+    wts = jnp.stack([jnp.stack([jnp.ones((), dtype), yf]), jnp.asarray([2.0, 0.5], dtype)])
+    _, both = lax.scan(solve, theta, wts)
+    step, bar = (jax.tree.map(lambda a, i=i: a[i], both) for i in (0, 1))
+    new_theta = step.theta
+    diff = new_theta - bar.theta
+    disc2 = jnp.maximum(diff @ V @ diff, 0.0)
+    disc = disc2 if squared else jnp.sqrt(disc2)
+    z_new, z_bar = x @ new_theta, x @ bar.theta
+    cum_loss = (
+        state.cum_loss + 2.0 * (1.0 + hp.S) * (logloss(z_bar, yf) - logloss(z_new, yf)) - 0.5 * disc
+    )
+    sens = _dmu(z_new)
+    violated = _dmu(z_bar) > 2.0 * sens
+    V_new = V + sens * jnp.outer(x, x)
+    u = V_inv @ x
+    V_inv = V_inv - sens * jnp.outer(u, u) / (1.0 + sens * (x @ u))
+    V_inv = 0.5 * (V_inv + V_inv.T)
+    status = worst(step.status, bar.status)
+    info = UpdateInfo(
+        projected=step.projected,
+        nu=step.nu,
+        newton_steps=(step.steps + bar.steps).astype(jnp.int32),
+        status=status.astype(jnp.int32),
+        beta=radius(hp, state.t, state.cum_loss),
+    )
+    new = ECOLogState(
+        W=new_theta[None, :],
+        V=V_new,
+        V_inv=V_inv,
+        cum_loss=cum_loss,
+        violations=state.violations + violated.astype(jnp.int32),
+        rho=state.rho,
+        t=state.t + 1,
+        hparams=hp,
+        info=info,
+    )
+    return guard(state, new)
 
 
 def ecolog(
@@ -391,89 +494,16 @@ def ecolog(
     squared = discrepancy == "squared"
 
     def init(hp: ECOLogHyperparams) -> ECOLogState:
-        if not isinstance(hp, ECOLogHyperparams):
-            raise ValueError(f"hparams must be ECOLogHyperparams, got {type(hp).__name__}")
-        check_hparams(hp, K, ("lam", "S", "beta", "beta_mode", "delta"))
-        dtype = hp.lam.dtype
-        state = ECOLogState(
-            W=jnp.zeros((1, d), dtype),
-            V=jnp.eye(d, dtype=dtype) * hp.lam,
-            V_inv=jnp.eye(d, dtype=dtype) / hp.lam,
-            cum_loss=jnp.zeros((), dtype),
-            violations=jnp.zeros((), jnp.int32),
-            rho=jnp.zeros((), dtype),
-            t=jnp.zeros((), jnp.int32),
-            hparams=hp,
-            info=empty_info(dtype),
-        )
-        return fresh_state(state)
+        # A closure, not a partial: the protocol's init takes the hyperparameters only.
+        return _ecolog_init(hp, d=d)
 
-    def score_parts(state: ECOLogState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
-        X = actions.astype(state.W.dtype)
-        hp = state.hparams
-        sq = jnp.maximum(jnp.sum((X @ state.V_inv) * X, axis=1), 0.0)
-        beta = radius(hp, state.t, state.cum_loss)
-        r1 = hp.rewards[0]
-        return r1 * jax.nn.sigmoid(X @ state.W[0]), r1 * jnp.sqrt(beta) * jnp.sqrt(sq)
-
-    def update(state: ECOLogState, x: jax.Array, y: jax.Array) -> ECOLogState:
-        check_update_args(x, y, K, d)
-        dtype = state.W.dtype
-        hp = state.hparams
-        # An outcome outside {0, 1} under jit arrives as a NaN x (from_score_parts flags it).
-        x = x.astype(dtype)
-        yf = y.astype(dtype)
-        theta = state.W[0]
-        V, V_inv = state.V, state.V_inv
-
-        # Both solves share one traced body (one copy of the solver in the program): the
-        # ECOLog step from theta_t, then theta_bar from its result.
-        def solve(center, wt):
-            res = prox_solve(V, V_inv, center, x, wt[0], wt[1], hp.S, max_steps=max_steps)
-            return res.theta, res
-
-        wts = jnp.stack([jnp.stack([jnp.ones((), dtype), yf]), jnp.asarray([2.0, 0.5], dtype)])
-        _, both = lax.scan(solve, theta, wts)
-        step, bar = (jax.tree.map(lambda a, i=i: a[i], both) for i in (0, 1))
-        new_theta = step.theta
-        diff = new_theta - bar.theta
-        disc2 = jnp.maximum(diff @ V @ diff, 0.0)
-        disc = disc2 if squared else jnp.sqrt(disc2)
-        z_new, z_bar = x @ new_theta, x @ bar.theta
-        cum_loss = (
-            state.cum_loss
-            + 2.0 * (1.0 + hp.S) * (logloss(z_bar, yf) - logloss(z_new, yf))
-            - 0.5 * disc
-        )
-        sens = _dmu(z_new)
-        violated = _dmu(z_bar) > 2.0 * sens
-        V_new = V + sens * jnp.outer(x, x)
-        u = V_inv @ x
-        V_inv = V_inv - sens * jnp.outer(u, u) / (1.0 + sens * (x @ u))
-        V_inv = 0.5 * (V_inv + V_inv.T)
-        status = worst(step.status, bar.status)
-        info = UpdateInfo(
-            projected=step.projected,
-            nu=step.nu,
-            newton_steps=(step.steps + bar.steps).astype(jnp.int32),
-            status=status.astype(jnp.int32),
-            beta=radius(hp, state.t, state.cum_loss),
-        )
-        new = ECOLogState(
-            W=new_theta[None, :],
-            V=V_new,
-            V_inv=V_inv,
-            cum_loss=cum_loss,
-            violations=state.violations + violated.astype(jnp.int32),
-            rho=state.rho,
-            t=state.t + 1,
-            hparams=hp,
-            info=info,
-        )
-        return guard(state, new)
-
-    return from_score_parts(K, d, init, score_parts, update)
+    return from_score_parts(
+        K,
+        d,
+        init,
+        functools.partial(_ecolog_score_parts, d=d),
+        functools.partial(_ecolog_update, d=d, max_steps=max_steps, squared=squared),
+    )
 
 
 __all__ = [

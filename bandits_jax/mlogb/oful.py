@@ -13,6 +13,7 @@ He et al., Section 2.1, eq. (3)-(10). The state keeps the dense K d x K d matrix
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -55,6 +56,85 @@ def hessian_term(s: jax.Array, x: jax.Array) -> jax.Array:
     return jnp.kron(model.jacobian(s), jnp.outer(x, x))
 
 
+def _oful_init(hp: MLogBHyperparams, *, K: int, d: int) -> OFULState:
+    """``init`` of :func:`oful`: ``W_1 = 0``, ``H_1 = lam I`` (validated eagerly)."""
+    check_hparams(hp, K)
+    dtype = hp.lam.dtype
+    # A fresh buffer per leaf (and own hyperparameter copies), so the state can be donated.
+    return OFULState(
+        W=jnp.zeros((K, d), dtype),
+        H=hp.lam * jnp.eye(K * d, dtype=dtype),
+        rho=jnp.zeros((), dtype),
+        acc=jnp.zeros((), dtype),
+        t=jnp.zeros((), jnp.int32),
+        hparams=jax.tree_util.tree_map(jnp.array, hp),
+        info=empty_info(dtype),
+    )
+
+
+def _oful_a_matrices(state: OFULState, actions: jax.Array, *, K: int, d: int) -> jax.Array:
+    """``(I_K kron x_n)^T H_t^{-1} (I_K kron x_n)`` for all actions, (N, K, K)."""
+    # One Cholesky factor of H_t, then L^{-1} (I_K kron x_n) for all actions at once.
+    N = actions.shape[0]
+    D = K * d
+    L = jnp.linalg.cholesky(state.H)
+    X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions).reshape(D, N * K)
+    Y = solve_triangular(L, X, lower=True).reshape(D, N, K)
+    return jnp.einsum("dni,dnj->nij", Y, Y)
+
+
+def _oful_update(
+    state: OFULState, x: jax.Array, y: jax.Array, *, K: int, d: int, max_newton_steps: int
+) -> OFULState:
+    """``update`` of :func:`oful`: Newton step, ellipsoidal projection, then ``H_{t+1}``."""
+    check_update_args(x, y, K, d)
+    hp = state.hparams
+    dtype = state.W.dtype
+    x = x.astype(dtype)
+    lam, eta = hp.lam, hp.eta
+    w = state.W.reshape(-1)
+    beta_used = radius_of(state, num_outcomes=K, dim=d, rank=K * d)
+
+    s = model.sigma(state.W @ x)
+    H_tilde = state.H + eta * hessian_term(s, x)
+    e, Q = jnp.linalg.eigh(0.5 * (H_tilde + H_tilde.T))
+    g = jnp.kron(s - model.onehot(y, K, dtype), x)
+    w_prime = w - eta * (Q @ ((Q.T @ g) / e))
+
+    a = Q.T @ w_prime
+    mu = jnp.maximum(e - lam, 0.0)
+    sol = projection.dual_root(
+        jnp.sum(w_prime * w_prime), a, mu, lam, hp.S, max_steps=max_newton_steps
+    )
+    alpha, c = projection.project_coeffs(a, mu, lam, sol.nu)
+    w_new = alpha * w_prime + Q @ c
+    W_new = w_new.reshape(K, d)
+
+    dw = w_new - w
+    step_x = (W_new - state.W) @ x
+    acc = state.acc + confidence.increment(
+        hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=dw @ state.H @ dw
+    )
+    H_new = state.H + hessian_term(model.sigma(W_new @ x), x)
+    info = UpdateInfo(
+        projected=sol.active,
+        nu=sol.nu,
+        newton_steps=sol.steps,
+        status=sol.status,
+        beta=beta_used,
+    )
+    new = OFULState(
+        W=W_new,
+        H=0.5 * (H_new + H_new.T),
+        rho=state.rho,
+        acc=acc,
+        t=state.t + 1,
+        hparams=hp,
+        info=info,
+    )
+    return guard(state, new)
+
+
 def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBFunctions:
     """OFUL-MLogB with the full Hessian (the baseline of EOFD-MLogB).
 
@@ -63,79 +143,16 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBFun
       max_newton_steps: cap of the projection's dual root loop.
     """
     K, d = check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
-    D = K * d
 
     def init(hp: MLogBHyperparams) -> OFULState:
-        check_hparams(hp, K)
-        dtype = hp.lam.dtype
-        # A fresh buffer per leaf (and own hyperparameter copies), so the state can be donated.
-        return OFULState(
-            W=jnp.zeros((K, d), dtype),
-            H=hp.lam * jnp.eye(D, dtype=dtype),
-            rho=jnp.zeros((), dtype),
-            acc=jnp.zeros((), dtype),
-            t=jnp.zeros((), jnp.int32),
-            hparams=jax.tree_util.tree_map(jnp.array, hp),
-            info=empty_info(dtype),
-        )
+        # A closure, not a partial: the protocol's init takes the hyperparameters only.
+        return _oful_init(hp, K=K, d=d)
 
-    def beta_of(state: OFULState) -> jax.Array:
-        return radius_of(state, num_outcomes=K, dim=d, rank=D)
-
-    def a_matrices(state: OFULState, actions: jax.Array) -> jax.Array:
-        # One Cholesky factor of H_t, then L^{-1} (I_K kron x_n) for all actions at once.
-        N = actions.shape[0]
-        L = jnp.linalg.cholesky(state.H)
-        X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions).reshape(D, N * K)
-        Y = solve_triangular(L, X, lower=True).reshape(D, N, K)
-        return jnp.einsum("dni,dnj->nij", Y, Y)
-
-    def update(state: OFULState, x: jax.Array, y: jax.Array) -> OFULState:
-        check_update_args(x, y, K, d)
-        hp = state.hparams
-        dtype = state.W.dtype
-        x = x.astype(dtype)
-        lam, eta = hp.lam, hp.eta
-        w = state.W.reshape(-1)
-        beta_used = beta_of(state)
-
-        s = model.sigma(state.W @ x)
-        H_tilde = state.H + eta * hessian_term(s, x)
-        e, Q = jnp.linalg.eigh(0.5 * (H_tilde + H_tilde.T))
-        g = jnp.kron(s - model.onehot(y, K, dtype), x)
-        w_prime = w - eta * (Q @ ((Q.T @ g) / e))
-
-        a = Q.T @ w_prime
-        mu = jnp.maximum(e - lam, 0.0)
-        sol = projection.dual_root(
-            jnp.sum(w_prime * w_prime), a, mu, lam, hp.S, max_steps=max_newton_steps
-        )
-        alpha, c = projection.project_coeffs(a, mu, lam, sol.nu)
-        w_new = alpha * w_prime + Q @ c
-        W_new = w_new.reshape(K, d)
-
-        dw = w_new - w
-        step_x = (W_new - state.W) @ x
-        acc = state.acc + confidence.increment(
-            hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=dw @ state.H @ dw
-        )
-        H_new = state.H + hessian_term(model.sigma(W_new @ x), x)
-        info = UpdateInfo(
-            projected=sol.active,
-            nu=sol.nu,
-            newton_steps=sol.steps,
-            status=sol.status,
-            beta=beta_used,
-        )
-        new = OFULState(
-            W=W_new,
-            H=0.5 * (H_new + H_new.T),
-            rho=state.rho,
-            acc=acc,
-            t=state.t + 1,
-            hparams=hp,
-            info=info,
-        )
-        return guard(state, new)
-
-    return assemble(num_outcomes=K, dim=d, rank=D, init=init, a_matrices=a_matrices, update=update)
+    return assemble(
+        num_outcomes=K,
+        dim=d,
+        rank=K * d,
+        init=init,
+        a_matrices=functools.partial(_oful_a_matrices, K=K, d=d),
+        update=functools.partial(_oful_update, K=K, d=d, max_newton_steps=max_newton_steps),
+    )
