@@ -348,10 +348,11 @@ def _play_learner(
 
     plan, spec = args.plan, LEARNERS[lname]
     T, K, d = plan["T"], setting.num_outcomes, setting.dim
-    chunk_fn = ChunkFn(mlogb.interact(spec.factory(K, d, m), setting.env))
+    learner = spec.factory(K, d, m)
+    chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
-    learner_state = spec.factory(K, d, m).init(hp)
+    learner_state = learner.init(hp)
     kept: dict[str, list] = {k: [] for k in KEPT}
     per_round, compile_s = [], 0.0
     for i in range(plan["trials"]):
