@@ -20,9 +20,10 @@ sketch's part of each:
    eq. 21) means errata 4's negative-eigenvalue trap never arises;
 3. absorb (``rule.absorb``): Algorithm 1 absorbs ``grad^2 l_t(W_{t+1})`` with one
    eigendecomposition of the (m+K) x (m+K) core in the same basis (eq. 12-15), small work;
-4. reject non-finite (:func:`_all_finite`), on the small quantities only (basis and w are
-   finite by induction, Q is when x is): a rejected update keeps the small state and maps the
-   identity in pass 2, so the D-sized work is done once either way;
+4. reject non-finite (:func:`~bandits_jax.learner_base.finite_floats`), on the small
+   quantities only (basis and w are finite by induction, Q is when x is): a rejected update
+   keeps the small state and maps the identity in pass 2, so the D-sized work is done once
+   either way;
 5. pass 2 and commit (``rule.commit``, :func:`_commit`): one product gives the new basis and
    the step ``[V, Q] coef``; the small state is guarded (kept where rejected).
 
@@ -105,6 +106,7 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int
+from bandits_jax.learner_base import finite_floats
 from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
 from bandits_jax.mlogb import confidence, model
@@ -299,12 +301,6 @@ def _pass1(rule: SketchRule, sk: Sketch, W: jax.Array, x: jax.Array) -> _Pass1:
     return _Pass1(ext_b, ext, jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)]), Wx)
 
 
-def _all_finite(*trees) -> jax.Array:
-    """Whether every floating leaf of ``trees`` is finite (the small quantities of a round)."""
-    leaves = [a for a in jax.tree_util.tree_leaves(trees) if jnp.issubdtype(a.dtype, jnp.inexact)]
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in leaves]))
-
-
 def _commit(
     state: EOFDState,
     ok: jax.Array,
@@ -391,7 +387,8 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
         budget = confidence.discard_budget(state.rho, hp.lam, opt.tau, opt.robust)
     rnd = rule.absorb(sk, p1.ext, M_new, st.coef, budget)  # 3. absorb (small work)
     acc = state.acc + st.acc_increment
-    ok = _all_finite(x, st.coef, st.alpha, st.z_new, st.sol.nu, acc, rnd)  # 4. reject non-finite
+    # 4. reject non-finite
+    ok = finite_floats((x, st.coef, st.alpha, st.z_new, st.sol.nu, acc, rnd))
     ext_b = sketch.mask_extension(p1.ext_b, ok)
     basis, dw, rnd = rule.commit(sk, ext_b, rnd, jnp.where(ok, st.coef, 0.0), ok)  # 5. pass 2
     w_new = jnp.where(ok, st.alpha, 1.0) * w + dw

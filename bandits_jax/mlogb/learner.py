@@ -23,13 +23,13 @@ from bandits_jax.learner_base import (
     compiled,
     finite_floats,
     fresh_state,  # noqa: F401 (re-exported: the old home)
+    status_of,
 )
 from bandits_jax.mlogb import bonus, confidence
 from bandits_jax.status import (
     BAD_OUTCOME,
     CONVERGED,
     INEXACT,
-    NONFINITE,
     is_failure,
     status_name,
     worst,
@@ -165,7 +165,7 @@ def guard(old, new):
     """Keeps ``old`` (and flags ``NONFINITE``) when any float leaf of ``new`` is not finite."""
     ok = finite_floats(new)
     kept = checks.guard(ok, new, old)
-    info = kept.info._replace(status=jnp.where(ok, new.info.status, NONFINITE).astype(jnp.int32))
+    info = kept.info._replace(status=status_of(ok, new.info.status))
     return kept._replace(info=info)
 
 

@@ -30,22 +30,6 @@ def test_factories_reject_non_int_dim(factory, bad):
         factory(dim=bad)
 
 
-@pytest.mark.parametrize(
-    "factory",
-    [
-        tp.two_point_learner,
-        tp.sphere_learner,
-        op.box_ftrl,
-        ens.dynamic_ensemble,
-        ens.universal_ensemble,
-    ],
-)
-def test_factories_are_keyword_only(factory):
-    """``dim`` is keyword-only, as every factory's parameters (``tests/test_conformance.py``)."""
-    with pytest.raises(TypeError):
-        factory(2)
-
-
 def test_static_iteration_caps_reject_bools():
     with pytest.raises(ValueError, match="max_steps"):
         op.box_ftrl(dim=2, max_steps=True)
