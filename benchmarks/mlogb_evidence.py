@@ -33,6 +33,7 @@ import json
 import math
 import pathlib
 import tempfile
+import time
 
 from benchmarks._report import finish
 
@@ -50,18 +51,20 @@ SETTINGS = (
 LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 RECOMMENDED = "eofd-robust"  # mlogb.practical
 GRID = {"l": "-1.5,-1,-0.5,0", "e": "-0.5,0,0.5,1", "beta": "0.01,0.1,1"}
-S_GRID = "4,8,16"  # classification data: S is a modelling choice, tuned too
-# The classification grid is smaller (cost: ECOLog and the K = 4 sketch at d = 65).
-CLASS_GRID = {"l": "-1.5,-1,-0.5", "e": "0,0.5,1", "beta": "0.01,0.1", "S": S_GRID}
+S_GRID = "8,16,32"  # classification data: S is a modelling choice, tuned too
+# The classification grid reaches the small lam the no-known-bound recipes chose
+# (recipes.TUNED_FREE); it is smaller than the synthetic one (cost: the K = 4 sketch at d = 65).
+CLASS_GRID = {"l": "-4,-3,-2,-1.5", "e": "-1,-0.5,0", "beta": "0.01,0.1", "S": S_GRID}
 QUICK_GRID = {"l": "-1,0", "e": "0", "beta": "0.1"}
 # (learner, setting) cells not tuned (cost on two shared cores): OFUL keeps the dense K d x K d
 # Hessian (an eigendecomposition a round: 4 to 58 ms at these sizes), so its 144-run grid would
 # take from 15 minutes to hours per setting; it is tuned where K d <= 20. ECOLog decomposes its
-# d x d matrix in every round whose ball constraint is active (about 4 ms a round at d = 100).
+# d x d matrix in every round whose ball constraint is active (about 4 ms a round at d = 100,
+# 2.4 ms on the digits).
 SKIP_TUNED = {
     ("oful-tuned", s)
     for s in ("lowrank-100-1-5-S8", "synth-20-4-S4", "digits-all-h1", "digits-k4-h1")
-} | {("ecolog", "lowrank-100-1-5-S8")}
+} | {("ecolog", "lowrank-100-1-5-S8"), ("ecolog", "digits-all-h1")}
 NOT_TUNABLE = {"uniform"}  # no hyperparameters
 EVAL_SEED = 10_000  # options.EVAL_SEED_OFFSET: the sweep's evaluation seeds
 TUNING_TRIALS = 3
@@ -131,16 +134,34 @@ def _se(sd: float, n: int) -> float:
     return sd / math.sqrt(n) if n > 1 else 0.0
 
 
-def assemble(recipes: dict, tuned_rows: list) -> dict:
-    """Per setting: each learner's recipe and tuned cell, transfer penalties, goals."""
+def assemble(recipes: dict, tuned_rows: list, base: dict | None = None, run: str = "") -> dict:
+    """Per setting: each learner's recipe and tuned cell, transfer penalties, goals. ``base``:
+    an earlier table (``--base``) whose cells stand wherever this run has none; ``run`` tags
+    this run's cells."""
+    cells_of = {n: dict(t["cells"]) for n, t in (base or {}).items()}
+    titles = {n: t["title"] for n, t in (base or {}).items()}
+    for name, cells in collect_cells(recipes, tuned_rows, run).items():
+        titles[name] = recipes["settings"].get(name, {}).get("title", titles.get(name, name))
+        have = cells_of.setdefault(name, {})
+        for key, cell in cells.items():
+            have[key] = {**have.get(key, {}), **cell}
+    for name, cells in cells_of.items():  # a base cell tuned where tuning is now skipped
+        for key, cell in cells.items():
+            if (key, name) in SKIP_TUNED:
+                cell.pop("tuned", None)
+    return {name: _judged(titles[name], cells) for name, cells in cells_of.items()}
+
+
+def collect_cells(recipes: dict, tuned_rows: list, run: str = "") -> dict:
+    """Per setting, per learner key: ``{"label", "recipe"?, "tuned"?}`` from one run (each
+    tagged ``run``)."""
     from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
 
-    label_of = {k: v.label for k, v in REGISTRY.items()}
-    key_of = {v: k for k, v in label_of.items()}
-    out = {}
+    key_of = {v.label: k for k, v in REGISTRY.items()}
+    out: dict = {}
     for name, entry in recipes["settings"].items():
         n = recipes["trials"]
-        cells = {}
+        cells = out.setdefault(name, {})
         for label, s in entry["learners"].items():
             cells[key_of[label]] = {
                 "label": label,
@@ -148,36 +169,41 @@ def assemble(recipes: dict, tuned_rows: list) -> dict:
                     "mean": s["final_regret_mean"],
                     "se": _se(s["final_regret_std"], n),
                     "ms_per_round": 1e3 * s["seconds_per_round_mean"],
-                    "point": {k: entry["learners"][label].get(k) for k in ("l", "e", "beta")},
+                    "point": {k: s.get(k) for k in ("l", "e", "beta", "S")},
                     "rejected_updates": s.get("rejected_updates"),
+                    "run": run,
                 },
             }
-        for r in tuned_rows:
-            if r["env"] != name:
-                continue
-            key = key_of[r["learner"]]
-            cells.setdefault(key, {"label": r["learner"]})["tuned"] = {
-                "mean": r["final_regret_mean"],
-                "se": _se(r["final_regret_std"], r["trials"]),
-                "point": {k: r[k] for k in ("l", "e", "beta", "S") if k in r},
-                "rejected_updates": r.get("rejected"),
-            }
-        tuned = {k: c["tuned"]["mean"] for k, c in cells.items() if "tuned" in c}
-        best_key = min(tuned, key=tuned.get) if tuned else None
-        for c in cells.values():
-            if best_key is not None and "recipe" in c:
-                c["transfer_penalty"] = c["recipe"]["mean"] / tuned[best_key]
-        goals = {}
-        rec = cells.get(RECOMMENDED, {}).get("recipe")
-        if rec is not None and best_key is not None:
-            goals["recommended_over_best_tuned"] = rec["mean"] / tuned[best_key]
-            goals["within_10pct_of_best_tuned"] = rec["mean"] <= 1.1 * tuned[best_key]
-        lin = cells.get("linucb", {}).get("recipe")
-        if rec is not None and lin is not None:
-            goals["recommended_over_linucb"] = rec["mean"] / lin["mean"]
-        out[name] = {"title": entry["title"], "best_tuned": best_key, "cells": cells,
-                     "goals": goals}  # fmt: skip
+    for r in tuned_rows:
+        cells = out.setdefault(r["env"], {})
+        cells.setdefault(key_of[r["learner"]], {"label": r["learner"]})["tuned"] = {
+            "mean": r["final_regret_mean"],
+            "se": _se(r["final_regret_std"], r["trials"]),
+            "point": {k: r[k] for k in ("l", "e", "beta", "S") if k in r},
+            "rejected_updates": r.get("rejected"),
+            "run": run,
+        }
     return out
+
+
+def _judged(title: str, cells: dict) -> dict:
+    """A setting's cells with each recipe's transfer penalty and the evidence issue's goals."""
+    for c in cells.values():
+        c.pop("transfer_penalty", None)
+    tuned = {k: c["tuned"]["mean"] for k, c in cells.items() if "tuned" in c}
+    best_key = min(tuned, key=tuned.get) if tuned else None
+    for c in cells.values():
+        if best_key is not None and "recipe" in c:
+            c["transfer_penalty"] = c["recipe"]["mean"] / tuned[best_key]
+    goals = {}
+    rec = cells.get(RECOMMENDED, {}).get("recipe")
+    if rec is not None and best_key is not None:
+        goals["recommended_over_best_tuned"] = rec["mean"] / tuned[best_key]
+        goals["within_10pct_of_best_tuned"] = rec["mean"] <= 1.1 * tuned[best_key]
+    lin = cells.get("linucb", {}).get("recipe")
+    if rec is not None and lin is not None:
+        goals["recommended_over_linucb"] = rec["mean"] / lin["mean"]
+    return {"title": title, "best_tuned": best_key, "cells": cells, "goals": goals}
 
 
 def markdown(table: dict, learners) -> str:
@@ -226,6 +252,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--no-tune", action="store_true", help="recipes only")
     p.add_argument("--resume", action="store_true", help="continue the commands' runs in --out")
     p.add_argument("--merge", nargs="+", default=None, help="merge these runs' --out directories")
+    p.add_argument("--run", default=None, help="tag of this run's cells (default: the date)")
+    p.add_argument("--base", default=None,
+                   help="an earlier --json whose cells stand wherever this run has none (re-run "
+                        "only the learners that changed; each cell records its run)")  # fmt: skip
     a = p.parse_args(argv)
     settings, learners = a.settings.split(","), a.learners.split(",")
     if a.merge:
@@ -241,7 +271,8 @@ def main(argv: list[str] | None = None) -> dict:
             else run_tuned(out, settings, learners, T, trials, grid, class_grid, a.resume)
         )
         (out / "tuned_rows.json").write_text(json.dumps(tuned_rows))
-    table = assemble(recipes, tuned_rows)
+    base = json.loads(pathlib.Path(a.base).read_text())["settings"] if a.base else None
+    table = assemble(recipes, tuned_rows, base, a.run or time.strftime("%Y-%m-%d"))
     order = [k for k in LEARNERS if any(k in t["cells"] for t in table.values())]
     print(markdown(table, order))
     return finish(

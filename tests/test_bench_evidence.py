@@ -1,0 +1,40 @@
+"""benchmarks.mlogb_evidence: a re-run of some learners merged over an earlier table (--base)."""
+
+from benchmarks import mlogb_evidence as ev
+
+
+def _recipes(setting: str, means: dict[str, float]) -> dict:
+    learners = {
+        label: {"final_regret_mean": m, "final_regret_std": 2.0, "seconds_per_round_mean": 1e-4,
+                "l": -1.0, "e": 0.0, "beta": 0.1}
+        for label, m in means.items()
+    }  # fmt: skip
+    return {"trials": 4, "settings": {setting: {"title": setting, "learners": learners}}}
+
+
+def _tuned(setting: str, label: str, mean: float) -> dict:
+    return {"env": setting, "learner": label, "final_regret_mean": mean, "final_regret_std": 2.0,
+            "trials": 4, "l": -1.0, "e": 0.0, "beta": 0.1, "split": "evaluation"}  # fmt: skip
+
+
+def test_base_cells_stand_where_the_new_run_has_none():
+    s = "digits-all-h1"
+    first = ev.assemble(
+        _recipes(s, {"EOFD robust": 100.0, "LinUCB": 50.0, "ECOLog": 80.0}),
+        [_tuned(s, "LinUCB", 40.0), _tuned(s, "EOFD robust", 90.0)],
+        run="first",
+    )
+    # ECOLog is not tuned on this setting (SKIP_TUNED): a base cell tuned there is dropped.
+    first[s]["cells"]["ecolog"]["tuned"] = {"mean": 1.0, "se": 0.0}
+    second = ev.assemble(_recipes(s, {"EOFD robust": 60.0}), [], base=first, run="second")
+    cells = second[s]["cells"]
+    assert cells["eofd-robust"]["recipe"]["mean"] == 60.0
+    assert cells["eofd-robust"]["recipe"]["run"] == "second"
+    assert cells["eofd-robust"]["tuned"]["mean"] == 90.0  # from the base run
+    assert cells["linucb"]["recipe"]["run"] == "first"
+    assert "tuned" not in cells["ecolog"]
+    # Penalties and goals are recomputed over the merged cells (best tuned: LinUCB, 40).
+    assert second[s]["best_tuned"] == "linucb"
+    assert cells["eofd-robust"]["transfer_penalty"] == 60.0 / 40.0
+    assert second[s]["goals"]["recommended_over_linucb"] == 60.0 / 50.0
+    assert second[s]["goals"]["within_10pct_of_best_tuned"] is False
