@@ -108,12 +108,16 @@ def make_env(family: str, d: int, T: int, noise: float = 0.0, dtype: Any = None)
     )
 
 
-def make_learner(name: str, d: int) -> Any:
+def bco_learner(name: str, d: int) -> Any:
     """The BCO learner ``name`` of :data:`BCO_LEARNERS` in dimension ``d``."""
     from bandits_jax.bco import two_point as tp
 
     spec = BCO_LEARNERS[name]
     return getattr(tp, spec.factory)(dim=d, schedule=spec.schedule)
+
+
+# The old name (``make_learner`` now means only ``mlogb.recipes.make_learner``).
+make_learner = bco_learner
 
 
 def hyperparams(name: str, learner: Any, env: Any, T: int, scale: float, lipschitz=None) -> Any:
@@ -201,7 +205,7 @@ def _game(name: str, env: Any, T: int) -> _Game:
     from bandits_jax.bco import interact as bint
     from bandits_jax.sim.runner import RunState
 
-    learner = make_learner(name, env.d)
+    learner = bco_learner(name, env.d)
 
     @jax.jit
     def build(hps, overs, env_keys, run_keys):  # one compiled call, not dozens of small ones

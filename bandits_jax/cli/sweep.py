@@ -198,7 +198,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
             env = bco_cmd.make_env(
                 bco_cmd.SETTING_FAMILY[m.group(1)], int(m.group(2)), T, dtype=dtype
             )
-            learner = bco_cmd.make_learner(lname, env.d)
+            learner = bco_cmd.bco_learner(lname, env.d)
             hps = [bco_cmd.hyperparams(lname, learner, env, T, s) for s in plan["scales"]]
             exps.append(
                 sweep.Experiment(
