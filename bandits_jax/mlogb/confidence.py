@@ -54,14 +54,17 @@ def check_regularization(regularization: object) -> bool:
     return regularization == "robust"
 
 
-def delta_factor(rho: jax.Array, lam: jax.Array, robust: bool) -> jax.Array:
-    """The sketching factor ``Delta_t``: ``1 + rho/lam`` (paper), ``1 + rho/(2 lam)`` (robust)."""
-    return 1.0 + rho / (2.0 * lam if robust else lam)
+def delta_factor(rho: jax.Array, lam: jax.Array, robust: bool | jax.Array) -> jax.Array:
+    """The sketching factor ``Delta_t``: ``1 + rho/lam`` (paper), ``1 + rho/(2 lam)`` (robust;
+    ``robust`` may be a traced bool)."""
+    return 1.0 + rho / jnp.where(robust, 2.0 * lam, lam)
 
 
-def discard_budget(rho: jax.Array, lam: jax.Array, target: float, robust: bool) -> jax.Array:
+def discard_budget(
+    rho: jax.Array, lam: jax.Array, target: float, robust: bool | jax.Array
+) -> jax.Array:
     """Largest mass one truncation may discard so that :func:`delta_factor` stays <= target."""
-    return (2.0 * lam if robust else lam) * (target - 1.0) - rho
+    return jnp.where(robust, 2.0 * lam, lam) * (target - 1.0) - rho
 
 
 def radius(
@@ -73,7 +76,7 @@ def radius(
     num_outcomes: int,
     dim: int,
     rank: int | jax.Array,
-    robust: bool = False,
+    robust: bool | jax.Array = False,
 ) -> jax.Array:
     """``beta`` for the next selection.
 
@@ -85,7 +88,8 @@ def radius(
       num_outcomes, dim: K and d. rank: ``m_eff`` (``K d`` for OFUL), or the active rank of an
         adaptive sketch (an int32 array; Lemma 6 holds with the rank of ``G_t``).
       robust: the robust regularisation (module docstring): ``Delta_Z`` in front of the sketch
-        terms and the telescoping defect ``2 S^2 rho`` (order form ``2 rho/lam``).
+        terms and the telescoping defect ``2 S^2 rho`` (order form ``2 rho/lam``); a Python or a
+        traced bool (both branches are formed and one is selected).
     """
     K, d, m = num_outcomes, dim, rank
     dtype = hp.lam.dtype
@@ -96,7 +100,7 @@ def radius(
         m = jnp.asarray(m).astype(dtype)
     delta_fac = 1.0 + rho / lam
     # Lemma 5/12's factor (Z^{-1} <= front H^{-1}); Lemma 6's ln(1 + rho/lam) stays.
-    front = (lam + rho) / (lam + 0.5 * rho) if robust else delta_fac
+    front = jnp.where(robust, (lam + rho) / (lam + 0.5 * rho), delta_fac)
     theory = (
         lam * S**2
         + 2.0
@@ -116,9 +120,8 @@ def radius(
         * (lnK1 + jnp.log1p(n))
         * (m * jnp.log1p(n) + K * d * jnp.log(delta_fac) - jnp.log(hp.delta))
     )
-    if robust:
-        theory = theory + 2.0 * S**2 * rho
-        order = order + 2.0 * rho / lam
+    theory = jnp.where(robust, theory + 2.0 * S**2 * rho, theory)
+    order = jnp.where(robust, order + 2.0 * rho / lam, order)
     beta = jnp.where(
         hp.beta_mode == BETA_MODES["fixed"],
         hp.beta,

@@ -136,6 +136,9 @@ class EOFDState(NamedTuple):
       t: completed updates (int32).
       hparams: :class:`MLogBHyperparams`.
       info: :class:`UpdateInfo` of the last update.
+      robust: bool scalar, the robust regularisation (``regularization="robust"``). Data, not a
+        static option, so that the paper's and the robust learner of one shape share one
+        compiled program.
     """
 
     W: jax.Array
@@ -149,6 +152,7 @@ class EOFDState(NamedTuple):
     t: jax.Array
     hparams: MLogBHyperparams
     info: base.UpdateInfo
+    robust: jax.Array
 
     status = base.status_property  # read-only: info.status
 
@@ -320,7 +324,7 @@ def _commit(
     R, mu, rho, rank, used, acc, t, info = checks.guard(ok, new, old)
     info = info._replace(status=status)
     W = w_new.reshape(state.W.shape)
-    return EOFDState(W, basis, R, mu, rho, rank, used, acc, t, state.hparams, info)
+    return EOFDState(W, basis, R, mu, rho, rank, used, acc, t, state.hparams, info, state.robust)
 
 
 # --- The learner: static options, functions over them ---
@@ -332,12 +336,11 @@ class _Options(NamedTuple):
     K: int
     d: int
     rule: SketchRule
-    robust: bool
     tau: float | None  # the adaptive size's target for Delta_t (None: fixed size)
     max_newton_steps: int
 
 
-def _init(opt: _Options, hp: MLogBHyperparams) -> EOFDState:
+def _init(opt: _Options, robust: bool, hp: MLogBHyperparams) -> EOFDState:
     base.check_hparams(hp, opt.K)
     dtype = hp.lam.dtype
     sk = opt.rule.init(opt.K * opt.d, dtype)
@@ -346,20 +349,21 @@ def _init(opt: _Options, hp: MLogBHyperparams) -> EOFDState:
     return EOFDState(
         jnp.zeros((opt.K, opt.d), dtype), sk.basis, sk.R, sk.mu, jnp.zeros((), dtype), sk.rank,
         sk.used, jnp.zeros((), dtype), jnp.zeros((), jnp.int32), hparams, base.empty_info(dtype),
+        jnp.asarray(robust),
     )  # fmt: skip
 
 
 def _z_scalar(opt: _Options, state: EOFDState) -> jax.Array:
     """Z's scalar part: ``lam`` (paper) or ``lam + rho_{1:t-1}/2`` (robust)."""
     lam = state.hparams.lam
-    return lam + 0.5 * state.rho if opt.robust else lam
+    return jnp.where(state.robust, lam + 0.5 * state.rho, lam)
 
 
 def _radius(opt: _Options, state: EOFDState) -> jax.Array:
     """Eq. (36)/(27) with the rule's sketch rank (Lemma 6)."""
     return confidence.radius(
         state.hparams, state.t, state.rho, state.acc, num_outcomes=opt.K, dim=opt.d,
-        rank=opt.rule.radius_rank(state.sketch), robust=opt.robust,
+        rank=opt.rule.radius_rank(state.sketch), robust=state.robust,
     )  # fmt: skip
 
 
@@ -384,7 +388,7 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
     M_new = model.jacobian(model.sigma(st.z_new))  # grad^2 l_t(W_{t+1}) = X M_new X^T
     budget = None
     if opt.tau is not None:  # adaptive size: the most one truncation may discard
-        budget = confidence.discard_budget(state.rho, hp.lam, opt.tau, opt.robust)
+        budget = confidence.discard_budget(state.rho, hp.lam, opt.tau, state.robust)
     rnd = rule.absorb(sk, p1.ext, M_new, st.coef, budget)  # 3. absorb (small work)
     acc = state.acc + st.acc_increment
     # 4. reject non-finite
@@ -453,12 +457,12 @@ def eofd(
     robust = confidence.check_regularization(regularization)
     m_max, tau = _check_adaptive(sketch_size, max_sketch_size, delta_target)
     rule = _sketch_rule(sketch_rule, buffer_size, spare_columns, min(m_max, D), m, K, D, tau)
-    opt = _Options(K, d, rule, robust, tau, int(max_newton_steps))
+    opt = _Options(K, d, rule, tau, int(max_newton_steps))
     return base.assemble(
         num_outcomes=K,
         dim=d,
         rank=m,
-        init=functools.partial(_init, opt),
+        init=functools.partial(_init, opt, robust),
         a_matrices=functools.partial(_a_matrices, opt),
         update=functools.partial(_update, opt),
         radius=functools.partial(_radius, opt),

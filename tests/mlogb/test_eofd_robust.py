@@ -137,3 +137,30 @@ def test_state_donation(make):
     assert int(got.t) == 1 and int(got.info.status) != roots.NONFINITE
     assert np.all(np.isfinite(np.asarray(got.W)))
     learner.init(hp)  # the caller's hyperparameters survive the donation
+
+
+def test_paper_and_robust_share_one_program():
+    """The regularisation is data (``state.robust``): both learners lower to the same program,
+    so the compile cache serves the second; their results still differ where rho > 0."""
+    K, d, m = 1, 6, 2
+    hp = mlogb.hyperparams(lam=0.5, eta=1.0, S=2.0, rewards=[1.0], beta=0.1)
+    paper = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+    robust = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, regularization="robust")
+    x = jnp.ones((d,)) / math.sqrt(d)
+    y = jnp.asarray(1, jnp.int32)
+
+    def lowered(learner):
+        state = learner.init(hp)
+        return jax.jit(learner.update).lower(state, x, y).as_text(debug_info=False), state
+
+    text_p, state_p = lowered(paper)
+    text_r, state_r = lowered(robust)
+    assert text_p == text_r
+    assert not bool(state_p.robust) and bool(state_r.robust)
+    keys = jax.random.split(jax.random.key(0), 12)
+    for k in keys:  # enough rounds that the sketch discards mass
+        a = jax.random.normal(k, (d,))
+        a = a / jnp.linalg.norm(a)
+        state_p, state_r = paper.update(state_p, a, y), robust.update(state_r, a, y)
+    assert float(state_r.rho) > 0.0
+    assert not np.allclose(np.asarray(state_p.W), np.asarray(state_r.W))
