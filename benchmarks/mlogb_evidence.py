@@ -22,6 +22,9 @@ learner's on that setting) and the goals of the evidence issue; and writes the J
 
 A long run can be split (``--settings``/``--learners`` into ``--out DIR1``, ...) and merged
 (``--merge DIR1 DIR2 ... --json ...``); each run's ``DIR/recipes`` holds the command's figures.
+After a change to some learners, ``--base docs/bench/mlogb_evidence.json`` with ``--learners``
+(and ``--settings``) re-measures only those: the earlier table's other cells stand, each cell
+records the ``run`` that measured it, and penalties and goals are recomputed.
 ``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end.
 float64. Cells listed in :data:`SKIP_TUNED` are not tuned (cost; said in the table).
 """
