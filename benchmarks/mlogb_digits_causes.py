@@ -24,8 +24,9 @@ Per variant: final regret mean +- standard error, median and 90th percentile ove
 rounds), and ``||W||`` at the end. float64::
 
     python -m benchmarks.mlogb_digits_causes --json docs/bench/mlogb_digits_causes.json
+    python -m benchmarks.mlogb_digits_causes --half 0 --json docs/bench/mlogb_digits_causes_h0.json
 
-``--quick``: T = 300, one key per class.
+``--quick``: T = 300, one key per class; ``--no-numpy``: skip the (slow) numpy rows.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--quick", action="store_true", help="T = 300, one key per class")
     p.add_argument("--seeds", type=int, default=5, help="keys per target class (default 5)")
+    p.add_argument("--no-numpy", action="store_true", help="skip the numpy ridge/MLE rows")
     p.add_argument("--half", type=int, default=1, choices=(0, 1),
                    help="0: even-indexed examples (tuning), 1: odd-indexed (reported)")  # fmt: skip
     a = p.parse_args(argv)
@@ -166,10 +168,8 @@ def main(argv: list[str] | None = None) -> dict:
         regret = play(learner, hp, env, targets, keys, T)
         rows.append(_row(label, regret, targets, time.perf_counter() - start))
     actions, labels = _examples(a.half)
-    for label, model in (
-        ("ridge, greedy (numpy)", "ridge"),
-        ("logistic MLE, greedy (numpy)", "mle"),
-    ):
+    numpy_rows = (("ridge, greedy (numpy)", "ridge"), ("logistic MLE, greedy (numpy)", "mle"))
+    for label, model in () if a.no_numpy else numpy_rows:
         start = time.perf_counter()
         regret = np.array([numpy_greedy(model, actions, labels, int(c), T, SEED + i)
                            for i, c in enumerate(targets)])  # fmt: skip
