@@ -68,9 +68,9 @@ def fresh_state(state):
 
 
 def all_finite(*xs) -> Array:
-    """Whether every entry of every argument (pytrees allowed) is finite."""
-    leaves = jax.tree_util.tree_leaves(xs)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+    """Whether every entry of every argument (pytrees allowed) is finite: :func:`finite_floats`
+    over the arguments (integer entries are always finite)."""
+    return finite_floats(xs)
 
 
 def finite_floats(tree) -> Array:

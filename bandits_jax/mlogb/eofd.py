@@ -353,7 +353,7 @@ def _init(opt: _Options, robust: bool, hp: MLogBHyperparams) -> EOFDState:
     )  # fmt: skip
 
 
-def _z_scalar(opt: _Options, state: EOFDState) -> jax.Array:
+def _z_scalar(state: EOFDState) -> jax.Array:
     """Z's scalar part: ``lam`` (paper) or ``lam + rho_{1:t-1}/2`` (robust)."""
     lam = state.hparams.lam
     return jnp.where(state.robust, lam + 0.5 * state.rho, lam)
@@ -368,7 +368,7 @@ def _radius(opt: _Options, state: EOFDState) -> jax.Array:
 
 
 def _a_matrices(opt: _Options, state: EOFDState, actions: jax.Array) -> jax.Array:
-    return lemma1_matrices(state.basis, state.mu, _z_scalar(opt, state), actions, opt.K, state.R)
+    return lemma1_matrices(state.basis, state.mu, _z_scalar(state), actions, opt.K, state.R)
 
 
 def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
@@ -378,7 +378,7 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
     base.check_update_args(x, y, opt.K, opt.d)
     x = x.astype(state.W.dtype)
     hp, sk, rule = state.hparams, state.sketch, opt.rule
-    lam = _z_scalar(opt, state)
+    lam = _z_scalar(state)
     w = state.W.reshape(-1)
     p1 = _pass1(rule, sk, state.W, x)  # 1. pass 1
     st = _newton_step(  # 2. Newton step and projection
