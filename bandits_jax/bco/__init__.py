@@ -43,6 +43,7 @@ from bandits_jax.bco.meta import (
 from bandits_jax.bco.one_point import BoxFTRLState, box_ftrl, box_ftrl_hparams
 from bandits_jax.bco.schedules import (
     PRESETS,
+    Preset,
     ScheduleParams,
     ScheduleState,
     VariationSchedule,
@@ -60,6 +61,7 @@ from bandits_jax.bco.two_point import (
     from_preset,
     oogd_step,
     optimistic_ogd,
+    preset_learner,
     projected_gd,
     sphere_learner,
     two_point_learner,
@@ -96,6 +98,7 @@ __all__ = [
     "CoordAux",
     "Learner",
     "PRESETS",
+    "Preset",
     "ScheduleParams",
     "ScheduleState",
     "SphereAux",
@@ -112,6 +115,7 @@ __all__ = [
     "from_preset",
     "hindsight_loss",
     "oogd_step",
+    "preset_learner",
     "project",
     "regret_curve",
     "sphere_estimate",

@@ -12,7 +12,7 @@ Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's sett
   ``offset = 1152 d^3 R^2 L^2 log(dT)``. The text prints ``R^4 L^2``; ``Vbar`` has the units of a
   squared gradient, so the dimensionally consistent constant is ``R^2 L^2`` (identical for
   ``R = 1``; errata 11). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
-  ``T ~ 1e4`` the iterate hardly moves; the practical preset uses ``offset = d^2``, i.e. the
+  ``T ~ 1e4`` the iterate hardly moves; ``offset = d^2`` (``offset="d2"``) gives the
   Theorem 3/4 schedule.
 * ``"variance"`` (Theorems 3-4, gradient variance / small loss): ``eta_t = scale * R /
   sqrt(d^2 + Vbar_{t-1})`` (the ``offset`` parameter is ignored: it is ``d^2`` by definition).
@@ -27,8 +27,9 @@ Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's sett
 * ``"sqrt_t"``: ``eta_t = scale * R / (G sqrt(d t))``, the anytime form of the classical
   convex two-point step ``R / (G sqrt(dT))`` [Shamir 2017] for the sphere baseline.
 
-Practical presets: :data:`PRESETS` maps names to ``(kind, scale, offset)``; ``offset=None`` means
-the kind's theorem value.
+Presets: :data:`PRESETS` maps the one set of preset names (``"alg1_thm3"``, ``"sphere"``, ...,
+shared by the library's ``two_point.from_preset`` and the command's ``--learners``) to a
+:class:`Preset` (learner, kind, scale, offset, loss family).
 
 optax. :func:`stateful` returns the schedule as an optax stateful schedule
 (``optax.schedules.StatefulSchedule``: ``init()``, ``update(state, *, err_sq)``,
@@ -59,16 +60,57 @@ SQRT_T = "sqrt_t"
 KINDS = (CONVEX, VARIANCE, STRONGLY_CONVEX, CHIANG, SQRT_T)
 _NEEDS_LAMBDA = (STRONGLY_CONVEX, CHIANG)
 
-# name -> (kind, scale, offset); offset None = the kind's theorem value (see module docstring).
-PRESETS: dict[str, tuple[str, float, str | None]] = {
-    "theorem1": (CONVEX, 1.0, None),  # Theorem 1's constants (tiny steps for d >= 10)
-    "theorem2": (STRONGLY_CONVEX, 1.0, None),  # 1 / (lambda t)
-    "theorem3": (VARIANCE, 1.0, None),  # R / sqrt(d^2 + Vbar)
-    "chiang2013": (CHIANG, 1.0, None),  # reconstruction of Chiang et al. 2013 (see above)
-    "practical_convex": (CONVEX, 1.0, "d2"),  # Theorem 1's form with offset d^2 (= theorem3)
-    "practical_strongly_convex": (STRONGLY_CONVEX, 1.0, None),
-    "sphere_convex": (SQRT_T, 1.0, None),  # classical R / (G sqrt(d t)) for Algorithm 3
+
+class Preset(NamedTuple):
+    """A named step-size preset: which learner, which schedule kind and constants.
+
+    Attributes:
+      algorithm: ``"alg1"`` (Algorithm 1, ``two_point.two_point_learner``) or ``"alg3"``
+        (Algorithm 3, ``two_point.sphere_learner``).
+      kind: the schedule kind (:data:`KINDS`).
+      scale: step-size multiplier (1 = the theorem's constants).
+      offset: the ``"convex"`` kind's offset (``None`` = Theorem 1's constant).
+      family: the losses it is meant for, ``"convex"`` or ``"strongly_convex"``.
+    """
+
+    algorithm: str
+    kind: str
+    scale: float
+    offset: str | None
+    family: str
+
+
+# The one name set of step-size presets: the library (``two_point.from_preset``) and the command
+# (``bandits-jax bco --learners``, ``sweep``) both use these names.
+PRESETS: dict[str, Preset] = {
+    "alg1_thm3": Preset("alg1", VARIANCE, 1.0, None, "convex"),  # R / sqrt(d^2 + Vbar), Thm 3/4
+    "alg1_thm1": Preset("alg1", CONVEX, 1.0, None, "convex"),  # Thm 1 (tiny steps for d >= 10)
+    "sphere": Preset("alg3", SQRT_T, 1.0, None, "convex"),  # classical R / (G sqrt(d t))
+    "alg1_thm2": Preset("alg1", STRONGLY_CONVEX, 1.0, None, "strongly_convex"),  # 1/(lambda t)
+    "chiang2013": Preset("alg1", CHIANG, 1.0, None, "strongly_convex"),  # reconstruction
+    "sphere_thm8": Preset("alg3", STRONGLY_CONVEX, 1.0, None, "strongly_convex"),  # Thm 8
 }
+# Earlier names of the library's presets (0.x), still accepted by :func:`preset`.
+PRESET_ALIASES: dict[str, str] = {
+    "theorem1": "alg1_thm1",
+    "theorem2": "alg1_thm2",
+    "theorem3": "alg1_thm3",
+    "practical_convex": "alg1_thm3",  # Theorem 1's form with offset d^2 is Theorem 3's step
+    "practical_strongly_convex": "alg1_thm2",
+    "sphere_convex": "sphere",
+}
+
+
+def preset(name: str) -> Preset:
+    """The preset called ``name`` (:data:`PRESETS`, or an old name of :data:`PRESET_ALIASES`).
+
+    Raises:
+      ValueError: naming ``name`` when it is neither.
+    """
+    key = PRESET_ALIASES.get(name, name) if isinstance(name, str) else name
+    if key not in PRESETS:
+        raise ValueError(f"name: expected one of {tuple(PRESETS)}, got {name!r}")
+    return PRESETS[key]
 
 
 class ScheduleParams(NamedTuple):

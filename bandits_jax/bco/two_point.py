@@ -342,24 +342,31 @@ def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     return assemble(init, query, update, _make_hparams_method(d, schedule), d)
 
 
-def from_preset(
-    dim: int, name: str, domain: dom.Domain, **kw
-) -> tuple[Learner, TwoPointHyperparams]:
-    """Algorithm 1 with a named schedule preset (``schedules.PRESETS``) and its hyperparameters.
+def preset_learner(name: str, *, dim: int) -> Learner:
+    """The learner of the step-size preset ``name`` (``schedules.PRESETS``) in dimension ``dim``:
+    :func:`two_point_learner` (``"alg1_*"``, ``"chiang2013"``) or :func:`sphere_learner`
+    (``"sphere*"``) with the preset's schedule kind."""
+    p = sch.preset(name)
+    factory = sphere_learner if p.algorithm == "alg3" else two_point_learner
+    return factory(dim=dim, schedule=p.kind)
 
-    ``"theorem1"``/``"theorem2"``/``"theorem3"``/``"chiang2013"`` are the theorems' settings
-    (``scale = 1``); ``"practical_convex"`` is Theorem 1's form with offset ``d^2`` (the
-    Theorem 3/4 step, the one that shows gradient-variation behaviour for realistic ``T``);
-    ``"sphere_convex"`` gives Algorithm 3 with ``R / (G sqrt(d t))``. ``kw`` goes to
-    :func:`hyperparams` (``horizon`` is required; ``scale``/``offset`` override the preset).
+
+def from_preset(
+    name: str, *, dim: int, domain: dom.Domain, **kw
+) -> tuple[Learner, TwoPointHyperparams]:
+    """The learner of a named step-size preset (``schedules.PRESETS``) and its hyperparameters.
+
+    ``"alg1_thm1"``/``"alg1_thm2"``/``"alg1_thm3"``/``"chiang2013"`` are Algorithm 1 with the
+    theorems' settings (``scale = 1``; ``"alg1_thm3"``, ``R / sqrt(d^2 + Vbar)``, is the step that
+    shows gradient-variation behaviour for realistic ``T``); ``"sphere"`` and ``"sphere_thm8"``
+    give Algorithm 3 with ``R / (G sqrt(d t))`` and ``1 / (lambda t)``. The command's
+    ``--learners`` use the same names. ``kw`` goes to :func:`hyperparams` (``horizon`` is
+    required; ``scale``/``offset`` override the preset's).
     """
-    if name not in sch.PRESETS:
-        raise ValueError(f"name: expected one of {tuple(sch.PRESETS)}, got {name!r}")
-    kind, scale, offset = sch.PRESETS[name]
-    kw.setdefault("scale", scale)
-    kw.setdefault("offset", offset)
-    factory = sphere_learner if name.startswith("sphere") else two_point_learner
-    learner = factory(dim=dim, schedule=kind)
+    p = sch.preset(name)
+    kw.setdefault("scale", p.scale)
+    kw.setdefault("offset", p.offset)
+    learner = preset_learner(name, dim=dim)
     return learner, learner.hyperparams(domain, **kw)
 
 

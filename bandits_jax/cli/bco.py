@@ -19,8 +19,9 @@ The d study uses a slow drift (``w = 0.2 / T``: a 0.2 rad rotation over the run,
 a faster rotation lets the learners track the sequence and beat the fixed comparator, i.e.
 negative static regret); the V_T study fixes ``d`` and varies the amplitude ``a`` of a fast
 oscillation (``w = 2``, period ~3 rounds: ``V_T ~ 2.8 a^2 T``; the learners cannot track it, so
-static regret stays meaningful) and adds an i.i.d.-noise point. Learners (:data:`BCO_LEARNERS`,
-schedules in ``bco.schedules``):
+static regret stays meaningful) and adds an i.i.d.-noise point. Learners (:data:`BCO_LEARNERS`:
+the library's step-size presets, ``bco.schedules.PRESETS``, the same names as
+``bco.two_point.from_preset``):
 
 * convex: Algorithm 1 with Theorem 3/4's ``R / sqrt(d^2 + Vbar)`` (``alg1_thm3``), Algorithm 1
   with Theorem 1's constants (``alg1_thm1``), Algorithm 3 with ``R / (G sqrt(d t))`` (``sphere``);
@@ -45,6 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bandits_jax.bco.schedules import PRESETS
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import tables
 
@@ -56,25 +58,10 @@ SETTING_FAMILY = {"linear": "convex", "quadratic": "strongly_convex"}  # bco-lin
 STUDIES = ("dimension", "variation")
 
 
-class BCOLearnerSpec(NamedTuple):
-    """A BCO learner of the studies: ``factory(dim=d, schedule=schedule)``, hyperparameter extras
-    (e.g. ``lam``) and the loss family it is meant for."""
-
-    factory: str  # "two_point_learner" or "sphere_learner" in bandits_jax.bco.two_point
-    schedule: str
-    extra: dict
-    family: str
-
-
-_SC, _LAM = "strongly_convex", {"lam": 1.0}
-BCO_LEARNERS: dict[str, BCOLearnerSpec] = {
-    "alg1_thm3": BCOLearnerSpec("two_point_learner", "variance", {}, "convex"),
-    "alg1_thm1": BCOLearnerSpec("two_point_learner", "convex", {}, "convex"),
-    "sphere": BCOLearnerSpec("sphere_learner", "sqrt_t", {}, "convex"),
-    "alg1_thm2": BCOLearnerSpec("two_point_learner", "strongly_convex", _LAM, _SC),
-    "chiang2013": BCOLearnerSpec("two_point_learner", "chiang", _LAM, _SC),
-    "sphere_thm8": BCOLearnerSpec("sphere_learner", "strongly_convex", _LAM, _SC),
-}
+# The studies' learners: the library's step-size presets (``bco.schedules.PRESETS``), one name
+# set for the library and the command; a strongly convex learner gets the losses' lambda = 1.
+BCO_LEARNERS = PRESETS
+_EXTRA = {"convex": {}, "strongly_convex": {"lam": 1.0}}
 
 QUICK = dict(
     dims=[5, 10, 20, 40],
@@ -112,8 +99,7 @@ def bco_learner(name: str, d: int) -> Any:
     """The BCO learner ``name`` of :data:`BCO_LEARNERS` in dimension ``d``."""
     from bandits_jax.bco import two_point as tp
 
-    spec = BCO_LEARNERS[name]
-    return getattr(tp, spec.factory)(dim=d, schedule=spec.schedule)
+    return tp.preset_learner(name, dim=d)
 
 
 # The old name (``make_learner`` now means only ``mlogb.recipes.make_learner``).
@@ -128,7 +114,7 @@ def hyperparams(name: str, learner: Any, env: Any, T: int, scale: float, lipschi
         smoothness=env.smoothness,
         lipschitz=env.lipschitz if lipschitz is None else lipschitz,
         scale=scale,
-        **BCO_LEARNERS[name].extra,
+        **_EXTRA[BCO_LEARNERS[name].family],
     )
 
 

@@ -180,10 +180,39 @@ def test_presets_build():
     from bandits_jax.bco import domains as dom
     from bandits_jax.bco import two_point as tp
 
-    for name, (kind, _, offset) in sch.PRESETS.items():
-        _, hp = tp.from_preset(4, name, dom.ball(1.0), horizon=100, lam=1.0)
-        if kind == sch.CONVEX:
-            expect = 16.0 if offset == "d2" else sch.theorem1_offset(4, 1.0, 1.0, 100)
-            assert np.isclose(float(hp.schedule.offset), expect)
+    def two_rounds(learner, hp):
+        state = learner.init(hp)
+        for t in range(2):
+            points, aux = learner.query(state, jax.random.key(t))
+            state = learner.update(state, aux, jnp.sum(points**2, axis=-1))
+        return state.w
+
+    for name, p in sch.PRESETS.items():
+        learner, hp = tp.from_preset(name, dim=4, domain=dom.ball(1.0), horizon=100, lam=1.0)
+        # the same as the preset's factory and kind built by hand
+        direct = (tp.sphere_learner if p.algorithm == "alg3" else tp.two_point_learner)(
+            dim=4, schedule=p.kind
+        )
+        hp_direct = direct.hyperparams(dom.ball(1.0), horizon=100, lam=1.0, offset=p.offset)
+        np.testing.assert_array_equal(two_rounds(learner, hp), two_rounds(direct, hp_direct))
+        if p.kind == sch.CONVEX:
+            assert np.isclose(float(hp.schedule.offset), sch.theorem1_offset(4, 1.0, 1.0, 100))
+    # The old names still build the same preset; an unknown name is a ValueError naming ``name``.
+    for old, new in sch.PRESET_ALIASES.items():
+        assert sch.preset(old) == sch.PRESETS[new]
     with pytest.raises(ValueError, match="name"):
-        tp.from_preset(4, "fastest", dom.ball(1.0), horizon=100)
+        tp.from_preset("fastest", dim=4, domain=dom.ball(1.0), horizon=100)
+
+
+def test_command_learners_are_the_library_presets():
+    """One name set: every learner of ``bandits-jax bco`` is a library preset, built the same."""
+    from bandits_jax.bco import domains as dom
+    from bandits_jax.bco import two_point as tp
+    from bandits_jax.cli import bco as cmd
+
+    assert set(cmd.BCO_LEARNERS) == set(sch.PRESETS)
+    for name, p in cmd.BCO_LEARNERS.items():
+        state = cmd.bco_learner(name, 3).init(
+            tp.preset_learner(name, dim=3).hyperparams(dom.ball(1.0), horizon=10, lam=1.0)
+        )
+        assert isinstance(state, tp.SphereState if p.algorithm == "alg3" else tp.TwoPointState)
