@@ -1,18 +1,21 @@
-"""Compile time against run time under XLA's CPU optimisation levels, for the command's runs.
+"""Compile time against run time under XLA's CPU compile options, for the command's runs.
 
 Run as ``python -m benchmarks.xla_opt_level`` (``--json PATH`` to write the figures, e.g.
-``docs/bench/xla_opt_level.json``). It takes several minutes: each level runs
+``docs/bench/xla_opt_level.json``). It takes several minutes: each configuration runs
 ``bandits-jax reproduce`` cold once per repeat.
 
-Method. For every level (``default``: XLA's own, no flag; ``0``: LLVM's ``-O0`` via the
-command's ``--xla-opt-level 0``) and every repeat, a fresh subprocess runs ``python -m
+Method. A configuration ``LEVEL:EMITTERS`` is the command's ``--xla-opt-level LEVEL`` (``default``:
+XLA's own; ``0``: LLVM's ``-O0``) and ``--xla-fusion-emitters EMITTERS`` (``on``: XLA's
+MLIR-based fusion emitters, its default; ``off``: its classic LLVM IR emitters). For every
+configuration and every repeat, a fresh subprocess runs ``python -m
 bandits_jax reproduce --quiet --no-plots`` with a new, empty ``--compile-cache`` directory (so
 every program compiles) and the given ``--quick`` or ``--rounds/--trials``. From the run's
 ``reproduce.csv`` it takes each (setting, learner)'s ``compile_s`` (the chunk program's
 ahead-of-time compilation) and ``ms_per_round_mean`` (the compiled chunks alone); the wall time
 is the subprocess's. Printed: per (setting, learner) the median compile seconds and ms per round
-at each level, and per level the median wall time, summed compile seconds and summed run seconds
-(ms per round x rounds x trials), with min-max over repeats.
+under each configuration; per configuration the median wall time, summed compile seconds and
+summed run seconds (ms per round x rounds x trials), with min-max over repeats, and the largest
+relative difference of a cell's final regret from the first configuration's.
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ import time
 from benchmarks._device import add_device_option
 
 
-def _run(level: str, root: pathlib.Path, extra: list[str]) -> tuple[float, list[dict]]:
+def _run(config: str, root: pathlib.Path, extra: list[str]) -> tuple[float, list[dict]]:
     out, cache = root / "out", root / "xla"
+    level, _, emitters = config.partition(":")
     cmd = [sys.executable, "-m", "bandits_jax", "reproduce", "--quiet", "--no-plots"]
-    cmd += ["--out", str(out), "--compile-cache", str(cache), "--xla-opt-level", level, *extra]
+    cmd += ["--out", str(out), "--compile-cache", str(cache), "--xla-opt-level", level]
+    cmd += ["--xla-fusion-emitters", emitters or "on", *extra]
     env = {**os.environ, "BANDITS_JAX_DATA": str(root / "data")}
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -51,8 +56,12 @@ def _spread(xs: list[float]) -> str:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--json", default=None, help="write the figures here")
-    p.add_argument("--levels", default="default,0", help="levels to compare (default,0,1,2,3)")
-    p.add_argument("--repeats", type=int, default=2, help="cold runs per level")
+    p.add_argument(
+        "--levels",
+        default="default:on,0:on,default:off,0:off",
+        help="configurations LEVEL:EMITTERS to compare (LEVEL: default,0,1,2,3; EMITTERS: on, off)",
+    )
+    p.add_argument("--repeats", type=int, default=2, help="cold runs per configuration")
     p.add_argument("--rounds", type=int, default=None, help="T (default: --quick's 200)")
     p.add_argument("--trials", type=int, default=None, help="trials (default: --quick's 4)")
     add_device_option(p)
@@ -70,7 +79,7 @@ def main(argv=None) -> dict:
 
     runs: dict[str, list[dict]] = {lv: [] for lv in levels}
     for rep in range(args.repeats):
-        for lv in levels:  # interleaved, so that a change in machine load hits every level
+        for lv in levels:  # interleaved: a change in machine load hits every configuration
             with tempfile.TemporaryDirectory(prefix="bandits-jax-opt-level-") as tmp:
                 wall, rows = _run(lv, pathlib.Path(tmp), extra)
             compile_s = sum(float(r["compile_s"]) for r in rows)
@@ -80,7 +89,7 @@ def main(argv=None) -> dict:
             )
             runs[lv].append({"wall_s": wall, "compile_s": compile_s, "run_s": run_s, "rows": rows})
             print(
-                f"repeat {rep + 1}, level {lv}: {wall:6.1f} s wall, {compile_s:6.1f} s compiling "
+                f"repeat {rep + 1}, {lv}: {wall:6.1f} s wall, {compile_s:6.1f} s compiling "
                 f"chunks, {run_s:6.1f} s running them",
                 flush=True,
             )
@@ -88,7 +97,7 @@ def main(argv=None) -> dict:
     cells = [(r["setting"], r["learner"]) for r in runs[levels[0]][0]["rows"]]
     per_cell = {}
     head = "".join(f" {'compile s':>10s} {'ms/round':>9s}" for _ in levels)
-    print(f"\n{'setting':22s} {'learner':14s}{head}   (levels {', '.join(levels)})")
+    print(f"\n{'setting':22s} {'learner':14s}{head}   (configurations {', '.join(levels)})")
     for i, (setting, learner) in enumerate(cells):
         fig = {}
         for lv in levels:
@@ -97,12 +106,23 @@ def main(argv=None) -> dict:
                 "ms_per_round": statistics.median(
                     float(r["rows"][i]["ms_per_round_mean"]) for r in runs[lv]
                 ),
+                "final_regret_mean": float(runs[lv][0]["rows"][i]["final_regret_mean"]),
             }
         per_cell[f"{setting} / {learner}"] = fig
         cols = "".join(
             f" {fig[lv]['compile_s']:10.2f} {fig[lv]['ms_per_round']:9.3f}" for lv in levels
         )
         print(f"{setting:22s} {learner:14s}{cols}")
+    # The options change how fast a program compiles and runs, not what it computes: the largest
+    # relative difference of a cell's mean final regret from the first configuration's.
+    regret_diff = {
+        lv: max(
+            abs(f[lv]["final_regret_mean"] - f[levels[0]]["final_regret_mean"])
+            / max(abs(f[levels[0]]["final_regret_mean"]), 1e-300)
+            for f in per_cell.values()
+        )
+        for lv in levels
+    }
     totals = {}
     print()
     for lv in levels:
@@ -111,8 +131,9 @@ def main(argv=None) -> dict:
             k: {"median": statistics.median(v), "min": min(v), "max": max(v)} for k, v in t.items()
         }
         print(
-            f"level {lv:8s}: wall {_spread(t['wall_s'])} s, compile {_spread(t['compile_s'])} s,"
-            f" run {_spread(t['run_s'])} s  (median, min-max over {args.repeats})"
+            f"{lv:10s}: wall {_spread(t['wall_s'])} s, compile {_spread(t['compile_s'])} s,"
+            f" run {_spread(t['run_s'])} s  (median, min-max over {args.repeats}); final regret"
+            f" within {regret_diff[lv]:.1e} (relative) of {levels[0]}'s"
         )
     from benchmarks._report import finish
 
@@ -123,6 +144,7 @@ def main(argv=None) -> dict:
             "repeats": args.repeats,
             "levels": levels,
             "totals": totals,
+            "max_relative_regret_difference": regret_diff,
             "per_cell": per_cell,
         },
         args.json,

@@ -134,7 +134,8 @@ def write_outputs(out: pathlib.Path, written: list[pathlib.Path]) -> None:
         print(f"  {p.resolve()}")
 
 
-COMPILE_CACHE_MIN_SECONDS = 0.5  # programs compiled faster than this are not cached
+COMPILE_CACHE_MIN_SECONDS = 0.1  # programs compiled faster than this are not cached (a chunk
+# compiles in 0.4-1.5 s at --quick's options: python -m benchmarks.xla_opt_level)
 _CACHE_OFF = f"--compile-cache off or {COMPILE_CACHE_ENV}=off"
 _CACHE_ON = f"--compile-cache DIR, or unset ${COMPILE_CACHE_ENV}"
 
@@ -157,10 +158,13 @@ def _use_compile_cache(path: pathlib.Path | None) -> None:
 def compile_cache_report(args: argparse.Namespace) -> dict[str, Any]:
     """The compile cache now: ``dir`` (where this checkout's entries go; ``None`` when off),
     ``root`` (its parent, every checkout's entries), ``enabled``, ``entries`` (JAX's ``*-cache``
-    files) and ``bytes`` (all files under ``dir``)."""
+    files), ``bytes`` (all files under ``dir``) and ``xla_options`` (what the chunks compiled
+    with: ``--xla-opt-level``, ``--xla-fusion-emitters``; ``{}`` for XLA's defaults)."""
     path = args.compile_cache_path
+    xla = compiler_options(args) or {}
     if path is None:
-        return {"dir": None, "root": None, "enabled": False, "entries": 0, "bytes": 0}
+        return {"dir": None, "root": None, "enabled": False, "entries": 0, "bytes": 0,
+                "xla_options": xla}  # fmt: skip
     entries = size = 0
     for p in path.rglob("*") if path.is_dir() else ():
         try:  # another process may evict an entry meanwhile
@@ -175,16 +179,25 @@ def compile_cache_report(args: argparse.Namespace) -> dict[str, Any]:
         "enabled": True,
         "entries": entries,
         "bytes": size,
+        "xla_options": xla,
     }
 
 
 def compile_cache_text(report: dict[str, Any]) -> str:
-    """The summary's lines on the compile cache: where, how big, how to clear or turn it off."""
+    """The summary's lines on compiling: the XLA options; the compile cache (where, how big, how
+    to clear or turn it off)."""
+    xla = report.get("xla_options") or {}
+    level = xla.get("xla_backend_optimization_level", "XLA's default")
+    emitters = "classic" if xla.get("xla_cpu_use_fusion_emitters") is False else "MLIR"
+    options = (
+        f"\nCompiled with: optimisation level {level}, {emitters} fusion emitters on CPU "
+        "(--xla-opt-level, --xla-fusion-emitters)"
+    )
     if not report["enabled"]:
-        return f"\nCompile cache: off (turn it on with {_CACHE_ON})\n"
+        return f"{options}\nCompile cache: off (turn it on with {_CACHE_ON})\n"
     d, root = shlex.quote(report["dir"]), shlex.quote(report["root"])
     return (
-        f"\nCompile cache: on, in {report['dir']}: {report['entries']} entries, "
+        f"{options}\nCompile cache: on, in {report['dir']}: {report['entries']} entries, "
         f"{report['bytes'] / 1e6:.1f} MB\n"
         "  (JAX's persistent compilation cache, keyed by this checkout's source and JAX's "
         "version: it saves compiling, no result depends on it)\n"

@@ -469,15 +469,26 @@ def check_threads(errors: list[str], value: Any) -> None:
 
 XLA_OPT_LEVELS = ("auto", "default", "0", "1", "2", "3")
 XLA_OPT_AUTO_HELP = "0 for --quick runs (compiling is most of them), XLA's own otherwise"
+XLA_FUSION_EMITTERS = ("auto", "on", "off")
+XLA_FUSION_AUTO_HELP = "off (it compiled two to three times faster than on and ran no slower)"
 
 
 def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The XLA options of ``--xla-opt-level`` for :func:`bandits_jax.sim.chunks.compiler_options`
-    (``None``: XLA's defaults)."""
+    """The XLA options of ``--xla-opt-level`` and ``--xla-fusion-emitters`` for
+    :func:`bandits_jax.sim.chunks.compiler_options` (``None``: XLA's defaults). Both choices
+    come from ``python -m benchmarks.xla_opt_level`` (``docs/bench/xla_opt_level.json``)."""
+    options: dict[str, Any] = {}
     level = getattr(args, "xla_opt_level", None) or "default"
-    if level == "auto":  # from python -m benchmarks.xla_opt_level (docs/bench/xla_opt_level.json)
+    if level == "auto":
         level = "0" if getattr(args, "quick", False) else "default"
-    return None if level == "default" else {"xla_backend_optimization_level": int(level)}
+    if level != "default":
+        options["xla_backend_optimization_level"] = int(level)
+    emitters = getattr(args, "xla_fusion_emitters", None) or "on"
+    if emitters == "auto":
+        emitters = "off"
+    if emitters == "off":  # XLA's CPU backend: the classic LLVM IR emitters of fused kernels
+        options["xla_cpu_use_fusion_emitters"] = False
+    return options or None
 
 
 COMPILE_CACHE_ENV = "BANDITS_JAX_COMPILE_CACHE"  # a directory or "off"; --compile-cache wins
@@ -605,6 +616,19 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
             help="XLA's CPU optimisation level for the compiled chunks: 0 compiles faster and "
             "runs slower, 'default' is XLA's own, auto: " + XLA_OPT_AUTO_HELP + " (python -m "
             "benchmarks.xla_opt_level measures both); it never changes results",
+        ),
+    ),
+    (
+        "run",
+        "--xla-fusion-emitters",
+        dict(
+            choices=XLA_FUSION_EMITTERS,
+            default="auto",
+            help="XLA's CPU fusion emitters (MLIR-based kernels of fused operations): 'off' uses "
+            "XLA's classic LLVM emitters, 'on' the MLIR ones, auto: "
+            + XLA_FUSION_AUTO_HELP
+            + " (python -m benchmarks.xla_opt_level measures both; results agree to rounding); "
+            "ignored on GPU",
         ),
     ),
     (

@@ -29,6 +29,7 @@ COMMON = {
     "--sketch": (["2"], "sketch", 2),
     "--compile-cache": (["off"], "compile_cache", "off"),
     "--xla-opt-level": (["0"], "xla_opt_level", "0"),
+    "--xla-fusion-emitters": (["on"], "xla_fusion_emitters", "on"),
     "--quick": ([], "quick", True),
     "--rounds": (["7"], "rounds", 7),
     "--trials": (["2"], "trials", 2),
@@ -318,13 +319,16 @@ def test_no_abbreviated_options(capsys):
     assert len(err) == 1 and "--S" in err[0]
 
 
-def test_xla_opt_level_auto_is_level_0_for_quick_runs_only():
+def test_xla_options_auto_are_level_0_for_quick_runs_and_classic_emitters():
     parser = cli.build_parser()
     quick = parse(parser, ["reproduce", "--quick"])
     full = parse(parser, ["reproduce"])
     fixed = parse(parser, ["reproduce", "--quick", "--xla-opt-level", "default"])
-    assert opt.compiler_options(quick) == {"xla_backend_optimization_level": 0}
-    assert opt.compiler_options(full) is None and opt.compiler_options(fixed) is None
-    assert opt.compiler_options(parse(parser, ["sweep", "--xla-opt-level", "2"])) == {
+    classic = {"xla_cpu_use_fusion_emitters": False}
+    assert opt.compiler_options(quick) == {"xla_backend_optimization_level": 0, **classic}
+    assert opt.compiler_options(full) == classic and opt.compiler_options(fixed) == classic
+    on = ["--xla-fusion-emitters", "on"]
+    assert opt.compiler_options(parse(parser, ["reproduce", *on])) is None
+    assert opt.compiler_options(parse(parser, ["sweep", "--xla-opt-level", "2", *on])) == {
         "xla_backend_optimization_level": 2
     }

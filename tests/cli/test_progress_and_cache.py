@@ -82,7 +82,9 @@ def test_summary_names_the_cache_its_entries_and_how_to_clear_it(
         "enabled": True,
         "entries": entries,
         "bytes": size,
+        "xla_options": opt.compiler_options(cli.build_parser().parse_args(REPRODUCE)),
     }
+    assert "Compiled with: optimisation level" in summary and "fusion emitters" in summary
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"compile cache on: {where}, {entries} entries" in last and "rm -rf" in last
     assert "--compile-cache off" in last
