@@ -4,9 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import platform
+import shlex
+import subprocess
+import sys
+import time
 
 import jax
+
+
+def run_command(args: list[str], data: pathlib.Path, **env: str) -> tuple[float, str]:
+    """Runs ``python -m bandits_jax ARGS`` in a fresh subprocess with the data root ``data`` and
+    the extra environment ``env``; returns its wall seconds and stderr.
+
+    Raises:
+      RuntimeError: with the command and the tail of its stderr when it fails.
+    """
+    cmd = [sys.executable, "-m", "bandits_jax", *args]
+    full_env = {**os.environ, "BANDITS_JAX_DATA": str(data), **env}
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=full_env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, proc.stderr
 
 
 def finish(result: dict, json_path: str | None) -> dict:

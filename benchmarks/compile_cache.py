@@ -24,12 +24,10 @@ import collections
 import os
 import pathlib
 import re
-import subprocess
-import sys
 import tempfile
-import time
 
 from benchmarks._device import add_device_option
+from benchmarks._report import finish, run_command
 
 COMPILING = re.compile(r"Compiling (\S+) with global shapes and types (.*?)\. Argument mapping")
 FINISHED = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.]+) sec")
@@ -65,15 +63,10 @@ def _cache_size(path: pathlib.Path) -> tuple[int, int]:
 
 
 def _reproduce(out: pathlib.Path, cache: pathlib.Path, data: pathlib.Path, extra: list[str]):
-    env = {**os.environ, "BANDITS_JAX_DATA": str(data), "JAX_LOG_COMPILES": "1"}
-    cmd = [sys.executable, "-m", "bandits_jax", "reproduce", "--quick", "--quiet", "--no-plots"]
-    cmd += ["--out", str(out), "--compile-cache", str(cache), *extra]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return wall, compile_log(proc.stderr)
+    cmd = ["reproduce", "--quick", "--quiet", "--no-plots", "--out", str(out)]
+    cmd += ["--compile-cache", str(cache), *extra]
+    wall, stderr = run_command(cmd, data, JAX_LOG_COMPILES="1")
+    return wall, compile_log(stderr)
 
 
 def main(argv=None) -> dict:
@@ -115,8 +108,6 @@ def main(argv=None) -> dict:
     ratio = runs[1]["wall_s"] / runs[0]["wall_s"]
     verdict = "met" if ratio <= TARGET else "MISSED"
     print(f"second / first run: {ratio:.2f} (target <= {TARGET}): {verdict}")
-    from benchmarks._report import finish
-
     return finish(
         {
             "benchmark": "compile_cache",

@@ -6,7 +6,7 @@ count per repeat.
 
 Method. For every device count of ``--devices`` (default ``1,2``) and every repeat (interleaved,
 so that a change in machine load hits every count), a fresh subprocess runs ``python -m
-bandits_jax COMMAND --quiet --no-plots --devices N`` (``--command``, default ``sweep --quick``:
+bandits_jax COMMAND --quiet --no-plots --devices N`` (``--command``, default ``kappa --quick``:
 the command whose default is one device per idle core) with a new output directory and a new,
 empty ``--compile-cache`` (every program compiles, as in a user's first run). Printed: the median
 wall time per count with its min-max, each count's time over one device's, and whether the
@@ -21,26 +21,18 @@ import argparse
 import csv
 import io
 import math
-import os
 import pathlib
 import shlex
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
+
+from benchmarks._report import finish, run_command
 
 
 def _run(command: list[str], devices: int, root: pathlib.Path) -> tuple[float, dict[str, str]]:
     out = root / "out"
-    cmd = [sys.executable, "-m", "bandits_jax", *command, "--quiet", "--no-plots"]
-    cmd += ["--devices", str(devices), "--out", str(out), "--compile-cache", str(root / "xla")]
-    env = {**os.environ, "BANDITS_JAX_DATA": str(root / "data")}
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    cmd = [*command, "--quiet", "--no-plots", "--devices", str(devices), "--out", str(out)]
+    wall, _ = run_command([*cmd, "--compile-cache", str(root / "xla")], root / "data")
     return wall, {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
 
 
@@ -74,7 +66,7 @@ def max_relative_difference(a: dict[str, str], b: dict[str, str]) -> float:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--json", default=None, help="write the figures here")
-    p.add_argument("--command", default="sweep --quick", help="the bandits-jax command line")
+    p.add_argument("--command", default="kappa --quick", help="the bandits-jax command line")
     p.add_argument("--devices", default="1,2", help="host device counts to compare")
     p.add_argument("--repeats", type=int, default=2, help="runs per device count")
     args = p.parse_args(argv)
@@ -107,8 +99,6 @@ def main(argv=None) -> dict:
             f"{med / base:.2f}x --devices {counts[0]}'s time; CSV numbers within {diff:.1e} "
             f"(relative, timings aside) of --devices {counts[0]}'s"
         )
-    from benchmarks._report import finish
-
     return finish(
         {
             "benchmark": "host_devices",

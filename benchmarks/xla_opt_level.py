@@ -25,26 +25,18 @@ import csv
 import os
 import pathlib
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 
 from benchmarks._device import add_device_option
+from benchmarks._report import finish, run_command
 
 
 def _run(config: str, root: pathlib.Path, extra: list[str]) -> tuple[float, list[dict]]:
     out, cache = root / "out", root / "xla"
     level, _, emitters = config.partition(":")
-    cmd = [sys.executable, "-m", "bandits_jax", "reproduce", "--quiet", "--no-plots"]
-    cmd += ["--out", str(out), "--compile-cache", str(cache), "--xla-opt-level", level]
-    cmd += ["--xla-fusion-emitters", emitters or "on", *extra]
-    env = {**os.environ, "BANDITS_JAX_DATA": str(root / "data")}
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    cmd = ["reproduce", "--quiet", "--no-plots", "--out", str(out), "--compile-cache", str(cache)]
+    cmd += ["--xla-opt-level", level, "--xla-fusion-emitters", emitters or "on", *extra]
+    wall, _ = run_command(cmd, root / "data")
     with open(out / "reproduce.csv", newline="") as f:
         return wall, list(csv.DictReader(f))
 
@@ -135,8 +127,6 @@ def main(argv=None) -> dict:
             f" run {_spread(t['run_s'])} s  (median, min-max over {args.repeats}); final regret"
             f" within {regret_diff[lv]:.1e} (relative) of {levels[0]}'s"
         )
-    from benchmarks._report import finish
-
     return finish(
         {
             "benchmark": "xla_opt_level",

@@ -615,7 +615,7 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
             default="auto",
             help="XLA's CPU optimisation level for the compiled chunks: 0 compiles faster and "
             "runs slower, 'default' is XLA's own, auto: " + XLA_OPT_AUTO_HELP + " (python -m "
-            "benchmarks.xla_opt_level measures both); it never changes results",
+            "benchmarks.xla_opt_level measures both; results agree to rounding)",
         ),
     ),
     (

@@ -224,9 +224,10 @@ _OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar
 def compiler_options(options: dict[str, Any] | None):
     """Within the block, every :class:`ChunkFn` compiles with these XLA options (``None``: XLA's
     defaults), e.g. ``{"xla_backend_optimization_level": 0}``: LLVM's ``-O0`` compiles a chunk
-    in less time and runs it slower (``python -m benchmarks.xla_opt_level`` measures both). The
-    options change how fast the program runs, not what it computes. JAX's persistent cache keys
-    executables by them too."""
+    in less time and runs it slower, ``{"xla_cpu_use_fusion_emitters": False}`` (XLA's classic
+    CPU emitters) compiles in less time still (``python -m benchmarks.xla_opt_level`` measures
+    both). The options change how fast the program compiles and runs; results agree to rounding.
+    JAX's persistent cache keys executables by them too."""
     token = _OPTIONS.set(None if options is None else dict(options))
     try:
         yield
