@@ -11,7 +11,7 @@ Most of the suite's time is XLA compiling small programs, so tests compile fast 
 caller set wins): LLVM's optimisation level 0 (``--xla_backend_optimization_level=0``) and XLA's
 classic CPU fusion emitters (``--xla_cpu_use_fusion_emitters=false``, about a third of the
 compile time of the MLIR-based ones on EOFD's update). They change how fast the compiled code
-runs, not what it computes beyond rounding (the suite passes either way). Benchmarks compile with
+runs, not what it computes beyond rounding. Benchmarks compile with
 XLA's defaults, the command with its ``--xla-opt-level`` and ``--xla-fusion-emitters``.
 
 A session compile cache (JAX's persistent cache, so that a learner built again in another test

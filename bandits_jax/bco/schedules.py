@@ -107,7 +107,7 @@ def preset(name: str) -> Preset:
     Raises:
       ValueError: naming ``name`` when it is neither.
     """
-    key = PRESET_ALIASES.get(name, name) if isinstance(name, str) else name
+    key = PRESET_ALIASES.get(name, name) if isinstance(name, str) else None
     if key not in PRESETS:
         raise ValueError(f"name: expected one of {tuple(PRESETS)}, got {name!r}")
     return PRESETS[key]
