@@ -21,7 +21,7 @@ same streams (every target class, ``--seeds`` keys per class, one half of the ex
 
 Per variant: final regret mean +- standard error, median and 90th percentile over the runs
 (per-run regret is heavy-tailed on this data: a few runs lock onto a wrong class for hundreds of
-rounds), and ``||W||`` at the end. float64::
+rounds). float64::
 
     python -m benchmarks.mlogb_digits_causes --json docs/bench/mlogb_digits_causes.json
     python -m benchmarks.mlogb_digits_causes --half 0 --json docs/bench/mlogb_digits_causes_h0.json
@@ -72,7 +72,7 @@ def variants(dim: int, T: int) -> list[tuple[str, object, object]]:
 
 
 def play(learner, hp, env, targets: np.ndarray, keys: jax.Array, T: int):
-    """Regret per run and ``||W||`` at the end, all runs in one compiled call."""
+    """Final regret of every run (one per key and target), all runs in one compiled call."""
     from bandits_jax import mlogb
     from bandits_jax.sim import make_rollout
 

@@ -193,7 +193,9 @@ def test_presets_build():
         direct = (tp.sphere_learner if p.algorithm == "alg3" else tp.two_point_learner)(
             dim=4, schedule=p.kind
         )
-        hp_direct = direct.hyperparams(dom.ball(1.0), horizon=100, lam=1.0, offset=p.offset)
+        hp_direct = direct.hyperparams(
+            dom.ball(1.0), horizon=100, lam=1.0, scale=p.scale, offset=p.offset
+        )
         np.testing.assert_array_equal(two_rounds(learner, hp), two_rounds(direct, hp_direct))
         if p.kind == sch.CONVEX:
             assert np.isclose(float(hp.schedule.offset), sch.theorem1_offset(4, 1.0, 1.0, 100))
