@@ -45,7 +45,7 @@ _REGISTERED = (
     ("EOFD", "EOFD-MLogB", "tab:blue"),
     ("OFUL", "OFUL-MLogB", "tab:orange"),
     ("EOFD tuned", "EOFD-MLogB (tuned)", "tab:cyan"),
-    ("EOFD robust", "EOFD-MLogB robust (practical)", "tab:green"),
+    ("EOFD robust", "EOFD-MLogB robust (tuned)", "tab:green"),
     ("EOFD adaptive", "EOFD-MLogB adaptive (tuned)", "tab:olive"),
     ("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red"),
     ("greedy", "greedy (robust EOFD estimate)", "tab:purple"),

@@ -10,9 +10,9 @@ cumulative regret; plus each recipe's ``(lam, eta, S)``::
 
     python -m benchmarks.mlogb_digits --json docs/bench/mlogb_digits.json
 
-The recipes: the practical recipe (robust EOFD) at ``S = 1`` (what ``mlogb.practical(S=1)``
-runs) and with no known bound (``S=None``, the recipe's own S), the plain EOFD recipe at
-``S = 1``, and LinUCB. ``--quick``: T = 300, three classes. float64.
+The recipes: the robust EOFD recipe at ``S = 1`` (what ``mlogb.practical(S=1)`` runs) and with
+no known bound (``S=None``, the recipe's own S), the plain EOFD recipe at ``S = 1``, and LinUCB
+(what ``mlogb.practical(S=None)`` runs). ``--quick``: T = 300, three classes. float64.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import numpy as np
 from benchmarks._report import finish
 
 RECIPES = (  # (label, kind, S)
-    ("practical, S = 1", "eofd-robust", 1.0),
-    ("practical, S = None", "eofd-robust", None),
+    ("robust EOFD, S = 1", "eofd-robust", 1.0),
+    ("robust EOFD, S = None", "eofd-robust", None),
     ("EOFD, S = 1", "eofd", 1.0),
     ("LinUCB", "linucb", None),
 )

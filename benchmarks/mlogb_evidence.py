@@ -24,7 +24,10 @@ A long run can be split (``--settings``/``--learners`` into ``--out DIR1``, ...)
 (``--merge DIR1 DIR2 ... --json ...``); each run's ``DIR/recipes`` holds the command's figures.
 After a change to some learners, ``--base docs/bench/mlogb_evidence.json`` with ``--learners``
 (and ``--settings``) re-measures only those: the earlier table's other cells stand, each cell
-records the ``run`` that measured it, and penalties and goals are recomputed.
+records the ``run`` that measured it, and penalties and goals are recomputed; ``--rejudge``
+recomputes them from ``--base`` alone (no runs). The goals judge the kind ``mlogb.practical``
+returns on each setting (:func:`recommended`: robust EOFD with the synthetic streams' known bound,
+LinUCB on classification data) and record robust EOFD against LinUCB everywhere.
 ``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end.
 float64. Cells listed in :data:`SKIP_TUNED` are not tuned (cost; said in the table).
 """
@@ -52,7 +55,6 @@ SETTINGS = (
     "digits-k4-h1",
 )
 LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
-RECOMMENDED = "eofd-robust"  # mlogb.practical
 GRID = {"l": "-1.5,-1,-0.5,0", "e": "-0.5,0,0.5,1", "beta": "0.01,0.1,1"}
 S_GRID = "8,16,32"  # classification data: S is a modelling choice, tuned too
 # The classification grid reaches the small lam the no-known-bound recipes chose
@@ -75,6 +77,14 @@ TUNING_TRIALS = 3
 
 def _classification(setting: str) -> bool:
     return not setting.startswith(("synth-", "lowrank-"))
+
+
+def recommended(setting: str) -> str:
+    """The kind ``mlogb.practical`` returns on a setting: a known bound on the synthetic ones,
+    none on classification data."""
+    from bandits_jax.mlogb.recipes import practical_kind
+
+    return practical_kind(None if _classification(setting) else 1.0)
 
 
 def run_recipes(
@@ -152,7 +162,7 @@ def assemble(recipes: dict, tuned_rows: list, base: dict | None = None, run: str
         for key, cell in cells.items():
             if (key, name) in SKIP_TUNED:
                 cell.pop("tuned", None)
-    return {name: _judged(titles[name], cells) for name, cells in cells_of.items()}
+    return {name: _judged(name, titles[name], cells) for name, cells in cells_of.items()}
 
 
 def collect_cells(recipes: dict, tuned_rows: list, run: str = "") -> dict:
@@ -189,8 +199,9 @@ def collect_cells(recipes: dict, tuned_rows: list, run: str = "") -> dict:
     return out
 
 
-def _judged(title: str, cells: dict) -> dict:
-    """A setting's cells with each recipe's transfer penalty and the evidence issue's goals."""
+def _judged(setting: str, title: str, cells: dict) -> dict:
+    """A setting's cells with each recipe's transfer penalty and the evidence issue's goals (for
+    the recommended kind, :func:`recommended`; and robust EOFD against LinUCB)."""
     for c in cells.values():
         c.pop("transfer_penalty", None)
     tuned = {k: c["tuned"]["mean"] for k, c in cells.items() if "tuned" in c}
@@ -198,14 +209,17 @@ def _judged(title: str, cells: dict) -> dict:
     for c in cells.values():
         if best_key is not None and "recipe" in c:
             c["transfer_penalty"] = c["recipe"]["mean"] / tuned[best_key]
-    goals = {}
-    rec = cells.get(RECOMMENDED, {}).get("recipe")
+    goals: dict = {"recommended": recommended(setting)}
+    rec = cells.get(goals["recommended"], {}).get("recipe")
     if rec is not None and best_key is not None:
         goals["recommended_over_best_tuned"] = rec["mean"] / tuned[best_key]
         goals["within_10pct_of_best_tuned"] = rec["mean"] <= 1.1 * tuned[best_key]
     lin = cells.get("linucb", {}).get("recipe")
     if rec is not None and lin is not None:
         goals["recommended_over_linucb"] = rec["mean"] / lin["mean"]
+    robust = cells.get("eofd-robust", {}).get("recipe")
+    if robust is not None and lin is not None:
+        goals["eofd_robust_over_linucb"] = robust["mean"] / lin["mean"]
     return {"title": title, "best_tuned": best_key, "cells": cells, "goals": goals}
 
 
@@ -239,8 +253,9 @@ def markdown(table: dict, learners) -> str:
         )
         best = t["cells"][t["best_tuned"]]["label"] if t["best_tuned"] else "—"
         line = f"- {n}: best tuned {best}; transfer penalty (recipe / best tuned): {pen}"
-        if "recommended_over_linucb" in g:
-            line += f"; recommended / LinUCB {g['recommended_over_linucb']:.2f}"
+        line += f"; recommended: {t['cells'].get(g['recommended'], {}).get('label', '—')}"
+        if "eofd_robust_over_linucb" in g:
+            line += f"; EOFD robust / LinUCB {g['eofd_robust_over_linucb']:.2f}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -259,9 +274,17 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--base", default=None,
                    help="an earlier --json whose cells stand wherever this run has none (re-run "
                         "only the learners that changed; each cell records its run)")  # fmt: skip
+    p.add_argument("--rejudge", action="store_true",
+                   help="run nothing: recompute --base's penalties and goals (after a change to "
+                        "what is recommended)")  # fmt: skip
     a = p.parse_args(argv)
     settings, learners = a.settings.split(","), a.learners.split(",")
-    if a.merge:
+    if a.rejudge:
+        if not a.base:
+            p.error("--rejudge needs --base")
+        recipes, tuned_rows = json.loads(pathlib.Path(a.base).read_text()), []
+        recipes["settings"] = {}
+    elif a.merge:
         recipes, tuned_rows = _merge([pathlib.Path(d) for d in a.merge])
     else:
         out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_evidence_"))

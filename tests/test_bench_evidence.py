@@ -1,5 +1,7 @@
 """benchmarks.mlogb_evidence: a re-run of some learners merged over an earlier table (--base)."""
 
+import json
+
 from benchmarks import mlogb_evidence as ev
 
 
@@ -36,5 +38,25 @@ def test_base_cells_stand_where_the_new_run_has_none():
     # Penalties and goals are recomputed over the merged cells (best tuned: LinUCB, 40).
     assert second[s]["best_tuned"] == "linucb"
     assert cells["eofd-robust"]["transfer_penalty"] == 60.0 / 40.0
-    assert second[s]["goals"]["recommended_over_linucb"] == 60.0 / 50.0
-    assert second[s]["goals"]["within_10pct_of_best_tuned"] is False
+    # On classification data mlogb.practical recommends LinUCB (no known bound).
+    goals = second[s]["goals"]
+    assert goals["recommended"] == "linucb"
+    assert goals["recommended_over_best_tuned"] == 50.0 / 40.0
+    assert goals["within_10pct_of_best_tuned"] is False
+    assert goals["eofd_robust_over_linucb"] == 60.0 / 50.0
+
+
+def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
+    s = "synth-20-1-S8"
+    table = ev.assemble(
+        _recipes(s, {"EOFD robust": 43.0, "LinUCB": 50.0}), [_tuned(s, "LinUCB", 40.0)]
+    )
+    table[s]["goals"] = {}  # as if judged by an older rule
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"rounds": 100, "trials": 4, "dtype": "float64", "settings": table}))
+    out = ev.main(["--base", str(base), "--rejudge", "--json", str(tmp_path / "new.json")])
+    goals = out["settings"][s]["goals"]
+    assert goals["recommended"] == "eofd-robust"  # a known bound on synthetic streams
+    assert goals["recommended_over_best_tuned"] == 43.0 / 40.0
+    assert goals["within_10pct_of_best_tuned"] is True
+    assert out["settings"][s]["cells"]["linucb"]["tuned"]["mean"] == 40.0

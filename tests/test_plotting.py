@@ -18,7 +18,7 @@ from bandits_jax import plotting  # noqa: E402
 
 # The registry's legends (the longest names that reach the figures) and one name no registry has.
 LONG = [
-    "EOFD-MLogB robust (practical)",
+    "EOFD-MLogB robust (tuned)",
     "EOFD-MLogB (tuned)",
     "OFUL-MLogB (tuned)",
     "ada-OFU-ECOLog (tuned)",

@@ -194,7 +194,7 @@ LEARNERS: dict[str, LearnerSpec] = {
     "eofd": _spec("eofd", "EOFD", "EOFD-MLogB", True, tuned=False),
     "oful": _spec("oful", "OFUL", "OFUL-MLogB", False, tuned=False),
     "eofd-tuned": _spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True),
-    "eofd-robust": _spec("eofd-robust", "EOFD robust", "EOFD-MLogB robust (practical)", True),
+    "eofd-robust": _spec("eofd-robust", "EOFD robust", "EOFD-MLogB robust (tuned)", True),
     "eofd-adaptive": _spec("eofd-adaptive", "EOFD adaptive", "EOFD-MLogB adaptive (tuned)", True),
     "oful-tuned": _spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False),
     "greedy": _spec("greedy", "greedy", "greedy (robust EOFD estimate)", True),

@@ -97,10 +97,20 @@ def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
     np.testing.assert_allclose(float(known.hparams.S), 3.0, rtol=1e-12)
 
 
-def test_practical_defaults_to_no_known_bound():
-    rec = mlogb.practical(num_outcomes=1, dim=8, horizon=100)
-    assert rec.kind == recipes.PRACTICAL
-    np.testing.assert_allclose(float(rec.hparams.S), recipes.TUNED_FREE[recipes.PRACTICAL].S)
+@pytest.mark.parametrize("K", [1, 3])
+def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
+    """``S=None`` (the default): LinUCB, lam from the scaling at TUNED_FREE's S and l,
+    alpha = sqrt(beta); with a known bound: robust EOFD at the caller's S."""
+    d = 8
+    rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
+    ex = recipes.TUNED_FREE[recipes.PRACTICAL_FREE]
+    assert rec.kind == recipes.PRACTICAL_FREE == "linucb"
+    lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
+    np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
+    np.testing.assert_allclose(float(rec.hparams.alpha), math.sqrt(ex.beta), rtol=1e-12)
+    known = mlogb.practical(num_outcomes=K, dim=d, S=2.0, horizon=100)
+    assert known.kind == recipes.PRACTICAL == "eofd-robust"
+    np.testing.assert_allclose(float(known.hparams.S), 2.0, rtol=1e-12)
 
 
 def test_every_kind_has_both_recipes():
