@@ -26,8 +26,9 @@ After a change to some learners, ``--base docs/bench/mlogb_evidence.json`` with 
 (and ``--settings``) re-measures only those: the earlier table's other cells stand, each cell
 records the ``run`` that measured it, and penalties and goals are recomputed; ``--rejudge``
 recomputes them from ``--base`` alone (no runs). The goals judge the kind ``mlogb.practical``
-returns on each setting (:func:`recommended`: robust EOFD with the synthetic streams' known bound,
-LinUCB on classification data) and record robust EOFD against LinUCB everywhere.
+returns on each setting (:func:`recommended`: with the synthetic streams' known bound OFUL where
+``K d <= 32``, else robust EOFD; LinUCB on classification data) and record robust EOFD against
+LinUCB everywhere.
 ``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end.
 float64. Cells listed in :data:`SKIP_TUNED` are not tuned (cost; said in the table).
 """
@@ -80,11 +81,18 @@ def _classification(setting: str) -> bool:
 
 
 def recommended(setting: str) -> str:
-    """The kind ``mlogb.practical`` returns on a setting: a known bound on the synthetic ones,
-    none on classification data."""
+    """The learner (registry key) ``mlogb.practical`` returns on a setting: the synthetic streams'
+    known bound and (K, d) from the name; no known bound on classification data."""
+    from bandits_jax.cli.options import parse_setting
+    from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
     from bandits_jax.mlogb.recipes import practical_kind
 
-    return practical_kind(None if _classification(setting) else 1.0)
+    if _classification(setting):
+        kind = practical_kind(num_outcomes=1, dim=1, S=None)
+    else:
+        name = parse_setting(setting)
+        kind = practical_kind(num_outcomes=name.K, dim=name.D, S=name.S or 1.0)
+    return next(k for k in LEARNERS if REGISTRY[k].kind == kind)
 
 
 def run_recipes(

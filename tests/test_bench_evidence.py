@@ -47,7 +47,7 @@ def test_base_cells_stand_where_the_new_run_has_none():
 
 
 def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
-    s = "synth-20-1-S8"
+    s = "synth-40-1-S8"  # K d = 40 > 32: robust EOFD
     table = ev.assemble(
         _recipes(s, {"EOFD robust": 43.0, "LinUCB": 50.0}), [_tuned(s, "LinUCB", 40.0)]
     )
@@ -56,7 +56,10 @@ def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
     base.write_text(json.dumps({"rounds": 100, "trials": 4, "dtype": "float64", "settings": table}))
     out = ev.main(["--base", str(base), "--rejudge", "--json", str(tmp_path / "new.json")])
     goals = out["settings"][s]["goals"]
-    assert goals["recommended"] == "eofd-robust"  # a known bound on synthetic streams
+    assert goals["recommended"] == "eofd-robust"  # a known bound, K d > 32
     assert goals["recommended_over_best_tuned"] == 43.0 / 40.0
     assert goals["within_10pct_of_best_tuned"] is True
     assert out["settings"][s]["cells"]["linucb"]["tuned"]["mean"] == 40.0
+    assert ev.recommended("synth-20-1-S8") == "oful-tuned"  # K d = 20 <= 32: the full Hessian
+    assert ev.recommended("lowrank-100-1-5-S8") == "eofd-robust"
+    assert ev.recommended("digits-k4-h1") == "linucb"

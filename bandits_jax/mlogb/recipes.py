@@ -42,6 +42,19 @@ reported settings in view; the reported figures of ``(-1, 0, 1)`` were measured 
 stand. No single point serves every family: the problems' own best points spread over ``l``
 from -2 to -0.5 and ``e`` from -0.25 to 0.25.
 
+Where ``K d <= 32`` the recommended kind with a known bound is OFUL-MLogB, not the sketch
+(Section 4's ``m = floor(K d / 10)`` keeps at most three directions there). Each kind at its
+recipe on the tuning problems of that size, ten seeds::
+
+    SMALL=synth-10-1-S4,synth-30-1-S1,synth-30-1-S8,synth-10-2-S8,synth-15-2-S2
+    bandits-jax reproduce --settings $SMALL --learners eofd-robust,oful-tuned \
+      --rounds 2000 --trials 10 --seed 0 --out results/dense-kind
+
+gives robust EOFD 1.20, 1.01, 1.08, 1.20 and 0.97 times OFUL's regret; by the across-problems
+rule OFUL scores 1.01 and robust EOFD 1.10. OFUL's round costs 1.4 to 3.3 times the sketched
+one there and 49 to 98 times at ``K d`` = 65 to 260 (the evidence table): hence the bound on
+``K d``.
+
 With no known bound the recommended kind is LinUCB, not a logistic learner. The
 classification tuning problems (below), each learner at its :data:`TUNED_FREE` point, ten seeds::
 
@@ -173,10 +186,15 @@ for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bon
     _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
 KINDS = tuple(TUNED)
 K1_ONLY = frozenset({"ecolog"})  # kinds defined for K = 1 only
-# The kinds :func:`practical` returns. With a known bound: the cheapest EOFD kind whose tuning
-# score (mean relative regret over the tuning problems) is within 1% of the best EOFD kind's
-# (robust: m columns; adaptive: up to 2 m).
+# The kinds :func:`practical` returns (the module docstring has the measurements). With a known
+# bound and K d > DENSE_MAX: the cheapest EOFD kind whose tuning score (mean relative regret over
+# the tuning problems) is within 1% of the best EOFD kind's (robust: m columns; adaptive: up to
+# 2 m).
 PRACTICAL = "eofd-robust"
+# With a known bound and K d <= DENSE_MAX: OFUL-MLogB, the full Hessian. There Section 4's sketch
+# keeps m <= 3 directions and the dense round costs 1.4 to 3.3 times the sketched one.
+PRACTICAL_DENSE = "oful"
+DENSE_MAX = 32
 # With no known bound (classification data): LinUCB, by the across-problems rule over the five
 # classification tuning problems between it and the logistic kind with the least regret there
 # (the module docstring).
@@ -338,10 +356,15 @@ def tuned(
     return Tuned(kind, learner, hp, m)
 
 
-def practical_kind(S: float | None) -> str:
-    """The kind :func:`practical` returns: :data:`PRACTICAL` (robust EOFD) with a known bound,
-    :data:`PRACTICAL_FREE` (LinUCB) without one."""
-    return PRACTICAL if S is not None else PRACTICAL_FREE
+def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
+    """The kind :func:`practical` returns: :data:`PRACTICAL_FREE` (LinUCB) with no known bound;
+    with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else
+    :data:`PRACTICAL` (robust EOFD-MLogB)."""
+    if S is None:
+        return PRACTICAL_FREE
+    if int(num_outcomes) * int(dim) <= DENSE_MAX:
+        return PRACTICAL_DENSE
+    return PRACTICAL
 
 
 def practical(
@@ -356,13 +379,15 @@ def practical(
     """The recommended learner for the problem described, with its tuned hyperparameters.
 
     With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
-    :data:`TUNED`. With none (``S=None``, the default; classification data): LinUCB with its
-    intercept (:data:`PRACTICAL_FREE`) at :data:`TUNED_FREE`, because on those tuning problems
-    every logistic learner trails it (the module docstring; ``tuned("eofd-robust", S=None)`` is
-    the best logistic one there). The keywords are those of :func:`tuned`; ``.kind`` says which.
+    :data:`TUNED`, or OFUL-MLogB (:data:`PRACTICAL_DENSE`) when ``K d <= DENSE_MAX``, where the
+    full Hessian is cheap and beat the coarse sketch on the tuning problems. With none (``S=None``,
+    the default; classification data): LinUCB with its intercept (:data:`PRACTICAL_FREE`) at
+    :data:`TUNED_FREE`, because on those tuning problems every logistic learner trails it
+    (``tuned("eofd-robust", S=None)`` is the best logistic one there). The module docstring has
+    the measurements; the keywords are those of :func:`tuned`; ``.kind`` says which came back.
     """
     return tuned(
-        practical_kind(S),
+        practical_kind(num_outcomes=num_outcomes, dim=dim, S=S),
         num_outcomes=num_outcomes,
         dim=dim,
         S=S,

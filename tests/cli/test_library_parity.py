@@ -2,7 +2,7 @@
 
 ``bandits-jax reproduce --seed s`` plays trial ``i`` with ``sim.sweep.seed_keys([s + i])``: the
 first key draws the environment, the second drives the rounds. The library does the same with
-``mlogb.tuned`` (or ``mlogb.practical``), ``envs.synthetic_mlogb`` and ``sim.make_rollout``; the
+``mlogb.tuned``, ``envs.synthetic_mlogb`` and ``sim.make_rollout``; the
 README tells users so. Both run in float64 here (the suite enables x64; the command does too).
 """
 
@@ -40,4 +40,3 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path):
         got = setting["learners"][label]
         np.testing.assert_allclose(got["final_regret_mean"], finals.mean(), rtol=1e-12)
         np.testing.assert_allclose(got["final_regret_std"], finals.std(ddof=1), rtol=1e-10)
-    assert mlogb.practical(num_outcomes=1, dim=D, S=S, horizon=T).kind == "eofd-robust"

@@ -58,16 +58,18 @@ def test_bad_kind_and_beta():
                             beta="theory")  # fmt: skip
 
 
-def test_practical_is_the_robust_sketch_and_learns():
+@pytest.mark.parametrize("d,kind", [(20, recipes.PRACTICAL_DENSE), (40, recipes.PRACTICAL)])
+def test_practical_learns(d, kind):
     """The practical recipe on a Section 4 stream with ||W*|| = 4 (with S = 1 the reward gaps are
-    too small for the regret per round to fall visibly in 600 rounds): far below a random
-    choice, and its average regret falls over time (float64, 4 trials in one call)."""
-    K, d, T, trials = 1, 20, 600, 4
+    too small for the regret per round to fall visibly in 600 rounds), the full Hessian at
+    K d <= 32 and the robust sketch above: far below a random choice, and its average regret
+    falls over time (float64, 4 trials in one call)."""
+    K, T, trials = 1, 600, 4
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=4.0)
     keys = jax.random.split(jax.random.PRNGKey(3), trials)
     env_states = jax.vmap(env.init)(keys)
     rec = mlogb.practical(num_outcomes=K, dim=d, S=4.0, horizon=T)
-    assert rec.kind == recipes.PRACTICAL
+    assert rec.kind == kind
     rnd = mlogb.tuned("uniform", num_outcomes=K, dim=d, S=4.0, horizon=T)
     out = {}
     for r in (rec, rnd):
@@ -100,7 +102,8 @@ def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
 @pytest.mark.parametrize("K", [1, 3])
 def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
     """``S=None`` (the default): LinUCB, lam from the scaling at TUNED_FREE's S and l,
-    alpha = sqrt(beta); with a known bound: robust EOFD at the caller's S."""
+    alpha = sqrt(beta); with a known bound: OFUL where K d <= 32, else robust EOFD, at the
+    caller's S."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
     ex = recipes.TUNED_FREE[recipes.PRACTICAL_FREE]
@@ -108,9 +111,10 @@ def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
     lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
     np.testing.assert_allclose(float(rec.hparams.alpha), math.sqrt(ex.beta), rtol=1e-12)
-    known = mlogb.practical(num_outcomes=K, dim=d, S=2.0, horizon=100)
-    assert known.kind == recipes.PRACTICAL == "eofd-robust"
-    np.testing.assert_allclose(float(known.hparams.S), 2.0, rtol=1e-12)
+    for dim, kind in ((8, "oful"), (11, "oful" if K == 1 else "eofd-robust"), (40, "eofd-robust")):
+        known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
+        assert known.kind == kind, (K, dim)  # K d <= 32: the full Hessian
+        np.testing.assert_allclose(float(known.hparams.S), 2.0, rtol=1e-12)
 
 
 def test_every_kind_has_both_recipes():
