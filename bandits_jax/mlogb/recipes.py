@@ -367,15 +367,7 @@ def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
     return PRACTICAL
 
 
-def practical(
-    *,
-    num_outcomes: int,
-    dim: int,
-    S: float | None = None,
-    horizon: int,
-    rewards: Any = None,
-    dtype: Any = None,
-) -> Tuned:
+def practical(*, num_outcomes: int, dim: int, S: float | None = None, **kwargs: Any) -> Tuned:
     """The recommended learner for the problem described, with its tuned hyperparameters.
 
     With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
@@ -384,17 +376,11 @@ def practical(
     the default; classification data): LinUCB with its intercept (:data:`PRACTICAL_FREE`) at
     :data:`TUNED_FREE`, because on those tuning problems every logistic learner trails it
     (``tuned("eofd-robust", S=None)`` is the best logistic one there). The module docstring has
-    the measurements; the keywords are those of :func:`tuned`; ``.kind`` says which came back.
+    the measurements; the keywords are those of :func:`tuned` (``horizon``, ``rewards``,
+    ``dtype``); ``.kind`` says which came back.
     """
-    return tuned(
-        practical_kind(num_outcomes=num_outcomes, dim=dim, S=S),
-        num_outcomes=num_outcomes,
-        dim=dim,
-        S=S,
-        horizon=horizon,
-        rewards=rewards,
-        dtype=dtype,
-    )
+    kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S)
+    return tuned(kind, num_outcomes=num_outcomes, dim=dim, S=S, **kwargs)
 
 
 def lam_eta(num_outcomes: int, dim: int, S: float, ex: Exponents, action_bound: float = 1.0):
