@@ -44,8 +44,8 @@ import time
 
 from benchmarks._report import finish
 
-# ``reproduce``'s default settings first (so a run of the first three alone is that command's
-# default run: its ``DIR/recipes/reproduce_regret.png`` is the README's figure), then low kappa,
+# ``reproduce``'s default settings first (a run of the first three alone is that command's
+# default full run; the README's figure is its ``--quick`` run's), then low kappa,
 # K = 4 and the multinomial digits.
 SETTINGS = (
     "synth-20-1-S8",
