@@ -1,0 +1,32 @@
+"""benchmarks.mlogb_digits_causes: the numpy logistic fit against scikit-learn's, and the greedy
+baselines on a few rounds."""
+
+import numpy as np
+import pytest
+
+from benchmarks import mlogb_digits_causes as causes
+
+sklearn = pytest.importorskip("sklearn.linear_model")
+
+
+@pytest.mark.parametrize("lam", [1e-3, 0.1, 10.0])
+def test_logistic_mle_equals_scikit_learns_l2_fit(lam):
+    """argmin of the log-loss + lam/2 ||w||^2: scikit-learn's L2 logistic regression without an
+    intercept at C = 1/lam minimises the same objective."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5))
+    r = (X @ np.array([2.0, -1.0, 0.5, 0.0, 3.0]) + rng.standard_normal(60) > 0).astype(float)
+    ours = causes.logistic_mle(X, r, lam, np.zeros(5))
+    ref = sklearn.LogisticRegression(C=1.0 / lam, fit_intercept=False, tol=1e-12, max_iter=10_000)
+    ref.fit(X, r)
+    np.testing.assert_allclose(ours, ref.coef_[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("model", ["ridge", "mle"])
+def test_numpy_greedy_stops_paying_once_it_has_seen_the_target(model):
+    """One-hot classes: the first reward makes the target's weight the only positive one, so the
+    regret is the number of rounds before it, whatever the horizon after that."""
+    actions, labels = np.eye(10), np.arange(10)
+    short = causes.numpy_greedy(model, actions, labels, target=3, T=40, seed=0)
+    long = causes.numpy_greedy(model, actions, labels, target=3, T=200, seed=0)
+    assert 0 <= short < 40 and short == long
