@@ -139,6 +139,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bandits_jax.checks import check_int
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.greedy import greedy
@@ -361,9 +362,10 @@ def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
     """The kind :func:`practical` returns: :data:`PRACTICAL_FREE` (LinUCB) with no known bound;
     with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else
     :data:`PRACTICAL` (robust EOFD-MLogB)."""
+    K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
     if S is None:
         return PRACTICAL_FREE
-    if int(num_outcomes) * int(dim) <= DENSE_MAX:
+    if K * d <= DENSE_MAX:
         return PRACTICAL_DENSE
     return PRACTICAL
 

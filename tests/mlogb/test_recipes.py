@@ -121,3 +121,13 @@ def test_every_kind_has_both_recipes():
     assert set(recipes.TUNED) == set(recipes.TUNED_FREE) == set(recipes.KINDS)
     assert all(ex.S is None for ex in recipes.TUNED.values())
     assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE.values())
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [({"dim": "x"}, "dim"), ({"num_outcomes": 1.5}, "num_outcomes"), ({"S": float("nan")}, "S")],
+)
+def test_practical_rejects_bad_input_by_name(kw, name):
+    args = {"num_outcomes": 1, "dim": 5, "S": 1.0, "horizon": 10, **kw}
+    with pytest.raises(ValueError, match=name):
+        mlogb.practical(**args)
