@@ -30,3 +30,18 @@ def test_numpy_greedy_stops_paying_once_it_has_seen_the_target(model):
     short = causes.numpy_greedy(model, actions, labels, target=3, T=40, seed=0)
     long = causes.numpy_greedy(model, actions, labels, target=3, T=200, seed=0)
     assert 0 <= short < 40 and short == long
+
+
+def test_one_step_is_a_newton_step_on_the_regularised_log_loss():
+    """``steps=1`` (the ``"newton1"`` row): w - H^{-1} grad at w, with H and grad of the whole
+    objective written out here (the full step decreases it on this problem)."""
+    rng = np.random.default_rng(1)
+    X, lam = rng.standard_normal((30, 4)), 0.5
+    r = (rng.random(30) < 0.4).astype(float)
+    w0 = 0.1 * rng.standard_normal(4)
+    p = 1.0 / (1.0 + np.exp(-X @ w0))
+    grad = X.T @ (p - r) + lam * w0
+    hess = X.T @ np.diag(p * (1 - p)) @ X + lam * np.eye(4)
+    np.testing.assert_allclose(
+        causes.logistic_mle(X, r, lam, w0, steps=1), w0 - np.linalg.solve(hess, grad), rtol=1e-10
+    )
