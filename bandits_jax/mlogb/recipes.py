@@ -51,9 +51,9 @@ recipe on the tuning problems of that size, ten seeds::
       --rounds 2000 --trials 10 --seed 0 --out results/dense-kind
 
 gives robust EOFD 1.20, 1.01, 1.08, 1.20 and 0.97 times OFUL's regret; by the across-problems
-rule OFUL scores 1.01 and robust EOFD 1.10. OFUL's round costs 1.4 to 3.3 times the sketched
-one there and 49 to 98 times at ``K d`` = 65 to 260 (the evidence table): hence the bound on
-``K d``.
+rule OFUL scores 1.01 and robust EOFD 1.10. OFUL's round costs 1.2 to 2.8 times the sketched
+one there (the same command's ms per round, two runs on an idle machine) and 49 to 98 times at
+``K d`` = 65 to 260 (the evidence table): hence the bound on ``K d``.
 
 With no known bound the recommended kind is LinUCB, not a logistic learner. The
 classification tuning problems (below), each learner at its :data:`TUNED_FREE` point, ten seeds::
@@ -194,7 +194,7 @@ K1_ONLY = frozenset({"ecolog"})  # kinds defined for K = 1 only
 # 2 m).
 PRACTICAL = "eofd-robust"
 # With a known bound and K d <= DENSE_MAX: OFUL-MLogB, the full Hessian. There Section 4's sketch
-# keeps m <= 3 directions and the dense round costs 1.4 to 3.3 times the sketched one.
+# keeps m <= 3 directions and the dense round costs 1.2 to 2.8 times the sketched one.
 PRACTICAL_DENSE = "oful"
 DENSE_MAX = 32
 # With no known bound (classification data): LinUCB, by the across-problems rule over the five
