@@ -34,7 +34,8 @@ rounds). float64::
     python -m benchmarks.mlogb_digits_causes --half 0 --json docs/bench/mlogb_digits_causes_h0.json
 
 ``--quick``: T = 300, one key per class; ``--no-numpy``: skip the (slow) numpy rows;
-``--mle-lams``: the logistic fit at these ridges instead of :data:`NUMPY_ROWS`' two.
+``--mle-lams``: the exact logistic fit at these ridges instead of :data:`NUMPY_ROWS`' logistic
+rows (ridge regression stays).
 """
 
 from __future__ import annotations
@@ -174,8 +175,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", type=int, default=5, help="keys per target class (default 5)")
     p.add_argument("--no-numpy", action="store_true", help="skip the numpy ridge/MLE rows")
     p.add_argument("--mle-lams", default=None,
-                   help="comma list: the greedy logistic MLE at these ridges (default "
-                        f"0.1,{MLE_LAM:g}) beside greedy ridge at 0.1")  # fmt: skip
+                   help="comma list: the exact logistic MLE at these ridges instead of the default "
+                        "logistic rows (ridge regression at 0.1 stays)")  # fmt: skip
     p.add_argument("--half", type=int, default=1, choices=(0, 1),
                    help="0: even-indexed examples (tuning), 1: odd-indexed (reported)")  # fmt: skip
     a = p.parse_args(argv)

@@ -22,7 +22,7 @@ def test_logistic_mle_equals_scikit_learns_l2_fit(lam):
     np.testing.assert_allclose(ours, ref.coef_[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("model", ["ridge", "mle"])
+@pytest.mark.parametrize("model", ["ridge", "mle", "newton1"])
 def test_numpy_greedy_stops_paying_once_it_has_seen_the_target(model):
     """One-hot classes: the first reward makes the target's weight the only positive one, so the
     regret is the number of rounds before it, whatever the horizon after that."""
