@@ -183,6 +183,14 @@ def core_busy(interval: float = 0.05) -> dict[int, float]:
     return busy
 
 
+def usable_cores() -> int:
+    """How many CPU cores this process may run on (its affinity, after
+    :func:`configure_threads`), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def idle_cores(
     busy: Mapping[int, float] | None = None, allowed: Iterable[int] | None = None
 ) -> int:

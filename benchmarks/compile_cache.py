@@ -12,7 +12,8 @@ run, second/first (issue 10's target: at most 0.5), the cache's entries and size
 compile log (``JAX_LOG_COMPILES=1``): compilations per run, the seconds XLA spent in them
 (``Finished XLA compilation``: with a cache hit that is the time to load the executable),
 persistent-cache hits, the compilations of chunk functions (``jit(fn)``, the compiled function of
-``bandits_jax.sim.chunks.ChunkFn``), and any program compiled twice within one run (each distinct
+``bandits_jax.sim.chunks.ChunkFn``, or the two programs of a split chunk, ``jit(draw_rounds)``
+and ``jit(respond_rounds)``), and any program compiled twice within one run (each distinct
 chunk function should compile once): in the second run every cached program is logged with its
 cache key, so a key that appears twice is the same program compiled again.
 """
@@ -32,7 +33,8 @@ from benchmarks._report import finish, run_command
 COMPILING = re.compile(r"Compiling (\S+) with global shapes and types (.*?)\. Argument mapping")
 FINISHED = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.]+) sec")
 HIT = re.compile(r"Persistent compilation cache hit for '(\S+)' with key '(\S+)'")
-CHUNK_FN = "jit(fn)"  # the name JAX logs for ChunkFn._function (sharded or not)
+# the names JAX logs for ChunkFn's programs: one (sharded or not), or a split chunk's two
+CHUNK_FNS = ("jit(fn)", "jit(draw_rounds)", "jit(respond_rounds)")
 TARGET = 0.5
 
 
@@ -43,7 +45,7 @@ def compile_log(stderr: str) -> dict:
     and cache keys hit more than once: the same program compiled again in one process (seen in
     a run that reads the cache, where each program is logged with its key)."""
     compiles = COMPILING.findall(stderr)
-    chunk = [sig for sig in compiles if sig[0] == CHUNK_FN]
+    chunk = [sig for sig in compiles if sig[0] in CHUNK_FNS]
     hits = collections.Counter(HIT.findall(stderr))
     return {
         "compilations": len(compiles),

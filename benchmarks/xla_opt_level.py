@@ -4,9 +4,11 @@ Run as ``python -m benchmarks.xla_opt_level`` (``--json PATH`` to write the figu
 ``docs/bench/xla_opt_level.json``). It takes several minutes: each configuration runs
 ``bandits-jax reproduce`` cold once per repeat.
 
-Method. A configuration ``LEVEL:EMITTERS`` is the command's ``--xla-opt-level LEVEL`` (``default``:
-XLA's own; ``0``: LLVM's ``-O0``) and ``--xla-fusion-emitters EMITTERS`` (``on``: XLA's
-MLIR-based fusion emitters, its default; ``off``: its classic LLVM IR emitters). For every
+Method. A configuration ``LEVEL:EMITTERS[:SPLIT]`` is the command's ``--xla-opt-level LEVEL``
+(``default``: XLA's own; ``0``: LLVM's ``-O0``), ``--xla-fusion-emitters EMITTERS`` (``on``:
+XLA's MLIR-based fusion emitters, its default; ``off``: its classic LLVM IR emitters) and
+``--xla-codegen-split SPLIT`` (``default``, when omitted: XLA's own; ``auto``: one part per
+core the process may use, one under the command's default threads). For every
 configuration and every repeat, a fresh subprocess runs ``python -m
 bandits_jax reproduce --quiet --no-plots`` with a new, empty ``--compile-cache`` directory (so
 every program compiles) and the given ``--quick`` or ``--rounds/--trials``. From the run's
@@ -33,9 +35,11 @@ from benchmarks._report import finish, run_command
 
 def _run(config: str, root: pathlib.Path, extra: list[str]) -> tuple[float, list[dict]]:
     out, cache = root / "out", root / "xla"
-    level, _, emitters = config.partition(":")
+    parts = config.split(":")
+    level, emitters, split = parts[0], (parts[1:2] or ["on"])[0], (parts[2:3] or ["default"])[0]
     cmd = ["reproduce", "--quiet", "--no-plots", "--out", str(out), "--compile-cache", str(cache)]
-    cmd += ["--xla-opt-level", level, "--xla-fusion-emitters", emitters or "on", *extra]
+    cmd += ["--xla-opt-level", level, "--xla-fusion-emitters", emitters]
+    cmd += ["--xla-codegen-split", split, *extra]
     wall, _ = run_command(cmd, root / "data")
     with open(out / "reproduce.csv", newline="") as f:
         return wall, list(csv.DictReader(f))
@@ -50,8 +54,9 @@ def main(argv=None) -> dict:
     p.add_argument("--json", default=None, help="write the figures here")
     p.add_argument(
         "--levels",
-        default="default:on,0:on,default:off,0:off",
-        help="configurations LEVEL:EMITTERS to compare (LEVEL: default,0,1,2,3; EMITTERS: on, off)",
+        default="default:on,0:on,default:off,0:off,default:off:auto,0:off:auto",
+        help="configurations LEVEL:EMITTERS[:SPLIT] to compare (LEVEL: default,0,1,2,3; "
+        "EMITTERS: on, off; SPLIT: default, auto or N, default when omitted)",
     )
     p.add_argument("--repeats", type=int, default=2, help="cold runs per configuration")
     p.add_argument("--rounds", type=int, default=None, help="T (default: --quick's 200)")

@@ -159,7 +159,8 @@ def compile_cache_report(args: argparse.Namespace) -> dict[str, Any]:
     """The compile cache now: ``dir`` (where this checkout's entries go; ``None`` when off),
     ``root`` (its parent, every checkout's entries), ``enabled``, ``entries`` (JAX's ``*-cache``
     files), ``bytes`` (all files under ``dir``) and ``xla_options`` (what the chunks compiled
-    with: ``--xla-opt-level``, ``--xla-fusion-emitters``; ``{}`` for XLA's defaults)."""
+    with: ``--xla-opt-level``, ``--xla-fusion-emitters``, ``--xla-codegen-split``; ``{}`` for
+    XLA's defaults)."""
     path = args.compile_cache_path
     xla = compiler_options(args) or {}
     if path is None:
@@ -189,9 +190,10 @@ def compile_cache_text(report: dict[str, Any]) -> str:
     xla = report.get("xla_options") or {}
     level = xla.get("xla_backend_optimization_level", "XLA's default")
     emitters = "classic" if xla.get("xla_cpu_use_fusion_emitters") is False else "MLIR"
+    parts = xla.get("xla_cpu_parallel_codegen_split_count", "XLA's own number of")
     options = (
-        f"\nCompiled with: optimisation level {level}, {emitters} fusion emitters on CPU "
-        "(--xla-opt-level, --xla-fusion-emitters)"
+        f"\nCompiled with: optimisation level {level}, {emitters} fusion emitters, machine code "
+        f"in {parts} part(s) on CPU (--xla-opt-level, --xla-fusion-emitters, --xla-codegen-split)"
     )
     if not report["enabled"]:
         return f"{options}\nCompile cache: off (turn it on with {_CACHE_ON})\n"

@@ -87,16 +87,21 @@ def beta_arg(b: Any) -> Any:
     return b
 
 
+MIN_CHUNK = 200  # rounds: a shorter chunk of a quick run took less time than its checkpoint
+
+
 def chunk_size(num_rounds: int, requested: int | None) -> int:
-    """The requested chunk (at most T), else about a tenth of the run (a divisor of T when one
-    is near, so that only one chunk length is compiled)."""
+    """The requested chunk (at most T), else about a tenth of the run but at least
+    :data:`MIN_CHUNK` rounds (or T), a divisor of T when one is near, so that only one chunk
+    length is compiled."""
     if requested is not None:
         return max(1, min(requested, num_rounds))
-    target = max(1, math.ceil(num_rounds / 10))
-    for c in range(target, max(1, target // 2) - 1, -1):
-        if num_rounds % c == 0:
-            return c
-    return target
+    if num_rounds <= MIN_CHUNK:
+        return max(1, num_rounds)
+    target = max(MIN_CHUNK, math.ceil(num_rounds / 10))
+    lower = range(target, max(MIN_CHUNK, target // 2) - 1, -1)
+    upper = range(target + 1, min(num_rounds, 2 * target) + 1)
+    return next((c for c in (*lower, *upper) if num_rounds % c == 0), target)
 
 
 def join_negative_values(argv: Sequence[str], value_options: set[str]) -> list[str]:
@@ -471,12 +476,24 @@ XLA_OPT_LEVELS = ("auto", "default", "0", "1", "2", "3")
 XLA_OPT_AUTO_HELP = "0 for --quick runs (compiling is most of them), XLA's own otherwise"
 XLA_FUSION_EMITTERS = ("auto", "on", "off")
 XLA_FUSION_AUTO_HELP = "off (it compiled two to three times faster than on and ran no slower)"
+XLA_SPLIT_AUTO_HELP = (
+    "one part per CPU core the process may use (1 under the default one-thread choice, where "
+    "XLA's own split compiled about a fifth slower)"
+)
+
+
+def codegen_split(value: str) -> str:
+    """``--xla-codegen-split``: ``auto``, ``default`` or an int >= 1 (argparse type)."""
+    if value in ("auto", "default") or (value.isdigit() and int(value) >= 1):
+        return value
+    raise argparse.ArgumentTypeError(f"expected auto, default or an int >= 1, got {value!r}")
 
 
 def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The XLA options of ``--xla-opt-level`` and ``--xla-fusion-emitters`` for
-    :func:`bandits_jax.sim.chunks.compiler_options` (``None``: XLA's defaults). Both choices
-    come from ``python -m benchmarks.xla_opt_level`` (``docs/bench/xla_opt_level.json``)."""
+    """The XLA options of ``--xla-opt-level``, ``--xla-fusion-emitters`` and
+    ``--xla-codegen-split`` for :func:`bandits_jax.sim.chunks.compiler_options` (``None``: XLA's
+    defaults). The choices come from ``python -m benchmarks.xla_opt_level``
+    (``docs/bench/xla_opt_level.json``)."""
     options: dict[str, Any] = {}
     level = getattr(args, "xla_opt_level", None) or "default"
     if level == "auto":
@@ -488,6 +505,12 @@ def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
         emitters = "off"
     if emitters == "off":  # XLA's CPU backend: the classic LLVM IR emitters of fused kernels
         options["xla_cpu_use_fusion_emitters"] = False
+    split = getattr(args, "xla_codegen_split", None) or "default"
+    if split != "default":  # LLVM modules compiled in parallel on XLA's CPU threads
+        from bandits_jax.threads import usable_cores
+
+        parts = usable_cores() if split == "auto" else int(split)
+        options["xla_cpu_parallel_codegen_split_count"] = parts
     return options or None
 
 
@@ -628,6 +651,20 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
             "XLA's classic LLVM emitters, 'on' the MLIR ones, auto: "
             + XLA_FUSION_AUTO_HELP
             + " (python -m benchmarks.xla_opt_level measures both; results agree to rounding); "
+            "ignored on GPU",
+        ),
+    ),
+    (
+        "run",
+        "--xla-codegen-split",
+        dict(
+            type=codegen_split,
+            default="auto",
+            metavar="auto|default|N",
+            help="into how many parts XLA's CPU backend splits a program's machine code to "
+            "compile them in parallel: 'default' is XLA's own, auto: "
+            + XLA_SPLIT_AUTO_HELP
+            + " (python -m benchmarks.xla_opt_level measures it; results are the same); "
             "ignored on GPU",
         ),
     ),

@@ -149,6 +149,8 @@ class LearnerSpec(NamedTuple):
       sketched: whether ``m`` applies (shown in the ``m`` column).
       kind: for a tuned learner, its :data:`bandits_jax.mlogb.recipes.TUNED` entry: ``reproduce``
         runs it at that tuned point instead of ``--l/--e/--beta`` (``sweep`` uses its grid).
+      program: :func:`bandits_jax.mlogb.recipes.program_kind` of its kind: learners with the same
+        program share one compiled chunk on a setting (they differ in their initial state).
     """
 
     label: str
@@ -157,6 +159,7 @@ class LearnerSpec(NamedTuple):
     hparams: Callable[[Recipe], Any]
     sketched: bool = False
     kind: str | None = None
+    program: str = ""
 
     @property
     def color(self) -> str:
@@ -187,7 +190,10 @@ def _spec(kind: str, label: str, legend: str, sketched: bool, tuned: bool = True
 
         return recipes.hparams_for(kind, **r._asdict())
 
-    return LearnerSpec(label, legend, factory, hparams, sketched, kind if tuned else None)
+    from bandits_jax.mlogb.recipes import program_kind
+
+    program = program_kind(kind)
+    return LearnerSpec(label, legend, factory, hparams, sketched, kind if tuned else None, program)
 
 
 LEARNERS: dict[str, LearnerSpec] = {
@@ -337,10 +343,24 @@ class _Played(NamedTuple):
 
 
 def _play_learner(
-    args: argparse.Namespace, setting: Setting, lname: str, recipe: Recipe, m: int, bar: Any
+    args: argparse.Namespace,
+    setting: Setting,
+    lname: str,
+    recipe: Recipe,
+    m: int,
+    bar: Any,
+    programs: dict[str, Any],
 ) -> _Played:
     """Plays ``args.plan``'s trials of learner ``lname`` on ``setting``, one chunked run per
-    trial (trial ``i``: seed ``args.seed + i``, its checkpoints under ``--out``)."""
+    trial (trial ``i``: seed ``args.seed + i``, its checkpoints under ``--out``).
+
+    ``programs`` holds the setting's compiled programs: ``"draw"``, its environment's
+    :class:`~bandits_jax.sim.chunks.DrawFn`, shared by every learner, and a
+    :class:`~bandits_jax.sim.chunks.ChunkFn` per :attr:`LearnerSpec.program`, shared by the
+    learners that run the same one. A program's compile time is counted in the first learner's
+    that compiles it."""
+    import jax
+
     from bandits_jax import mlogb
     from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import ChunkFn, run_chunked
@@ -349,10 +369,13 @@ def _play_learner(
     plan, spec = args.plan, LEARNERS[lname]
     T, K, d = plan["T"], setting.num_outcomes, setting.dim
     learner = spec.factory(K, d, m)
-    chunk_fn = ChunkFn(mlogb.interact(learner, setting.env))
+    if spec.program not in programs:
+        respond = mlogb.respond_round(learner, setting.env)
+        programs[spec.program] = ChunkFn(respond, draws=programs["draw"])
+    chunk_fn = programs[spec.program]
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
-    learner_state = learner.init(hp)
+    learner_state = jax.jit(learner.init)(hp)  # one program, not one per operation
     kept: dict[str, list] = {k: [] for k in KEPT}
     per_round, compile_s = [], 0.0
     for i in range(plan["trials"]):
@@ -437,7 +460,8 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
     """Every learner of the plan on setting ``name``: its report entry, the played learners
     (legend -> :class:`_Played`) and its CSV rows. Learners defined for K = 1 only are skipped
     on K >= 2 settings with a note."""
-    from bandits_jax.sim.chunks import Progress
+    from bandits_jax import mlogb
+    from bandits_jax.sim.chunks import DrawFn, Progress
 
     plan = args.plan
     setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
@@ -452,10 +476,11 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
     entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
     played, rows, by_key = {}, [], {}
     total = len(playing) * plan["trials"] * plan["T"]  # trial-rounds
+    programs = {"draw": DrawFn(mlogb.draw_round(setting.env))}
     with Progress(total, name, enabled=not args.quiet) as bar:
         for lname in playing:
             spec = LEARNERS[lname]
-            p = _play_learner(args, setting, lname, recipe, m, bar)
+            p = _play_learner(args, setting, lname, recipe, m, bar, programs)
             entry["learners"][spec.label] = {
                 **p.stats, "l": p.point.l, "e": p.point.e, "beta": p.point.beta, "S": p.S
             }  # fmt: skip

@@ -9,7 +9,13 @@ from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, eco
 from bandits_jax.mlogb.eofd import EOFDState, eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hyperparams import MLogBHyperparams, Section4, hyperparams, section4
-from bandits_jax.mlogb.interact import MLogBMetrics, interact
+from bandits_jax.mlogb.interact import (
+    MLogBMetrics,
+    MLogBRound,
+    draw_round,
+    interact,
+    respond_round,
+)
 from bandits_jax.mlogb.learner import MLogBLearner, UpdateInfo
 from bandits_jax.mlogb.linucb import LinUCBHyperparams, LinUCBState, linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import OFULState, oful
@@ -30,6 +36,7 @@ __all__ = [
     "MLogBHyperparams",
     "MLogBLearner",
     "MLogBMetrics",
+    "MLogBRound",
     "OFULState",
     "Section4",
     "TUNED",
@@ -43,7 +50,9 @@ __all__ = [
     "eofd",
     "greedy",
     "hyperparams",
+    "draw_round",
     "interact",
+    "respond_round",
     "linucb",
     "linucb_hyperparams",
     "oful",

@@ -260,6 +260,13 @@ def make_learner(kind: str, *, num_outcomes: int, dim: int, sketch_size: int) ->
     return factories[_check_kind(kind)]()
 
 
+def program_kind(kind: str) -> str:
+    """The kind whose compiled round learners of ``kind`` run: the paper's and the robust
+    EOFD-MLogB share one (the regularisation is state, ``EOFDState.robust``, so only ``init``
+    differs); every other kind runs its own."""
+    return "eofd" if _check_kind(kind) == "eofd-robust" else kind
+
+
 def hparams_for(
     kind: str,
     *,

@@ -2,8 +2,16 @@
 progress and checkpoints, sharding over devices, sweeps with honest tuning."""
 
 from bandits_jax.sim.checkpoint import CheckpointError, restore, save
-from bandits_jax.sim.chunks import ChunkFn, ChunkStats, Progress, run_chunked
-from bandits_jax.sim.runner import RunState, StepFn, init_run, make_rollout, play, rollout
+from bandits_jax.sim.chunks import ChunkFn, ChunkStats, DrawFn, Progress, run_chunked
+from bandits_jax.sim.runner import (
+    RunState,
+    SplitStep,
+    StepFn,
+    init_run,
+    make_rollout,
+    play,
+    rollout,
+)
 from bandits_jax.sim.sharding import run_mesh, shard_runs
 from bandits_jax.sim.sweep import Experiment, run_sweep, table, tune_and_evaluate
 
@@ -11,9 +19,11 @@ __all__ = [
     "CheckpointError",
     "ChunkFn",
     "ChunkStats",
+    "DrawFn",
     "Experiment",
     "Progress",
     "RunState",
+    "SplitStep",
     "StepFn",
     "init_run",
     "make_rollout",

@@ -27,6 +27,11 @@ States may be a single run (``batched=False``), a batch of runs with a leading r
 leaf (``batched=True``; metrics then have shape ``(runs, rounds, ...)``), sharded over a device
 mesh (see :mod:`.sharding`), or a tuple of such batches played by a tuple of step functions in the
 same compiled call (several learners in one sweep).
+
+A :class:`~bandits_jax.sim.runner.SplitStep` can also be played as two programs per chunk: a
+:class:`DrawFn` for the environment's half, shared by the :class:`ChunkFn` of every learner on
+that environment (``ChunkFn(step.respond, draws=DrawFn(step.draw))``), so the environment's code
+is compiled once rather than once per learner. ``bandits-jax reproduce`` plays this way.
 """
 
 from __future__ import annotations
@@ -50,12 +55,13 @@ import numpy as np
 import tqdm
 
 from bandits_jax.sim import checkpoint
-from bandits_jax.sim.runner import StepFn, play
+from bandits_jax.sim.runner import RunState, StepFn, draw_rounds, play, respond_rounds
 
 __all__ = [
     "ChunkFn",
     "ChunkStats",
     "ChunkedResult",
+    "DrawFn",
     "Progress",
     "compiler_options",
     "run_chunked",
@@ -235,6 +241,69 @@ def compiler_options(options: dict[str, Any] | None):
         _OPTIONS.reset(token)
 
 
+def _signature(tree: PyTree, length: int) -> tuple:
+    """What a compiled chunk depends on besides its options: length, tree structure, shapes."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
+
+
+def _options_key() -> tuple:
+    return tuple(sorted((_OPTIONS.get() or {}).items()))
+
+
+class DrawFn:
+    """The environment's half of a :class:`~bandits_jax.sim.runner.SplitStep` over a chunk
+    (:func:`~bandits_jax.sim.runner.draw_rounds`), compiled once per length, shapes and compiler
+    options and shared by every :class:`ChunkFn` built with it (module docstring).
+
+    Args:
+      draw: the split step's ``draw(env_state, key) -> (env_state, round)``.
+
+    Attributes:
+      compile_seconds: seconds spent compiling so far (also counted by the :class:`ChunkFn`
+        whose call compiled them).
+    """
+
+    def __init__(self, draw: Callable):
+        self.draw = draw
+        self.compile_seconds = 0.0
+        self._compiled: dict[Any, tuple[Any, PyTree]] = {}
+
+    def function(self, length: int, batched: bool) -> Callable:
+        """``(env, key, t) -> (env, key, t, rounds)`` over ``length`` rounds, not compiled
+        (``vmap``-ed over a leading run axis if ``batched``)."""
+        fn = functools.partial(draw_rounds, self.draw, num_rounds=length)
+        return jax.vmap(fn) if batched else fn
+
+    def compiled(self, state: RunState, length: int, batched: bool) -> tuple[Any, PyTree]:
+        """``(executable, rounds)`` for ``length`` rounds of ``state``'s environment, key and
+        round counter (a leading run axis if ``batched``): the executable maps ``(env, key,
+        t)`` to ``(env, key, t, rounds)`` and donates its inputs; ``rounds`` is the abstract
+        (shape and dtype) value of the rounds it draws."""
+        args = (state.env, state.key, state.t)
+        sig = (_signature(args, length), batched, _options_key())
+        if sig not in self._compiled:
+            t0 = time.perf_counter()
+            fn = jax.jit(self.function(length, batched), donate_argnums=(0, 1, 2))
+            lowered = fn.lower(*args)
+            exe = lowered.compile(compiler_options=_OPTIONS.get())
+            self._compiled[sig] = (exe, lowered.out_info[3])
+            self.compile_seconds += time.perf_counter() - t0
+        return self._compiled[sig]
+
+
+class _SplitExecutable(NamedTuple):
+    """A chunk of a split step: the shared environment program, then the learner's."""
+
+    draw: Any
+    respond: Any
+
+    def __call__(self, state: RunState) -> tuple[RunState, PyTree]:
+        env, key, t, rounds = self.draw(state.env, state.key, state.t)
+        learner, metrics = self.respond(state.learner, rounds)
+        return RunState(learner, env, key, t), metrics
+
+
 class ChunkFn:
     """``chunk(state, length) -> (state, metrics)``, compiled once per length (ahead of time).
 
@@ -252,6 +321,12 @@ class ChunkFn:
         runs (the run count per device must be a multiple): a run's numbers then do not depend
         on how many runs share the call (XLA's CPU kernels block sums by the batch width), and
         temporaries shrink to one slice's; ``None``: one ``vmap`` over all runs.
+      draws: a :class:`DrawFn` with the environment's half of a
+        :class:`~bandits_jax.sim.runner.SplitStep`; ``step`` is then its ``respond`` half,
+        ``(learner_state, round) -> (learner_state, metrics)``, and a chunk runs the shared
+        environment program, then this learner's (states are :class:`RunState`; one step, no
+        mesh or microbatch). The numbers are those of the composed step played in one program,
+        to rounding. :meth:`memory` is ``None`` for such a chunk.
     """
 
     def __init__(
@@ -261,7 +336,16 @@ class ChunkFn:
         batched: bool = False,
         mesh: Any = None,
         microbatch: int | None = None,
+        draws: DrawFn | None = None,
     ):
+        if draws is not None:
+            if not isinstance(draws, DrawFn):
+                raise ValueError(f"draws: expected a DrawFn or None, got {type(draws).__name__}")
+            if isinstance(step, (tuple, list)) or mesh is not None or microbatch is not None:
+                raise ValueError(
+                    "draws: a split chunk plays one respond step, without mesh or microbatch"
+                )
+        self.draws = draws
         self.multi = isinstance(step, (tuple, list))
         self.steps = tuple(step) if self.multi else (step,)
         self.batched = batched
@@ -292,7 +376,22 @@ class ChunkFn:
         metrics = tuple(o[1] for o in outs)
         return new_states, metrics
 
+    def _respond(self) -> Callable:
+        """The learner's half of a split chunk: ``(learner, rounds) -> (learner, metrics)``."""
+        fn = functools.partial(respond_rounds, self.steps[0])
+        return jax.vmap(fn) if self.batched else fn
+
     def _function(self, length: int) -> Callable:
+        if self.draws is not None:  # the composition, for shapes (a chunk runs it in two)
+
+            def split(state):
+                draw = self.draws.function(length, self.batched)
+                env, key, t, rounds = draw(state.env, state.key, state.t)
+                learner, metrics = self._respond()(state.learner, rounds)
+                return RunState(learner, env, key, t), metrics
+
+            return jax.jit(split)
+
         def fn(state):
             states = state if self.multi else (state,)
             new_states, metrics = self._play_all(states, length)
@@ -332,10 +431,6 @@ class ChunkFn:
             )
         return jax.device_put(state, sharding)
 
-    def _signature(self, state, length):
-        leaves, treedef = jax.tree_util.tree_flatten(state)
-        return (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
-
     def runs(self, state: PyTree) -> int:
         """Runs a chunk of ``state`` plays together (its trial-rounds per round)."""
         states = state if self.multi else (state,)
@@ -347,14 +442,21 @@ class ChunkFn:
         """The executable for ``length`` rounds (compiled on first use; time recorded; the bar
         in use, see :class:`Progress`, says so meanwhile)."""
         options = _OPTIONS.get()
-        sig = (self._signature(state, length), tuple(sorted((options or {}).items())))
+        sig = (_signature(state, length), _options_key())
         if sig not in self._compiled:
             bar = _SHOWING.get()
             what = f"a {length}-round chunk of {self.runs(state)} run(s)"
             with contextlib.nullcontext() if bar is None else bar.compiling(what):
                 t0 = time.perf_counter()
-                lowered = self._function(length).lower(self.place(state))
-                self._compiled[sig] = lowered.compile(compiler_options=options)
+                if self.draws is None:
+                    lowered = self._function(length).lower(self.place(state))
+                    self._compiled[sig] = lowered.compile(compiler_options=options)
+                else:
+                    draw, rounds = self.draws.compiled(state, length, self.batched)
+                    respond = jax.jit(self._respond(), donate_argnums=0)
+                    lowered = respond.lower(state.learner, rounds)
+                    respond = lowered.compile(compiler_options=options)
+                    self._compiled[sig] = _SplitExecutable(draw, respond)
                 self.compile_seconds += time.perf_counter() - t0
         return self._compiled[sig]
 

@@ -2,6 +2,7 @@
 the BCO table's V_T columns in increasing order. Parsing and validation only: nothing runs."""
 
 import json
+import os
 import re
 
 import pytest
@@ -30,6 +31,7 @@ COMMON = {
     "--compile-cache": (["off"], "compile_cache", "off"),
     "--xla-opt-level": (["0"], "xla_opt_level", "0"),
     "--xla-fusion-emitters": (["on"], "xla_fusion_emitters", "on"),
+    "--xla-codegen-split": (["2"], "xla_codegen_split", "2"),
     "--quick": ([], "quick", True),
     "--rounds": (["7"], "rounds", 7),
     "--trials": (["2"], "trials", 2),
@@ -319,16 +321,36 @@ def test_no_abbreviated_options(capsys):
     assert len(err) == 1 and "--S" in err[0]
 
 
-def test_xla_options_auto_are_level_0_for_quick_runs_and_classic_emitters():
+def test_xla_options_auto_are_level_0_for_quick_runs_classic_emitters_and_a_split_per_core():
     parser = cli.build_parser()
     quick = parse(parser, ["reproduce", "--quick"])
     full = parse(parser, ["reproduce"])
     fixed = parse(parser, ["reproduce", "--quick", "--xla-opt-level", "default"])
-    classic = {"xla_cpu_use_fusion_emitters": False}
+    split = {"xla_cpu_parallel_codegen_split_count": len(os.sched_getaffinity(0))}
+    classic = {"xla_cpu_use_fusion_emitters": False, **split}
     assert opt.compiler_options(quick) == {"xla_backend_optimization_level": 0, **classic}
     assert opt.compiler_options(full) == classic and opt.compiler_options(fixed) == classic
-    on = ["--xla-fusion-emitters", "on"]
-    assert opt.compiler_options(parse(parser, ["reproduce", *on])) is None
-    assert opt.compiler_options(parse(parser, ["sweep", "--xla-opt-level", "2", *on])) == {
+    xla_own = ["--xla-fusion-emitters", "on", "--xla-codegen-split", "default"]
+    assert opt.compiler_options(parse(parser, ["reproduce", *xla_own])) is None
+    assert opt.compiler_options(parse(parser, ["sweep", "--xla-opt-level", "2", *xla_own])) == {
         "xla_backend_optimization_level": 2
     }
+    three = parse(parser, ["bco", "--xla-fusion-emitters", "on", "--xla-codegen-split", "3"])
+    assert opt.compiler_options(three) == {"xla_cpu_parallel_codegen_split_count": 3}
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_a_bad_codegen_split_is_one_line_and_exit_2(bad, capsys):
+    assert cli.main(["reproduce", "--quick", f"--xla-codegen-split={bad}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--xla-codegen-split" in err[0] and bad in err[0]
+
+
+def test_default_chunks_are_a_tenth_of_the_run_but_at_least_min_chunk_rounds():
+    for T in (1, 7, opt.MIN_CHUNK, 250, 1000, 2000, 5000, 7919):
+        c = opt.chunk_size(T, None)
+        assert min(T, opt.MIN_CHUNK) <= c <= T
+        assert c == T or c >= max(opt.MIN_CHUNK, T // 20)
+    assert opt.chunk_size(200, None) == 200  # the quick run: one chunk per trial
+    assert opt.chunk_size(2000, None) == 200 and opt.chunk_size(5000, None) == 500
+    assert opt.chunk_size(2000, 7) == 7 and opt.chunk_size(5, 7) == 5
