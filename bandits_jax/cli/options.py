@@ -620,7 +620,15 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         ),
     ),
     ("mlogb", "--mnist", dict(help="directory or .npz with the MNIST files")),
-    ("run", "--chunk", dict(type=int, help="rounds per compiled chunk")),
+    (
+        "run",
+        "--chunk",
+        dict(
+            type=int,
+            help="rounds per compiled chunk, a checkpoint after each (default about a tenth of "
+            f"the run, at least {MIN_CHUNK} rounds or the whole run)",
+        ),
+    ),
     (
         "sketch",
         "--sketch",
