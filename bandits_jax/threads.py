@@ -35,7 +35,7 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import NamedTuple
 
 ENV_VAR = "BANDITS_JAX_THREADS"
@@ -183,12 +183,17 @@ def core_busy(interval: float = 0.05) -> dict[int, float]:
     return busy
 
 
+def _allowed_cores() -> Collection[int]:
+    """The CPU cores this process may run on (its affinity; every core where there is none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return os.sched_getaffinity(0)
+    return range(os.cpu_count() or 1)
+
+
 def usable_cores() -> int:
     """How many CPU cores this process may run on (its affinity, after
     :func:`configure_threads`), at least 1."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+    return max(1, len(_allowed_cores()))
 
 
 def idle_cores(
@@ -197,11 +202,7 @@ def idle_cores(
     """How many of the ``allowed`` cores (default: this process's affinity) are less than half
     busy (``busy``: fractions per core, default :func:`core_busy`); at least 1."""
     if allowed is None:
-        allowed = (
-            os.sched_getaffinity(0)
-            if hasattr(os, "sched_getaffinity")
-            else range(os.cpu_count() or 1)
-        )
+        allowed = _allowed_cores()
     busy = core_busy() if busy is None else busy
     return max(1, sum(busy.get(c, 0.0) < 0.5 for c in allowed))
 

@@ -342,6 +342,46 @@ class _Played(NamedTuple):
     per_round: list[float]  # seconds per round of each trial (compile excluded)
 
 
+class _SettingRuns(NamedTuple):
+    """What every learner of a setting shares: its environment's compiled program
+    (:class:`~bandits_jax.sim.chunks.DrawFn`), a :class:`~bandits_jax.sim.chunks.ChunkFn` per
+    :attr:`LearnerSpec.program` (filled as learners need them) and each trial's start
+    ``(env_state, run_key)`` (trial ``i``: seed ``args.seed + i``)."""
+
+    draws: Any
+    chunks: dict[str, Any]
+    starts: list[tuple[Any, Any]]
+
+
+def _setting_runs(args: argparse.Namespace, setting: Setting) -> _SettingRuns:
+    """The setting's :class:`_SettingRuns`, with no learner program compiled yet."""
+    from bandits_jax import mlogb
+    from bandits_jax.sim import sweep
+    from bandits_jax.sim.chunks import DrawFn
+
+    starts = []
+    for i in range(args.plan["trials"]):
+        env_keys, run_keys = sweep.seed_keys([args.seed + i])
+        if setting.init_env_trial is None:
+            env_state = setting.env.init(env_keys[0])
+        else:  # the environment depends on the trial (e.g. its target class)
+            env_state = setting.init_env_trial(env_keys[0], i)
+        starts.append((env_state, run_keys[0]))
+    return _SettingRuns(DrawFn(mlogb.draw_round(setting.env)), {}, starts)
+
+
+def _chunk_fn(runs: _SettingRuns, spec: LearnerSpec, learner: Any, env: Any) -> Any:
+    """The learner's chunk program: the one of its :attr:`LearnerSpec.program` on this setting,
+    built on first use (its compile time is then counted in this learner's)."""
+    from bandits_jax import mlogb
+    from bandits_jax.sim.chunks import ChunkFn
+
+    if spec.program not in runs.chunks:
+        respond = mlogb.respond_round(learner, env)
+        runs.chunks[spec.program] = ChunkFn(respond, draws=runs.draws)
+    return runs.chunks[spec.program]
+
+
 def _play_learner(
     args: argparse.Namespace,
     setting: Setting,
@@ -349,80 +389,59 @@ def _play_learner(
     recipe: Recipe,
     m: int,
     bar: Any,
-    programs: dict[str, Any],
+    runs: _SettingRuns,
 ) -> _Played:
-    """Plays ``args.plan``'s trials of learner ``lname`` on ``setting``, one chunked run per
-    trial (trial ``i``: seed ``args.seed + i``, its checkpoints under ``--out``).
-
-    ``programs`` holds the setting's compiled programs: ``"draw"``, its environment's
-    :class:`~bandits_jax.sim.chunks.DrawFn`, shared by every learner, and a
-    :class:`~bandits_jax.sim.chunks.ChunkFn` per :attr:`LearnerSpec.program`, shared by the
-    learners that run the same one. A program's compile time is counted in the first learner's
-    that compiles it."""
+    """Plays ``args.plan``'s trials of learner ``lname`` on ``setting`` from ``runs.starts``,
+    one chunked run per trial (its checkpoints under ``--out``)."""
     import jax
 
-    from bandits_jax import mlogb
-    from bandits_jax.sim import sweep
-    from bandits_jax.sim.chunks import ChunkFn, run_chunked
+    from bandits_jax.sim.chunks import run_chunked
     from bandits_jax.sim.runner import init_run
 
     plan, spec = args.plan, LEARNERS[lname]
-    T, K, d = plan["T"], setting.num_outcomes, setting.dim
-    learner = spec.factory(K, d, m)
-    if spec.program not in programs:
-        respond = mlogb.respond_round(learner, setting.env)
-        programs[spec.program] = ChunkFn(respond, draws=programs["draw"])
-    chunk_fn = programs[spec.program]
+    learner = spec.factory(setting.num_outcomes, setting.dim, m)
+    chunk_fn = _chunk_fn(runs, spec, learner, setting.env)
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
     learner_state = jax.jit(learner.init)(hp)  # one program, not one per operation
-    kept: dict[str, list] = {k: [] for k in KEPT}
-    per_round, compile_s = [], 0.0
-    for i in range(plan["trials"]):
-        env_keys, run_keys = sweep.seed_keys([args.seed + i])
-        if setting.init_env_trial is None:
-            env_state = setting.env.init(env_keys[0])
-        else:  # the environment depends on the trial (e.g. its target class)
-            env_state = setting.init_env_trial(env_keys[0], i)
-        res = run_chunked(
+    config = {
+        "setting": setting.name,
+        "learner": lname,
+        "l": point.l,
+        "e": point.e,
+        "beta": point.beta,
+        "S": recipe.S,
+        "m": m,
+        "dtype": np.dtype(recipe.dtype).name,
+    }
+    results = [
+        run_chunked(
             chunk_fn,
-            init_run(learner_state, env_state, run_keys[0]),
-            T,
+            init_run(learner_state, env_state, run_key),
+            plan["T"],
             chunk_size=plan["chunk"],
-            checkpoint_dir=pathlib.Path(args.out)
-            / "checkpoints"
-            / setting.name
-            / lname
-            / f"trial_{i:03d}",
+            checkpoint_dir=pathlib.Path(
+                args.out, "checkpoints", setting.name, lname, f"trial_{i:03d}"
+            ),
             resume=args.resume,
-            config={
-                "setting": setting.name,
-                "learner": lname,
-                "seed": args.seed + i,
-                "l": point.l,
-                "e": point.e,
-                "beta": point.beta,
-                "S": recipe.S,
-                "m": m,
-                "dtype": np.dtype(recipe.dtype).name,
-            },
+            config={**config, "seed": args.seed + i},
             progress=bar,
             keep=keep_mlogb,
         )
-        compile_s += res.stats.compile_seconds
-        for k in KEPT:
-            kept[k].append(np.asarray(res.metrics[k]))
-        per_round.append(res.stats.total_run_seconds / T)
-    regrets = np.stack(kept["regret"]).astype(np.float64)
+        for i, (env_state, run_key) in enumerate(runs.starts)
+    ]
+    per_round = [r.stats.total_run_seconds / plan["T"] for r in results]
+    kept = {k: np.stack([np.asarray(r.metrics[k]) for r in results]) for k in KEPT}
+    regrets = kept["regret"].astype(np.float64)
     stats = tables.learner_stats(
         regrets,
         per_round,
-        bonus=np.stack(kept["bonus_spread"]),
-        estimate=np.stack(kept["estimate_spread"]),
-        explored=np.stack(kept["explored"]),
-        status=np.stack(kept["status"]),
-        select_status=np.stack(kept["select_status"]),
-        compile_seconds=compile_s,
+        bonus=kept["bonus_spread"],
+        estimate=kept["estimate_spread"],
+        explored=kept["explored"],
+        status=kept["status"],
+        select_status=kept["select_status"],
+        compile_seconds=sum(r.stats.compile_seconds for r in results),
     )
     S_used = float(hp.S) if hasattr(hp, "S") else None
     return _Played(point, S_used, stats, regrets, per_round)
@@ -460,8 +479,7 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
     """Every learner of the plan on setting ``name``: its report entry, the played learners
     (legend -> :class:`_Played`) and its CSV rows. Learners defined for K = 1 only are skipped
     on K >= 2 settings with a note."""
-    from bandits_jax import mlogb
-    from bandits_jax.sim.chunks import DrawFn, Progress
+    from bandits_jax.sim.chunks import Progress
 
     plan = args.plan
     setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
@@ -476,11 +494,11 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
     entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
     played, rows, by_key = {}, [], {}
     total = len(playing) * plan["trials"] * plan["T"]  # trial-rounds
-    programs = {"draw": DrawFn(mlogb.draw_round(setting.env))}
+    runs = _setting_runs(args, setting)
     with Progress(total, name, enabled=not args.quiet) as bar:
         for lname in playing:
             spec = LEARNERS[lname]
-            p = _play_learner(args, setting, lname, recipe, m, bar, programs)
+            p = _play_learner(args, setting, lname, recipe, m, bar, runs)
             entry["learners"][spec.label] = {
                 **p.stats, "l": p.point.l, "e": p.point.e, "beta": p.point.beta, "S": p.S
             }  # fmt: skip
