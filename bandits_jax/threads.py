@@ -30,9 +30,12 @@ are.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pathlib
 import re
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Collection, Iterable, Mapping
@@ -207,15 +210,63 @@ def idle_cores(
     return max(1, sum(busy.get(c, 0.0) < 0.5 for c in allowed))
 
 
+def compile_cores(busy: Mapping[int, float] | None = None) -> tuple[int, ...]:
+    """The cores to compile on (:func:`bandits_jax.sim.chunks.compile_ahead`): of those this
+    process could use before :func:`configure_threads` kept its runs on fewer, the ones less than
+    half busy (``busy``: fractions per core, default :func:`core_busy`); the process's own
+    cores if none is. Compiling on spare cores does not disturb the timed runs."""
+    allowed = _WIDE_AFFINITY or tuple(sorted(_allowed_cores()))
+    busy = core_busy() if busy is None else busy
+    idle = tuple(c for c in allowed if busy.get(c, 0.0) < 0.5)
+    return idle or tuple(sorted(_allowed_cores()))
+
+
+@contextlib.contextmanager
+def on_cores(cores: Collection[int] | None):
+    """Within the block every thread of this process may run on ``cores`` (``None``: nothing
+    changes); afterwards each thread is back where it was (threads started in the block: where
+    the calling thread was). XLA compiles on its own threads, started with the backend on the
+    process's cores, so compiling on spare cores (:func:`compile_cores`) widens them all.
+    Linux only (``/proc/self/task``); elsewhere nothing changes."""
+    task = pathlib.Path("/proc/self/task")
+    if cores is None or not hasattr(os, "sched_setaffinity") or not task.is_dir():
+        yield
+        return
+
+    def tids() -> list[int]:
+        return [int(p.name) for p in task.iterdir() if p.name.isdigit()]
+
+    own = os.sched_getaffinity(0)
+    python = {t.native_id for t in threading.enumerate()}
+    saved = {}
+    for tid in tids():
+        if tid in python:
+            continue
+        with contextlib.suppress(OSError):  # a thread that has just ended
+            saved[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, cores)
+    try:
+        yield
+    finally:
+        for tid in tids():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, saved.get(tid, own))
+
+
+_WIDE_AFFINITY: tuple[int, ...] = ()  # the affinity before _narrow_affinity, if it narrowed
+
+
 def _narrow_affinity(n: int) -> tuple[int, ...] | None:
     """Keeps the process on the ``n`` least busy cores, unless affinity is unsupported, the user
     narrowed it already, or ``n`` covers every allowed core."""
+    global _WIDE_AFFINITY
     if not hasattr(os, "sched_getaffinity"):
         return None
     allowed = os.sched_getaffinity(0)
     if len(allowed) < (os.cpu_count() or len(allowed)) or n >= len(allowed):
         return None  # a user's taskset wins; or nothing to narrow
     cores = choose_cores(allowed, core_busy(), n, salt=os.getpid())
+    _WIDE_AFFINITY = tuple(sorted(allowed))
     os.sched_setaffinity(0, cores)
     return cores
 

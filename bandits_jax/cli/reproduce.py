@@ -12,6 +12,7 @@ import argparse
 import functools
 import pathlib
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -382,28 +383,84 @@ def _chunk_fn(runs: _SettingRuns, spec: LearnerSpec, learner: Any, env: Any) -> 
     return runs.chunks[spec.program]
 
 
+class _Ready(NamedTuple):
+    """A learner ready to play a setting: its point (tuned, or --l/--e/--beta), hyperparameters,
+    initial state and chunk program, compiled for the plan's chunks."""
+
+    point: Recipe
+    hp: Any
+    state: Any
+    chunk_fn: Any
+
+
+def _ready(
+    args: argparse.Namespace, setting: Setting, lname: str, recipe: Recipe, m: int,
+    runs: _SettingRuns,
+) -> _Ready:  # fmt: skip
+    """Builds learner ``lname`` for ``setting`` and compiles its chunks (on trial 0's start)."""
+    import jax
+
+    from bandits_jax.sim.runner import init_run
+
+    spec = LEARNERS[lname]
+    learner = spec.factory(setting.num_outcomes, setting.dim, m)
+    point = tuned_point(spec, recipe)
+    hp = spec.hparams(point)
+    state = jax.jit(learner.init)(hp)  # one program, not one per operation
+    chunk_fn = _chunk_fn(runs, spec, learner, setting.env)
+    chunk_fn.compile_run(init_run(state, *runs.starts[0]), args.plan["T"], args.plan["chunk"])
+    return _Ready(point, hp, state, chunk_fn)
+
+
+def _ready_all(
+    args: argparse.Namespace, setting: Setting, playing: list[str], recipe: Recipe, m: int,
+    runs: _SettingRuns,
+) -> tuple[dict[str, _Ready], dict[str, float], float, int]:  # fmt: skip
+    """Every learner of ``playing`` made :func:`_ready`, compiled on the idle cores at once
+    (:func:`bandits_jax.sim.chunks.compile_ahead`; one job per :attr:`LearnerSpec.program`,
+    whose seconds its first learner is charged): the learners, each one's compile seconds, the
+    wall seconds of them all and the threads used."""
+    from bandits_jax import threads
+    from bandits_jax.sim.chunks import compile_ahead
+
+    groups: dict[str, list[str]] = {}
+    for lname in playing:
+        groups.setdefault(LEARNERS[lname].program, []).append(lname)
+    jobs = [
+        functools.partial(
+            lambda names: [_ready(args, setting, n, recipe, m, runs) for n in names], names
+        )
+        for names in groups.values()
+    ]
+    cores = threads.compile_cores()
+    workers = min(len(cores), len(jobs))
+    done, seconds, wall = compile_ahead(
+        jobs, workers=workers, cores=cores, what=f"{len(jobs)} learners' programs"
+    )
+    ready, charged = {}, {}
+    for names, readies, sec in zip(groups.values(), done, seconds, strict=True):
+        for i, (n, r) in enumerate(zip(names, readies, strict=True)):
+            ready[n], charged[n] = r, sec if i == 0 else 0.0
+    return ready, charged, wall, workers
+
+
 def _play_learner(
     args: argparse.Namespace,
     setting: Setting,
     lname: str,
     recipe: Recipe,
     m: int,
+    ready: tuple[_Ready, float],
     bar: Any,
     runs: _SettingRuns,
 ) -> _Played:
-    """Plays ``args.plan``'s trials of learner ``lname`` on ``setting`` from ``runs.starts``,
-    one chunked run per trial (its checkpoints under ``--out``)."""
-    import jax
-
+    """Plays ``args.plan``'s trials of learner ``lname``, made :func:`_ready` (with its compile
+    seconds), on ``setting`` from ``runs.starts``, one chunked run per trial (its checkpoints
+    under ``--out``)."""
     from bandits_jax.sim.chunks import run_chunked
     from bandits_jax.sim.runner import init_run
 
-    plan, spec = args.plan, LEARNERS[lname]
-    learner = spec.factory(setting.num_outcomes, setting.dim, m)
-    chunk_fn = _chunk_fn(runs, spec, learner, setting.env)
-    point = tuned_point(spec, recipe)
-    hp = spec.hparams(point)
-    learner_state = jax.jit(learner.init)(hp)  # one program, not one per operation
+    plan, ((point, hp, learner_state, chunk_fn), compile_s) = args.plan, ready
     config = {
         "setting": setting.name,
         "learner": lname,
@@ -441,7 +498,7 @@ def _play_learner(
         explored=kept["explored"],
         status=kept["status"],
         select_status=kept["select_status"],
-        compile_seconds=sum(r.stats.compile_seconds for r in results),
+        compile_seconds=compile_s + sum(r.stats.compile_seconds for r in results),
     )
     S_used = float(hp.S) if hasattr(hp, "S") else None
     return _Played(point, S_used, stats, regrets, per_round)
@@ -496,9 +553,14 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
     total = len(playing) * plan["trials"] * plan["T"]  # trial-rounds
     runs = _setting_runs(args, setting)
     with Progress(total, name, enabled=not args.quiet) as bar:
+        ready, compile_s, entry["compile_wall_seconds"], entry["compile_threads"] = _ready_all(
+            args, setting, playing, recipe, m, runs
+        )
         for lname in playing:
             spec = LEARNERS[lname]
-            p = _play_learner(args, setting, lname, recipe, m, bar, runs)
+            p = _play_learner(
+                args, setting, lname, recipe, m, (ready[lname], compile_s[lname]), bar, runs
+            )
             entry["learners"][spec.label] = {
                 **p.stats, "l": p.point.l, "e": p.point.e, "beta": p.point.beta, "S": p.S
             }  # fmt: skip
@@ -519,6 +581,7 @@ def run(args: argparse.Namespace) -> int:
 
     from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
 
+    t0 = time.perf_counter()
     plan = args.plan
     out = pathlib.Path(args.out)
     T, trials, chunk = plan["T"], plan["trials"], plan["chunk"]
@@ -557,6 +620,7 @@ def run(args: argparse.Namespace) -> int:
         plotting.time_figure(time_panels, out / "reproduce_time.png")
         written += [out / "reproduce_regret.png", out / "reproduce_time.png"]
     report["compile_cache"] = compile_cache_report(args)
+    report["wall_seconds"] = time.perf_counter() - t0
     sweep.write_json(out / "reproduce.json", report)
     sweep.write_csv(out / "reproduce.csv", rows)
     labels = {k: v.label for k, v in LEARNERS.items()}

@@ -142,6 +142,19 @@ def _ratio_line(name: str, la: str, lb: str, r: Mapping[str, Any]) -> str:
     return text + f", per-round time {tr:.3f} ({abs(100 * (1 - tr)):.0f}% {more} time)"
 
 
+def _compile_line(report: Mapping[str, Any]) -> str:
+    """How long the learners' programs took to compile, against the whole run."""
+    settings = report["settings"].values()
+    wall = sum(e["compile_wall_seconds"] for e in settings)
+    threads = max((e["compile_threads"] for e in settings), default=1)
+    return (
+        f"Compile time: {wall:.1f} s of the {report['wall_seconds']:.1f} s after start-up went "
+        f"to compiling the learners' programs, up to {threads} at once on idle cores; "
+        "compile_s: each learner's programs and initial state (the environment's program with "
+        "the learner that compiled it), overlapping."
+    )
+
+
 def reproduce_summary(
     report: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
@@ -166,6 +179,7 @@ def reproduce_summary(
         "Tuned learners (bandits_jax.mlogb.recipes) run at their own tuned (l, e, beta), shown "
         "per row.",
         "Per-round time: wall time of the compiled chunks / T per trial (compile excluded).",
+        _compile_line(report),
         "",
         format_table(
             rows,

@@ -36,6 +36,7 @@ is compiled once rather than once per learner. ``bandits-jax reproduce`` plays t
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
@@ -45,8 +46,9 @@ import math
 import os
 import pathlib
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple, TextIO
 
 import jax
@@ -56,6 +58,7 @@ import tqdm
 
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.runner import RunState, StepFn, draw_rounds, play, respond_rounds
+from bandits_jax.threads import on_cores
 
 __all__ = [
     "ChunkFn",
@@ -63,6 +66,7 @@ __all__ = [
     "ChunkedResult",
     "DrawFn",
     "Progress",
+    "compile_ahead",
     "compiler_options",
     "run_chunked",
     "memory_figures",
@@ -267,7 +271,9 @@ class DrawFn:
     def __init__(self, draw: Callable):
         self.draw = draw
         self.compile_seconds = 0.0
-        self._compiled: dict[Any, tuple[Any, PyTree]] = {}
+        self._compiled: dict[Any, Any] = {}
+        self._rounds: dict[Any, PyTree] = {}
+        self._lock = threading.Lock()  # one compile at a time (see compile_ahead)
 
     def function(self, length: int, batched: bool) -> Callable:
         """``(env, key, t) -> (env, key, t, rounds)`` over ``length`` rounds, not compiled
@@ -275,21 +281,29 @@ class DrawFn:
         fn = functools.partial(draw_rounds, self.draw, num_rounds=length)
         return jax.vmap(fn) if batched else fn
 
-    def compiled(self, state: RunState, length: int, batched: bool) -> tuple[Any, PyTree]:
-        """``(executable, rounds)`` for ``length`` rounds of ``state``'s environment, key and
-        round counter (a leading run axis if ``batched``): the executable maps ``(env, key,
-        t)`` to ``(env, key, t, rounds)`` and donates its inputs; ``rounds`` is the abstract
-        (shape and dtype) value of the rounds it draws."""
+    def rounds(self, state: RunState, length: int, batched: bool) -> PyTree:
+        """The abstract (shape and dtype) value of the rounds drawn for ``state``: what a
+        learner's program takes, known without compiling the environment's."""
+        args = (state.env, state.key, state.t)
+        sig = (_signature(args, length), batched)
+        if sig not in self._rounds:
+            self._rounds[sig] = jax.eval_shape(self.function(length, batched), *args)[3]
+        return self._rounds[sig]
+
+    def compiled(self, state: RunState, length: int, batched: bool) -> Any:
+        """The executable for ``length`` rounds of ``state``'s environment, key and round
+        counter (a leading run axis if ``batched``): it maps ``(env, key, t)`` to ``(env, key,
+        t, rounds)`` and donates its inputs. Thread-safe: a second caller waits for the first
+        one's compile."""
         args = (state.env, state.key, state.t)
         sig = (_signature(args, length), batched, _options_key())
-        if sig not in self._compiled:
-            t0 = time.perf_counter()
-            fn = jax.jit(self.function(length, batched), donate_argnums=(0, 1, 2))
-            lowered = fn.lower(*args)
-            exe = lowered.compile(compiler_options=_OPTIONS.get())
-            self._compiled[sig] = (exe, lowered.out_info[3])
-            self.compile_seconds += time.perf_counter() - t0
-        return self._compiled[sig]
+        with self._lock:
+            if sig not in self._compiled:
+                t0 = time.perf_counter()
+                fn = jax.jit(self.function(length, batched), donate_argnums=(0, 1, 2))
+                self._compiled[sig] = fn.lower(*args).compile(compiler_options=_OPTIONS.get())
+                self.compile_seconds += time.perf_counter() - t0
+            return self._compiled[sig]
 
 
 class _SplitExecutable(NamedTuple):
@@ -361,6 +375,7 @@ class ChunkFn:
         self.round_axis = 1 if batched else 0
         self.compile_seconds = 0.0
         self._compiled: dict[Any, Any] = {}
+        self._lock = threading.Lock()
 
     def _play_all(self, states, length: int):
         outs = []
@@ -440,25 +455,36 @@ class ChunkFn:
 
     def compiled(self, state: PyTree, length: int):
         """The executable for ``length`` rounds (compiled on first use; time recorded; the bar
-        in use, see :class:`Progress`, says so meanwhile)."""
+        in use, see :class:`Progress`, says so meanwhile). Thread-safe: a second caller waits
+        for the first one's compile (:func:`compile_ahead` compiles several at once)."""
         options = _OPTIONS.get()
         sig = (_signature(state, length), _options_key())
-        if sig not in self._compiled:
-            bar = _SHOWING.get()
-            what = f"a {length}-round chunk of {self.runs(state)} run(s)"
-            with contextlib.nullcontext() if bar is None else bar.compiling(what):
-                t0 = time.perf_counter()
-                if self.draws is None:
-                    lowered = self._function(length).lower(self.place(state))
-                    self._compiled[sig] = lowered.compile(compiler_options=options)
-                else:
-                    draw, rounds = self.draws.compiled(state, length, self.batched)
-                    respond = jax.jit(self._respond(), donate_argnums=0)
-                    lowered = respond.lower(state.learner, rounds)
-                    respond = lowered.compile(compiler_options=options)
-                    self._compiled[sig] = _SplitExecutable(draw, respond)
-                self.compile_seconds += time.perf_counter() - t0
-        return self._compiled[sig]
+        with self._lock:
+            if sig not in self._compiled:
+                bar = _SHOWING.get()
+                what = f"a {length}-round chunk of {self.runs(state)} run(s)"
+                with contextlib.nullcontext() if bar is None else bar.compiling(what):
+                    t0 = time.perf_counter()
+                    self._compiled[sig] = self._compile(state, length, options)
+                    self.compile_seconds += time.perf_counter() - t0
+            return self._compiled[sig]
+
+    def _compile(self, state: PyTree, length: int, options: dict[str, Any] | None) -> Any:
+        if self.draws is None:
+            lowered = self._function(length).lower(self.place(state))
+            return lowered.compile(compiler_options=options)
+        # the learner's program first: another thread may be compiling the shared draws
+        rounds = self.draws.rounds(state, length, self.batched)
+        respond = jax.jit(self._respond(), donate_argnums=0).lower(state.learner, rounds)
+        respond = respond.compile(compiler_options=options)
+        return _SplitExecutable(self.draws.compiled(state, length, self.batched), respond)
+
+    def compile_run(self, state: PyTree, num_rounds: int, chunk_size: int) -> None:
+        """Compiles every chunk length that :func:`run_chunked` plays for ``num_rounds`` rounds
+        in chunks of ``chunk_size`` from ``state`` (ahead of time, e.g. in
+        :func:`compile_ahead`)."""
+        for length in sorted(set(_chunk_lengths(num_rounds, chunk_size))):
+            self.compiled(state, length)
 
     def memory(self, state: PyTree, length: int) -> dict[str, int] | None:
         """:func:`memory_figures` of the chunk for ``state`` (arrays or ``ShapeDtypeStruct``s)
@@ -471,6 +497,61 @@ class ChunkFn:
 
     def __call__(self, state: PyTree, length: int) -> tuple[PyTree, PyTree]:
         return self.compiled(state, length)(self.place(state))
+
+
+def compile_ahead(
+    jobs: Sequence[Callable[[], Any]],
+    *,
+    workers: int = 1,
+    cores: Collection[int] | None = None,
+    what: str = "",
+) -> tuple[list[Any], list[float], float]:
+    """Runs ``jobs``, callables that compile what later runs need (e.g. ``lambda:
+    chunk_fn.compiled(state, length)``), up to ``workers`` at a time, before any run is timed.
+
+    XLA compiles with Python's GIL released, so with idle cores several jobs finish sooner than
+    one after another (their tracing and lowering hold the GIL and take turns). Each job runs in
+    a copy of the caller's context (:func:`compiler_options`, the bar in use); :class:`ChunkFn`
+    and :class:`DrawFn` compile a program once however many jobs ask for it.
+
+    Args:
+      jobs: callables without arguments.
+      workers: jobs at once; 1 runs them in the caller's thread, in order.
+      cores: CPU cores every thread of the process may run on meanwhile
+        (:func:`bandits_jax.threads.on_cores`; ``None``: as they are), e.g.
+        :func:`bandits_jax.threads.compile_cores`.
+      what: what the jobs compile, for the bar in use (``compiling <what> on N thread(s)``;
+        default ``<n> job(s)``).
+
+    Returns:
+      ``(results, seconds, wall)``: each job's result and wall seconds, in job order, and the
+      wall seconds of them all. The first error of a job is raised once all have stopped.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers: expected an int >= 1, got {workers!r}")
+
+    def timed(job: Callable[[], Any]) -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        return job(), time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    workers = min(workers, len(jobs)) or 1
+    bar = _SHOWING.get()
+    what = f"{what or f'{len(jobs)} job(s)'} on {workers} thread(s)"
+    with contextlib.nullcontext() if bar is None else bar.compiling(what), on_cores(cores):
+        token = _SHOWING.set(None)  # the jobs' own compiles are not shown one by one
+        try:
+            if workers == 1:
+                done = [timed(job) for job in jobs]
+            else:
+                with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+                    ctx = contextvars.copy_context
+                    futures = [pool.submit(ctx().run, timed, job) for job in jobs]
+                    concurrent.futures.wait(futures)
+                done = [f.result() for f in futures]
+        finally:
+            _SHOWING.reset(token)
+    return [r for r, _ in done], [t for _, t in done], time.perf_counter() - t0
 
 
 def _map_metrics_last(fn: Callable, states: PyTree, width: int):

@@ -111,11 +111,13 @@ def test_pair_ratios():
 def _report(rows):
     return {
         "l": 0.75, "e": 0.75, "beta": "theory", "S": 1.0, "rounds": 6, "trials": 2,
-        "dtype": "float64", "backend": "cpu",
+        "dtype": "float64", "backend": "cpu", "wall_seconds": 20.0,
         "settings": {
             "s1": {"ratios": {"eofd_over_oful": {
                 "numerator": "eofd", "denominator": "oful",
-                "final_regret": 1.5, "time_per_round": 0.25}}},
+                "final_regret": 1.5, "time_per_round": 0.25}},
+                "compile_wall_seconds": 2.5, "compile_threads": 2},
+            "s2": {"ratios": {}, "compile_wall_seconds": 1.25, "compile_threads": 1},
         },
     }  # fmt: skip
 
@@ -136,6 +138,15 @@ def test_reproduce_summary_reports_rejections_and_max_steps():
     assert "s1/OFUL" not in text.split("Update status:")[1]
     assert "effectively greedy" in text and "s1/EOFD (1.0e-04)" in text
     assert text.rstrip().endswith("a note") and "nan" not in text
+
+
+def test_reproduce_summary_states_the_compile_time_against_the_run():
+    rows = [{"setting": "s1", "learner": "EOFD", "trials": 1, "rounds": 6, "bonus_ratio": 0.5,
+             "final_regret_mean": 1.0, "rejected_updates": 0, "max_steps": 0}]  # fmt: skip
+    text = tables.reproduce_summary(_report(rows), rows, [], {})
+    # the settings' compile phases (2.5 + 1.25 s) against the run's 20 s, the most threads used
+    assert "Compile time: 3.8 s of the 20.0 s after start-up" in text
+    assert "up to 2 at once" in text
 
 
 def test_reproduce_summary_no_trouble():

@@ -1,0 +1,113 @@
+"""Compiling ahead on several threads (``sim.chunks.compile_ahead``): the programs, once each,
+with the caller's compiler options, and the numbers of a chunk compiled on first use; the
+affinity helpers it uses (``threads.on_cores``, ``threads.compile_cores``)."""
+
+import os
+import threading
+
+import jax
+import numpy as np
+import pytest
+
+from bandits_jax import envs, mlogb, threads
+from bandits_jax.sim import chunks
+from bandits_jax.sim.chunks import ChunkFn, DrawFn, compile_ahead, run_chunked
+from bandits_jax.sim.runner import init_run
+
+T, K, D = 7, 1, 4
+ENV = envs.synthetic_mlogb(num_outcomes=K, dim=D, S=2.0, max_actions=5, min_actions=3)
+HP = mlogb.hyperparams(lam=1.0, eta=0.5, S=2.0, beta=0.3)
+LEARNERS = (mlogb.eofd(num_outcomes=K, dim=D, sketch_size=2), mlogb.oful(num_outcomes=K, dim=D))
+
+
+def split_chunks():
+    draws = DrawFn(mlogb.draw_round(ENV))
+    fns = [ChunkFn(mlogb.respond_round(learner, ENV), draws=draws) for learner in LEARNERS]
+    states = [
+        init_run(learner.init(HP), ENV.init(jax.random.key(5)), jax.random.key(6))
+        for learner in LEARNERS
+    ]
+    return draws, fns, states
+
+
+def test_jobs_on_threads_compile_each_program_once_with_the_callers_options():
+    draws, fns, states = split_chunks()
+    options = {"xla_backend_optimization_level": 0}
+    # two jobs per learner: the second one waits for the first one's program
+    jobs = [lambda f=f, s=s: f.compile_run(s, T, 4) for f, s in zip(fns, states, strict=True)] * 2
+    with chunks.compiler_options(options):
+        results, seconds, wall = compile_ahead(jobs, workers=3)
+        assert results == [None] * 4 and len(seconds) == 4 and wall >= max(seconds) > 0
+        compiled = [dict(f._compiled) for f in fns]
+        # chunks of 4 and 3 rounds, compiled once each, the environment's shared
+        assert [len(c) for c in compiled] == [2, 2] and len(draws._compiled) == 2
+        # played under the same options: nothing compiles again (the options were the caller's)
+        before = [f.compile_seconds for f in fns]
+        for f, s in zip(fns, states, strict=True):
+            run_chunked(f, s, T, chunk_size=4)
+        assert [f.compile_seconds for f in fns] == before
+
+
+def test_a_chunk_compiled_ahead_plays_the_numbers_of_one_compiled_on_first_use():
+    _, ahead, states = split_chunks()
+    jobs = [lambda f=f, s=s: f.compile_run(s, T, 4) for f, s in zip(ahead, states, strict=True)]
+    compile_ahead(jobs, workers=2)
+    _, lazy, _ = split_chunks()
+    for a, b, s in zip(ahead, lazy, states, strict=True):
+        got = run_chunked(a, s, T, chunk_size=4).metrics
+        want = run_chunked(b, s, T, chunk_size=4).metrics
+        for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_a_failing_job_raises_after_the_others_finish():
+    done = []
+
+    def fail():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        compile_ahead([fail, lambda: done.append(1)], workers=2)
+    assert done == [1]
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True])
+def test_bad_workers_are_refused(workers):
+    with pytest.raises(ValueError, match="workers: expected an int >= 1"):
+        compile_ahead([], workers=workers)
+
+
+def test_compile_cores_are_the_idle_ones_else_the_processs_own():
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
+    idle = {c: 0.0 for c in allowed}
+    assert threads.compile_cores(idle) == tuple(allowed)
+    busy = {c: 1.0 for c in allowed}
+    assert threads.compile_cores(busy) == tuple(allowed)  # none idle: its own cores
+    if len(allowed) > 1:
+        assert threads.compile_cores({**idle, allowed[0]: 0.9}) == tuple(allowed[1:])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux thread affinity")
+def test_on_cores_moves_the_non_python_threads_and_puts_them_back():
+    jax.numpy.ones(3).block_until_ready()  # XLA's threads exist
+
+    def affinities():
+        out = {}
+        for name in os.listdir("/proc/self/task"):
+            try:
+                out[int(name)] = os.sched_getaffinity(int(name))
+            except OSError:  # ended meanwhile
+                pass
+        return out
+
+    python = {t.native_id for t in threading.enumerate()}
+    before = affinities()
+    one = {min(os.sched_getaffinity(0))}
+    with threads.on_cores(one):
+        inside = affinities()
+    after = affinities()
+    others = [t for t in before if t not in python and t in inside]
+    assert others, "JAX started no threads of its own"
+    assert all(inside[t] == one for t in others)
+    assert all(inside[t] == before[t] for t in python if t in inside)  # Python's untouched
+    assert all(after[t] == before[t] for t in before if t in after)
