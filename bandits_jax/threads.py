@@ -26,6 +26,13 @@ of cores the process may use leaves the affinity alone and gives XLA's own defau
 settings always win: a ``--xla_cpu_multi_thread_eigen`` already in ``XLA_FLAGS``, a ``PJRT_NPROC``
 or ``NPROC`` already set, and an affinity already narrowed (e.g. by ``taskset``) are kept as they
 are.
+
+Compiling is another matter: no run is timed meanwhile, and XLA compiles on its own threads with
+Python's GIL released. So ``reproduce`` compiles a setting's learners ahead of play on up to one
+thread per idle core (:func:`compile_cores`), with XLA's threads allowed on those cores for the
+while (:func:`on_cores`) and back on the runs' core afterwards. Python's threads keep their
+core: with them widened too, OFUL-MLogB's program at d = 100 then ran many times slower on its
+one core (XLA appears to fit a program's parallel tasks to the compiling thread's cores).
 """
 
 from __future__ import annotations

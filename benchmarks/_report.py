@@ -31,6 +31,14 @@ def run_command(args: list[str], data: pathlib.Path, **env: str) -> tuple[float,
     return wall, proc.stderr
 
 
+def reproduce_compile_wall(out: pathlib.Path) -> float:
+    """Wall seconds a ``reproduce`` run (output directory ``out``) spent compiling its learners'
+    programs: the settings' ``compile_wall_seconds`` in ``reproduce.json`` (the programs compile
+    several at once, so the table's per-learner ``compile_s`` overlap and sum to more)."""
+    report = json.loads((out / "reproduce.json").read_text())
+    return sum(float(e["compile_wall_seconds"]) for e in report["settings"].values())
+
+
 def finish(result: dict, json_path: str | None) -> dict:
     """Adds backend, devices, CPU count, machine and JAX version; writes JSON if asked."""
     result = {
