@@ -385,19 +385,21 @@ def _chunk_fn(runs: _SettingRuns, spec: LearnerSpec, learner: Any, env: Any) -> 
 
 class _Ready(NamedTuple):
     """A learner ready to play a setting: its point (tuned, or --l/--e/--beta), hyperparameters,
-    initial state and chunk program, compiled for the plan's chunks."""
+    initial state and chunk program, compiled for the plan's chunks in ``compile_seconds``."""
 
     point: Recipe
     hp: Any
     state: Any
     chunk_fn: Any
+    compile_seconds: float
 
 
 def _ready(
     args: argparse.Namespace, setting: Setting, lname: str, recipe: Recipe, m: int,
     runs: _SettingRuns,
 ) -> _Ready:  # fmt: skip
-    """Builds learner ``lname`` for ``setting`` and compiles its chunks (on trial 0's start)."""
+    """Builds learner ``lname`` for ``setting`` and compiles its chunks on trial 0's start
+    (with ``--resume`` they compile when a trial needs them: it may have nothing left to play)."""
     import jax
 
     from bandits_jax.sim.runner import init_run
@@ -408,18 +410,20 @@ def _ready(
     hp = spec.hparams(point)
     state = jax.jit(learner.init)(hp)  # one program, not one per operation
     chunk_fn = _chunk_fn(runs, spec, learner, setting.env)
-    chunk_fn.compile_run(init_run(state, *runs.starts[0]), args.plan["T"], args.plan["chunk"])
-    return _Ready(point, hp, state, chunk_fn)
+    before = chunk_fn.compile_seconds  # this job's: a program's learners share one job
+    if not args.resume:
+        chunk_fn.compile_run(init_run(state, *runs.starts[0]), args.plan["T"], args.plan["chunk"])
+    return _Ready(point, hp, state, chunk_fn, chunk_fn.compile_seconds - before)
 
 
 def _ready_all(
     args: argparse.Namespace, setting: Setting, playing: list[str], recipe: Recipe, m: int,
     runs: _SettingRuns,
-) -> tuple[dict[str, _Ready], dict[str, float], float, int]:  # fmt: skip
-    """Every learner of ``playing`` made :func:`_ready`, compiled on the idle cores at once
-    (:func:`bandits_jax.sim.chunks.compile_ahead`; one job per :attr:`LearnerSpec.program`,
-    whose seconds its first learner is charged): the learners, each one's compile seconds, the
-    wall seconds of them all and the threads used."""
+) -> tuple[dict[str, _Ready], float, int]:  # fmt: skip
+    """Every learner of ``playing`` made :func:`_ready` on the idle cores at once
+    (:func:`bandits_jax.sim.chunks.compile_ahead`; one job per :attr:`LearnerSpec.program`, so
+    its learners after the first find it compiled): the learners, the wall seconds of them all
+    and the threads used."""
     from bandits_jax import threads
     from bandits_jax.sim.chunks import compile_ahead
 
@@ -434,14 +438,12 @@ def _ready_all(
     ]
     cores = threads.compile_cores()
     workers = min(len(cores), len(jobs))
-    done, seconds, wall = compile_ahead(
+    done, _, wall = compile_ahead(
         jobs, workers=workers, cores=cores, what=f"{len(jobs)} learners' programs"
     )
-    ready, charged = {}, {}
-    for names, readies, sec in zip(groups.values(), done, seconds, strict=True):
-        for i, (n, r) in enumerate(zip(names, readies, strict=True)):
-            ready[n], charged[n] = r, sec if i == 0 else 0.0
-    return ready, charged, wall, workers
+    ready = {n: r for names, rs in zip(groups.values(), done, strict=True)
+             for n, r in zip(names, rs, strict=True)}  # fmt: skip
+    return ready, wall, workers
 
 
 def _play_learner(
@@ -450,17 +452,16 @@ def _play_learner(
     lname: str,
     recipe: Recipe,
     m: int,
-    ready: tuple[_Ready, float],
+    ready: _Ready,
     bar: Any,
     runs: _SettingRuns,
 ) -> _Played:
-    """Plays ``args.plan``'s trials of learner ``lname``, made :func:`_ready` (with its compile
-    seconds), on ``setting`` from ``runs.starts``, one chunked run per trial (its checkpoints
-    under ``--out``)."""
+    """Plays ``args.plan``'s trials of learner ``lname``, made :func:`_ready`, on ``setting``
+    from ``runs.starts``, one chunked run per trial (its checkpoints under ``--out``)."""
     from bandits_jax.sim.chunks import run_chunked
     from bandits_jax.sim.runner import init_run
 
-    plan, ((point, hp, learner_state, chunk_fn), compile_s) = args.plan, ready
+    plan, (point, hp, learner_state, chunk_fn, compile_s) = args.plan, ready
     config = {
         "setting": setting.name,
         "learner": lname,
@@ -553,14 +554,12 @@ def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict
     total = len(playing) * plan["trials"] * plan["T"]  # trial-rounds
     runs = _setting_runs(args, setting)
     with Progress(total, name, enabled=not args.quiet) as bar:
-        ready, compile_s, entry["compile_wall_seconds"], entry["compile_threads"] = _ready_all(
+        ready, entry["compile_wall_seconds"], entry["compile_threads"] = _ready_all(
             args, setting, playing, recipe, m, runs
         )
         for lname in playing:
             spec = LEARNERS[lname]
-            p = _play_learner(
-                args, setting, lname, recipe, m, (ready[lname], compile_s[lname]), bar, runs
-            )
+            p = _play_learner(args, setting, lname, recipe, m, ready[lname], bar, runs)
             entry["learners"][spec.label] = {
                 **p.stats, "l": p.point.l, "e": p.point.e, "beta": p.point.beta, "S": p.S
             }  # fmt: skip

@@ -150,8 +150,8 @@ def _compile_line(report: Mapping[str, Any]) -> str:
     return (
         f"Compile time: {wall:.1f} s of the {report['wall_seconds']:.1f} s after start-up went "
         f"to compiling the learners' programs, up to {threads} at once on idle cores; "
-        "compile_s: each learner's programs and initial state (the environment's program with "
-        "the learner that compiled it), overlapping."
+        "compile_s: each learner's programs (the environment's with the learner that compiled "
+        "it), overlapping."
     )
 
 
