@@ -213,8 +213,13 @@ def idle_cores(
     busy (``busy``: fractions per core, default :func:`core_busy`); at least 1."""
     if allowed is None:
         allowed = _allowed_cores()
+    return max(1, len(_idle(allowed, busy)))
+
+
+def _idle(allowed: Iterable[int], busy: Mapping[int, float] | None) -> tuple[int, ...]:
+    """The ``allowed`` cores less than half busy (``busy``: default :func:`core_busy`), sorted."""
     busy = core_busy() if busy is None else busy
-    return max(1, sum(busy.get(c, 0.0) < 0.5 for c in allowed))
+    return tuple(sorted(c for c in allowed if busy.get(c, 0.0) < 0.5))
 
 
 def compile_cores(busy: Mapping[int, float] | None = None) -> tuple[int, ...]:
@@ -222,40 +227,38 @@ def compile_cores(busy: Mapping[int, float] | None = None) -> tuple[int, ...]:
     process could use before :func:`configure_threads` kept its runs on fewer, the ones less than
     half busy (``busy``: fractions per core, default :func:`core_busy`); the process's own
     cores if none is. Compiling on spare cores does not disturb the timed runs."""
-    allowed = _WIDE_AFFINITY or tuple(sorted(_allowed_cores()))
-    busy = core_busy() if busy is None else busy
-    idle = tuple(c for c in allowed if busy.get(c, 0.0) < 0.5)
-    return idle or tuple(sorted(_allowed_cores()))
+    return _idle(_WIDE_AFFINITY or _allowed_cores(), busy) or tuple(sorted(_allowed_cores()))
 
 
 @contextlib.contextmanager
 def on_cores(cores: Collection[int] | None):
     """Within the block every thread of this process may run on ``cores`` (``None``: nothing
-    changes); afterwards each thread is back where it was (threads started in the block: where
-    the calling thread was). XLA compiles on its own threads, started with the backend on the
-    process's cores, so compiling on spare cores (:func:`compile_cores`) widens them all.
-    Linux only (``/proc/self/task``); elsewhere nothing changes."""
+    changes), except Python's own threads, which stay where they are (a program's parallel tasks
+    follow the compiling thread's cores); afterwards each thread moved is back where it was
+    (threads started in the block: where the calling thread was). XLA compiles on its own
+    threads, started with the backend on the process's cores, so compiling on spare cores
+    (:func:`compile_cores`) widens them. Linux only (``/proc/self/task``); elsewhere nothing
+    changes."""
     task = pathlib.Path("/proc/self/task")
     if cores is None or not hasattr(os, "sched_setaffinity") or not task.is_dir():
         yield
         return
 
-    def tids() -> list[int]:
-        return [int(p.name) for p in task.iterdir() if p.name.isdigit()]
+    def others() -> list[int]:  # the threads that are not Python's
+        python = {t.native_id for t in threading.enumerate()}
+        return [int(p.name) for p in task.iterdir() if p.name.isdigit()
+                and int(p.name) not in python]  # fmt: skip
 
     own = os.sched_getaffinity(0)
-    python = {t.native_id for t in threading.enumerate()}
     saved = {}
-    for tid in tids():
-        if tid in python:
-            continue
+    for tid in others():
         with contextlib.suppress(OSError):  # a thread that has just ended
             saved[tid] = os.sched_getaffinity(tid)
             os.sched_setaffinity(tid, cores)
     try:
         yield
     finally:
-        for tid in tids():
+        for tid in others():
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(tid, saved.get(tid, own))
 

@@ -430,15 +430,14 @@ def _ready_all(
     groups: dict[str, list[str]] = {}
     for lname in playing:
         groups.setdefault(LEARNERS[lname].program, []).append(lname)
-    jobs = [
-        functools.partial(
-            lambda names: [_ready(args, setting, n, recipe, m, runs) for n in names], names
-        )
-        for names in groups.values()
-    ]
+
+    def job(names: list[str]) -> list[_Ready]:
+        return [_ready(args, setting, n, recipe, m, runs) for n in names]
+
+    jobs = [functools.partial(job, names) for names in groups.values()]
     cores = threads.compile_cores()
     workers = min(len(cores), len(jobs))
-    done, _, wall = compile_ahead(
+    done, wall = compile_ahead(
         jobs, workers=workers, cores=cores, what=f"{len(jobs)} learners' programs"
     )
     ready = {n: r for names, rs in zip(groups.values(), done, strict=True)

@@ -505,7 +505,7 @@ def compile_ahead(
     workers: int = 1,
     cores: Collection[int] | None = None,
     what: str = "",
-) -> tuple[list[Any], list[float], float]:
+) -> tuple[list[Any], float]:
     """Runs ``jobs``, callables that compile what later runs need (e.g. ``lambda:
     chunk_fn.compiled(state, length)``), up to ``workers`` at a time, before any run is timed.
 
@@ -524,15 +524,11 @@ def compile_ahead(
         default ``<n> job(s)``).
 
     Returns:
-      ``(results, seconds, wall)``: each job's result and wall seconds, in job order, and the
-      wall seconds of them all. The first error of a job is raised once all have stopped.
+      ``(results, wall)``: each job's result, in job order, and the wall seconds of them all.
+      The first error of a job is raised once all have stopped.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers: expected an int >= 1, got {workers!r}")
-
-    def timed(job: Callable[[], Any]) -> tuple[Any, float]:
-        t0 = time.perf_counter()
-        return job(), time.perf_counter() - t0
 
     t0 = time.perf_counter()
     workers = min(workers, len(jobs)) or 1
@@ -542,16 +538,14 @@ def compile_ahead(
         token = _SHOWING.set(None)  # the jobs' own compiles are not shown one by one
         try:
             if workers == 1:
-                done = [timed(job) for job in jobs]
+                results = [job() for job in jobs]
             else:
                 with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-                    ctx = contextvars.copy_context
-                    futures = [pool.submit(ctx().run, timed, job) for job in jobs]
-                    concurrent.futures.wait(futures)
-                done = [f.result() for f in futures]
+                    futures = [pool.submit(contextvars.copy_context().run, j) for j in jobs]
+                results = [f.result() for f in futures]  # all done: the pool has shut down
         finally:
             _SHOWING.reset(token)
-    return [r for r, _ in done], [t for _, t in done], time.perf_counter() - t0
+    return results, time.perf_counter() - t0
 
 
 def _map_metrics_last(fn: Callable, states: PyTree, width: int):

@@ -36,8 +36,8 @@ def test_jobs_on_threads_compile_each_program_once_with_the_callers_options():
     # two jobs per learner: the second one waits for the first one's program
     jobs = [lambda f=f, s=s: f.compile_run(s, T, 4) for f, s in zip(fns, states, strict=True)] * 2
     with chunks.compiler_options(options):
-        results, seconds, wall = compile_ahead(jobs, workers=3)
-        assert results == [None] * 4 and len(seconds) == 4 and wall >= max(seconds) > 0
+        results, wall = compile_ahead(jobs, workers=3)
+        assert results == [None] * 4 and wall > 0
         compiled = [dict(f._compiled) for f in fns]
         # chunks of 4 and 3 rounds, compiled once each, the environment's shared
         assert [len(c) for c in compiled] == [2, 2] and len(draws._compiled) == 2
@@ -100,14 +100,30 @@ def test_on_cores_moves_the_non_python_threads_and_puts_them_back():
                 pass
         return out
 
-    python = {t.native_id for t in threading.enumerate()}
-    before = affinities()
-    one = {min(os.sched_getaffinity(0))}
-    with threads.on_cores(one):
-        inside = affinities()
-    after = affinities()
+    # a Python thread on a core set of its own (where there are two cores): left alone
+    allowed, ready, stop = sorted(os.sched_getaffinity(0)), threading.Event(), threading.Event()
+
+    def helper():
+        os.sched_setaffinity(0, {allowed[-1]})
+        ready.set()
+        stop.wait()
+
+    thread = threading.Thread(target=helper)
+    thread.start()
+    ready.wait()
+    try:
+        python = {t.native_id for t in threading.enumerate()}
+        before = affinities()
+        one = {allowed[0]}
+        with threads.on_cores(one):
+            inside = affinities()
+        after = affinities()
+    finally:
+        stop.set()
+        thread.join()
     others = [t for t in before if t not in python and t in inside]
     assert others, "JAX started no threads of its own"
     assert all(inside[t] == one for t in others)
     assert all(inside[t] == before[t] for t in python if t in inside)  # Python's untouched
     assert all(after[t] == before[t] for t in before if t in after)
+    assert after[thread.native_id] == {allowed[-1]}
