@@ -27,12 +27,15 @@ settings always win: a ``--xla_cpu_multi_thread_eigen`` already in ``XLA_FLAGS``
 or ``NPROC`` already set, and an affinity already narrowed (e.g. by ``taskset``) are kept as they
 are.
 
-Compiling is another matter: no run is timed meanwhile, and XLA compiles on its own threads with
-Python's GIL released. So ``reproduce`` compiles a setting's learners ahead of play on up to one
-thread per idle core (:func:`compile_cores`), with XLA's threads allowed on those cores for the
-while (:func:`on_cores`) and back on the runs' core afterwards. Python's threads keep their
-core: with them widened too, OFUL-MLogB's program at d = 100 then ran many times slower on its
-one core (XLA appears to fit a program's parallel tasks to the compiling thread's cores).
+Compiling is another matter: no run is timed meanwhile, and XLA compiles with Python's GIL
+released, so one thread compiles while another traces. So ``reproduce`` compiles its learners
+before any trial on up to one thread per idle core (:func:`compile_cores`), each thread on a core
+group of its own as wide as the runs' (:func:`thread_groups`: a thread starts on its starter's
+cores, which would put every compile thread on the runs' one core), with XLA's own threads allowed
+on those cores for the while (:func:`on_cores`) and back on the runs' core afterwards. A group is
+no wider than the runs' cores: with the compiling threads widened, OFUL-MLogB's program at
+d = 100 ran many times slower on its one core (XLA appears to fit a program's parallel tasks to
+the compiling thread's cores).
 """
 
 from __future__ import annotations
@@ -228,6 +231,18 @@ def compile_cores(busy: Mapping[int, float] | None = None) -> tuple[int, ...]:
     half busy (``busy``: fractions per core, default :func:`core_busy`); the process's own
     cores if none is. Compiling on spare cores does not disturb the timed runs."""
     return _idle(_WIDE_AFFINITY or _allowed_cores(), busy) or tuple(sorted(_allowed_cores()))
+
+
+def thread_groups(cores: Collection[int] | None, size: int | None = None) -> list[tuple[int, ...]]:
+    """Disjoint groups of ``cores`` (sorted), each of ``size`` cores (default: as many as the
+    calling thread may use), for threads that compile while it waits
+    (:func:`bandits_jax.sim.chunks.compile_ahead`): XLA sizes a program's parallel tasks by the
+    compiling thread's cores, so a program compiled on such a group is the one the caller would
+    compile. Empty when ``cores`` is ``None`` or too few, or affinity is unsupported."""
+    if cores is None or not hasattr(os, "sched_getaffinity"):
+        return []
+    size, cores = size or len(os.sched_getaffinity(0)), sorted(cores)
+    return [tuple(cores[i : i + size]) for i in range(0, len(cores) - size + 1, size)]
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -10,13 +11,17 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 
 import jax
 
 
-def run_command(args: list[str], data: pathlib.Path, **env: str) -> tuple[float, str]:
+def run_command(
+    args: list[str], data: pathlib.Path, cores: Collection[int] | None = None, **env: str
+) -> tuple[float, str]:
     """Runs ``python -m bandits_jax ARGS`` in a fresh subprocess with the data root ``data`` and
-    the extra environment ``env``; returns its wall seconds and stderr.
+    the extra environment ``env`` (on ``cores`` only, if given); returns its wall seconds and
+    stderr.
 
     Raises:
       RuntimeError: with the command and the tail of its stderr when it fails.
@@ -24,7 +29,10 @@ def run_command(args: list[str], data: pathlib.Path, **env: str) -> tuple[float,
     cmd = [sys.executable, "-m", "bandits_jax", *args]
     full_env = {**os.environ, "BANDITS_JAX_DATA": str(data), **env}
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=full_env, capture_output=True, text=True, check=False)
+    pin = None if cores is None else functools.partial(os.sched_setaffinity, 0, set(cores))
+    proc = subprocess.run(
+        cmd, env=full_env, capture_output=True, text=True, check=False, preexec_fn=pin
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -33,10 +41,9 @@ def run_command(args: list[str], data: pathlib.Path, **env: str) -> tuple[float,
 
 def reproduce_compile_wall(out: pathlib.Path) -> float:
     """Wall seconds a ``reproduce`` run (output directory ``out``) spent compiling its learners'
-    programs: the settings' ``compile_wall_seconds`` in ``reproduce.json`` (the programs compile
-    several at once, so the table's per-learner ``compile_s`` overlap and sum to more)."""
-    report = json.loads((out / "reproduce.json").read_text())
-    return sum(float(e["compile_wall_seconds"]) for e in report["settings"].values())
+    programs: ``compile_wall_seconds`` in ``reproduce.json`` (the programs compile several at
+    once, so the table's per-learner ``compile_s`` overlap and sum to more)."""
+    return float(json.loads((out / "reproduce.json").read_text())["compile_wall_seconds"])
 
 
 def finish(result: dict, json_path: str | None) -> dict:

@@ -394,21 +394,47 @@ class _Ready(NamedTuple):
     compile_seconds: float
 
 
+class _Prepared(NamedTuple):
+    """A setting made ready for its learners: its environment and each trial's start
+    (:class:`_SettingRuns`), the recipe, sketch size and the learners of the plan it supports."""
+
+    setting: Setting
+    recipe: Recipe
+    m: int
+    playing: list[str]
+    runs: _SettingRuns
+
+
+def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
+    """Builds setting ``name`` for the plan. Learners defined for K = 1 only are skipped on
+    K >= 2 settings with a note."""
+    plan = args.plan
+    setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
+    K, d = setting.num_outcomes, setting.dim
+    recipe = Recipe(K, d, learner_bound(args, setting), plan["T"], args.l, args.e,
+                    opt.beta_arg(args.beta), env_rewards(setting), dtype)  # fmt: skip
+    playing = [n for n in plan["learners"] if supports(LEARNERS[n], K)]
+    for n in plan["learners"]:
+        if n not in playing:
+            plan["notes"].append(f"{LEARNERS[n].label} skipped on {name}: defined for K = 1 only.")
+    m = args.sketch or sketch_size(K, d)
+    return _Prepared(setting, recipe, m, playing, _setting_runs(args, setting))
+
+
 def _ready(
     args: argparse.Namespace, setting: Setting, lname: str, recipe: Recipe, m: int,
     runs: _SettingRuns,
 ) -> _Ready:  # fmt: skip
     """Builds learner ``lname`` for ``setting`` and compiles its chunks on trial 0's start
     (with ``--resume`` they compile when a trial needs them: it may have nothing left to play)."""
-    import jax
-
+    from bandits_jax.sim.chunks import compile_for
     from bandits_jax.sim.runner import init_run
 
     spec = LEARNERS[lname]
     learner = spec.factory(setting.num_outcomes, setting.dim, m)
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
-    state = jax.jit(learner.init)(hp)  # one program, not one per operation
+    state = compile_for(learner.init, hp)(hp)  # one program, not one per operation
     chunk_fn = _chunk_fn(runs, spec, learner, setting.env)
     before = chunk_fn.compile_seconds  # this job's: a program's learners share one job
     if not args.resume:
@@ -417,30 +443,34 @@ def _ready(
 
 
 def _ready_all(
-    args: argparse.Namespace, setting: Setting, playing: list[str], recipe: Recipe, m: int,
-    runs: _SettingRuns,
-) -> tuple[dict[str, _Ready], float, int]:  # fmt: skip
-    """Every learner of ``playing`` made :func:`_ready` on the idle cores at once
-    (:func:`bandits_jax.sim.chunks.compile_ahead`; one job per :attr:`LearnerSpec.program`, so
-    its learners after the first find it compiled): the learners, the wall seconds of them all
-    and the threads used."""
+    args: argparse.Namespace, prepared: list[_Prepared]
+) -> tuple[dict[tuple[str, str], _Ready], float, int]:
+    """Every learner of every prepared setting made :func:`_ready` on the idle cores at once
+    (:func:`bandits_jax.sim.chunks.compile_ahead`), before any trial: one job per setting and
+    :attr:`LearnerSpec.program` (its learners after the first find it compiled), in learner-major
+    order (a learner on every setting, then the next: the default plan lists the heavier
+    programs first, so the threads finish together). Returns the learners by ``(setting,
+    learner)``, the wall seconds of them all and the threads used."""
     from bandits_jax import threads
     from bandits_jax.sim.chunks import compile_ahead
 
-    groups: dict[str, list[str]] = {}
-    for lname in playing:
-        groups.setdefault(LEARNERS[lname].program, []).append(lname)
+    groups: dict[tuple[str, str], tuple[_Prepared, list[str]]] = {}
+    for lname in args.plan["learners"]:
+        for p in prepared:
+            if lname in p.playing:
+                key = (p.setting.name, LEARNERS[lname].program)
+                groups.setdefault(key, (p, []))[1].append(lname)
 
-    def job(names: list[str]) -> list[_Ready]:
-        return [_ready(args, setting, n, recipe, m, runs) for n in names]
+    def job(p: _Prepared, names: list[str]) -> list[_Ready]:
+        return [_ready(args, p.setting, n, p.recipe, p.m, p.runs) for n in names]
 
-    jobs = [functools.partial(job, names) for names in groups.values()]
+    jobs = [functools.partial(job, p, names) for p, names in groups.values()]
     cores = threads.compile_cores()
     workers = min(len(cores), len(jobs))
     done, wall = compile_ahead(
         jobs, workers=workers, cores=cores, what=f"{len(jobs)} learners' programs"
     )
-    ready = {n: r for names, rs in zip(groups.values(), done, strict=True)
+    ready = {(p.setting.name, n): r for (p, names), rs in zip(groups.values(), done, strict=True)
              for n, r in zip(names, rs, strict=True)}  # fmt: skip
     return ready, wall, workers
 
@@ -532,38 +562,27 @@ def _row(setting: Setting, lname: str, m: int, played: _Played, plan: dict) -> d
     }
 
 
-def _play_setting(args: argparse.Namespace, name: str, dtype: Any) -> tuple[dict, dict, list]:
-    """Every learner of the plan on setting ``name``: its report entry, the played learners
-    (legend -> :class:`_Played`) and its CSV rows. Learners defined for K = 1 only are skipped
-    on K >= 2 settings with a note."""
-    from bandits_jax.sim.chunks import Progress
-
-    plan = args.plan
-    setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
-    K, d = setting.num_outcomes, setting.dim
-    recipe = Recipe(K, d, learner_bound(args, setting), plan["T"], args.l, args.e,
-                    opt.beta_arg(args.beta), env_rewards(setting), dtype)  # fmt: skip
-    m = args.sketch or sketch_size(K, d)
-    playing = [n for n in plan["learners"] if supports(LEARNERS[n], K)]
-    for n in plan["learners"]:
-        if n not in playing:
-            plan["notes"].append(f"{LEARNERS[n].label} skipped on {name}: defined for K = 1 only.")
-    entry: dict[str, Any] = {"title": setting.title, "d": d, "K": K, "m": m, "learners": {}}
+def _play_setting(
+    args: argparse.Namespace, p: _Prepared, ready: dict[tuple[str, str], _Ready], bar: Any
+) -> tuple[dict, dict, list]:
+    """Every learner of the plan on prepared setting ``p``, made :func:`_ready`: its report
+    entry, the played learners (legend -> :class:`_Played`) and its CSV rows."""
+    setting, plan = p.setting, args.plan
+    entry: dict[str, Any] = {
+        "title": setting.title, "d": setting.dim, "K": setting.num_outcomes, "m": p.m,
+        "learners": {},
+    }  # fmt: skip
     played, rows, by_key = {}, [], {}
-    total = len(playing) * plan["trials"] * plan["T"]  # trial-rounds
-    runs = _setting_runs(args, setting)
-    with Progress(total, name, enabled=not args.quiet) as bar:
-        ready, entry["compile_wall_seconds"], entry["compile_threads"] = _ready_all(
-            args, setting, playing, recipe, m, runs
-        )
-        for lname in playing:
-            spec = LEARNERS[lname]
-            p = _play_learner(args, setting, lname, recipe, m, ready[lname], bar, runs)
-            entry["learners"][spec.label] = {
-                **p.stats, "l": p.point.l, "e": p.point.e, "beta": p.point.beta, "S": p.S
-            }  # fmt: skip
-            by_key[lname], played[spec.legend] = p.stats, p
-            rows.append(_row(setting, lname, m, p, plan))
+    bar.describe(setting.name)
+    for lname in p.playing:
+        spec = LEARNERS[lname]
+        r = ready[setting.name, lname]
+        pl = _play_learner(args, setting, lname, p.recipe, p.m, r, bar, p.runs)
+        entry["learners"][spec.label] = {
+            **pl.stats, "l": pl.point.l, "e": pl.point.e, "beta": pl.point.beta, "S": pl.S
+        }  # fmt: skip
+        by_key[lname], played[spec.legend] = pl.stats, pl
+        rows.append(_row(setting, lname, p.m, pl, plan))
     entry["ratios"] = tables.pair_ratios(by_key, RATIO_PAIRS)
     entry.update(entry["ratios"])  # "eofd_over_oful": {...} at the top level, as before
     return entry, played, rows
@@ -576,6 +595,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bandits_jax import plotting
     from bandits_jax.sim import sweep
+    from bandits_jax.sim.chunks import Progress
 
     from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
 
@@ -605,12 +625,19 @@ def run(args: argparse.Namespace) -> int:
         "settings": {},
     }
     regret_panels, time_panels, rows = [], [], []
-    for name in plan["settings"]:
-        entry, played, setting_rows = _play_setting(args, name, dtype)
-        report["settings"][name] = entry
-        rows += setting_rows
-        regret_panels.append((entry["title"], {k: p.regrets for k, p in played.items()}))
-        time_panels.append((entry["title"], {k: p.per_round for k, p in played.items()}))
+    prepared = [_prepare(args, name, dtype) for name in plan["settings"]]
+    total = sum(len(p.playing) for p in prepared) * trials * T  # trial-rounds
+    with Progress(total, "reproduce", enabled=not args.quiet) as bar:
+        # every learner compiles before any trial is timed, all settings' at once
+        ready, report["compile_wall_seconds"], report["compile_threads"] = _ready_all(
+            args, prepared
+        )
+        for p in prepared:
+            entry, played, setting_rows = _play_setting(args, p, ready, bar)
+            report["settings"][p.setting.name] = entry
+            rows += setting_rows
+            regret_panels.append((entry["title"], {k: v.regrets for k, v in played.items()}))
+            time_panels.append((entry["title"], {k: v.per_round for k, v in played.items()}))
 
     written = []
     if args.plots:

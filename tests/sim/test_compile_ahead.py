@@ -127,3 +127,51 @@ def test_on_cores_moves_the_non_python_threads_and_puts_them_back():
     assert all(inside[t] == before[t] for t in python if t in inside)  # Python's untouched
     assert all(after[t] == before[t] for t in before if t in after)
     assert after[thread.native_id] == {allowed[-1]}
+
+
+def test_thread_groups_are_disjoint_and_as_wide_as_the_caller():
+    assert threads.thread_groups(None) == []
+    assert threads.thread_groups([3, 0, 1, 2], size=2) == [(0, 1), (2, 3)]
+    assert threads.thread_groups([0, 1, 2], size=2) == [(0, 1)]
+    assert threads.thread_groups([0], size=2) == []
+    if hasattr(os, "sched_getaffinity"):
+        own = sorted(os.sched_getaffinity(0))
+        assert threads.thread_groups(own) == [tuple(own)]  # one group: the caller's width
+
+
+def _caller_on(cores, fn):
+    """``fn()`` and its thread's id, in a thread that may run on ``cores`` only (like the
+    command's runs, on one core)."""
+    out = {}
+
+    def caller():
+        os.sched_setaffinity(0, cores)
+        out["result"] = fn(), threading.get_ident()
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join()
+    return out["result"]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs thread affinity and two cores",
+)
+def test_each_compile_thread_runs_on_a_core_group_of_its_own():
+    cores, both = sorted(os.sched_getaffinity(0))[:2], threading.Barrier(2)
+
+    def job():
+        both.wait(timeout=30)  # the two jobs run at once, on two threads
+        return tuple(sorted(os.sched_getaffinity(0))), threading.get_ident()
+
+    (got, _), caller = _caller_on(
+        cores[:1], lambda: compile_ahead([job, job], workers=2, cores=cores)
+    )
+    assert sorted(c for c, _ in got) == [(cores[0],), (cores[1],)]
+    assert caller not in {t for _, t in got}
+    # a caller on both cores: one group as wide as it, so the jobs run in its own thread
+    (got, _), caller = _caller_on(
+        cores, lambda: compile_ahead([threading.get_ident] * 2, workers=2, cores=cores)
+    )
+    assert got == [caller, caller]
