@@ -252,8 +252,8 @@ def compiler_options(options: dict[str, Any] | None):
 
 def compile_for(fn: Callable, *args: Any) -> Any:
     """``jax.jit(fn)`` compiled for ``args`` under the :func:`compiler_options` in force (e.g.
-    a learner's ``init`` in ``reproduce``: at XLA's optimisation level 0 it compiles about three
-    times faster and gives the same state, bit for bit: tests/cli/test_library_parity.py)."""
+    a learner's ``init`` in ``reproduce``: it compiles faster at XLA's optimisation level 0 and
+    gives the same state, bit for bit: tests/cli/test_library_parity.py)."""
     return jax.jit(fn).lower(*args).compile(compiler_options=_OPTIONS.get())
 
 
@@ -531,7 +531,9 @@ def compile_ahead(
       workers: jobs at once; 1 runs them in the caller's thread, in order.
       cores: CPU cores every thread of the process may run on meanwhile
         (:func:`bandits_jax.threads.on_cores`; ``None``: as they are), e.g.
-        :func:`bandits_jax.threads.compile_cores`.
+        :func:`bandits_jax.threads.compile_cores`. Each job thread runs on a group of them as
+        wide as the caller's (:func:`bandits_jax.threads.thread_groups`), so there are at most
+        as many threads as groups.
       what: what the jobs compile, for the bar in use (``compiling <what> on N thread(s)``;
         default ``<n> job(s)``).
 
