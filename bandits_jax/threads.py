@@ -250,10 +250,10 @@ def on_cores(cores: Collection[int] | None):
     """Within the block every thread of this process may run on ``cores`` (``None``: nothing
     changes), except Python's own threads, which stay where they are (a program's parallel tasks
     follow the compiling thread's cores); afterwards each thread moved is back where it was
-    (threads started in the block: where the calling thread was). XLA compiles on its own
-    threads, started with the backend on the process's cores, so compiling on spare cores
-    (:func:`compile_cores`) widens them. Linux only (``/proc/self/task``); elsewhere nothing
-    changes."""
+    (threads started in the block: where the calling thread was). XLA's own threads start with
+    the backend on the process's cores; while :func:`bandits_jax.sim.chunks.compile_ahead`
+    compiles on spare cores (:func:`compile_cores`) they may use those too. Linux only
+    (``/proc/self/task``); elsewhere nothing changes."""
     task = pathlib.Path("/proc/self/task")
     if cores is None or not hasattr(os, "sched_setaffinity") or not task.is_dir():
         yield

@@ -466,9 +466,8 @@ def _ready_all(
 
     jobs = [functools.partial(job, p, names) for p, names in groups.values()]
     cores = threads.compile_cores()
-    workers = min(len(cores), len(jobs))
-    done, wall = compile_ahead(
-        jobs, workers=workers, cores=cores, what=f"{len(jobs)} learners' programs"
+    done, wall, workers = compile_ahead(
+        jobs, workers=len(cores), cores=cores, what=f"{len(jobs)} learners' programs"
     )
     ready = {(p.setting.name, n): r for (p, names), rs in zip(groups.values(), done, strict=True)
              for n, r in zip(names, rs, strict=True)}  # fmt: skip

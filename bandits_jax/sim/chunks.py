@@ -517,7 +517,7 @@ def compile_ahead(
     workers: int = 1,
     cores: Collection[int] | None = None,
     what: str = "",
-) -> tuple[list[Any], float]:
+) -> tuple[list[Any], float, int]:
     """Runs ``jobs``, callables that compile what later runs need (e.g. ``lambda:
     chunk_fn.compiled(state, length)``), up to ``workers`` at a time, before any run is timed.
 
@@ -538,8 +538,8 @@ def compile_ahead(
         default ``<n> job(s)``).
 
     Returns:
-      ``(results, wall)``: each job's result, in job order, and the wall seconds of them all.
-      The first error of a job is raised once all have stopped.
+      ``(results, wall, threads)``: each job's result, in job order, the wall seconds of them all
+      and the threads that ran them. The first error of a job is raised once all have stopped.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers: expected an int >= 1, got {workers!r}")
@@ -562,7 +562,7 @@ def compile_ahead(
                 results = [f.result() for f in futures]  # all done: the pool has shut down
         finally:
             _SHOWING.reset(token)
-    return results, time.perf_counter() - t0
+    return results, time.perf_counter() - t0, workers
 
 
 class _PinEach:

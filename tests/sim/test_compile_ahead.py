@@ -36,8 +36,8 @@ def test_jobs_on_threads_compile_each_program_once_with_the_callers_options():
     # two jobs per learner: the second one waits for the first one's program
     jobs = [lambda f=f, s=s: f.compile_run(s, T, 4) for f, s in zip(fns, states, strict=True)] * 2
     with chunks.compiler_options(options):
-        results, wall = compile_ahead(jobs, workers=3)
-        assert results == [None] * 4 and wall > 0
+        results, wall, threads_used = compile_ahead(jobs, workers=3)
+        assert results == [None] * 4 and wall > 0 and threads_used == 3
         compiled = [dict(f._compiled) for f in fns]
         # chunks of 4 and 3 rounds, compiled once each, the environment's shared
         assert [len(c) for c in compiled] == [2, 2] and len(draws._compiled) == 2
@@ -165,13 +165,13 @@ def test_each_compile_thread_runs_on_a_core_group_of_its_own():
         both.wait(timeout=30)  # the two jobs run at once, on two threads
         return tuple(sorted(os.sched_getaffinity(0))), threading.get_ident()
 
-    (got, _), caller = _caller_on(
+    (got, _, used), caller = _caller_on(
         cores[:1], lambda: compile_ahead([job, job], workers=2, cores=cores)
     )
-    assert sorted(c for c, _ in got) == [(cores[0],), (cores[1],)]
+    assert used == 2 and sorted(c for c, _ in got) == [(cores[0],), (cores[1],)]
     assert caller not in {t for _, t in got}
     # a caller on both cores: one group as wide as it, so the jobs run in its own thread
-    (got, _), caller = _caller_on(
+    (got, _, used), caller = _caller_on(
         cores, lambda: compile_ahead([threading.get_ident] * 2, workers=2, cores=cores)
     )
-    assert got == [caller, caller]
+    assert used == 1 and got == [caller, caller]  # reported as used, not as asked
