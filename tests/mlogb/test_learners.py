@@ -159,17 +159,6 @@ def test_jit_equals_eager_and_state_dtypes():
         assert bool(jitted.info.projected) and int(jitted.info.status) == roots.CONVERGED
 
 
-def test_float32_run_stays_finite_and_close_to_float64():
-    K, d = 1, 6
-    env32 = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, dtype=jnp.float32)
-    le, _ = _learners(K, d, 2)
-    key = jax.random.PRNGKey(0)
-    run = make_rollout(mlogb.interact(le, env32), 100)
-    m32 = run(le.init(_hp(K, dtype=jnp.float32)), env32.init(key), key)
-    assert np.all(np.isfinite(m32.regret)) and m32.regret.dtype == jnp.float32
-    assert np.all(np.asarray(m32.status) != roots.NONFINITE)
-
-
 def test_vmap_over_trials_and_grid_equals_loops():
     K, d, T = 2, 3, 25
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, min_actions=2, max_actions=5)

@@ -1,0 +1,230 @@
+"""float32 against float64: every learner of both papers on the same inputs in both precisions.
+
+The float32 side runs as a user's program does: ``python -m tests.precision_cases OUT.npz`` in a
+process with x64 off and no ``XLA_FLAGS`` (XLA's own options; ``tests/test_float32.py`` starts
+it). The float64 side is computed by the test (x64 on, compiled at XLA's defaults,
+``tests/xla_defaults.py``). Each case is a jitted ``lax.scan`` over rounds:
+
+- MLogB: teacher-forced, so that a near-tie in selection cannot make the precisions play
+  different actions: round t updates on a given action ``x_t`` and outcome ``y_t`` (drawn in
+  numpy from a multinomial logistic model), then records ``W_t`` and both score parts (estimate,
+  bonus) of a fixed probe set of actions.
+- BCO: the learner's own closed loop on a quadratic loss sequence (``envs.quadratic``). The
+  coordinate estimators draw integers (a coordinate and a sign) from the key, the same draws in
+  both precisions, so both play the same queries up to rounding; ``delta`` is explicit and above
+  float32's floor, so both use the same exploration radius. Records the played points.
+
+Inputs are made in numpy (float64, ``zlib.crc32`` seeds) and cast: both precisions see the same
+numbers up to one rounding of the inputs.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax import mlogb
+from bandits_jax.bco import ensembles as ens
+from bandits_jax.bco import one_point as op
+from bandits_jax.bco import two_point as tp
+from bandits_jax.envs import bco_losses
+from bandits_jax.sim import rollout
+
+T = 120  # rounds per case
+N_PROBE = 6  # probe actions scored every round (MLogB)
+BCO_DIM = 4
+BCO_DELTA = 0.05  # explicit exploration radius, far above float32's floor
+
+
+class Case(NamedTuple):
+    """``run(dtype, jit) -> {name: array}``: the case's trajectory in ``dtype``."""
+
+    family: str
+    run: Callable[[Any, Callable], dict[str, np.ndarray]]
+
+
+def _seed(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+# --- MLogB -------------------------------------------------------------------------------------
+
+
+def mlogb_inputs(name: str, K: int, d: int) -> dict[str, np.ndarray]:
+    """Actions (T, d) with norms in [0.5, 1], outcomes (T,) from sigma(W* x) with
+    ``||W*||_F = 2``, and a probe set (N_PROBE, d), all float64."""
+    rng = np.random.default_rng(_seed(name))
+    xs = rng.normal(size=(T, d))
+    xs *= rng.uniform(0.5, 1.0, size=(T, 1)) / np.linalg.norm(xs, axis=1, keepdims=True)
+    W = rng.normal(size=(K, d))
+    W *= 2.0 / np.linalg.norm(W)
+    z = xs @ W.T
+    p = np.concatenate([np.ones((T, 1)), np.exp(z)], axis=1)
+    p /= p.sum(axis=1, keepdims=True)
+    ys = np.array([rng.choice(K + 1, p=pt) for pt in p], dtype=np.int32)
+    probe = rng.normal(size=(N_PROBE, d))
+    probe /= np.linalg.norm(probe, axis=1, keepdims=True)
+    return {"xs": xs, "ys": ys, "probe": probe}
+
+
+def _mlogb_case(name, K, d, make_learner, make_hp) -> Case:
+    def run(dtype, jit):
+        learner = make_learner()
+        hp = make_hp(K, dtype)
+        data = mlogb_inputs(name, K, d)
+        xs, probe = (jnp.asarray(data[k], dtype) for k in ("xs", "probe"))
+        ys = jnp.asarray(data["ys"])
+
+        def trajectory(state, xs, ys, probe):
+            def body(s, xy):
+                s = learner.update(s, *xy)
+                est, bonus = learner.score_parts(s, probe)
+                return s, (s.W, est, bonus, s.status)
+
+            return jax.lax.scan(body, state, (xs, ys))[1]
+
+        W, est, bonus, status = jit(trajectory)(learner.init(hp), xs, ys, probe)
+        return {"W": W, "estimate": est, "bonus": bonus, "status": status}
+
+    return Case("mlogb", run)
+
+
+def _hp(K, dtype, **kw):
+    base = {"lam": 0.5, "eta": 1.0, "S": 2.5, "beta": "theory", "beta_scale": 0.05}
+    return mlogb.hyperparams(**{**base, **kw}, rewards=np.linspace(1.0 / K, 1.0, K), dtype=dtype)
+
+
+def _linucb_hp(K, dtype):
+    return mlogb.linucb_hyperparams(
+        lam=0.5, alpha=0.3, rewards=np.linspace(1.0 / K, 1.0, K), dtype=dtype
+    )
+
+
+def _ecolog_hp(K, dtype):
+    return mlogb.ecolog_hyperparams(lam=0.5, S=2.5, beta_scale=0.05, dtype=dtype)
+
+
+def _eofd(K, d, m, **kw):
+    return lambda: mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
+
+
+MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
+    # name: (K, d, learner factory, hyperparameters (K, dtype))
+    "eofd-k1": (1, 8, _eofd(1, 8, 3), _hp),
+    "eofd-k3": (3, 4, _eofd(3, 4, 4), _hp),
+    "eofd-robust-k1": (1, 8, _eofd(1, 8, 3, regularization="robust"), _hp),
+    "eofd-robust-k3": (3, 4, _eofd(3, 4, 4, regularization="robust"), _hp),
+    "eofd-adaptive": (
+        2, 5, _eofd(2, 5, 2, max_sketch_size=6, delta_target=1.5, regularization="robust"), _hp
+    ),
+    "eofd-fast": (2, 5, _eofd(2, 5, 3, sketch_rule="fast"), _hp),
+    "eofd-deferred": (2, 5, _eofd(2, 5, 3, spare_columns=4), _hp),
+    "oful-k1": (1, 8, lambda: mlogb.oful(num_outcomes=1, dim=8), _hp),
+    "oful-k3": (3, 4, lambda: mlogb.oful(num_outcomes=3, dim=4), _hp),
+    "greedy": (2, 5, lambda: mlogb.greedy(num_outcomes=2, dim=5, sketch_size=3), _hp),
+    "linucb": (2, 5, lambda: mlogb.linucb(num_outcomes=2, dim=5), _linucb_hp),
+    "ecolog": (1, 8, lambda: mlogb.ecolog(dim=8), _ecolog_hp),
+}  # fmt: skip
+
+
+# --- BCO ---------------------------------------------------------------------------------------
+
+
+def _bco_case(name, make_learner, make_hp) -> Case:
+    def run(dtype, jit):
+        learner = make_learner()
+        env = bco_losses.quadratic(BCO_DIM, base_norm=1.5, amplitude=0.3, omega=0.05,
+                                        dtype=dtype)  # fmt: skip
+        hp = make_hp(learner, env.domain)
+        key = jax.random.key(_seed(name))
+        env_state = env.init(jax.random.key(_seed(name) + 1))
+
+        def points(state, env_state, key):
+            def step(learner_state, env_state, key):  # one round of bco.interact, no analysis
+                pts, aux = learner.query(learner_state, key)
+                values = env.loss(env_state, env_state.t, pts)
+                new_state = learner.update(learner_state, aux, values)
+                return new_state, env.step(env_state), (pts, values, new_state.status)
+
+            return rollout(step, state, env_state, key, T)
+
+        pts, loss, status = jit(points)(learner.init(hp), env_state, key)
+        return {"points": pts, "loss": loss, "status": status}
+
+    return Case("bco", run)
+
+
+def _two_point(schedule, factory=tp.two_point_learner, **kw):
+    return (
+        lambda: factory(dim=BCO_DIM, schedule=schedule),
+        lambda learner, domain: learner.hyperparams(domain, horizon=T, delta=BCO_DELTA, **kw),
+    )
+
+
+def _box():
+    lo, hi = -np.ones(BCO_DIM), np.ones(BCO_DIM)
+    return (
+        lambda: op.box_ftrl(dim=BCO_DIM),
+        lambda learner, domain: op.hyperparams(
+            dim=BCO_DIM, eta=0.1, lower=lo.astype(domain.radius.dtype),
+            upper=hi.astype(domain.radius.dtype),
+        ),
+    )  # fmt: skip
+
+
+BCO: dict[str, tuple[Callable, Callable]] = {
+    "alg1-variance": _two_point("variance"),
+    "alg1-strongly-convex": _two_point("strongly_convex", lam=1.0),
+    "alg4-box-ftrl": _box(),
+    "alg5-dynamic": (
+        lambda: ens.dynamic_ensemble(dim=BCO_DIM),
+        lambda learner, domain: learner.hyperparams(
+            domain, horizon=T, delta=BCO_DELTA, preset="practical"
+        ),
+    ),
+    "alg6-universal": (
+        lambda: ens.universal_ensemble(dim=BCO_DIM),
+        lambda learner, domain: learner.hyperparams(
+            domain, horizon=T, delta=BCO_DELTA, lipschitz=2.0, preset="practical"
+        ),
+    ),
+}
+
+CASES: dict[str, Case] = {
+    **{name: _mlogb_case(name, K, d, f, h) for name, (K, d, f, h) in MLOGB.items()},
+    **{name: _bco_case(name, f, h) for name, (f, h) in BCO.items()},
+}
+
+
+def run_all(dtype, jit=jax.jit) -> dict[str, np.ndarray]:
+    """Every case's trajectory in ``dtype``, flattened to ``"case/field"`` keys."""
+    out = {}
+    for name, case in CASES.items():
+        for field, value in case.run(dtype, jit).items():
+            out[f"{name}/{field}"] = np.asarray(value)
+    return out
+
+
+def main(argv: list[str]) -> None:
+    """``OUT.npz``: every case in float32, x64 off, as a user's program runs them.
+    ``OUT.npz --x64 NAME...``: the named cases in float64 (x64 on, no ``XLA_FLAGS``: what
+    ``tests/xla_defaults.py`` claims to reproduce)."""
+    out, *rest = argv
+    if rest and rest[0] == "--x64":
+        jax.config.update("jax_enable_x64", True)
+        runs = {f"{n}/{k}": np.asarray(v) for n in rest[1:] for k, v in
+                CASES[n].run(jnp.float64, jax.jit).items()}  # fmt: skip
+    else:
+        assert not jax.config.jax_enable_x64, "run without JAX_ENABLE_X64"
+        runs = run_all(jnp.float32)
+    np.savez(out, **runs)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
