@@ -7,15 +7,14 @@ from __future__ import annotations
 import functools
 import importlib
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
 
-from bandits_jax import protocols
 from bandits_jax.linalg import roots
 from bandits_jax.reference.ecolog_numpy import NumpyECOLog, prox_numpy
+from tests import xla_defaults
 
 # The module (``bandits_jax.mlogb.ecolog`` is also the name of the learner factory there).
 eco = importlib.import_module("bandits_jax.mlogb.ecolog")
@@ -57,7 +56,7 @@ def _trajectory_fn(discrepancy: str, d: int):
 
         return lax.scan(body, state, (X, Y))
 
-    return learner, jax.jit(run)
+    return learner, xla_defaults.jit(run)
 
 
 TRAJ_CASES = {
@@ -134,7 +133,7 @@ def test_trajectory_matches_numpy_reference(name):
 
 @functools.cache
 def _prox_jit(max_steps=64):
-    return jax.jit(functools.partial(eco.prox_solve, max_steps=max_steps))
+    return xla_defaults.jit(functools.partial(eco.prox_solve, max_steps=max_steps))
 
 
 def _objective(thetas, V, center, x, w, target):
@@ -236,30 +235,7 @@ def test_prox_solve_reports_max_steps():
     assert int(res.status) == roots.MAX_STEPS
 
 
-# --- float32 tracks float64 --------------------------------------------------------------------
-
-
-def test_float32_tracks_float64_and_keeps_its_dtype():
-    d, T = 4, 40
-    X, Y, probe = _stream(d, T, seed=11, theta_star=np.array([1.5, -1.0, 0.5, 0.0]))
-    learner, run = _trajectory_fn("squared", d)
-    outs = {}
-    for dtype in (jnp.float32, jnp.float64):
-        hp = eco.ecolog_hyperparams(lam=0.5, S=0.9, rewards=[0.7], dtype=dtype)
-        state0 = learner.init(hp)
-        final, (W, beta, est, bon, proj, status, _) = run(
-            state0, jnp.asarray(X, dtype), jnp.asarray(Y), jnp.asarray(probe, dtype)
-        )
-        protocols.raise_on_failure(np.asarray(status))
-        assert np.asarray(proj).sum() > 0
-        # dtype kept: every leaf keeps its dtype and shape; every float leaf is in `dtype`.
-        for before, after in zip(jax.tree.leaves(state0), jax.tree.leaves(final), strict=True):
-            assert before.dtype == after.dtype and before.shape == after.shape
-        floats = [a for a in jax.tree.leaves(final) if jnp.issubdtype(a.dtype, jnp.floating)]
-        assert all(a.dtype == dtype for a in floats) and W.dtype == est.dtype == dtype
-        outs[dtype] = [np.asarray(a, np.float64) for a in (W, beta, est, bon)]
-    for a32, a64 in zip(outs[jnp.float32], outs[jnp.float64], strict=True):
-        np.testing.assert_allclose(a32, a64, rtol=2e-4, atol=2e-5)
+# float32 against float64: tests/test_float32.py (case "ecolog", a user's process).
 
 
 # The protocol checks (jit == eager, one compiled program per eager call, distinct buffers,

@@ -13,6 +13,7 @@ from bandits_jax.linalg import lowrank, roots
 from bandits_jax.mlogb import model
 from bandits_jax.mlogb.eofd import lemma1_matrices
 from bandits_jax.sim import make_rollout, rollout
+from tests import xla_defaults
 
 
 def _hp(K, dtype=jnp.float64, **kw):
@@ -27,7 +28,7 @@ def _learners(K, d, m):
 
 def _feed(learner, state, K, d, T, seed):
     rng = np.random.default_rng(seed)
-    upd = jax.jit(learner.update)
+    upd = xla_defaults.jit(learner.update)
     for _ in range(T):
         x = rng.normal(size=d)
         state = upd(state, x / np.linalg.norm(x) * rng.uniform(0.5, 1.5), rng.integers(0, K + 1))
@@ -40,7 +41,11 @@ def test_lemma1_matches_dense_spectral_norm(K, d, m):
     s = _feed(le, le.init(_hp(K, S=3.0)), K, d, 12, seed=1)
     Zinv = np.linalg.inv(np.asarray(lowrank.dense(s.V, s.mu, s.hparams.lam)))
     X = np.random.default_rng(2).normal(size=(6, d))
-    A = np.asarray(lemma1_matrices(s.V, s.mu, s.hparams.lam, jnp.asarray(X), K))
+    A = np.asarray(
+        xla_defaults.jit(lemma1_matrices, static_argnums=4)(
+            s.V, s.mu, s.hparams.lam, jnp.asarray(X), K
+        )
+    )
     for n in range(len(X)):
         IkX = np.kron(np.eye(K), X[n][:, None])
         dense = IkX.T @ Zinv @ IkX
@@ -120,7 +125,7 @@ def test_scores_match_dense_formula(K):
         s = _feed(learner, learner.init(hp), K, d, 10, seed=3)
         Z = np.asarray(lowrank.dense(s.V, s.mu, hp.lam)) if hasattr(s, "V") else np.asarray(s.H)
         want = dense_scores(np.asarray(s.W), np.linalg.inv(Z), X, np.asarray(hp.rewards), 0.3)
-        got = np.asarray(learner.scores(s, jnp.asarray(X)))
+        got = np.asarray(xla_defaults.jit(learner.scores)(s, jnp.asarray(X)))
         np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
@@ -270,7 +275,7 @@ def test_one_eofd_update_equals_dense_algorithm2_step(K, d, m):
     Z = lam * np.eye(K * d) + (V * mu) @ V.T
     w_new, wp_norm = dense_ons_step(Z, W, x, y, eta, S)
     assert wp_norm > S  # the projection is active in this case
-    s1 = jax.jit(le.update)(s, jnp.asarray(x), y)
+    s1 = xla_defaults.jit(le.update)(s, jnp.asarray(x), y)
     np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
     # Algorithm 1 at W_{t+1} (eq. 12-15) by the paper's full SVD.
     s2, Vh = dense_fd_spectrum(V, mu, w_new, x)
