@@ -1,4 +1,5 @@
-"""Test configuration: float64 by default (exactness checks); float32 tests ask for it.
+"""Test configuration: float64 by default (exactness checks); float32 tests ask for it (and
+``tests/test_float32.py`` runs it as users do).
 
 The command's ``main(argv)``, which the CLI tests call in this process, would point JAX's
 persistent compilation cache at the user's cache directory for the whole process
@@ -6,12 +7,17 @@ persistent compilation cache at the user's cache directory for the whole process
 (``BANDITS_JAX_COMPILE_CACHE=off``), with a fresh temporary data root (``BANDITS_JAX_DATA``);
 tests of the cache set their own.
 
-Most of the suite's time is XLA compiling small programs, so tests compile fast (flags added to
-``XLA_FLAGS`` before JAX starts its backend, inherited by the tests' subprocesses; a value the
-caller set wins): LLVM's optimisation level 0 (``--xla_backend_optimization_level=0``) and XLA's
-classic CPU fusion emitters (``--xla_cpu_use_fusion_emitters=false``, about a third of the
-compile time of the MLIR-based ones on EOFD's update). They change how fast the compiled code
-runs, not what it computes beyond rounding. Benchmarks compile with
+Most of the suite's time is XLA compiling small programs, so the suite compiles fast by
+default (flags added to ``XLA_FLAGS`` before JAX starts its backend, inherited by the tests'
+subprocesses; a value the caller set wins): LLVM's optimisation level 0
+(``--xla_backend_optimization_level=0``) and XLA's classic CPU fusion emitters
+(``--xla_cpu_use_fusion_emitters=false``, about a third of the compile time of the MLIR-based
+ones on EOFD's update). They change how fast the compiled code runs, and its numbers in the last
+bits. That shortcut is for the suite's plumbing, protocol and validation tests only: every test
+that compares a learner's numbers with a reference compiles it at XLA's own options
+(``tests/xla_defaults.py``, a per-program override, checked bit for bit against a process
+without flags), and ``tests/test_float32.py`` and ``tests/test_readme.py`` run float32 in a
+process without these flags and without x64, as a user's program does. Benchmarks compile with
 XLA's defaults, the command with its ``--xla-opt-level`` and ``--xla-fusion-emitters``.
 
 A session compile cache (JAX's persistent cache, so that a learner built again in another test
