@@ -270,6 +270,39 @@ def test_protocol_members(any_case):
     assert list(inspect.signature(proto.init).parameters) == ["self", "hparams"]
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_a_fed_back_state_has_the_types_of_a_fresh_one(any_case, dtype):
+    """A jitted function is traced again when an argument's type changes, weak typing included:
+    every leaf of a fresh state has the type (shape, dtype, weak type) of the same leaf after a
+    round, so a state fed back (a loop, a resume) reuses the program. float32 runs with x64 off,
+    as a user's program does (weak types differ there)."""
+    with jax.enable_x64(dtype == jnp.float64):
+        state = any_case.learner.init(any_case.hparams(dtype, False))
+        after = jax.jit(_round(any_case))(state, KEY)
+    assert jax.tree.structure(after) == jax.tree.structure(state)
+    changed = [
+        f"{jax.tree_util.keystr(path)}: {jax.typeof(a)} -> {jax.typeof(b)}"
+        for (path, a), b in zip(
+            jax.tree_util.tree_leaves_with_path(state), jax.tree.leaves(after), strict=True
+        )
+        if jax.typeof(a) != jax.typeof(b)
+    ]
+    assert not changed, changed
+
+
+def test_a_fed_back_state_is_traced_once():
+    """A user's jitted round, fed its own output (float32 with x64 off, JAX's default), traces
+    once."""
+    for name in ("mlogb-eofd-robust", "alg1-variance"):
+        case = BY_NAME[name]
+        step = jax.jit(chex.assert_max_traces(_round(case), n=1))
+        with jax.enable_x64(False):
+            state = case.learner.init(case.hparams(jnp.float32, False))
+            for _ in range(3):
+                state = step(state, KEY)
+        chex.clear_trace_counter()
+
+
 def test_state_status_in_one_place(any_case):
     """Every state, at init and after a round, has ``.status`` (``protocols.LearnerState``): an
     int32 scalar equal to the family's own location (the BCO field, MLogB's ``info.status``)."""

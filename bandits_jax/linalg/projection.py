@@ -95,7 +95,7 @@ def solve_dual(
 
     def skip(hi):
         i0 = jnp.zeros((), jnp.int32)
-        return RootResult(zero, zero, i0, jnp.full((), INACTIVE, jnp.int32), zero, zero)
+        return RootResult(zero, zero, i0, jnp.full((), int(INACTIVE), jnp.int32), zero, zero)
 
     # Unbatched calls skip the loop (and its first evaluation) when the ball is not left; under
     # vmap both branches run and the selects below give the same result.

@@ -333,7 +333,7 @@ def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResu
         return ~carry[6] & (carry[4] < max_steps)
 
     i0 = jnp.zeros((), jnp.int32)
-    ok0 = jnp.full((), CONVERGED, jnp.int32)
+    ok0 = jnp.full((), int(CONVERGED), jnp.int32)
     init = (zero, zero, hi0, zero, i0, i0, jnp.asarray(False), p, zero, ok0, jnp.asarray(True))
     _, _, _, _, steps, inner_steps, done, th, nu, inner_status, _ = lax.while_loop(cond, body, init)
     status = jnp.where(done, inner_status, worst(inner_status, MAX_STEPS))

@@ -86,7 +86,9 @@ MLogBLearner = MLogBFunctions  # the old name; ``protocols.MLogBLearner`` is the
 def empty_info(dtype) -> UpdateInfo:
     """A fresh buffer per field (a donated state must not hold one buffer twice)."""
     z = lambda dt: jnp.zeros((), dt)  # noqa: E731
-    return UpdateInfo(z(bool), z(dtype), z(jnp.int32), jnp.full((), CONVERGED, jnp.int32), z(dtype))
+    return UpdateInfo(
+        z(bool), z(dtype), z(jnp.int32), jnp.full((), int(CONVERGED), jnp.int32), z(dtype)
+    )
 
 
 def check_static(
