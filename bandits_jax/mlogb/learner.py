@@ -128,10 +128,17 @@ def check_actions(actions: jax.Array, dim: int) -> None:
 
 
 def check_outcome(y: Any, num_outcomes: int) -> jax.Array:
-    """Eager checks of an outcome ``y``: a scalar, not boolean, and when concrete an integer value
-    in ``0..K`` (a ``ValueError`` naming ``y``). Returns it as an array."""
+    """Eager checks of an outcome ``y``: a scalar, and when concrete an integer value in ``0..K``
+    (a ``ValueError`` naming ``y``). Returns it as an array. A boolean (what
+    ``jax.random.bernoulli`` returns) is the outcome ``1``/``0`` of a K = 1 bandit, returned as
+    int32; for K >= 2 it is refused."""
     if isinstance(y, bool) or jnp.result_type(y) == jnp.bool_:
-        raise ValueError(f"y must be an integer outcome in 0..{num_outcomes}, got a boolean {y!r}")
+        if num_outcomes != 1:
+            raise ValueError(
+                f"y must be an integer outcome in 0..{num_outcomes}, got a boolean {y!r} "
+                "(a boolean outcome is the K = 1 bandit's)"
+            )
+        y = jnp.asarray(y).astype(jnp.int32)
     if jnp.ndim(y) != 0:
         raise ValueError(
             f"y must be a scalar outcome in 0..{num_outcomes}, got shape {jnp.shape(y)}"
@@ -153,14 +160,15 @@ def outcome_valid(y: jax.Array, num_outcomes: int) -> jax.Array:
     return in_range & jnp.isfinite(y) & (y == jnp.round(y))
 
 
-def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> None:
+def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> jax.Array:
     """Eager checks of an update's action ``x`` (shape ``(dim,)``, finite) and outcome ``y`` (an
-    integer in ``0..K``): ``ValueError`` naming the argument."""
+    integer in ``0..K``, or a boolean when K = 1): ``ValueError`` naming the argument. Returns
+    ``y`` as an array (:func:`check_outcome`)."""
     if x.shape != (dim,):
         raise ValueError(f"x must have shape ({dim},), got {x.shape}")
     if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError("x contains NaN or inf")
-    check_outcome(y, num_outcomes)
+    return check_outcome(y, num_outcomes)
 
 
 def guard(old, new):
@@ -294,8 +302,7 @@ def from_score_parts(
 
     def checked_update(state, x: jax.Array, y: jax.Array):
         x = jnp.asarray(x)
-        check_update_args(x, y, K, d)
-        return update_compiled(state, x, jnp.asarray(y))
+        return update_compiled(state, x, check_update_args(x, y, K, d))
 
     return MLogBFunctions(
         init=init,

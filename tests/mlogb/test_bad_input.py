@@ -120,8 +120,40 @@ EAGER = {
 def test_eager_bad_input_is_a_value_error_naming_the_argument(name, case):
     learner, state = _setup(name)
     call, pattern = EAGER[case]
+    if case.startswith("update-y-bool") and learner.num_outcomes == 1:
+        pytest.skip("a boolean is the K = 1 bandit's outcome (test_boolean_outcome_is_k1s)")
     with pytest.raises(ValueError, match=pattern.replace("{K}", str(learner.num_outcomes))):
         call(learner, state)
+
+
+K1 = {
+    "eofd": lambda: mlogb.eofd(num_outcomes=1, dim=D, sketch_size=2),
+    "oful": lambda: mlogb.oful(num_outcomes=1, dim=D),
+    "linucb": lambda: mlogb.linucb(num_outcomes=1, dim=D),
+    "ecolog": lambda: mlogb.ecolog(dim=D),
+}
+
+
+@pytest.mark.parametrize("name", list(K1))
+def test_boolean_outcome_is_k1s(name):
+    """For K = 1 a boolean outcome (what ``jax.random.bernoulli`` returns) is the integer one,
+    eagerly and under a user's ``jit``: the same state, bit for bit."""
+    learner = K1[name]()
+    hp = (
+        mlogb.ecolog_hyperparams(lam=1.0, S=1.0)
+        if name == "ecolog"
+        else mlogb.linucb_hyperparams(lam=1.0, alpha=0.5)
+        if name == "linucb"
+        else mlogb.hyperparams(lam=1.0, eta=1.0, S=1.0)
+    )
+    state = learner.init(hp)
+    jitted = jax.jit(learner.update)
+    for flag in (True, False):
+        want = learner.update(state, X_GOOD, int(flag))
+        drawn = jax.random.bernoulli(jax.random.key(int(flag)), 1.0 if flag else 0.0)
+        for got in (learner.update(state, X_GOOD, flag), jitted(state, X_GOOD, drawn)):
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+                np.testing.assert_array_equal(a, b)
 
 
 # --- under jit: a flagged, rejected update; a flagged selection -------------------------------
