@@ -79,6 +79,16 @@ def check_horizon(value: Any) -> int:
     return check_int("horizon", value, 1)
 
 
+def check_one_point(batch: tuple[int, ...]) -> None:
+    """``init``'s refusal of a batch of hyperparameter points (``batch``: their leading axes, a
+    scalar field's shape; ``()`` for one point)."""
+    if batch:
+        raise ValueError(
+            f"init: hparams is a batch of hyperparameter points (leading axes {tuple(batch)}); "
+            "initialise one state per point with jax.vmap(learner.init)(hparams)"
+        )
+
+
 def guard(ok: Array, new: Any, old: Any) -> Any:
     """``new`` where ``ok`` else ``old``, leaf by leaf (the rejected-step guard)."""
     return otu.tree_where(ok, new, old)

@@ -290,6 +290,16 @@ def test_a_fed_back_state_has_the_types_of_a_fresh_one(any_case, dtype):
     assert not changed, changed
 
 
+def test_init_of_a_batch_of_hyperparameters_says_to_vmap_it(any_case):
+    """``init`` takes one hyperparameter point; a grid (what the builders return for array
+    arguments) is refused with a message naming ``jax.vmap(learner.init)``, not a field the user
+    never passed."""
+    grid = any_case.hparams(jnp.float64, True)
+    with pytest.raises(ValueError, match=r"init: .*batch.*\(2,\).*jax\.vmap\(learner\.init\)"):
+        any_case.learner.init(grid)
+    jax.vmap(any_case.learner.init)(grid)  # the way it says
+
+
 def test_a_fed_back_state_is_traced_once():
     """A user's jitted round, fed its own output (float32 with x64 off, JAX's default), traces
     once."""

@@ -269,6 +269,7 @@ def _box_ftrl_init(hparams: BoxFTRLHyperparams, dim: int) -> BoxFTRLState:
     """
     if not isinstance(hparams, BoxFTRLHyperparams):
         raise ValueError(f"hparams: expected BoxFTRLHyperparams, got {type(hparams).__name__}")
+    checks.check_one_point(jnp.shape(hparams.eta))
     if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
         raise ValueError(
             f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "

@@ -221,6 +221,7 @@ def check_hparams(hp: Any, cls: type, dim: int) -> None:
     """``hparams`` is a ``cls`` whose domain has dimension ``dim`` (eager, at ``init``)."""
     if not isinstance(hp, cls):
         raise ValueError(f"hparams: expected {cls.__name__}, got {type(hp).__name__}")
+    checks.check_one_point(jnp.shape(hp.delta))  # a scalar per point in every such class
     dom.check_dim(hp.domain, dim)
 
 

@@ -104,17 +104,16 @@ def check_static(
 
 
 def check_hparams(hp, num_outcomes: int, scalars: tuple[str, ...] = ("lam",)) -> None:
-    """Shape checks at init/trace time (values were validated by the hyperparameter builder):
-    ``rewards`` is (K,) and every field named in ``scalars`` is a scalar."""
+    """Shape checks of ``init`` (values were validated by the hyperparameter builder): one point,
+    ``rewards`` of shape (K,) and every field named in ``scalars`` a scalar. A batch of points
+    (leading grid axes) is refused with a message that says how to initialise it."""
+    shapes = [jnp.shape(getattr(hp, name)) for name in scalars]
+    checks.check_one_point(hp.rewards.shape[:-1] or next((s for s in shapes if s), ()))
     if hp.rewards.shape != (num_outcomes,):
         raise ValueError(
-            f"rewards must have shape ({num_outcomes},) for num_outcomes={num_outcomes} "
-            f"(batch hyperparameters with vmap), got {hp.rewards.shape}"
+            f"init: rewards must have shape ({num_outcomes},) for num_outcomes={num_outcomes}, "
+            f"got {hp.rewards.shape}"
         )
-    for name in scalars:
-        shape = getattr(hp, name).shape
-        if shape != ():
-            raise ValueError(f"{name} must be a scalar per learner (vmap over grids), got {shape}")
 
 
 def check_actions(actions: jax.Array, dim: int) -> None:

@@ -377,7 +377,15 @@ def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
     return PRACTICAL
 
 
-def practical(*, num_outcomes: int, dim: int, S: float | None = None, **kwargs: Any) -> Tuned:
+def practical(
+    *,
+    num_outcomes: int,
+    dim: int,
+    S: float | None = None,
+    horizon: int,
+    rewards: Any = None,
+    dtype: Any = None,
+) -> Tuned:
     """The recommended learner for the problem described, with its tuned hyperparameters.
 
     With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
@@ -386,11 +394,14 @@ def practical(*, num_outcomes: int, dim: int, S: float | None = None, **kwargs: 
     the default; classification data): LinUCB with its intercept (:data:`PRACTICAL_FREE`) at
     :data:`TUNED_FREE`, because on those tuning problems every logistic learner trails it
     (``tuned("eofd-robust", S=None)`` is the best logistic one there). The module docstring has
-    the measurements; the keywords are those of :func:`tuned` (``horizon``, ``rewards``,
-    ``dtype``); ``.kind`` says which came back.
+    the measurements; ``horizon``, ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out, so
+    that a misspelt keyword is named as ``practical``'s); ``.kind`` says which came back.
     """
     kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S)
-    return tuned(kind, num_outcomes=num_outcomes, dim=dim, S=S, **kwargs)
+    return tuned(
+        kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, rewards=rewards,
+        dtype=dtype,
+    )  # fmt: skip
 
 
 def lam_eta(num_outcomes: int, dim: int, S: float, ex: Exponents, action_bound: float = 1.0):

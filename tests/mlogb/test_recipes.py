@@ -131,3 +131,10 @@ def test_practical_rejects_bad_input_by_name(kw, name):
     args = {"num_outcomes": 1, "dim": 5, "S": 1.0, "horizon": 10, **kw}
     with pytest.raises(ValueError, match=name):
         mlogb.practical(**args)
+
+
+def test_practical_names_itself_for_a_misspelt_keyword():
+    with pytest.raises(
+        TypeError, match=r"practical\(\) got an unexpected keyword argument 'horizn'"
+    ):
+        mlogb.practical(num_outcomes=1, dim=4, S=2.0, horizn=100)
