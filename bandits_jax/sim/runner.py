@@ -142,10 +142,69 @@ def make_rollout(
     only metrics come back, so no input buffer could be reused, and callers commonly run the same
     learner and env states with several keys. :class:`bandits_jax.sim.chunks.ChunkFn`, which
     returns the carry, donates it.
+
+    ``run`` checks its arguments' leading axes against ``trials`` and ``grid`` first
+    (:func:`check_batch_axes`): a ``ValueError`` names the argument and the flag it needs.
     """
     fn = functools.partial(rollout, step, num_rounds=num_rounds)
     if trials:
         fn = jax.vmap(fn, in_axes=(None, 0, 0))
     if grid:
         fn = jax.vmap(fn, in_axes=(0, None, None))
-    return jax.jit(fn)
+    compiled = jax.jit(fn)
+
+    def run(learner_state: PyTree, env_state: PyTree, key: jax.Array) -> PyTree:
+        check_batch_axes(learner_state, env_state, key, trials=trials, grid=grid)
+        return compiled(learner_state, env_state, key)
+
+    return run
+
+
+def _key_batch(key: Any) -> tuple[int, ...]:
+    """The batch shape of a typed key array or of raw ``uint32`` keys (last axis: the key)."""
+    key = jnp.asarray(key)
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return tuple(key.shape)
+    return tuple(key.shape[:-1])
+
+
+# argument -> (the flag that batches it, what its leading axis means, how to make one)
+_BATCHED_BY = {
+    "learner_state": ("grid", "a grid of hyperparameter points", "jax.vmap(learner.init)(grid)"),
+    "env_state": ("trials", "one environment per trial", "jax.vmap(env.init)(keys)"),
+    "key": ("trials", "one key per trial", "jax.random.split(key, trials)"),
+}
+
+
+def check_batch_axes(
+    learner_state: PyTree, env_state: PyTree, key: Any, *, trials: bool, grid: bool
+) -> None:
+    """:func:`make_rollout`'s check of its arguments' leading axes against its flags: the
+    learner state has a grid axis exactly when ``grid`` (read off its scalar ``status``); the
+    keys have a trial axis exactly when ``trials``, and then every leaf of the environment state
+    has one of the same size. A ``ValueError`` names the argument and the flag."""
+    name = f"make_rollout(trials={trials}, grid={grid})"
+    batches = {"key": _key_batch(key)}
+    if hasattr(learner_state, "status"):
+        batches = {"learner_state": tuple(jnp.shape(learner_state.status)), **batches}
+    for arg, batch in batches.items():
+        flag, meaning, how = _BATCHED_BY[arg]
+        on = grid if flag == "grid" else trials
+        if on and len(batch) != 1:
+            raise ValueError(
+                f"{name}: {arg} must have one leading axis ({meaning}, e.g. {how}), "
+                f"got batch shape {batch}"
+            )
+        if not on and batch:
+            raise ValueError(
+                f"{name}: {arg} has leading axes {batch} ({meaning}?); pass {flag}=True"
+            )
+    if trials:
+        n = batches["key"][0]
+        leading = {jnp.shape(x)[:1] for x in jax.tree.leaves(env_state)}
+        if leading - {(n,)}:
+            _, meaning, how = _BATCHED_BY["env_state"]
+            raise ValueError(
+                f"{name}: every leaf of env_state must have a leading axis of {n} trials (as the "
+                f"key; {meaning}, e.g. {how}), got leading axes {sorted(leading)}"
+            )
