@@ -282,9 +282,14 @@ def hparams_for(
 ) -> Any:
     """Hyperparameters of a kind at exponents ``(l, e)`` and radius ``beta`` (arrays give a grid;
     ``beta`` may also be ``"theory"``/``"order"`` for the online-Newton kinds). ``S=None``: no
-    known bound, the kind's :data:`TUNED_FREE` ``S``."""
+    known bound, the kind's :data:`TUNED_FREE` ``S``. The grid axes of ``l``, ``e`` and a
+    numeric ``beta`` broadcast together, so every field has them (a grid is a batch of states:
+    ``jax.vmap(learner.init)``)."""
     S = bound(kind, S)
     K = int(num_outcomes)
+    if not isinstance(beta, str):
+        shape = np.broadcast(np.asarray(l), np.asarray(e), np.asarray(beta)).shape
+        l, e, beta = (np.broadcast_to(np.asarray(v, float), shape) for v in (l, e, beta))  # noqa: E741
     if rewards is None:
         rewards = [1.0] if K == 1 else list(np.linspace(1.0 / K, 1.0, K))
     if kind == "uniform":  # no numeric hyperparameters: one seed per grid point

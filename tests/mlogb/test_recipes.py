@@ -138,3 +138,20 @@ def test_practical_names_itself_for_a_misspelt_keyword():
         TypeError, match=r"practical\(\) got an unexpected keyword argument 'horizn'"
     ):
         mlogb.practical(num_outcomes=1, dim=4, S=2.0, horizn=100)
+
+
+@pytest.mark.parametrize("kind", recipes.KINDS)
+def test_a_grid_in_any_argument_gives_every_field_its_axis(kind):
+    """``hparams_for`` with only ``beta`` an array: every field gets the grid axis, point ``i``
+    equals the hyperparameters built with ``beta[i]`` alone, and the grid is a batch of states."""
+    K = 1
+    betas = np.array([0.1, 1.0, 2.0])
+    kw = dict(num_outcomes=K, dim=4, S=2.0, horizon=100, l=-1.0, e=0.0)
+    grid = recipes.hparams_for(kind, beta=betas, **kw)
+    for i, b in enumerate(betas):
+        point = recipes.hparams_for(kind, beta=float(b), **kw)
+        for g, p in zip(jax.tree.leaves(grid), jax.tree.leaves(point), strict=True):
+            np.testing.assert_array_equal(np.asarray(g)[i], np.asarray(p))
+    learner = recipes.make_learner(kind, num_outcomes=K, dim=4, sketch_size=2)
+    states = jax.vmap(learner.init)(grid)
+    assert all(np.shape(x)[0] == 3 for x in jax.tree.leaves(states))
