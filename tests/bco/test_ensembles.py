@@ -1,6 +1,7 @@
 """Tests of the dynamic (Algorithm 5) and universal (Algorithm 6) ensembles."""
 
 import math
+import zlib
 
 import jax
 import jax.numpy as jnp
@@ -9,11 +10,11 @@ import pytest
 
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import ensembles as ens
-from bandits_jax.bco import meta
 from bandits_jax.bco import two_point as tp
 from bandits_jax.bco.interact import interact, summarize
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
+from bandits_jax.reference.bco_ensemble_numpy import prod_weights
 from bandits_jax.sim.runner import init_run, play, rollout
 
 D = 3
@@ -154,6 +155,8 @@ def _one_universal_round(state, key):
 
 
 def test_universal_fixed_point_hint_is_consistent():
+    """The stored (p_{t+1}, m_{t+1}) against E.8's hints recomputed in numpy and E.7's weights
+    from ``bco_ensemble_numpy.prod_weights`` (numpy, not ``bandits_jax.bco.meta``)."""
     # E.8's hint for round t+1 uses w_{t+1} = sum_j p_{t+1,j} w_{t+1,j}, which depends on the
     # weights it produces: after an update the stored hints must match the stored weights.
     state = UNIVERSAL.init(_universal_hp(preset="practical", meta_scale=3000.0))
@@ -171,8 +174,10 @@ def test_universal_fixed_point_hint_is_consistent():
     expected = np.where(np.arange(len(p)) >= n_sc, s * ((w - base_w) @ g_tilde), 0.0)
     np.testing.assert_allclose(np.asarray(state.meta.optimism), expected, atol=1e-12)
     assert np.any(np.abs(expected) > 1e-6)  # the hints are not trivially zero
-    p_check = meta.adapt_ml_prod_weights(state.meta, jnp.asarray(expected))
-    np.testing.assert_allclose(np.asarray(p_check), p, rtol=1e-10)
+    # E.7: p ∝ eps exp(eps m) W with the state's eps_t and W_t = exp(log W_t) (the fixed point
+    # solve stops at |psi| <= 4 eps (1 + max|a|): p moves by eps_t times that, << 1e-10).
+    lr, potential = np.asarray(state.meta.lr), np.exp(np.asarray(state.meta.log_potential))
+    np.testing.assert_allclose(prod_weights(lr, potential, expected), p, rtol=1e-10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,22 +316,95 @@ def test_bad_input():
     assert np.all(np.isfinite(np.asarray(dbad.w)))
 
 
-def test_universal_float32_path():
-    env = bco_losses.quadratic(D, lam=1.0, base_norm=0.5, amplitude=0.1, dtype=jnp.float32)
-    hp = UNIVERSAL.hyperparams(
+# float32 against float64 on the same draws (the same delta, the float32 floor R sqrt(eps32), so
+# that both run the same algorithm). The float32 run differs from the float64 one mainly by the
+# rounding of the two observed values (a relative eps32 each), which the finite difference divides
+# by 2 delta (an amplification F / delta ~ 2.5e3 here); the rest of a round rounds at eps32 of
+# quantities of size <= 1. How the closed loop carries such roundings to later rounds (the meta
+# weights feed back into the queries) is measured, not guessed: the float64 run is replayed with
+# its observed values multiplied by 1 + eps32 u, u uniform on [-1, 1] (two seeds), and the float32
+# run must stay within 8 times the largest deviation of those replays up to that round, plus
+# 16 eps32 times the quantity's size (its own rounding).
+F32_ROUNDS = 50
+F32_DELTA = float(np.sqrt(np.finfo(np.float32).eps))  # estimators.delta_floor(float32, R = 1)
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+F32_ENVS = {
+    dt: bco_losses.quadratic(D, lam=1.0, base_norm=0.5, amplitude=0.1, dtype=dt)
+    for dt in (jnp.float32, jnp.float64)
+}
+
+
+def _recorded_round(env):
+    """The runner's round (``interact``) recording ``w_t`` and ``p_t`` before it."""
+    step = interact(UNIVERSAL, env)
+
+    def round_(ls, es, key):
+        new_ls, new_es, metrics = step(ls, es, key)
+        return new_ls, new_es, (metrics, ls.w, ls.meta.weights)
+
+    return round_
+
+
+def _f32_hp(env):
+    return UNIVERSAL.hyperparams(
         env.domain,
         horizon=T,
         lipschitz=env.lipschitz,
         smoothness=env.smoothness,
         preset="practical",
+        delta=F32_DELTA,
     )
-    assert hp.delta.dtype == jnp.float32
-    run = jax.jit(
-        lambda s, key: play(interact(UNIVERSAL, env), init_run(s, env.init(key), key), 50)
-    )
-    final, metrics = run(UNIVERSAL.init(hp), jax.random.key(0))
+
+
+@jax.jit
+def _universal_f32_run(hp, key):
+    env = F32_ENVS[jnp.float32]
+    run = init_run(UNIVERSAL.init(hp), env.init(key), key)
+    return play(_recorded_round(env), run, F32_ROUNDS)
+
+
+@jax.jit
+def _universal_f64_replays(hp, key, scales, pkeys):
+    """The float64 run with its observed values times ``1 + scale u`` (one run per scale)."""
+    env = F32_ENVS[jnp.float64]
+
+    def one(scale, pkey):
+        def loss(es, t, x):
+            f = env.loss(es, t, x)
+            u = jax.random.uniform(jax.random.fold_in(pkey, t), f.shape, f.dtype, -1.0, 1.0)
+            return f * (1.0 + scale * u)
+
+        run = init_run(UNIVERSAL.init(hp), env.init(key), key)
+        return play(_recorded_round(env._replace(loss=loss)), run, F32_ROUNDS)[1]
+
+    return jax.vmap(one)(scales, pkeys)
+
+
+def test_universal_float32_path():
+    """float32 Algorithm 6 against the float64 run on the same draws, round by round, within
+    the spread of float64 replays under eps32-sized roundings of the observations."""
+    hp32 = _f32_hp(F32_ENVS[jnp.float32])
+    hp64 = _f32_hp(F32_ENVS[jnp.float64])
+    assert hp32.delta.dtype == jnp.float32 and float(hp32.delta) == float(hp64.delta)
+    key = jax.random.key(0)
+    final, (m32, w32, p32) = _universal_f32_run(hp32, key)
     leaves = jax.tree_util.tree_leaves(final.learner)
     assert {str(x.dtype) for x in leaves} == {"float32", "int32"}
-    assert np.all(np.asarray(metrics["status"]) == CONVERGED)
-    assert bool(jnp.all(metrics["in_domain"]))
-    assert np.all(np.isfinite(np.asarray(final.learner.w)))
+    assert np.all(np.asarray(m32["status"]) == CONVERGED)
+    assert bool(jnp.all(m32["in_domain"]))
+
+    scales = jnp.array([0.0, EPS32, EPS32])
+    pkeys = jax.random.split(jax.random.key(zlib.crc32(b"float32 rounding model")), 3)
+    m64, w64, p64 = _universal_f64_replays(hp64, key, scales, pkeys)
+    for name, got, runs in (("loss", m32.loss, m64.loss), ("w", w32, w64), ("p", p32, p64)):
+        runs = np.asarray(runs, np.float64).reshape(3, F32_ROUNDS, -1)
+        base = runs[0]
+        spread = np.maximum.accumulate(np.abs(runs[1:] - base).max(axis=(0, 2)))
+        bound = 8.0 * spread + 16.0 * EPS32 * np.abs(base).max()
+        err = np.abs(np.asarray(got, np.float64).reshape(F32_ROUNDS, -1) - base).max(axis=1)
+        assert np.all(err <= bound), (name, np.flatnonzero(err > bound), np.max(err / bound))
+        assert spread[-1] > 0 and err.max() > 0  # both precisions did round differently
+    # The weights did move (the comparison is not between two uniform vectors).
+    assert np.ptp(np.asarray(p64[0, -1])) > 0.05

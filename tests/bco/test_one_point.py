@@ -14,6 +14,7 @@ from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.reference.bco_box_numpy import run_box_ftrl_numpy
 from bandits_jax.sim.runner import init_run, play, rollout
+from tests import xla_defaults
 
 D = 4
 T = 60
@@ -40,9 +41,10 @@ def _recording_step(loss_vectors):
     return step
 
 
-@functools.partial(jax.jit, static_argnums=(3,))
+@functools.partial(xla_defaults.jit, static_argnums=(3,))
 def _run(hparams, losses, key, num_rounds):
-    """Plays Algorithm 4 on linear losses; returns the per-round metrics and the final state."""
+    """Plays Algorithm 4 on linear losses; returns the per-round metrics and the final state
+    (compiled at XLA's defaults: the runs compared with the numpy reference are what users get)."""
     state = LEARNER.init(hparams)
     step = _recording_step(losses)
     run, metrics = play(step, init_run(state, jnp.zeros((), jnp.int32), key), num_rounds)
@@ -240,18 +242,48 @@ def test_bad_input():
     assert int(state3.status) == CONVERGED
 
 
+EPS32 = float(np.finfo(np.float32).eps)
+
+
 def test_float32_path():
+    """float32 Algorithm 4 against the float64 numpy reference (``bco_box_numpy``) on the float32
+    run's own draws and inputs, round by round."""
     lower = jnp.array([-1.0, 0.5, -2.0, 0.0], jnp.float32)
     upper = jnp.array([1.0, 1.5, 3.0, 0.2], jnp.float32)
-    hp = op.box_ftrl_hparams(jnp.float32(0.2), lower, upper)
+    eta = jnp.float32(0.2)
+    hp = op.box_ftrl_hparams(eta, lower, upper)
     assert hp.eta.dtype == jnp.float32
+    num_rounds = 30
     losses = _losses(9, jnp.array([1.0, -0.5, 0.2, 2.0])).astype(jnp.float32)
-    m = _run(hp, losses, jax.random.key(3), 30)
+    m = _run(hp, losses, jax.random.key(3), num_rounds)
     w = np.asarray(m["w"])
     assert w.dtype == np.float32
-    assert np.all(np.isfinite(w))
     assert np.all(w > np.asarray(lower)) and np.all(w < np.asarray(upper))
     assert np.all(np.asarray(m["status"]) == CONVERGED)
+    # The reference gets the float32 run's numbers exactly (faces, eta, losses, draws), so the
+    # difference is float32's rounding alone.
+    lo64, hi64 = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+    loss64 = np.asarray(losses, np.float64)[:num_rounds]
+    ref = run_box_ftrl_numpy(
+        float(eta), lo64, hi64, loss64, np.asarray(m["coord"]), np.asarray(m["sign"])
+    )
+    # Tolerance (the model of tests/test_float32.py): a round rounds each quantity at eps32 of
+    # its scale, c = 16 roundings, and independent roundings of successive rounds add like a
+    # random walk: 16 eps32 sqrt(t) scale. The scale of w: the faces, max(|a|, |b|), plus what a
+    # rounded estimate moves it by: g_i's error eps32 d |v - z| sqrt(lam_i) becomes
+    # eta / lam_i times that in w (eq. D.4's slope in x is ~ lam_i), i.e. <= eta d 2F h with
+    # F = max |<l_t, x_t>| and h the largest half-width.
+    F = float(np.max(np.abs(ref["loss"])))
+    h = float(np.max(hi64 - lo64)) / 2
+    scale_w = float(np.max(np.maximum(np.abs(lo64), np.abs(hi64)))) + float(eta) * D * 2 * F * h
+    bound = 16 * EPS32 * np.sqrt(np.arange(1, num_rounds + 1)) * scale_w
+    err_w = np.abs(w - ref["w"]).max(axis=1)
+    assert np.all(err_w <= bound), (np.flatnonzero(err_w > bound), float(np.max(err_w / bound)))
+    # <l_t, x_t> with |x_t - x_t^ref| <= |w - w^ref| + the query's offset rounding (eps32 scale).
+    err_loss = np.abs(np.asarray(m["loss"], np.float64) - ref["loss"])
+    bound_loss = np.sum(np.abs(loss64), axis=1) * (bound + 16 * EPS32 * scale_w)
+    assert np.all(err_loss <= bound_loss), float(np.max(err_loss / bound_loss))
+    assert err_w.max() > 0  # float32 did round differently from float64
 
 
 def test_runs_through_interact_on_linear_env_with_box():
