@@ -136,11 +136,18 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
 # --- BCO ---------------------------------------------------------------------------------------
 
 
-def _bco_case(name, make_learner, make_hp) -> Case:
+def bco_env(dtype):
+    """The loss sequence of every BCO case: quadratics with rotating centres outside the ball."""
+    return bco_losses.quadratic(BCO_DIM, base_norm=1.5, amplitude=0.3, omega=0.05, dtype=dtype)
+
+
+def _bco_case(name, make_learner, make_hp, draws=False) -> Case:
+    """``draws``: also record each round's Gaussian draw (the sphere's direction, which depends
+    on the dtype) and the loss sequence's parameters, for a float64 reference on the same draws."""
+
     def run(dtype, jit):
         learner = make_learner()
-        env = bco_losses.quadratic(BCO_DIM, base_norm=1.5, amplitude=0.3, omega=0.05,
-                                        dtype=dtype)  # fmt: skip
+        env = bco_env(dtype)
         hp = make_hp(learner, env.domain)
         key = jax.random.key(_seed(name))
         env_state = env.init(jax.random.key(_seed(name) + 1))
@@ -150,14 +157,22 @@ def _bco_case(name, make_learner, make_hp) -> Case:
                 pts, aux = learner.query(learner_state, key)
                 values = env.loss(env_state, env_state.t, pts)
                 new_state = learner.update(learner_state, aux, values)
-                return new_state, env.step(env_state), (pts, values, new_state.status)
+                out = {"points": pts, "loss": values, "status": new_state.status}
+                if draws:
+                    out["normal"] = jax.random.normal(key, (BCO_DIM,), dtype)
+                return new_state, env.step(env_state), out
 
             return rollout(step, state, env_state, key, T)
 
-        pts, loss, status = jit(points)(learner.init(hp), env_state, key)
-        return {"points": pts, "loss": loss, "status": status}
+        out = jit(points)(learner.init(hp), env_state, key)
+        if draws:
+            out.update({f"env_{k}": getattr(env_state, k) for k in ENV_FIELDS})
+        return out
 
     return Case("bco", run)
+
+
+ENV_FIELDS = ("base", "u", "v", "amplitude", "omega")  # the drift c_t of bco_losses.quadratic
 
 
 def _two_point(schedule, factory=tp.two_point_learner, **kw):
@@ -196,9 +211,13 @@ BCO: dict[str, tuple[Callable, Callable]] = {
     ),
 }
 
+# Algorithm 3 draws its direction in the state's dtype: its float64 side is the numpy reference
+# on the float32 run's own draws (tests/test_float32.py).
+SPHERE = ("alg3-sphere", "variance")
 CASES: dict[str, Case] = {
     **{name: _mlogb_case(name, K, d, f, h) for name, (K, d, f, h) in MLOGB.items()},
     **{name: _bco_case(name, f, h) for name, (f, h) in BCO.items()},
+    SPHERE[0]: _bco_case(SPHERE[0], *_two_point(SPHERE[1], tp.sphere_learner), draws=True),
 }
 
 

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bandits_jax.reference import bco_sphere_numpy as ref3
 from bandits_jax.status import Status
 from tests import precision_cases as pc
 from tests import xla_defaults
@@ -95,6 +96,38 @@ def test_mlogb_float32_tracks_float64(float32_runs, name):
     np.testing.assert_array_equal(_status(got), _status(want))
     for field in ("W", "estimate", "bonus"):
         _close_by_round(got[field], want[field], f"{name} {field}")
+
+
+def _sphere_float64(run: dict) -> dict[str, np.ndarray]:
+    """Algorithm 3 in float64 on the float32 run's own draws and loss sequence: the numpy
+    reference (``reference.bco_sphere_numpy``), since the learner draws its direction in its
+    dtype and a float64 learner would draw others."""
+    env = {f: np.asarray(run[f"env_{f}"], np.float64) for f in pc.ENV_FIELDS}
+    ts = np.arange(pc.T, dtype=np.float64)[:, None]
+    phase = env["omega"] * ts
+    centres = env["base"] + env["amplitude"] * (np.cos(phase) * env["u"] + np.sin(phase) * env["v"])
+    out = ref3.algorithm3(
+        lambda t, x: 0.5 * float(np.sum((x - centres[t]) ** 2)),
+        pc.BCO_DIM,
+        np.asarray(run["normal"], np.float64),
+        domain=("ball", 1.0),
+        delta=pc.BCO_DELTA,
+        xi=pc.BCO_DELTA,  # xi = delta / r, r = 1 for the unit ball
+        kind=pc.SPHERE[1],
+        params=dict(radius=1.0, lam=1.0, lipschitz=1.0, scale=1.0, offset=0.0),
+    )
+    return {"points": out["queries"], "loss": out["loss"]}
+
+
+def test_sphere_float32_tracks_float64_on_its_own_draws(float32_runs):
+    name = pc.SPHERE[0]
+    got = _case(float32_runs, name)
+    assert got["points"].dtype == np.float32
+    np.testing.assert_array_equal(got["status"], Status.CONVERGED)
+    want = _sphere_float64(got)
+    _close_by_round(got["points"], want["points"], f"{name} points")
+    # The learner charges each query's loss; the reference their mean.
+    _close_by_round(got["loss"].mean(axis=-1), want["loss"], f"{name} loss")
 
 
 @pytest.mark.parametrize("name", list(pc.BCO))
