@@ -14,11 +14,16 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.linalg import roots
-from bandits_jax.mlogb.eofd import default_spare_columns
+from bandits_jax.mlogb.eofd import DEFER_MIN_DIM, default_spare_columns
 from bandits_jax.reference import mlogb_numpy as ref
 from tests.mlogb.test_eofd_adaptive import _runner
 from tests.mlogb.test_learners import _hp
-from tests.mlogb.test_numpy_equivalence import replay_run
+from tests.mlogb.test_numpy_equivalence import (
+    assert_replay_matches,
+    kappa_bound,
+    replay_run,
+    trajectory_tol,
+)
 
 
 @functools.cache
@@ -71,11 +76,10 @@ def test_long_stream_matches_numpy_reference(K, d, m, spare):
     rewards = np.linspace(1 / K, 1, K)
     kw = dict(lam=0.7, eta=1.3, S=1.0, rewards=rewards, beta=0.3, beta_scale=1.0)
     learner = _learner(K, d, m, spare)
-    want = ref.simulate(ref.NumpyEOFD(K, d, m, **kw), W_star, X, mask, U, rewards=rewards)
-    final, met = replay_run(learner, kw, X, mask, U, W_star)
-    np.testing.assert_array_equal(np.asarray(met.choice), want["chosen"])
-    np.testing.assert_allclose(np.asarray(met.regret), want["regret"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(final.learner.W), want["W"][-1], rtol=1e-9, atol=1e-11)
+    np_learner = ref.NumpyEOFD(K, d, m, **kw)
+    want = ref.simulate(np_learner, W_star, X, mask, U, rewards=rewards)
+    final, met = replay_run(learner, kw, X, mask, U, W_star)  # at XLA's defaults
+    assert_replay_matches(final, met, want, np_learner, kw, X)
     assert int(np.asarray(met.projected).sum()) > 0
     # The materialisations happened: replaying the choices, `used` fell back to m >= 10 times.
     xs = jnp.asarray(X[np.arange(T), want["chosen"]])
@@ -241,16 +245,56 @@ def test_full_sketch_equals_oful_and_adds_no_column():
     np.testing.assert_array_equal(ste.rho, 0.0)
 
 
-def test_default_spare_columns_and_bad_values():
-    assert default_spare_columns(100, 1, 10_000) == 25
-    assert default_spare_columns(40, 4, 4000) == 8
-    assert default_spare_columns(3, 2, 1200) == 2  # at least K
-    assert default_spare_columns(1200, 1, 1200) == 1  # m >= Kd: never used
-    assert default_spare_columns(40, 4, 400) == 0  # below DEFER_MIN_DIM: no deferral
-    s = mlogb.eofd(num_outcomes=1, dim=785, sketch_size=78).init(_hp(1))
-    assert s.basis.shape == (785, 78) and s.R is None and int(s.used) == 78
-    s = mlogb.eofd(num_outcomes=1, dim=1200, sketch_size=78).init(_hp(1))
-    assert s.basis.shape == (1200, 78 + 19) and s.R.shape == (78 + 19, 78) and int(s.used) == 78
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_default_spare_columns_follow_their_rule(K):
+    """default_spare_columns against the rule its docstring states, as properties over a grid:
+    0 below DEFER_MIN_DIM, else a multiple of K, at least K, within K of m/4; the factory's
+    learner has that many spare columns (none, and V as its basis, without deferral)."""
+    for D in (K, 400, DEFER_MIN_DIM - 1, DEFER_MIN_DIM, 4000, 10_000):
+        for m in (1, 3, K, 4 * K, 40, 78, 100, 1200):
+            c = default_spare_columns(m, K, D)
+            if D < DEFER_MIN_DIM:
+                assert c == 0, (m, K, D, c)
+                continue
+            assert c >= K and c % K == 0, (m, K, D, c)
+            if m / 4 >= K and m < D:
+                assert abs(c - m / 4) < K, (m, K, D, c)
+            elif m < D:
+                assert c == K, (m, K, D, c)
+    for d in (DEFER_MIN_DIM // K - 1, -(-DEFER_MIN_DIM // K)):  # K d just below / at the bound
+        m = 40
+        s = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m).init(_hp(K))
+        c = default_spare_columns(m, K, K * d)
+        if K * d < DEFER_MIN_DIM:
+            assert s.R is None and s.basis.shape == (K * d, m)
+        else:
+            assert s.basis.shape == (K * d, m + c) and s.R.shape == (m + c, m)
+        assert int(s.used) == m
+
+
+def test_default_deferral_gives_the_undeferred_trajectory():
+    """From K d = DEFER_MIN_DIM on the default defers the rotation: over a stream crossing
+    several materialisations its scores, W, rho and sketch equal those of spare_columns = 0
+    (V formed every round) to rounding (derived tolerance)."""
+    K, d, m, T = 2, DEFER_MIN_DIM // 2, 16, 12
+    hp = _hp(K, S=1.5, beta="theory", beta_scale=0.05)
+    default = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+    plain = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, spare_columns=0)
+    xs, ys, acts = _stream(K, d, T, seed=13)
+    _, (sc1, s1) = _runner(plain)(plain.init(hp), xs, ys, acts)
+    _, (sc2, s2) = _runner(default)(default.init(hp), xs, ys, acts)
+    assert s1.R is None and s2.R is not None
+    assert _materialisations(s2, m) >= 3 and float(s2.rho[-1]) > 0
+    x_max = float(np.max(np.linalg.norm(np.asarray(xs), axis=1)))
+    tol = trajectory_tol(T, kappa_bound(T, float(hp.lam), float(hp.eta), x_max))
+    np.testing.assert_allclose(sc2, sc1, rtol=tol, atol=tol * float(np.max(np.abs(sc1))))
+    np.testing.assert_allclose(s2.W, s1.W, rtol=tol, atol=tol * float(hp.S))
+    np.testing.assert_allclose(s2.rho, s1.rho, rtol=tol, atol=tol * float(hp.lam))
+    G1, G2 = _sketch(s1), _sketch(s2)
+    np.testing.assert_allclose(G2, G1, rtol=0, atol=tol * float(np.max(np.abs(G1))))
+
+
+def test_bad_spare_columns():
     kw = {"num_outcomes": 2, "dim": 3, "sketch_size": 2}
     for bad in (1, -1, True, 2.0, "4"):
         with pytest.raises(ValueError, match="spare_columns"):

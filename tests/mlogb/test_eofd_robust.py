@@ -1,7 +1,9 @@
 """EOFD-MLogB with ``regularization="robust"`` (Z = (lam + rho/2) I + V diag(mu) V^T) against a
-dense computation of the same Z; its radius (confidence.py); validation; donation of every MLogB
-learner's state."""
+dense computation of the same Z; its radius against the numpy reference's derivation
+(bandits_jax.reference.eofd_variants_numpy); validation; donation of every MLogB learner's
+state."""
 
+import functools
 import math
 
 import jax
@@ -11,6 +13,7 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.linalg import roots
+from bandits_jax.reference.eofd_variants_numpy import NumpyEOFDVariant
 from tests.mlogb.test_learners import (
     _feed,
     _hp,
@@ -18,6 +21,8 @@ from tests.mlogb.test_learners import (
     dense_ons_step,
     dense_scores,
 )
+
+EPS = np.finfo(np.float64).eps
 
 
 @pytest.mark.parametrize("K,d,m", [(1, 6, 2), (3, 3, 4)])
@@ -58,43 +63,35 @@ def test_one_robust_update_equals_dense_step(K, d, m):
     np.testing.assert_allclose(np.asarray(le.scores(s1f, jnp.asarray(X))), want, rtol=1e-9)
 
 
-def _theory_radius(hp, n, rho, acc, K, d, m, robust):
-    """Eq. (36) (read as in confidence.py) with the robust changes derived there, in numpy."""
-    lam, eta, S, D = (float(getattr(hp, f)) for f in ("lam", "eta", "S", "action_bound"))
-    delta = float(hp.delta)
-    lnK1 = math.log(K + 1)
-    front = (lam + rho) / (lam + rho / 2) if robust else 1 + rho / lam
-    b = (
-        lam * S**2
-        + 2
-        * eta
-        * (D * S + lnK1 + 2 * math.log((K + 1) * n + 2))
-        * (1.25 + 4 * math.log(math.sqrt(1 + 2 * n) / delta))
-        + 2 * eta * (2 + lnK1)
-        + math.sqrt(6)
-        * eta
-        / (12 * K * d)
-        * lam
-        * front
-        * (K * d * math.log(1 + 2 * rho / lam) + m * math.log(1 + 2 * D**2 * n / (m * lam)))
-        + acc
-    )
-    return max(b + (2 * S**2 * rho if robust else 0.0), 0.0)
+@functools.cache
+def _eofd(K, d, m, reg):
+    return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, regularization=reg)
 
 
-@pytest.mark.parametrize("robust", [False, True])
-def test_theory_radius_robust_terms(robust):
+@pytest.mark.parametrize("mode", ["theory", "order"])
+@pytest.mark.parametrize("reg", ["paper", "robust"])
+def test_radius_matches_reference_derivation(reg, mode):
+    """The radius a state selects with (``info.beta`` of the next update) against the numpy
+    reference's eq. (36)/(27) with the robust terms it derives (Delta_Z in front, + 2 S^2 rho or
+    + 2 rho/lam), evaluated at the state's n, rho and running sum."""
     K, d, m = 2, 3, 2
-    le = mlogb.eofd(
-        num_outcomes=K, dim=d, sketch_size=m, regularization="robust" if robust else "paper"
-    )
-    hp = _hp(K, lam=0.5, S=1.5, beta="theory")
+    le = _eofd(K, d, m, reg)  # one compiled update per learner: the mode is data
+    kw = dict(lam=0.5, eta=1.5, S=1.5, beta=mode, beta_scale=0.7)
+    hp = _hp(K, **kw)
     s = _feed(le, le.init(hp), K, d, 12, seed=3)
-    assert float(s.rho) > 0.2
+    assert float(s.rho) > 0.2  # the rho terms matter
     s1 = jax.jit(le.update)(s, jnp.ones(d) / 2, 1)
-    # info.beta is the radius the learner selected with before the update (state s).
-    want = _theory_radius(hp, int(s.t), float(s.rho), float(s.acc), K, d, m, robust)
-    np.testing.assert_allclose(float(s1.info.beta), want, rtol=1e-10)
+    ref = NumpyEOFDVariant(K, d, m, regularization=reg, rewards=np.asarray(hp.rewards), **kw)
+    ref.n, ref.rho, ref.acc = int(s.t), float(s.rho), float(s.acc)
+    want = ref.beta()
+    # A closed form of ~10 float64 terms (logs, products): a few ulps of the largest, which
+    # is at most |beta| + the scaled running sum's magnitude.
+    scale = abs(want) + kw["beta_scale"] * abs(ref.acc)
+    np.testing.assert_allclose(float(s1.info.beta), want, rtol=0, atol=32 * EPS * scale)
+    if reg == "robust":  # the robust terms are not negligible at this rho
+        paper = NumpyEOFDVariant(K, d, m, rewards=np.asarray(hp.rewards), **kw)
+        paper.n, paper.rho, paper.acc = ref.n, ref.rho, ref.acc
+        assert abs(paper.beta() - want) > 1e-3 * abs(want)
 
 
 @pytest.mark.parametrize(
@@ -129,14 +126,29 @@ def test_bad_options(kwargs, word):
     ids=["paper", "robust", "adaptive", "oful"],
 )
 def test_state_donation(make):
+    """``jax.jit(update, donate_argnums=0)`` deletes every buffer of the given state that the
+    update reads (all but the last status) and returns the same state, bit for bit, as the
+    update without donation; the caller's hyperparameters survive (init copies them)."""
     learner = make()
     hp = _hp(2)
     x = jnp.asarray([0.3, -1.0, 0.5])
+    plain = jax.jit(learner.update)
+    want = plain(learner.init(hp), x, 2)
+    # The last update's status is overwritten unread, so jit prunes that input and has nothing
+    # to donate there (an int32 scalar): the update does not depend on it.
+    fresh = learner.init(hp)
+    other = plain(fresh._replace(info=fresh.info._replace(status=jnp.int32(7))), x, 2)
+    unread = {".info.status"}
     state = learner.init(hp)
     got = jax.jit(learner.update, donate_argnums=0)(state, x, 2)
+    paths = jax.tree_util.tree_leaves_with_path(state)
+    read = [leaf for path, leaf in paths if jax.tree_util.keystr(path) not in unread]
+    assert len(read) == len(paths) - 1 and all(leaf.is_deleted() for leaf in read)
     assert int(got.t) == 1 and int(got.info.status) != roots.NONFINITE
-    assert np.all(np.isfinite(np.asarray(got.W)))
-    learner.init(hp)  # the caller's hyperparameters survive the donation
+    for a, b, c in zip(*map(jax.tree.leaves, (got, want, other)), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        np.testing.assert_array_equal(np.asarray(c), np.asarray(b))
+    assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(hp))
 
 
 def test_paper_and_robust_share_one_program():
