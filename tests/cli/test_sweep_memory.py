@@ -4,11 +4,13 @@ CSV, JSON and summary; a budget that forces batches gives the same table."""
 import csv
 import json
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from bandits_jax import cli
 from bandits_jax.cli import sweep as sweep_cmd
-from bandits_jax.sim import chunks, sweep
+from bandits_jax.sim import chunks, play, sweep
 
 ARGV = [
     "sweep", "--settings", "bco-linear-2", "--learners", "sphere", "--scale-grid", "0.5,1,2",
@@ -50,16 +52,45 @@ def _rows(out):
         return list(csv.DictReader(f))
 
 
-def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path, bars):
+def nbytes(tree):
+    """Bytes of the arrays of a tree (typed PRNG keys: their key data)."""
+    return sum(
+        (jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x).nbytes
+        for x in jax.tree_util.tree_leaves(tree)
+    )
+
+
+def test_memory_is_reported_and_a_forced_split_gives_the_same_table(tmp_path, bars, monkeypatch):
+    """The reported bytes against the real bytes of the runs the command played (states built
+    again from its experiments and seeds, a chunk of them played here)."""
+    calls = []
+    real_run_sweep = sweep.run_sweep
+
+    def recorded(experiments, **kwargs):
+        calls.append((experiments, kwargs["seeds"], kwargs["chunk_size"]))
+        return real_run_sweep(experiments, **kwargs)
+
+    monkeypatch.setattr(sweep, "run_sweep", recorded)
     one = tmp_path / "one"
     assert cli.main([*ARGV, *MICRO, "--out", str(one)]) == 0
     result = json.loads((one / "sweep.json").read_text())
     mem = result["memory"]["tuning"]
     assert mem["batches"] == 1 and mem["runs"] == 6 and mem["peak_bytes"] > 0
     assert mem["microbatch"] == 2
+    ((exp,), seeds, chunk) = calls[0]
+    states = sweep.build_runs(exp, seeds)
+    new_states, metrics = jax.jit(jax.vmap(lambda s: play(exp.step, s, chunk)))(states)
+    # The carry (6 runs' states) is the argument, donated; the outputs are the new states and
+    # every metric of a chunk, plus XLA's output tuple (one 8-byte pointer per leaf at most);
+    # the peak holds at least those.
+    assert mem["argument_bytes"] == mem["alias_bytes"] == nbytes(states)
+    real_out = nbytes(new_states) + nbytes(metrics)
+    leaves = len(jax.tree_util.tree_leaves((new_states, metrics)))
+    assert real_out <= mem["output_bytes"] <= real_out + 8 * leaves
+    assert mem["peak_bytes"] >= mem["output_bytes"]
     rows = _rows(one)
     assert all(int(r["peak_bytes"]) == mem["peak_bytes"] for r in rows)
-    assert float(rows[0]["bytes_per_run"]) == pytest.approx(mem["peak_bytes"] / 6)
+    assert all(int(r["state_bytes_per_run"]) * 6 == nbytes(states) for r in rows)
     assert [r["peak_bytes"] for r in result["rows"]] == [mem["peak_bytes"]] * 3
     assert "batches: 1 of 6 runs" in (one / "sweep_summary.txt").read_text()
 

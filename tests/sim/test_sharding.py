@@ -1,82 +1,73 @@
-"""Sharded sweeps (4 forced CPU devices, in a subprocess) give the numbers of unsharded ones."""
+"""Sharded sweeps (4 forced CPU devices, in subprocesses: ``tests/sim/sharded_sweeps.py``) give
+the numbers of unsharded ones, and a sharded sweep killed mid-chunk resumes to the numbers and
+final states of an uninterrupted one, bit for bit."""
 
+import json
 import os
+import pathlib
+import signal
 import subprocess
 import sys
-import textwrap
+import time
 
 import jax
 import numpy as np
 import pytest
 
+from bandits_jax.sim import checkpoint
 from bandits_jax.sim import sharding as sh
 
-SCRIPT = textwrap.dedent(
-    """
-    import os
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    import numpy as np
-    from bandits_jax import envs, mlogb
-    from bandits_jax.sim import sharding, sweep
-
-    assert len(jax.devices()) == 4, jax.devices()
-    K, D, T = 1, 4, 8
-    grid = sweep.grid_product(l=[0.0, 0.5, 1.0])
-    env = envs.synthetic_mlogb(num_outcomes=K, dim=D, S=2.0, min_actions=3, max_actions=5)
-    rec = mlogb.section4(num_outcomes=K, dim=D, S=2.0, horizon=T, l=grid["l"], e=0.5, beta=0.3)
-    learner = mlogb.eofd(num_outcomes=K, dim=D, sketch_size=2)
-    exp = sweep.Experiment("EOFD", "synthetic", mlogb.interact(learner, env), learner.init,
-                           rec.hparams, grid, env.init)
-    seeds = [0, 1]  # 3 x 2 = 6 runs: padded to 8 over 4 devices
-    plain = sweep.run_sweep([exp], num_rounds=T, seeds=seeds)
-    mesh = sharding.run_mesh()
-    sharded = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=4,
-                              checkpoint_dir=os.environ["CKPT"])
-    assert sharded.devices == 4
-    worst = 0.0
-    for field, a in plain.experiments[0].metrics.items():
-        b = sharded.experiments[0].metrics[field]
-        assert a.shape == b.shape == (3, 2, T), (field, a.shape, b.shape)
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13, err_msg=field)
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        worst = max(worst, float(np.max(diff)))
-    # Resuming the sharded sweep from its (complete) checkpoint reads back the same arrays.
-    again = sweep.run_sweep([exp], num_rounds=T, seeds=seeds, mesh=mesh, chunk_size=4,
-                            checkpoint_dir=os.environ["CKPT"], resume=True)
-    for field, a in sharded.experiments[0].metrics.items():
-        np.testing.assert_array_equal(a, again.experiments[0].metrics[field], err_msg=field)
-    # Split under a memory budget (12 runs, 3 per device, into batches of fewer runs per device,
-    # the last one padded): the same regret, actions and statuses bit for bit; float diagnostics
-    # to the last bits. (With 2 runs per device the budget cannot force a split: XLA compiles a
-    # batch of one run per device with a few more bytes than a batch of two.)
-    seeds4 = [0, 1, 2, 3]
-    whole = sweep.run_sweep([exp], num_rounds=T, seeds=seeds4, mesh=mesh, chunk_size=4)
-    budget = whole.memory["peak_bytes"] - 1
-    split = sweep.run_sweep([exp], num_rounds=T, seeds=seeds4, mesh=mesh, chunk_size=4,
-                            max_bytes=budget)
-    assert split.memory["batches"] >= 2, split.memory
-    for field, a in whole.experiments[0].metrics.items():
-        b = split.experiments[0].metrics[field]
-        if field in ("regret", "explored", "status"):
-            np.testing.assert_array_equal(a, b, err_msg=field)
-        else:
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=field)
-    print("OK max_abs_diff", worst)
-    """
-)
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_sharded_sweep_matches_unsharded(tmp_path):
-    env = dict(os.environ, CKPT=str(tmp_path / "ck"))
-    env.pop("XLA_FLAGS", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "OK" in proc.stdout
-    assert (tmp_path / "ck" / "state.npz").is_file()
+def _start(role, ckdir, log):
+    cache = {  # shared by both processes (sharded_sweeps.py); the suite's XLA_FLAGS inherited
+        "JAX_COMPILATION_CACHE_DIR": str(ckdir.parent / "xla_cache"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1",  # the chunk programs only
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.sim.sharded_sweeps", role, str(ckdir)],
+        cwd=ROOT, env={**os.environ, **cache}, stdout=log, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def test_sharded_sweeps_match_unsharded_and_a_killed_one_resumes_bit_for_bit(tmp_path):
+    """EOFD (K = 1), robust EOFD and OFUL (K = 4) sharded against the same sweep unsharded (the
+    independent computation: one device, one vmap); a worker process SIGKILLed between the
+    metrics and the state of its second chunk, resumed, against the uninterrupted sweep."""
+    ck = tmp_path / "killed_run"
+    with open(tmp_path / "worker.log", "w") as wlog, open(tmp_path / "main.log", "w") as mlog:
+        worker = _start("worker", ck, wlog)
+        main = _start("main", ck, mlog)  # plays the uninterrupted sweeps meanwhile
+        try:
+            deadline = time.monotonic() + 300
+            while not (tmp_path / "paused").exists():
+                assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, "the worker never reached its second chunk"
+                time.sleep(0.05)
+            worker.send_signal(signal.SIGKILL)
+            assert worker.wait(timeout=60) == -signal.SIGKILL
+            # Killed mid-chunk: chunk 2's metrics are written, the committed state is chunk 1's,
+            # and the dead process's lock file is left behind.
+            meta = checkpoint.read_meta(ck / "state.npz")
+            assert meta["chunks_done"] == 1 and meta["rounds_done"] == 10, meta
+            assert (ck / "metrics_00001.npz").is_file() and (ck / ".lock").is_file()
+            (tmp_path / "killed").touch()
+            main.wait(timeout=400)
+        finally:
+            for proc in (worker, main):
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    out = (tmp_path / "main.log").read_text()
+    assert main.returncode == 0, out[-4000:]
+    lines = out.splitlines()
+    assert "OK" in lines, out[-4000:]
+    report = json.loads(lines[lines.index("OK") + 1])
+    assert report["restored_trial_rounds"] == 10 * (12 + 8 + 8)
+    assert report["split_batches"] >= 2 and report["state_arrays"] > 0
+    assert not (ck / ".lock").exists()  # released by the resumed run
 
 
 def test_pad_and_unpad():

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax.sim import checkpoint, chunks, sweep
+from bandits_jax.sim import checkpoint, chunks, play, sweep
 
 D, T = 16, 6
 
@@ -46,36 +46,55 @@ def unsplit():
     return sweep.run_sweep([EXP3, EXP2], num_rounds=T, seeds=SEEDS, chunk_size=3, max_bytes=None)
 
 
-def state_nbytes(state):
+def nbytes(tree):
+    """Bytes of the arrays of a tree (typed PRNG keys: their key data)."""
     return sum(
         (jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x).nbytes
-        for x in jax.tree_util.tree_leaves(state)
+        for x in jax.tree_util.tree_leaves(tree)
     )
 
 
-def test_figures_are_xla_analysis_and_scale_with_runs(unsplit):
+def own_chunk(states, length):
+    """The sweep's chunk written and compiled here: each experiment's runs ``vmap``-ed over
+    ``play`` for ``length`` rounds, the carry donated. Returns XLA's memory analysis of it and
+    its outputs (new states and every metric, run on the states)."""
+
+    def chunk(ss):
+        outs = [jax.vmap(lambda s: play(toy_step, s, length))(x) for x in ss]
+        return tuple(o[0] for o in outs), tuple(o[1] for o in outs)
+
+    analysis = jax.jit(chunk, donate_argnums=0).lower(states).compile().memory_analysis()
+    return analysis, jax.jit(chunk)(states)
+
+
+def test_figures_are_the_bytes_of_the_chunk_call(unsplit):
+    """The sweep's figures against the real bytes of the states and outputs of a chunk, and
+    XLA's analysis of the same chunk compiled here."""
     small = sweep.run_sweep([EXP3, EXP2], num_rounds=T, seeds=[5], chunk_size=3, max_bytes=None)
     for res, seeds in ((small, [5]), (unsplit, SEEDS)):
-        # The argument of the chunk call is the stacked run states, counted independently here.
-        states = [sweep.build_runs(e, seeds) for e in (EXP3, EXP2)]
+        states = tuple(sweep.build_runs(e, seeds) for e in (EXP3, EXP2))
+        analysis, (new_states, metrics) = own_chunk(states, 3)
         mem = res.memory
-        assert mem["argument_bytes"] == sum(state_nbytes(s) for s in states)
-        assert mem["alias_bytes"] == mem["argument_bytes"]  # the carry is donated
+        # The argument is the stacked run states, donated: aliased to the new states.
+        assert mem["argument_bytes"] == mem["alias_bytes"] == nbytes(states) == nbytes(new_states)
         for e, s in zip(res.experiments, states, strict=True):
-            assert e.memory["state_bytes"] == state_nbytes(s)
-        assert mem["peak_bytes"] == (
-            mem["argument_bytes"] + mem["output_bytes"] + mem["temp_bytes"] - mem["alias_bytes"]
-        )
+            assert e.memory["state_bytes"] == nbytes(s)
+        # Outputs: new states and every metric of a 3-round chunk (before the sweep keeps its
+        # fields), plus XLA's output tuple, one 8-byte pointer per leaf at most.
+        leaves = len(jax.tree_util.tree_leaves((new_states, metrics)))
+        real_out = nbytes(new_states) + nbytes(metrics)
+        assert real_out <= mem["output_bytes"] <= real_out + 8 * leaves
+        assert mem["output_bytes"] == analysis.output_size_in_bytes
+        assert mem["temp_bytes"] == analysis.temp_size_in_bytes
+        # Donated, the carry's input buffers are its outputs: a call holds its outputs and XLA's
+        # temporaries.
+        peak = analysis.output_size_in_bytes + analysis.temp_size_in_bytes
+        assert mem["peak_bytes"] == peak
         assert mem["batches"] == 1 and mem["runs"] == mem["runs_per_batch"] == 5 * len(seeds)
         assert mem["measured_peak_bytes"] is None  # CPU devices report no memory_stats
         rows = sweep.table(res)
-        assert len(rows) == 5 and all(r["peak_bytes"] == mem["peak_bytes"] for r in rows)
-        assert rows[0]["bytes_per_run"] == pytest.approx(mem["peak_bytes"] / mem["runs"])
-    # Twice the runs: twice the state and outputs, about twice the peak.
-    a, b = small.memory, unsplit.memory
-    assert b["argument_bytes"] == 2 * a["argument_bytes"]
-    assert 1.6 < b["peak_bytes"] / a["peak_bytes"] <= 2.05
-    assert 1.3 < b["temp_bytes"] / a["temp_bytes"] <= 2.05
+        assert len(rows) == 5 and all(r["peak_bytes"] == peak for r in rows)
+        assert all(r["bytes_per_run"] * 5 * len(seeds) == pytest.approx(peak) for r in rows)
 
 
 def test_batch_plan_covers_every_run_once():
