@@ -3,7 +3,8 @@
 ``bandits-jax reproduce --seed s`` plays trial ``i`` with ``sim.sweep.seed_keys([s + i])``: the
 first key draws the environment, the second drives the rounds. The library does the same with
 ``mlogb.tuned``, ``envs.synthetic_mlogb`` and ``sim.make_rollout``; the
-README tells users so. Both run in float64 here (the suite enables x64; the command does too).
+README tells users so. Both run in float64 here (the suite enables x64; the command does too),
+and in float32 (``--float32``).
 """
 
 import json
@@ -23,13 +24,16 @@ from tests import xla_defaults
 T, D, S, SEED, TRIALS = 12, 6, 4.0, 3, 2
 
 
-def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, monkeypatch, dtype):
     """The command at its own XLA options against the library compiled at XLA's defaults (what a
-    library user gets): the same final regrets to rounding, a derived bound."""
+    library user gets), in float64 and with ``--float32``: the same final regrets to rounding, a
+    derived bound."""
     argv = [
         "reproduce", "--settings", f"synth-{D}-1-S{S:g}", "--learners", "eofd-robust,linucb",
         "--rounds", str(T), "--trials", str(TRIALS), "--seed", str(SEED), "--chunk", "5",
         "--no-plots", "--quiet", "--compile-cache", "off", "--out", str(tmp_path),
+        *(["--float32"] if dtype == jnp.float32 else []),
     ]  # fmt: skip
     # In a user's process (no XLA_FLAGS) the command's options are changes to XLA's defaults;
     # here they are applied over the defaults, not over the suite's fast flags.
@@ -46,18 +50,19 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, monkeypatch):
     assert used and own and all(o == {**xla_defaults.DEFAULTS, **own} for o in used)
     report = json.loads((tmp_path / "reproduce.json").read_text())
     (setting,) = report["settings"].values()
+    assert report["dtype"] == jnp.dtype(dtype).name
 
-    env = envs.synthetic_mlogb(num_outcomes=1, dim=D, S=S, dtype=jnp.float64)
+    env = envs.synthetic_mlogb(num_outcomes=1, dim=D, S=S, dtype=dtype)
     env_keys, run_keys = sweep.seed_keys([SEED + i for i in range(TRIALS)])
     env_states = xla_defaults.jit(jax.vmap(env.init))(env_keys)
     # A round's regret is best - chosen of rewards sigma(W* x) in [0, 1]: with the same actions
     # each is within (d S + K + 2) eps of exact (the logit's d-term dot product with
     # |W* x| <= S, the sigmoid), the two sides and W*'s own rounding (its normalisation) twice
     # that, summed over T rounds. The std of two trials is |f1 - f2| / sqrt(2): twice the bound.
-    eps = np.finfo(np.float64).eps
+    eps = np.finfo(dtype).eps
     atol = 4 * T * (D * S + 1 + 2) * eps
     for kind, label in (("eofd-robust", "EOFD robust"), ("linucb", "LinUCB")):
-        rec = mlogb.tuned(kind, num_outcomes=1, dim=D, S=S, horizon=T, dtype=jnp.float64)
+        rec = mlogb.tuned(kind, num_outcomes=1, dim=D, S=S, horizon=T, dtype=dtype)
         run = xla_defaults.jit(make_rollout(mlogb.interact(rec.learner, env), T, trials=True))
         init = xla_defaults.jit(rec.learner.init)(rec.hparams)
         finals = np.asarray(run(init, env_states, run_keys).regret).sum(axis=-1)
