@@ -39,6 +39,7 @@ from tests import xla_defaults
 EPS32 = float(np.finfo(np.float32).eps)
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = np.arange(1, pc.T + 1)
+pytestmark = pytest.mark.slow  # a subprocess and a compile at XLA's defaults per learner
 
 
 def _user_process(out: Path, *args: str) -> dict[str, np.ndarray]:

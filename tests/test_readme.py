@@ -8,6 +8,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -34,6 +36,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_readme_python_blocks_run_as_a_readers_program():
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_ENABLE_X64")}
     proc = subprocess.run(

@@ -226,6 +226,7 @@ def test_fast_matches_reference(reg):
 # --- the paper-scale learner --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_practical_at_paper_scale_matches_robust_reference():
     """mlogb.practical at K = 4, d = 100 (m = 40, default spare columns, its tuned
     hyperparameters) over 200 rounds against the robust numpy reference."""

@@ -68,6 +68,7 @@ def _one_process():
     return sweep.run_sweep(ns["experiments"](), num_rounds=ns["T"], seeds=ns["SEEDS"])
 
 
+@pytest.mark.slow
 def test_two_processes_equal_one(tmp_path):
     out = str(tmp_path / "table.json")
     addr = f"127.0.0.1:{_free_port()}"
