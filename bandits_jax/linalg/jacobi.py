@@ -11,9 +11,12 @@ functions call LAPACK (the unrolled sweep grows as K^2).
 Cyclic Jacobi (Golub & Van Loan, Matrix Computations, 4th ed., Algorithm 8.5.3 with the stable
 rotation of Algorithm 8.5.1) converges quadratically; a sweep annihilates each off-diagonal entry
 in turn, and sweeps stop once every off-diagonal entry is below ``eps`` times the diagonal's
-scale (a bounded ``lax.while_loop``). For symmetric positive semi-definite matrices it is the most
-accurate eigenvalue method known (Demmel & Veselic 1992): small eigenvalues keep relative
-accuracy, where ``eigvalsh`` keeps only absolute accuracy.
+scale (a bounded ``lax.while_loop``). Jacobi is the most accurate eigenvalue method known for
+symmetric positive definite matrices (Demmel & Veselic 1992): with their stopping rule
+``|a_pq| <= eps sqrt(a_pp a_qq)`` small eigenvalues keep relative accuracy. This module's rule is
+normwise, so that holds on moderately graded matrices (``tests/linalg/test_jacobi.py``) but not
+on strongly graded ones (a spread of 1e-8 can cost small eigenvalues their relative accuracy);
+the bonus needs only ``lambda_max``, accurate to ``eps`` times the scale either way.
 """
 
 from __future__ import annotations

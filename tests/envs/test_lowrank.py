@@ -103,11 +103,70 @@ def test_expected_rewards_and_outcome_law():
     np.testing.assert_allclose(np.bincount(ys, minlength=4) / ys.size, law, atol=0.025)
 
 
-def test_float32():
-    env = envs.lowrank_mlogb(num_outcomes=1, dim=6, rank=2, dtype=jnp.float32)
-    state, X, _ = stream(env, 2)
-    assert state.W_star.dtype == jnp.float32 and state.basis.dtype == jnp.float32
-    assert X.dtype == np.float32
+def np_lowrank(key, K, d, r, S, noise, max_actions, dtype):
+    """The module docstring's construction in float64 numpy, from the environment's raw draws
+    (the Gaussians and uniforms it takes from ``key`` as ``init``/``observe``/``outcome`` split
+    it, in its dtype): U by numpy's QR, ``W* = G U^T`` scaled to norm S, actions
+    ``x = U z + noise g / sqrt(d)`` normalised; and the first round's shown-count ``n``."""
+    k_init, k_obs = jax.random.split(key)
+    k_u, k_w = jax.random.split(k_init)
+    G_u = np.asarray(jax.random.normal(k_u, (d, r), dtype), np.float64)
+    G_w = np.asarray(jax.random.normal(k_w, (K, r), dtype), np.float64)
+    U, _ = np.linalg.qr(G_u)
+    W = G_w @ U.T
+    W *= S / np.linalg.norm(W)
+    k_n, k_x = jax.random.split(k_obs)
+    k_z, k_g = jax.random.split(k_x)
+    z = np.asarray(jax.random.normal(k_z, (max_actions, r), dtype), np.float64) / np.sqrt(r)
+    g = np.asarray(jax.random.normal(k_g, (max_actions, d), dtype), np.float64)
+    X = z @ U.T + noise / np.sqrt(d) * g
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return U, W, X, np.linalg.cond(G_u), k_obs
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_values_match_numpy_construction(dtype):
+    """W*, U, the actions, the expected rewards and the outcomes of the float32 (and float64)
+    environment against the float64 numpy construction from the same raw draws."""
+    K, d, r, S, noise = 3, 12, 3, 2.0, 0.3
+    rewards = np.array([0.25, 0.5, 1.0])
+    env = envs.lowrank_mlogb(
+        num_outcomes=K, dim=d, rank=r, S=S, noise=noise, rewards=rewards, dtype=dtype
+    )
+    eps = float(np.finfo(dtype).eps)
+    key = jax.random.key(11)
+    U_ref, W_ref, X_ref, cond_u, k_obs = np_lowrank(key, K, d, r, S, noise, 30, dtype)
+    state = env.init(jax.random.split(key)[0])
+    _, X, _ = env.observe(state, k_obs)
+    assert state.W_star.dtype == dtype and state.basis.dtype == dtype and X.dtype == dtype
+    U, W, X = (np.asarray(a, np.float64) for a in (state.basis, state.W_star, X))
+    # Householder QR in the env's precision: backward error ~ d r eps, so Q moves by
+    # ~ cond(G_u) d r eps (columns compared up to sign: QR fixes them only up to sign).
+    tol_u = cond_u * d * r * eps
+    U_ref = U_ref * np.sign(np.sum(U_ref * U, axis=0))
+    np.testing.assert_allclose(U, U_ref, rtol=0, atol=tol_u)
+    # W* = G U^T (r-term sums) scaled: tol_u relative plus (r + d) eps of rounding.
+    np.testing.assert_allclose(W, W_ref, rtol=0, atol=S * (tol_u + (r + d) * eps))
+    # Actions: U z + noise g (r + 1 terms per entry) normalised (a d-term norm), unit rows.
+    np.testing.assert_allclose(X, X_ref, rtol=0, atol=tol_u + (r + d + 2) * eps)
+    # Expected rewards r^T softmax([0, W x]) from the env's own state and actions: W x carries
+    # d eps ||W|| ||x|| = d eps S of rounding, softmax's probabilities 2 d S eps + (K + 1) eps.
+    got = np.asarray(env.expected_rewards(state, jnp.asarray(X, dtype)))
+    want = np_expected_reward(W, X, rewards)
+    np.testing.assert_allclose(got, want, rtol=0, atol=(2 * d * S + K + 1) * eps * rewards.max())
+    # Outcomes: the inverse-CDF draw of model.sample_outcome with the env's uniform; equal
+    # outcomes wherever u is farther than the CDF's rounding (2 d S + K + 1) eps from a step.
+    x = X[0]
+    keys = jax.random.split(jax.random.key(12), 2000)
+    ys = np.asarray(jax.vmap(lambda k: env.outcome(state, jnp.asarray(x, dtype), k))(keys))
+    u = np.asarray(jax.vmap(lambda k: jax.random.uniform(k, (), dtype))(keys), np.float64)
+    zl = np.concatenate([[0.0], W @ x])
+    cdf = np.cumsum(np.exp(zl - zl.max()) / np.exp(zl - zl.max()).sum())
+    want_y = np.minimum(np.searchsorted(cdf, u, side="right"), K)
+    clear = np.min(np.abs(u[:, None] - cdf[None, :]), axis=1) > (2 * d * S + K + 1) * eps
+    assert clear.mean() > 0.99
+    np.testing.assert_array_equal(ys[clear], want_y[clear])
+    assert len(np.unique(ys)) == K + 1  # every outcome occurs: the law is not degenerate
 
 
 @pytest.mark.parametrize(
