@@ -17,8 +17,7 @@ import pytest
 from bandits_jax import cli, envs, mlogb
 from bandits_jax.cli import build_parser, main
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import reproduce as rp
-from bandits_jax.sim import chunks, make_rollout, sweep
+from bandits_jax.sim import make_rollout, sweep
 from tests import xla_defaults
 
 T, D, S, SEED, TRIALS = 12, 6, 4.0, 3, 2
@@ -29,8 +28,11 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, monkeypatch, 
     """The command at its own XLA options against the library compiled at XLA's defaults (what a
     library user gets), in float64 and with ``--float32``: the same final regrets to rounding, a
     derived bound."""
+    kinds = {"eofd-robust": "EOFD robust", "linucb": "LinUCB"}
+    if dtype == jnp.float32:  # the precision's own code is the learner's: one learner suffices
+        kinds.pop("linucb")
     argv = [
-        "reproduce", "--settings", f"synth-{D}-1-S{S:g}", "--learners", "eofd-robust,linucb",
+        "reproduce", "--settings", f"synth-{D}-1-S{S:g}", "--learners", ",".join(kinds),
         "--rounds", str(T), "--trials", str(TRIALS), "--seed", str(SEED), "--chunk", "5",
         "--no-plots", "--quiet", "--compile-cache", "off", "--out", str(tmp_path),
         *(["--float32"] if dtype == jnp.float32 else []),
@@ -61,7 +63,7 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, monkeypatch, 
     # that, summed over T rounds. The std of two trials is |f1 - f2| / sqrt(2): twice the bound.
     eps = np.finfo(dtype).eps
     atol = 4 * T * (D * S + 1 + 2) * eps
-    for kind, label in (("eofd-robust", "EOFD robust"), ("linucb", "LinUCB")):
+    for kind, label in kinds.items():
         rec = mlogb.tuned(kind, num_outcomes=1, dim=D, S=S, horizon=T, dtype=dtype)
         run = xla_defaults.jit(make_rollout(mlogb.interact(rec.learner, env), T, trials=True))
         init = xla_defaults.jit(rec.learner.init)(rec.hparams)
@@ -71,29 +73,3 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, monkeypatch, 
         np.testing.assert_allclose(
             got["final_regret_std"], finals.std(ddof=1), rtol=0, atol=2 * atol
         )
-
-
-@pytest.mark.parametrize("quick", [True, False])
-def test_the_commands_initial_states_equal_the_librarys_bit_for_bit(quick):
-    """``reproduce`` compiles each learner's ``init`` with its chunks' XLA options
-    (``sim.chunks.compile_for``), applied over XLA's defaults as in a user's process: every
-    registry learner's state equals ``learner.init(hp)``, called as a library user does (op by
-    op) and compiled at XLA's defaults."""
-    args = build_parser().parse_args(["reproduce", *(["--quick"] if quick else [])])
-    options = opt.compiler_options(args)
-    assert options  # the command's options differ from XLA's defaults (else nothing is tested)
-    options = {**xla_defaults.DEFAULTS, **options}
-    for name in ("synth-6-1-S4", "synth-4-2", "digits-all-h1"):
-        s = rp.make_setting(name, S=None, dtype=jnp.float64)
-        recipe = rp.Recipe(s.num_outcomes, s.dim, s.S, T, 0.75, 0.75, "theory",
-                           rp.env_rewards(s), jnp.float64)  # fmt: skip
-        for lname, spec in rp.LEARNERS.items():
-            if not rp.supports(spec, s.num_outcomes):
-                continue
-            learner = spec.factory(s.num_outcomes, s.dim, rp.sketch_size(s.num_outcomes, s.dim))
-            hp = spec.hparams(rp.tuned_point(spec, recipe))
-            with chunks.compiler_options(options):
-                got = chunks.compile_for(learner.init, hp)(hp)
-            for want in (learner.init(hp), xla_defaults.jit(learner.init)(hp)):
-                for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-                    np.testing.assert_array_equal(x, y, err_msg=f"{name} {lname}")

@@ -11,8 +11,6 @@ from jax.experimental.compilation_cache import compilation_cache
 
 from bandits_jax import cli
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import reproduce
-from bandits_jax.sim import chunks
 
 REPRODUCE = [
     "reproduce", "--settings", "synth-3-2", "--learners", "uniform,ecolog", "--rounds", "5",
@@ -108,33 +106,6 @@ def test_reproduce_announces_the_trial_rounds_it_plays(tmp_path, bars):
     assert cli.main([*REPRODUCE, "--out", str(tmp_path)]) == 0
     # ECOLog is for K = 1 only: skipped on K = 2, so 1 learner x 2 trials x 5 rounds.
     assert [(b.total, b.done) for b in bars] == [(1 * 2 * 5, 1 * 2 * 5)]
-
-
-def test_reproduce_compiles_every_settings_learners_at_once_before_playing(
-    tmp_path, bars, monkeypatch
-):
-    calls, played = [], []
-    real_ahead, real_play = chunks.compile_ahead, reproduce._play_learner
-
-    def ahead(jobs, **kwargs):
-        calls.append((len(jobs), len(played)))
-        return real_ahead(jobs, **kwargs)
-
-    def play(*args, **kwargs):
-        played.append(args[2])
-        return real_play(*args, **kwargs)
-
-    monkeypatch.setattr(chunks, "compile_ahead", ahead)
-    monkeypatch.setattr(reproduce, "_play_learner", play)
-    argv = [*REPRODUCE, "--settings", "synth-3-2,synth-4-1", "--out", str(tmp_path)]
-    assert cli.main(argv) == 0
-    # one compile for both settings, before any play: uniform on each, ECOLog on K = 1 only
-    assert calls == [(3, 0)] and played == ["uniform", "uniform", "ecolog"]
-    (bar,) = bars  # one bar for the run, counting every setting's trial-rounds
-    assert (bar.total, bar.done) == (3 * 2 * 5, 3 * 2 * 5)
-    report = json.loads((tmp_path / "reproduce.json").read_text())
-    assert report["compile_wall_seconds"] > 0 and report["compile_threads"] >= 1
-    assert list(report["settings"]) == ["synth-3-2", "synth-4-1"]
 
 
 def test_sweep_announces_the_trial_rounds_it_plays(tmp_path, bars):

@@ -26,9 +26,16 @@ def _learners(K, d, m):
     return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m), mlogb.oful(num_outcomes=K, dim=d)
 
 
+@functools.cache
+def _compiled(learner, name):
+    """One program per learner function, at XLA's defaults (the tests compare with dense
+    references)."""
+    return xla_defaults.jit(getattr(learner, name))
+
+
 def _feed(learner, state, K, d, T, seed):
     rng = np.random.default_rng(seed)
-    upd = xla_defaults.jit(learner.update)
+    upd = _compiled(learner, "update")
     for _ in range(T):
         x = rng.normal(size=d)
         state = upd(state, x / np.linalg.norm(x) * rng.uniform(0.5, 1.5), rng.integers(0, K + 1))
@@ -125,7 +132,7 @@ def test_scores_match_dense_formula(K):
         s = _feed(learner, learner.init(hp), K, d, 10, seed=3)
         Z = np.asarray(lowrank.dense(s.V, s.mu, hp.lam)) if hasattr(s, "V") else np.asarray(s.H)
         want = dense_scores(np.asarray(s.W), np.linalg.inv(Z), X, np.asarray(hp.rewards), 0.3)
-        got = np.asarray(xla_defaults.jit(learner.scores)(s, jnp.asarray(X)))
+        got = np.asarray(_compiled(learner, "scores")(s, jnp.asarray(X)))
         np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
@@ -275,7 +282,7 @@ def test_one_eofd_update_equals_dense_algorithm2_step(K, d, m):
     Z = lam * np.eye(K * d) + (V * mu) @ V.T
     w_new, wp_norm = dense_ons_step(Z, W, x, y, eta, S)
     assert wp_norm > S  # the projection is active in this case
-    s1 = xla_defaults.jit(le.update)(s, jnp.asarray(x), y)
+    s1 = _compiled(le, "update")(s, jnp.asarray(x), y)
     np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
     # Algorithm 1 at W_{t+1} (eq. 12-15) by the paper's full SVD.
     s2, Vh = dense_fd_spectrum(V, mu, w_new, x)

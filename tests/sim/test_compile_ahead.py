@@ -1,17 +1,16 @@
-"""Compiling ahead on several threads (``sim.chunks.compile_ahead``): the programs, once each,
-with the caller's compiler options, and the numbers of a chunk compiled on first use; the
-affinity helpers it uses (``threads.on_cores``, ``threads.compile_cores``)."""
+"""Compiling ahead on several threads (``sim.chunks.compile_ahead``): errors and the affinity
+helpers it uses (``threads.on_cores``, ``threads.compile_cores``). That the command's
+programs, compiled ahead, give the library's numbers is ``tests/cli/test_library_parity.py``'s
+check (the command compiles every learner ahead)."""
 
 import os
 import threading
 
 import jax
-import numpy as np
 import pytest
 
 from bandits_jax import envs, mlogb, threads
-from bandits_jax.sim import chunks
-from bandits_jax.sim.chunks import ChunkFn, DrawFn, compile_ahead, run_chunked
+from bandits_jax.sim.chunks import ChunkFn, DrawFn, compile_ahead
 from bandits_jax.sim.runner import init_run
 
 T, K, D = 7, 1, 4
@@ -28,36 +27,6 @@ def split_chunks():
         for learner in LEARNERS
     ]
     return draws, fns, states
-
-
-def test_jobs_on_threads_compile_each_program_once_with_the_callers_options():
-    draws, fns, states = split_chunks()
-    options = {"xla_backend_optimization_level": 0}
-    # two jobs per learner: the second one waits for the first one's program
-    jobs = [lambda f=f, s=s: f.compile_run(s, T, 4) for f, s in zip(fns, states, strict=True)] * 2
-    with chunks.compiler_options(options):
-        results, wall, threads_used = compile_ahead(jobs, workers=3)
-        assert results == [None] * 4 and wall > 0 and threads_used == 3
-        compiled = [dict(f._compiled) for f in fns]
-        # chunks of 4 and 3 rounds, compiled once each, the environment's shared
-        assert [len(c) for c in compiled] == [2, 2] and len(draws._compiled) == 2
-        # played under the same options: nothing compiles again (the options were the caller's)
-        before = [f.compile_seconds for f in fns]
-        for f, s in zip(fns, states, strict=True):
-            run_chunked(f, s, T, chunk_size=4)
-        assert [f.compile_seconds for f in fns] == before
-
-
-def test_a_chunk_compiled_ahead_plays_the_numbers_of_one_compiled_on_first_use():
-    _, ahead, states = split_chunks()
-    jobs = [lambda f=f, s=s: f.compile_run(s, T, 4) for f, s in zip(ahead, states, strict=True)]
-    compile_ahead(jobs, workers=2)
-    _, lazy, _ = split_chunks()
-    for a, b, s in zip(ahead, lazy, states, strict=True):
-        got = run_chunked(a, s, T, chunk_size=4).metrics
-        want = run_chunked(b, s, T, chunk_size=4).metrics
-        for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-            np.testing.assert_array_equal(x, y)
 
 
 def test_a_failing_job_raises_after_the_others_finish():

@@ -1,5 +1,7 @@
 """Split chunks: the environment's half of a round compiled once (``DrawFn``) and shared by the
-learners' chunks, with the numbers of the step played in one program."""
+learners' chunks. That the command's split programs (and its robust EOFD played by the paper's
+program, ``recipes.program_kind``) give the library's numbers is
+``tests/cli/test_library_parity.py``'s check."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +10,7 @@ import pytest
 
 from bandits_jax import envs, mlogb
 from bandits_jax.sim.chunks import ChunkFn, DrawFn, run_chunked
-from bandits_jax.sim.runner import SplitStep, init_run, play
+from bandits_jax.sim.runner import SplitStep, init_run
 
 T, K, D = 9, 2, 4
 ENV = envs.synthetic_mlogb(num_outcomes=K, dim=D, S=3.0, max_actions=6, min_actions=3)
@@ -51,26 +53,6 @@ def test_interact_is_a_split_step_whose_halves_compose_to_the_step():
     exp_r = ENV.expected_rewards(es2, rnd.actions)
     np.testing.assert_allclose(rnd.best, jnp.max(jnp.where(rnd.mask, exp_r, -jnp.inf)))
     np.testing.assert_allclose(metrics.regret, rnd.best - exp_r[metrics.choice])
-
-
-@pytest.mark.parametrize("batched", [False, True])
-def test_learners_sharing_a_draw_program_get_the_numbers_of_one_program(batched):
-    draws = DrawFn(mlogb.draw_round(ENV))
-    for learner, ls in learner_states():
-        step = mlogb.interact(learner, ENV)
-        if batched:
-            state = jax.tree.map(lambda *xs: jnp.stack(xs), run_state(ls, 0), run_state(ls, 1))
-            want = jax.jit(jax.vmap(lambda s, step=step: play(step, s, T)))(state)
-        else:
-            state = run_state(ls, 0)
-            want = jax.jit(lambda s, step=step: play(step, s, T))(state)
-        split = ChunkFn(mlogb.respond_round(learner, ENV), batched=batched, draws=draws)
-        res = run_chunked(split, state, T, chunk_size=4)  # lengths 4, 4, 1
-        assert_close(res.state, want[0])
-        assert_close(res.metrics, jax.device_get(want[1]))
-        assert int(np.max(np.asarray(res.state.t))) == T
-    # both learners used the same two environment programs (lengths 4 and 1)
-    assert len(draws._compiled) == 2
 
 
 def test_a_second_learner_does_not_compile_the_environment_again():
@@ -122,20 +104,3 @@ def test_bad_draws_are_named():
         ChunkFn((respond, respond), batched=True, draws=draws)
     with pytest.raises(ValueError, match="draws: .*microbatch"):
         ChunkFn(respond, batched=True, microbatch=1, draws=draws)
-
-
-def test_the_paper_and_the_robust_eofd_run_one_program():
-    """``recipes.program_kind``: the command shares one compiled chunk between them, so the
-    paper's learner's round must give the robust learner's numbers on a robust state."""
-    assert mlogb.recipes.program_kind("eofd-robust") == "eofd"
-    assert mlogb.recipes.program_kind("oful") == "oful"
-    plain = mlogb.recipes.make_learner("eofd", num_outcomes=K, dim=D, sketch_size=2)
-    robust = mlogb.recipes.make_learner("eofd-robust", num_outcomes=K, dim=D, sketch_size=2)
-    hp = mlogb.hyperparams(lam=0.5, eta=0.5, S=3.0, rewards=[0.5, 1.0], beta=0.3)
-    state = run_state(robust.init(hp), 5)
-    want = jax.jit(lambda s: play(mlogb.interact(robust, ENV), s, T))(state)
-    got = jax.jit(lambda s: play(mlogb.interact(plain, ENV), s, T))(state)
-    assert_close(got, want)
-    # and the regularisation matters in this run: the paper's state gives other numbers
-    paper = jax.jit(lambda s: play(mlogb.interact(plain, ENV), s, T))(run_state(plain.init(hp), 5))
-    assert not np.allclose(paper[0].learner.W, want[0].learner.W, rtol=1e-6)
