@@ -12,7 +12,7 @@ from bandits_jax import envs, mlogb
 from bandits_jax.linalg import lowrank, roots
 from bandits_jax.mlogb import model
 from bandits_jax.mlogb.eofd import lemma1_matrices
-from bandits_jax.sim import make_rollout, rollout
+from bandits_jax.sim import rollout
 from tests import xla_defaults
 
 
@@ -151,44 +151,6 @@ def test_eofd_with_full_sketch_equals_oful(K, d):
     np.testing.assert_allclose(me.regret, mo.regret, atol=1e-10)
     np.testing.assert_allclose(me.beta, mo.beta, rtol=1e-9)
     assert float(me.rho[-1]) == 0.0
-
-
-def test_jit_equals_eager_and_state_dtypes():
-    K, d = 2, 3
-    le, _ = _learners(K, d, 2)
-    for dtype, tol in ((jnp.float64, 1e-12), (jnp.float32, 1e-5)):
-        s = le.init(_hp(K, dtype=dtype, S=0.5))
-        x, y = jnp.asarray([0.3, -1.0, 0.5], dtype), 2
-        eager, jitted = le.update(s, x, y), jax.jit(le.update)(s, x, y)
-        jax.tree_util.tree_map(
-            lambda a, b, tol=tol: np.testing.assert_allclose(a, b, rtol=tol, atol=tol),
-            eager,
-            jitted,
-        )
-        for leaf in jax.tree_util.tree_leaves(jitted):
-            if jnp.issubdtype(leaf.dtype, jnp.floating):
-                assert leaf.dtype == dtype
-        assert bool(jitted.info.projected) and int(jitted.info.status) == roots.CONVERGED
-
-
-def test_vmap_over_trials_and_grid_equals_loops():
-    K, d, T = 2, 3, 25
-    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=2.0, min_actions=2, max_actions=5)
-    le, _ = _learners(K, d, 2)
-    step = mlogb.interact(le, env)
-    keys = jax.random.split(jax.random.PRNGKey(1), 3)
-    env_states = jax.vmap(env.init)(keys)
-    grid = _hp(K, lam=np.array([0.5, 2.0]), S=np.array([1.0, 3.0]))
-    run = make_rollout(step, T, trials=True, grid=True)
-    batched = run(jax.vmap(le.init)(grid), env_states, keys)
-    single = jax.jit(lambda s, e, k: rollout(step, s, e, k, T))
-    for g in range(2):
-        hp_g = jax.tree_util.tree_map(lambda a, g=g: a[g], grid)
-        for i in range(3):
-            es = jax.tree_util.tree_map(lambda a, i=i: a[i], env_states)
-            ref = single(le.init(hp_g), es, keys[i])
-            np.testing.assert_allclose(batched.regret[g, i], ref.regret, rtol=1e-9, atol=1e-12)
-            np.testing.assert_array_equal(batched.choice[g, i], ref.choice)
 
 
 def test_round_one_tie_rule_picks_lowest_index():
