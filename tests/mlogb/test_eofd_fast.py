@@ -193,7 +193,7 @@ def test_robust_scores_use_lam_plus_half_rho():
     np.testing.assert_allclose(np.asarray(s1.W).reshape(-1), w_new, rtol=1e-8, atol=1e-10)
 
 
-def test_nonfinite_update_rejected_and_float32():
+def test_nonfinite_update_rejected():
     K, d, m = 2, 4, 2
     learner = _fast(K, d, m)
     xs, ys = _stream(K, d, 8, seed=2)
@@ -202,9 +202,7 @@ def test_nonfinite_update_rejected_and_float32():
     assert int(bad.info.status) == roots.NONFINITE
     for a, b in zip(jax.tree.leaves(bad._replace(info=s.info)), jax.tree.leaves(s), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    s32, _ = _runner(learner)(learner.init(_hp(K, dtype=jnp.float32)), xs, ys)
-    assert s32.basis.dtype == jnp.float32 and s32.R.dtype == jnp.float32
-    np.testing.assert_allclose(np.asarray(s32.W), np.asarray(s.W), atol=1e-4)
+    # float32 against float64: tests/test_float32.py (case "eofd-fast", a user's process).
 
 
 def test_bad_arguments_name_themselves():
