@@ -58,11 +58,3 @@ def _release_compiled_programs():
     XLA's compiler (always at the same test, never in a subset of the suite)."""
     yield
     jax.clear_caches()
-
-
-def pytest_collection_modifyitems(config, items):
-    """The modules that hold slow tests run first. pytest-xdist hands out whole modules
-    (``--dist loadfile``) in collection order, so the long ones start first and the workers
-    finish together, instead of one worker ending the run alone on a long module."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
