@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 import zlib
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -42,11 +42,8 @@ BCO_DIM = 4
 BCO_DELTA = 0.05  # explicit exploration radius, far above float32's floor
 
 
-class Case(NamedTuple):
-    """``run(dtype, jit) -> {name: array}``: the case's trajectory in ``dtype``."""
-
-    family: str
-    run: Callable[[Any, Callable], dict[str, np.ndarray]]
+# A case: ``run(dtype, jit) -> {field: array}``, its trajectory in ``dtype``.
+Run = Callable[[Any, Callable], dict[str, np.ndarray]]
 
 
 def _seed(name: str) -> int:
@@ -73,7 +70,7 @@ def mlogb_inputs(name: str, K: int, d: int) -> dict[str, np.ndarray]:
     return {"xs": xs, "ys": ys, "probe": probe}
 
 
-def _mlogb_case(name, K, d, make_learner, make_hp) -> Case:
+def _mlogb_case(name, K, d, make_learner, make_hp) -> Run:
     def run(dtype, jit):
         learner = make_learner()
         hp = make_hp(K, dtype)
@@ -92,7 +89,7 @@ def _mlogb_case(name, K, d, make_learner, make_hp) -> Case:
         W, est, bonus, status = jit(trajectory)(learner.init(hp), xs, ys, probe)
         return {"W": W, "estimate": est, "bonus": bonus, "status": status}
 
-    return Case("mlogb", run)
+    return run
 
 
 def _hp(K, dtype, **kw):
@@ -141,7 +138,7 @@ def bco_env(dtype):
     return bco_losses.quadratic(BCO_DIM, base_norm=1.5, amplitude=0.3, omega=0.05, dtype=dtype)
 
 
-def _bco_case(name, make_learner, make_hp, draws=False) -> Case:
+def _bco_case(name, make_learner, make_hp, draws=False) -> Run:
     """``draws``: also record each round's Gaussian draw (the sphere's direction, which depends
     on the dtype) and the loss sequence's parameters, for a float64 reference on the same draws."""
 
@@ -169,7 +166,7 @@ def _bco_case(name, make_learner, make_hp, draws=False) -> Case:
             out.update({f"env_{k}": getattr(env_state, k) for k in ENV_FIELDS})
         return out
 
-    return Case("bco", run)
+    return run
 
 
 ENV_FIELDS = ("base", "u", "v", "amplitude", "omega")  # the drift c_t of bco_losses.quadratic
@@ -214,7 +211,7 @@ BCO: dict[str, tuple[Callable, Callable]] = {
 # Algorithm 3 draws its direction in the state's dtype: its float64 side is the numpy reference
 # on the float32 run's own draws (tests/test_float32.py).
 SPHERE = ("alg3-sphere", "variance")
-CASES: dict[str, Case] = {
+CASES: dict[str, Run] = {
     **{name: _mlogb_case(name, K, d, f, h) for name, (K, d, f, h) in MLOGB.items()},
     **{name: _bco_case(name, f, h) for name, (f, h) in BCO.items()},
     SPHERE[0]: _bco_case(SPHERE[0], *_two_point(SPHERE[1], tp.sphere_learner), draws=True),
@@ -225,7 +222,7 @@ def run_all(dtype, jit=jax.jit) -> dict[str, np.ndarray]:
     """Every case's trajectory in ``dtype``, flattened to ``"case/field"`` keys."""
     out = {}
     for name, case in CASES.items():
-        for field, value in case.run(dtype, jit).items():
+        for field, value in case(dtype, jit).items():
             out[f"{name}/{field}"] = np.asarray(value)
     return out
 
@@ -238,7 +235,7 @@ def main(argv: list[str]) -> None:
     if rest and rest[0] == "--x64":
         jax.config.update("jax_enable_x64", True)
         runs = {f"{n}/{k}": np.asarray(v) for n in rest[1:] for k, v in
-                CASES[n].run(jnp.float64, jax.jit).items()}  # fmt: skip
+                CASES[n](jnp.float64, jax.jit).items()}  # fmt: skip
     else:
         assert not jax.config.jax_enable_x64, "run without JAX_ENABLE_X64"
         runs = run_all(jnp.float32)

@@ -67,7 +67,7 @@ def float64_run(name: str, at_defaults: bool = False) -> dict[str, np.ndarray]:
     (they move float64 numbers by about 1e-16, nine orders below the float32 tolerances), or at
     XLA's defaults."""
     jit = xla_defaults.jit if at_defaults else jax.jit
-    return {k: np.asarray(v) for k, v in pc.CASES[name].run(jnp.float64, jit).items()}
+    return {k: np.asarray(v) for k, v in pc.CASES[name](jnp.float64, jit).items()}
 
 
 def _close_by_round(got, want, what, scale=None):

@@ -132,6 +132,15 @@ def _close(actual, expected, tol, what):
     assert err <= tol, f"{what}: max deviation {err:.3e} > tolerance {tol:.3e}"
 
 
+def _close_losses_and_regret(metrics, summary, curve, out, centres, dkind, tol_loss):
+    """Charged losses within ``tol_loss``; the regret curve and the final regret, sums of ``T``
+    of them, within ``T tol_loss`` of the reference's against the closed-form best point."""
+    _close(metrics.loss, out["loss"], tol_loss, "charged losses")
+    expected_regret = _np_regret(centres, out["loss"], dkind)
+    _close(curve, expected_regret, T * tol_loss, "regret curve")
+    _close(summary.regret, expected_regret[-1], T * tol_loss, "regret")
+
+
 # ---------------------------------------------------------------------------------------------
 # Algorithm 3
 # ---------------------------------------------------------------------------------------------
@@ -171,11 +180,7 @@ def test_sphere_learner_matches_numpy_reference(kind, dkind, kw):
     tol_w = T * float(np.max(out["eta"])) * D * e_v
     _close(rec["points"], out["queries"], tol_w, "queried points")
     _close(rec["w"], out["w"][:-1], tol_w, "played points w_t")
-    tol_loss = G * tol_w + 4 * EPS * F
-    _close(metrics.loss, out["loss"], tol_loss, "charged losses")
-    expected_regret = _np_regret(centres, out["loss"], dkind)
-    _close(curve, expected_regret, T * tol_loss, "regret curve")
-    _close(summary.regret, expected_regret[-1], T * tol_loss, "regret")
+    _close_losses_and_regret(metrics, summary, curve, out, centres, dkind, G * tol_w + 4 * EPS * F)
     assert np.all(np.asarray(rec["status"]) == CONVERGED)
     # Not trivial: the iterate travels and the projection binds somewhere.
     assert np.ptp(out["w"], axis=0).max() > 0.3
@@ -239,11 +244,7 @@ def test_universal_ensemble_matches_numpy_reference(optimism, dkind, kw):
     _close(rec["lr"], out["lr"][:-1], tol_meta, "learning rates eps_{t-1}")
     base_w = np.concatenate([np.asarray(final.sc_w), np.asarray(final.cvx_w)])
     _close(base_w, out["base_w"][-1], tol_w, "base decisions w_{T+1,i}")
-    tol_loss = G * tol_w + 4 * EPS * F
-    _close(metrics.loss, out["loss"], tol_loss, "charged losses")
-    expected_regret = _np_regret(centres, out["loss"], dkind)
-    _close(curve, expected_regret, T * tol_loss, "regret curve")
-    _close(summary.regret, expected_regret[-1], T * tol_loss, "regret")
+    _close_losses_and_regret(metrics, summary, curve, out, centres, dkind, G * tol_w + 4 * EPS * F)
     assert np.all(np.asarray(rec["status"]) == CONVERGED)
     # Not trivial: the weights leave uniform and the convex learners' hints are not zero.
     assert np.ptp(out["weights"][-1]) > (1e-3 if kw["preset"] == "theorem" else 0.05)
