@@ -10,7 +10,7 @@ status space of every solve, update and selection.
 from bandits_jax import bco, envs, linalg, mlogb, protocols, sim, status
 from bandits_jax.status import Status, count_status, raise_on_failure
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Status",

@@ -499,24 +499,24 @@ def test_bad_input_names_the_argument(any_case):
             call()
 
 
-def test_old_names_are_aliases():
-    """Issue 18's renames keep the old names as aliases of the same objects."""
-    from bandits_jax import bco, learner_base
-    from bandits_jax.mlogb import learner as mlogb_learner
+def test_no_compatibility_aliases():
+    """Version 0.2.0 dropped the aliases of the renames (CHANGELOG): the old names are gone and
+    the concrete learner tuples do not take the protocols' names."""
+    from bandits_jax import bco
+    from bandits_jax.bco import interact as bint
 
-    assert tp.TwoPointHParams is tp.TwoPointHyperparams is bco.TwoPointHParams
-    assert ens.DynamicHParams is ens.DynamicHyperparams
-    assert ens.UniversalHParams is ens.UniversalHyperparams
-    assert op.BoxFTRLHParams is op.BoxFTRLHyperparams
-    assert mlogb.MLogBLearner is mlogb_learner.MLogBFunctions is mlogb_learner.MLogBLearner
-    assert mlogb.MLogBLearner is not protocols.MLogBLearner
-    assert tp.make_learner is tp.assemble is learner_base.assemble
-    assert tp.Learner is bco.Learner is learner_base.Learner
-    assert tp.fresh_state is mlogb_learner.fresh_state is learner_base.fresh_state
-    assert (tp.start, tp.accept, tp.grid) == (
-        learner_base.start,
-        learner_base.accept,
-        learner_base.grid,
+    for mod, name in [
+        (tp, "TwoPointHParams"),
+        (bco, "TwoPointHParams"),
+        (tp, "make_learner"),
+        (ens, "DynamicHParams"),
+        (ens, "UniversalHParams"),
+        (op, "BoxFTRLHParams"),
+        (mlogb, "MLogBLearner"),
+    ]:
+        assert not hasattr(mod, name), f"{mod.__name__}.{name}"
+    assert not hasattr(bint.BCOMetrics, "__getitem__") or bint.BCOMetrics.__getitem__ is (
+        tuple.__getitem__
     )
 
 

@@ -208,9 +208,6 @@ class DynamicHyperparams(NamedTuple):
     c0: Array
 
 
-DynamicHParams = DynamicHyperparams  # the old name (issue 18: one suffix for both papers)
-
-
 class DynamicState(NamedTuple):
     """State of Algorithm 5 before round ``t``.
 
@@ -385,9 +382,6 @@ class UniversalHyperparams(NamedTuple):
     cvx: sch.ScheduleParams
     loss_scale: Array
     lr_cap: Array
-
-
-UniversalHParams = UniversalHyperparams  # the old name (issue 18: one suffix for both papers)
 
 
 class UniversalState(NamedTuple):
@@ -677,12 +671,10 @@ def universal_ensemble(
 
 __all__ = [
     "DynamicHyperparams",
-    "DynamicHParams",
     "DynamicState",
     "OPTIMISM_MODES",
     "PRESETS",
     "UniversalHyperparams",
-    "UniversalHParams",
     "UniversalState",
     "dynamic_ensemble",
     "dynamic_hyperparams",

@@ -36,12 +36,6 @@ from bandits_jax.status import is_failure
 Array = jax.Array
 
 
-def _item_by_name(self, key):
-    """``metrics["loss"]`` as ``metrics.loss`` (the dict form of earlier versions); an int indexes
-    the tuple."""
-    return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
-
-
 class BCOMetrics(NamedTuple):
     """Per-round outputs of :func:`interact` (module docstring); one scalar per round each."""
 
@@ -53,8 +47,6 @@ class BCOMetrics(NamedTuple):
     min_loss_plus: Array
     in_domain: Array
     status: Array
-
-    __getitem__ = _item_by_name
 
 
 class BCOSummary(NamedTuple):
@@ -71,8 +63,6 @@ class BCOSummary(NamedTuple):
     best_loss: Array
     num_failures: Array
     all_in_domain: Array
-
-    __getitem__ = _item_by_name
 
 
 def interact(learner: Any, env: Any) -> StepFn:

@@ -81,9 +81,6 @@ class BoxFTRLHyperparams(NamedTuple):
     optimism_cap: jax.Array
 
 
-BoxFTRLHParams = BoxFTRLHyperparams  # the old name (issue 18: one suffix for both papers)
-
-
 class BoxFTRLState(NamedTuple):
     """State of Algorithm 4.
 
@@ -403,7 +400,6 @@ def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
 
 __all__ = [
     "BoxFTRLHyperparams",
-    "BoxFTRLHParams",
     "BoxFTRLState",
     "OnePointAux",
     "barrier_sqrt_hessian",

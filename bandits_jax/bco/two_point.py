@@ -40,21 +40,7 @@ from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import schedules as sch
-from bandits_jax.learner_base import (  # noqa: F401
-    Learner,
-    accept,
-    all_finite,
-    assemble,
-    count_failure,
-    fresh_state,
-    grid,
-    start,
-    status_of,
-)
-
-# The shared learner base lives in :mod:`bandits_jax.learner_base`; its names are re-exported
-# here (``make_learner`` is the old name of :func:`~bandits_jax.learner_base.assemble`).
-make_learner = assemble
+from bandits_jax.learner_base import Learner, accept, all_finite, assemble, grid, start
 
 Array = jax.Array
 
@@ -73,9 +59,6 @@ class TwoPointHyperparams(NamedTuple):
     delta: Array
     xi: Array
     schedule: sch.ScheduleParams
-
-
-TwoPointHParams = TwoPointHyperparams  # the old name (issue 18: one suffix for both papers)
 
 
 class TwoPointState(NamedTuple):

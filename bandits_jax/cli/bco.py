@@ -102,10 +102,6 @@ def bco_learner(name: str, d: int) -> Any:
     return tp.preset_learner(name, dim=d)
 
 
-# The old name (``make_learner`` now means only ``mlogb.recipes.make_learner``).
-make_learner = bco_learner
-
-
 def hyperparams(name: str, learner: Any, env: Any, T: int, scale: float, lipschitz=None) -> Any:
     """The learner's theorem hyperparameters on ``env`` with step-size ``scale``."""
     return learner.hyperparams(
@@ -238,14 +234,14 @@ def play(
     state = game.build(hps, overs, env_keys, run_keys)
     metrics = runner(tag, game.step, state, T)
     summ = game.summarize(state.env, metrics)
-    status = np.asarray(metrics["status"]).reshape(C, N * T)
+    status = np.asarray(metrics.status).reshape(C, N * T)
     return Played(
-        regret=np.asarray(summ["regret"], np.float64).reshape(C, N),
-        V_T=np.asarray(summ["V_T"], np.float64).reshape(C, N),
+        regret=np.asarray(summ.regret, np.float64).reshape(C, N),
+        V_T=np.asarray(summ.V_T, np.float64).reshape(C, N),
         rejected=np.asarray([sweep.rejected_count(s) for s in status]),
         max_steps=np.asarray([int(np.sum(s == MAX_STEPS)) for s in status]),
-        all_in_domain=bool(np.all(np.asarray(summ["all_in_domain"]))),
-        best_point_ok=bool(np.all(np.asarray(summ["best_point_status"]) == CONVERGED)),
+        all_in_domain=bool(np.all(np.asarray(summ.all_in_domain))),
+        best_point_ok=bool(np.all(np.asarray(summ.best_point_status) == CONVERGED)),
     )
 
 

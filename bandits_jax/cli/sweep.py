@@ -209,7 +209,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
                     sweep.stack_trees(hps),
                     {"scale": np.asarray(plan["scales"])},
                     env.init,
-                    regret=lambda mt: mt["loss"] - mt["comparator_loss"],
+                    regret=lambda mt: mt.loss - mt.comparator_loss,
                 )
             )
             continue

@@ -16,7 +16,7 @@ from bandits_jax.mlogb.interact import (
     interact,
     respond_round,
 )
-from bandits_jax.mlogb.learner import MLogBLearner, UpdateInfo
+from bandits_jax.mlogb.learner import MLogBFunctions, UpdateInfo
 from bandits_jax.mlogb.linucb import LinUCBHyperparams, LinUCBState, linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import OFULState, oful
 from bandits_jax.mlogb.recipes import TUNED, Tuned, practical, tuned
@@ -34,7 +34,7 @@ __all__ = [
     "LinUCBHyperparams",
     "LinUCBState",
     "MLogBHyperparams",
-    "MLogBLearner",
+    "MLogBFunctions",
     "MLogBMetrics",
     "MLogBRound",
     "OFULState",

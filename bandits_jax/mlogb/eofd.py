@@ -414,7 +414,7 @@ def eofd(
     buffer_size: int | None = None,
     # How fast: the same result to rounding.
     spare_columns: int | None = None,
-) -> base.MLogBLearner:
+) -> base.MLogBFunctions:
     """EOFD-MLogB (Algorithm 2), optionally robust, with an adaptive sketch size, or with the
     fast sketch rule (module docstring).
 
@@ -446,7 +446,7 @@ def eofd(
         Needs ``sketch_rule="per_round"``.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBLearner`.
+      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions`.
 
     Raises:
       ValueError: naming the offending argument.

@@ -19,13 +19,9 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
-from bandits_jax.learner_base import (
-    compiled,
-    finite_floats,
-    fresh_state,  # noqa: F401 (re-exported: the old home)
-    status_of,
-)
+from bandits_jax.learner_base import compiled, finite_floats, status_of
 from bandits_jax.mlogb import bonus, confidence
+from bandits_jax.protocols import MLogBLearner  # noqa: F401 (the protocol; annotations)
 from bandits_jax.status import (
     BAD_OUTCOME,
     CONVERGED,
@@ -68,8 +64,7 @@ status_property = property(_info_status)
 
 class MLogBFunctions(NamedTuple):
     """A multinomial logistic bandit learner (pure functions; jit/vmap them freely) satisfying
-    the protocol :class:`bandits_jax.protocols.MLogBLearner`, whose name it had (``MLogBLearner``
-    here stays an alias)."""
+    the protocol :class:`bandits_jax.protocols.MLogBLearner`."""
 
     init: Callable[[Any], Any]
     scores: Callable[[Any, jax.Array], jax.Array]
@@ -78,9 +73,6 @@ class MLogBFunctions(NamedTuple):
     update: Callable[[Any, jax.Array, jax.Array], Any]
     num_outcomes: int
     dim: int
-
-
-MLogBLearner = MLogBFunctions  # the old name; ``protocols.MLogBLearner`` is the protocol
 
 
 def empty_info(dtype) -> UpdateInfo:

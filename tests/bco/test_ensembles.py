@@ -103,8 +103,8 @@ def _universal_hp(**kw):
 def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family():
     practical = _universal_run(_universal_hp(preset="practical"), KEYS)
     theorem = _universal_run(_universal_hp(preset="theorem"), KEYS)
-    assert int(jnp.sum(practical["num_failures"])) == 0
-    assert bool(jnp.all(practical["all_in_domain"]))
+    assert int(jnp.sum(practical.num_failures)) == 0
+    assert bool(jnp.all(practical.all_in_domain))
 
     # Every base learner of Table 2 run alone (Algorithm 1 on the true losses).
     sc = tp.two_point_learner(dim=D, schedule="strongly_convex")
@@ -121,7 +121,7 @@ def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family(
             for lam in ens.strongly_convex_pool(T)
         ]
     )
-    sc_regret = _batched_runner(sc, SC_ENV, grid=True)(sc_hps, KEYS)["regret"]
+    sc_regret = _batched_runner(sc, SC_ENV, grid=True)(sc_hps, KEYS).regret
     cvx = tp.two_point_learner(dim=D, schedule="convex")
     cvx_hp = cvx.hyperparams(
         SC_ENV.domain,
@@ -131,16 +131,16 @@ def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family(
         smoothness=SC_ENV.smoothness,
         lipschitz=SC_ENV.lipschitz,
     )
-    cvx_regret = _batched_runner(cvx, SC_ENV)(cvx_hp, KEYS)["regret"]
+    cvx_regret = _batched_runner(cvx, SC_ENV)(cvx_hp, KEYS).regret
     base_means = np.concatenate([np.asarray(sc_regret.mean(axis=1)), [float(cvx_regret.mean())]])
     best, worst = base_means.min(), base_means.max()
-    ours = float(practical["regret"].mean())
+    ours = float(practical.regret.mean())
     assert best > 0  # the comparison is meaningful: positive regrets on this family
     # Within a constant factor of the best base learner, far from the worst one.
     assert ours < 4.0 * best
     assert ours < 0.2 * worst
     # With the paper's normalisation the meta-weights barely move: worse than the preset.
-    assert float(theorem["regret"].mean()) > ours
+    assert float(theorem.regret.mean()) > ours
 
 
 _universal_query = jax.jit(UNIVERSAL.query)
@@ -207,9 +207,9 @@ def test_dynamic_ensemble_tracks_switching_comparator():
     singles = [*ens.practical_step_pool(), *theorem_pool]
     grid = _stack([practical] + [hp(etas=[eta] * n, preset="practical") for eta in singles])
     out = _batched_runner(DYNAMIC, SWITCH_ENV, grid=True)(grid, KEYS)
-    assert int(jnp.sum(out["num_failures"])) == 0
-    assert float(jnp.min(out["P_T"])) > 1.0  # the comparator does switch
-    means = np.asarray(out["dynamic_regret"].mean(axis=1))
+    assert int(jnp.sum(out.num_failures)) == 0
+    assert float(jnp.min(out.P_T)) > 1.0  # the comparator does switch
+    means = np.asarray(out.dynamic_regret.mean(axis=1))
     ours_mean, single_means = means[0], means[1:]
     # Much better than a small fixed step (the theorem's single step, the pool's smallest) ...
     assert ours_mean < 0.3 * single_means[-1]
@@ -392,8 +392,8 @@ def test_universal_float32_path():
     final, (m32, w32, p32) = _universal_f32_run(hp32, key)
     leaves = jax.tree_util.tree_leaves(final.learner)
     assert {str(x.dtype) for x in leaves} == {"float32", "int32"}
-    assert np.all(np.asarray(m32["status"]) == CONVERGED)
-    assert bool(jnp.all(m32["in_domain"]))
+    assert np.all(np.asarray(m32.status) == CONVERGED)
+    assert bool(jnp.all(m32.in_domain))
 
     scales = jnp.array([0.0, EPS32, EPS32])
     pkeys = jax.random.split(jax.random.key(zlib.crc32(b"float32 rounding model")), 3)

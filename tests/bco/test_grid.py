@@ -28,6 +28,6 @@ def test_schedule_scale_grid_equals_each_point_alone():
         for i in range(2):
             es = jax.tree_util.tree_map(lambda a, i=i: a[i], env_states)
             ref = single(s0, es, keys[i])
-            np.testing.assert_allclose(batched["loss"][g, i], ref["loss"], rtol=1e-12)
+            np.testing.assert_allclose(batched.loss[g, i], ref.loss, rtol=1e-12)
     # The grid points really differ (the scale changes the iterates).
-    assert not np.allclose(batched["loss"][0], batched["loss"][2])
+    assert not np.allclose(batched.loss[0], batched.loss[2])

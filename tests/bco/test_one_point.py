@@ -304,8 +304,8 @@ def test_runs_through_interact_on_linear_env_with_box():
         return summarize(env, env_state, metrics, num_rounds), centre_loss
 
     summary, centre_loss = run(jax.random.split(jax.random.key(0), 4))
-    assert bool(jnp.all(summary["all_in_domain"]))
-    assert int(jnp.sum(summary["num_failures"])) == 0
+    assert bool(jnp.all(summary.all_in_domain))
+    assert int(jnp.sum(summary.num_failures)) == 0
     # It learns: its mean regret is well below that of always playing the centre.
-    centre_regret = float(jnp.mean(centre_loss - summary["best_loss"]))
-    assert 0 < float(jnp.mean(summary["regret"])) < 0.8 * centre_regret
+    centre_regret = float(jnp.mean(centre_loss - summary.best_loss))
+    assert 0 < float(jnp.mean(summary.regret)) < 0.8 * centre_regret

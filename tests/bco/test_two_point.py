@@ -163,9 +163,9 @@ def _cached(which):
 def test_alg1_beats_sphere_when_variation_small():
     _, s1, _ = _cached("alg1")
     _, s3, _ = _cached("sphere")
-    r1, r3 = np.asarray(s1["regret"]), np.asarray(s3["regret"])
-    assert float(np.max(s1["V_T"])) < 0.01  # the family really has small V_T
-    assert np.all(np.asarray(s1["best_point_status"]) == CONVERGED)
+    r1, r3 = np.asarray(s1.regret), np.asarray(s3.regret)
+    assert float(np.max(s1.V_T)) < 0.01  # the family really has small V_T
+    assert np.all(np.asarray(s1.best_point_status) == CONVERGED)
     se = np.sqrt(r1.var() / len(r1) + r3.var() / len(r3))
     assert r1.mean() < r3.mean() - 3 * se, (r1, r3)
     assert r1.mean() < 0.5 * r3.mean(), (r1, r3)
@@ -181,9 +181,9 @@ def test_regret_over_T_falls():
 def test_queries_in_domain_and_status():
     for which in ("alg1", "sphere"):
         m, s, _ = _cached(which)
-        assert bool(np.all(s["all_in_domain"]))
-        assert int(np.sum(s["num_failures"])) == 0
-        assert np.all(np.asarray(m["status"]) == CONVERGED)
+        assert bool(np.all(s.all_in_domain))
+        assert int(np.sum(s.num_failures)) == 0
+        assert np.all(np.asarray(m.status) == CONVERGED)
 
 
 @functools.cache
@@ -200,9 +200,7 @@ def test_vmap_over_trials_equals_python_loop():
     for trial in (0, 3):
         e = jax.tree_util.tree_map(lambda a, trial=trial: a[trial], es0)
         m1 = run_one(learner.init(hp), e, KEYS[trial])
-        np.testing.assert_allclose(
-            np.asarray(m1["loss"]), np.asarray(metrics["loss"][trial]), rtol=1e-9
-        )
+        np.testing.assert_allclose(np.asarray(m1.loss), np.asarray(metrics.loss[trial]), rtol=1e-9)
 
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -224,7 +222,7 @@ def _float64_replays():
 
             step = bint.interact(learner, ENV._replace(loss=loss))
             m = rollout(step, learner.init(hp), e, key, T_RUN)
-            return m["loss"], bint.summarize(ENV, e, m, T_RUN)["regret"]
+            return m.loss, bint.summarize(ENV, e, m, T_RUN).regret
 
         return jax.vmap(one)(scales, pkeys)
 
@@ -250,8 +248,8 @@ def test_float32_runs_and_matches_float64():
         lambda a: a[0], jax.vmap(env.init)(jax.random.split(jax.random.key(0), N_TRIALS))
     )
     m = run_one(learner.init(hp), es0, KEYS[0])
-    assert m["loss"].dtype == jnp.float32
-    assert int(jnp.sum(m["status"] != CONVERGED)) == 0
+    assert m.loss.dtype == jnp.float32
+    assert int(jnp.sum(m.status != CONVERGED)) == 0
     s32 = bint.summarize(env, es0, m, T_RUN)
 
     _, replay = _float64_replays()
@@ -268,12 +266,12 @@ def test_float32_runs_and_matches_float64():
     losses, regrets = (np.asarray(x, np.float64) for x in replay(hp64, e64, KEYS[0], scales, pkeys))
     spread = np.maximum.accumulate(np.abs(losses[1:] - losses[0]).max(axis=0))
     bound = 8.0 * spread + 16.0 * EPS32 * np.abs(losses[0])
-    err = np.abs(np.asarray(m["loss"], np.float64) - losses[0])
+    err = np.abs(np.asarray(m.loss, np.float64) - losses[0])
     assert np.all(err <= bound), (np.flatnonzero(err > bound), float(np.max(err / bound)))
-    sums = abs(float(s32["cum_loss"])) + abs(float(s32["best_loss"]))
+    sums = abs(float(s32.cum_loss)) + abs(float(s32.best_loss))
     summation = EPS32 * np.sqrt(T_RUN) * sums
     tol = 8.0 * float(np.max(np.abs(regrets[1:] - regrets[0]))) + summation
-    r32, r64 = float(s32["regret"]), float(regrets[0])
+    r32, r64 = float(s32.regret), float(regrets[0])
     assert abs(r32 - r64) <= tol, (r32, r64, tol)
     assert tol < 0.01 * abs(r64)  # a tight comparison (the former one allowed 0.1 |r| + 0.5)
 

@@ -19,16 +19,12 @@ PNG = b"\x89PNG\r\n\x1a\n"
 T = 8
 
 
-def test_bco_learner_keeps_its_old_name():
-    assert study.make_learner is study.bco_learner
-
-
 @functools.lru_cache
 def _reference_fns(name, d, T):
     env = study.make_env("convex", d, T, noise=0.3)
     learner = study.bco_learner(name, d)
     run = make_rollout(bint.interact(learner, env), T, trials=True)
-    summ = jax.jit(jax.vmap(lambda e, m: bint.summarize(env, e, m, T)["regret"]))
+    summ = jax.jit(jax.vmap(lambda e, m: bint.summarize(env, e, m, T).regret))
     return env, learner, run, summ
 
 

@@ -141,7 +141,7 @@ def test_sweep_serves_bco_learners():
     step = bint.interact(learner, env)
     exp = sweep.Experiment(
         "alg1", "quadratic", step, learner.init, sweep.stack_trees(hps), {"scale": scales},
-        env.init, regret=lambda m: m["loss"] - m["comparator_loss"],
+        env.init, regret=lambda m: m.loss - m.comparator_loss,
     )  # fmt: skip
     res = sweep.run_sweep([exp], num_rounds=6, seeds=[0, 1], fields=("loss",))
     got = res.experiments[0].metrics
@@ -151,7 +151,7 @@ def test_sweep_serves_bco_learners():
     for g, hp in enumerate(hps):
         for n in range(2):
             m = one(learner.init(hp), env.init(env_keys[n]), run_keys[n])
-            want = np.asarray(m["loss"] - m["comparator_loss"])
+            want = np.asarray(m.loss - m.comparator_loss)
             np.testing.assert_allclose(got["regret"][g, n], want, rtol=1e-10, atol=1e-12)
     rows = sweep.table(res)
     assert [r["scale"] for r in rows] == scales and "bonus_ratio" not in rows[0]
