@@ -104,7 +104,7 @@ def _pool_env(D, m, num_actions, dtype):
     def outcome(es, x, key):
         return (jax.random.uniform(key, (), dtype) < jax.nn.sigmoid(x @ w_star)).astype(jnp.int32)
 
-    return envs.MLogBEnv(init, observe, outcome, expected_rewards, 1, D, num_actions)
+    return envs.MLogBEnvFunctions(init, observe, outcome, expected_rewards, 1, D, num_actions)
 
 
 def _learner_part(args, dtype) -> dict:

@@ -21,14 +21,14 @@ from bandits_jax.envs.classification import (
 from bandits_jax.envs.lowrank_mlogb import LowRankState, lowrank_mlogb
 from bandits_jax.envs.mnist import IDXFormatError, MNISTNotFoundError, load_mnist, read_idx
 from bandits_jax.envs.replay import ReplayState, replay_mlogb, replay_state
-from bandits_jax.envs.synthetic_mlogb import MLogBEnv, SyntheticState, synthetic_mlogb
+from bandits_jax.envs.synthetic_mlogb import MLogBEnvFunctions, SyntheticState, synthetic_mlogb
 
 __all__ = [
     "ClassificationEnv",
     "ClassificationState",
     "IDXFormatError",
     "LowRankState",
-    "MLogBEnv",
+    "MLogBEnvFunctions",
     "MNISTNotFoundError",
     "ReplayState",
     "SyntheticState",

@@ -72,8 +72,10 @@ class BCOEnvState(NamedTuple):
     noise: Array
 
 
-class BCOEnv(NamedTuple):
-    """A loss family: pure functions plus static constants.
+class BCOEnvFunctions(NamedTuple):
+    """A loss family: pure functions plus static constants. It satisfies
+    :class:`bandits_jax.protocols.BCOEnv` and the optional analysis part
+    :class:`bandits_jax.protocols.BCOAnalysis` that :func:`bandits_jax.bco.summarize` reads.
 
     Attributes:
       init: ``key -> BCOEnvState``.
@@ -232,12 +234,13 @@ def _family(
     smoothness: float = 0.0,
     variation_exact: bool = True,
     grad_variance: Callable = _no_grad_variance,
-) -> BCOEnv:
-    """A :class:`BCOEnv` from a family's ``init`` and its per-round functions ``per_round = (loss,
-    grad, comparator, grad_variation, min_loss_plus, best_fixed_point)``; every family shares
+) -> BCOEnvFunctions:
+    """A :class:`BCOEnvFunctions` from a family's ``init`` and its per-round functions
+    ``per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)``;
+    every family shares
     ``step`` and (unless given) the NaN ``grad_variance``."""
     loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point = per_round
-    return BCOEnv(
+    return BCOEnvFunctions(
         init=init,
         loss=loss,
         grad=grad,
@@ -284,7 +287,7 @@ def quadratic(
     noise: float = 0.0,
     domain: dom.Domain | None = None,
     dtype=None,
-) -> BCOEnv:
+) -> BCOEnvFunctions:
     """``f_t(x) = lam/2 ||x - c_t||^2`` with drifting / switching / noisy centres (module doc).
 
     ``lam``-strongly convex and ``lam``-smooth. ``V_T = lam^2 sum_t ||c_t - c_{t-1}||^2``
@@ -326,7 +329,7 @@ def quadratic(
     return _family("quadratic", init, per_round, domain, d, lipschitz=G, lam=lam, smoothness=lam)
 
 
-def noisy_iid(dim: int, *, noise: float = 0.5, **kw) -> BCOEnv:
+def noisy_iid(dim: int, *, noise: float = 0.5, **kw) -> BCOEnvFunctions:
     """Quadratics with i.i.d. noisy centres and no drift: ``V_T`` grows like ``T``."""
     kw.setdefault("amplitude", 0.0)
     env = quadratic(dim, noise=noise, **kw)
@@ -349,7 +352,7 @@ def linear(
     noise: float = 0.0,
     domain: dom.Domain | None = None,
     dtype=None,
-) -> BCOEnv:
+) -> BCOEnvFunctions:
     """``f_t(x) = <l_t, x>`` with slowly varying / switching / noisy ``l_t`` (module doc).
 
     ``V_T = sum_t ||l_t - l_{t-1}||^2`` and ``W_T = sum_t ||l_t - mean(l)||^2`` exactly; the
@@ -564,7 +567,7 @@ def regression(
     noise: float = 0.1,
     dtype=None,
     solver_steps: int = 5000,
-) -> BCOEnv:
+) -> BCOEnvFunctions:
     """Online least squares / logistic regression with a drifting parameter ``theta_t``.
 
     ``a_t ~ N(0, I/d)``; least squares: ``y_t = a_t.theta_t + noise * eps_t``,

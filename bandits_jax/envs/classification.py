@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.mlogb.hyperparams import state_dtype
+from bandits_jax.mlogb.hparams import state_dtype
 
 __all__ = [
     "ClassificationEnv",

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.envs.synthetic_mlogb import (
-    MLogBEnv,
+    MLogBEnvFunctions,
     _build_env,
     _check_common,
     _check_int,
@@ -51,7 +51,7 @@ def lowrank_mlogb(
     min_actions: int = 10,
     max_actions: int = 30,
     dtype=None,
-) -> MLogBEnv:
+) -> MLogBEnvFunctions:
     """Builds the low-rank action stream (see module docstring).
 
     Args:
@@ -66,7 +66,8 @@ def lowrank_mlogb(
       dtype: float dtype of the state and actions; default JAX's default float.
 
     Returns:
-      An :class:`~bandits_jax.envs.synthetic_mlogb.MLogBEnv` with :class:`LowRankState` states.
+      An :class:`~bandits_jax.envs.synthetic_mlogb.MLogBEnvFunctions` with :class:`LowRankState`
+      states.
 
     Raises:
       ValueError: an argument out of range (the message names it).

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bandits_jax.envs.synthetic_mlogb import MLogBEnv
+from bandits_jax.envs.synthetic_mlogb import MLogBEnvFunctions
 from bandits_jax.mlogb import model
 
 
@@ -49,8 +49,9 @@ def replay_state(actions, mask, uniforms, W_star, rewards) -> ReplayState:
     return ReplayState(actions, mask, uniforms, W_star, rewards, jnp.zeros((), jnp.int32))
 
 
-def replay_mlogb(*, num_outcomes: int, dim: int, max_actions: int) -> MLogBEnv:
-    """An :class:`MLogBEnv` whose ``init`` is unused: pass a :func:`replay_state` as env state."""
+def replay_mlogb(*, num_outcomes: int, dim: int, max_actions: int) -> MLogBEnvFunctions:
+    """An :class:`MLogBEnvFunctions` whose ``init`` is unused: pass a :func:`replay_state` as env
+    state."""
 
     def init(key):
         raise ValueError("replay_mlogb has no random init: build the state with replay_state(...)")
@@ -66,4 +67,6 @@ def replay_mlogb(*, num_outcomes: int, dim: int, max_actions: int) -> MLogBEnv:
     def expected_rewards(state: ReplayState, actions):
         return model.expected_reward(state.W_star, actions, state.rewards)
 
-    return MLogBEnv(init, observe, outcome, expected_rewards, num_outcomes, dim, max_actions)
+    return MLogBEnvFunctions(
+        init, observe, outcome, expected_rewards, num_outcomes, dim, max_actions
+    )

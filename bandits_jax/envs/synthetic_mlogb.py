@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.mlogb import model
-from bandits_jax.mlogb.hyperparams import state_dtype
+from bandits_jax.mlogb.hparams import state_dtype
 
 
 class SyntheticState(NamedTuple):
@@ -32,8 +32,9 @@ class SyntheticState(NamedTuple):
     rewards: jax.Array
 
 
-class MLogBEnv(NamedTuple):
-    """An MLogB environment (pure functions of keys)."""
+class MLogBEnvFunctions(NamedTuple):
+    """An MLogB environment (pure functions of keys), the tuple that the synthetic, low-rank and
+    replay environments return; it satisfies :class:`bandits_jax.protocols.MLogBEnv`."""
 
     init: Callable
     observe: Callable
@@ -99,7 +100,7 @@ def _build_env(
     c: _Checked,
     init: Callable[[jax.Array], Any],
     draw_actions: Callable[[Any, jax.Array], jax.Array],
-) -> MLogBEnv:
+) -> MLogBEnvFunctions:
     """An MLogB environment whose state has ``W_star`` and ``rewards`` fields.
 
     Args:
@@ -124,7 +125,7 @@ def _build_env(
     def expected_rewards(state, actions: jax.Array) -> jax.Array:
         return model.expected_reward(state.W_star, actions, state.rewards)
 
-    return MLogBEnv(init, observe, outcome, expected_rewards, c.K, c.d, hi)
+    return MLogBEnvFunctions(init, observe, outcome, expected_rewards, c.K, c.d, hi)
 
 
 def synthetic_mlogb(
@@ -136,7 +137,7 @@ def synthetic_mlogb(
     min_actions: int = 10,
     max_actions: int = 30,
     dtype=None,
-) -> MLogBEnv:
+) -> MLogBEnvFunctions:
     """Builds the Section 4 synthetic environment (see module docstring)."""
     c = _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
 

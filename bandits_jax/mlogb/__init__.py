@@ -8,7 +8,7 @@ from bandits_jax.mlogb.bonus import argmax_tie
 from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import EOFDState, eofd
 from bandits_jax.mlogb.greedy import greedy
-from bandits_jax.mlogb.hyperparams import MLogBHyperparams, Section4, hyperparams, section4
+from bandits_jax.mlogb.hparams import MLogBHyperparams, Section4, hyperparams, section4
 from bandits_jax.mlogb.interact import (
     MLogBMetrics,
     MLogBRound,

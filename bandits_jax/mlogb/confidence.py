@@ -81,7 +81,7 @@ def radius(
     """``beta`` for the next selection.
 
     Args:
-      hp: :class:`~bandits_jax.mlogb.hyperparams.MLogBHyperparams` (scalars).
+      hp: :class:`~bandits_jax.mlogb.hparams.MLogBHyperparams` (scalars).
       n: completed updates (int32).
       rho: accumulated sketching error ``rho_{1:n}``.
       acc: running sum of eq. (36)'s last line.

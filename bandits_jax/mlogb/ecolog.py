@@ -70,7 +70,7 @@ from jax import lax
 from bandits_jax.checks import check_float, check_int
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.linalg import roots
-from bandits_jax.mlogb.hyperparams import check_rewards, state_dtype
+from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     UpdateInfo,

@@ -111,7 +111,7 @@ from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
 from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb import learner as base
-from bandits_jax.mlogb.hyperparams import MLogBHyperparams
+from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.status import NONFINITE, worst
 
 

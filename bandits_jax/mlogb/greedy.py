@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.eofd import eofd
-from bandits_jax.mlogb.hyperparams import MLogBHyperparams
+from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     check_actions,

@@ -44,7 +44,7 @@ import numpy as np
 
 from bandits_jax.checks import check_float
 from bandits_jax.learner_base import fresh_state
-from bandits_jax.mlogb.hyperparams import check_rewards
+from bandits_jax.mlogb.hparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     UpdateInfo,

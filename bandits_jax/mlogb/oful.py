@@ -22,7 +22,7 @@ from jax.scipy.linalg import solve_triangular
 
 from bandits_jax.linalg import projection
 from bandits_jax.mlogb import confidence, model
-from bandits_jax.mlogb.hyperparams import MLogBHyperparams
+from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     UpdateInfo,

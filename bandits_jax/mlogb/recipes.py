@@ -143,7 +143,7 @@ from bandits_jax.checks import check_int
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.greedy import greedy
-from bandits_jax.mlogb.hyperparams import section4
+from bandits_jax.mlogb.hparams import section4
 from bandits_jax.mlogb.learner import MLogBLearner
 from bandits_jax.mlogb.linucb import linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import oful
