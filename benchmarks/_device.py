@@ -2,7 +2,7 @@
 
 Every benchmark takes ``--device cpu|gpu|auto`` (default ``auto``: JAX's own choice, a GPU when
 JAX's CUDA build is installed and sees one, else the CPU) and ``--threads N|auto`` (XLA's CPU
-threads, see :mod:`bandits_jax.threads`). Use it as::
+threads, see :mod:`bandits_jax.cli.process`). Use it as::
 
     p = argparse.ArgumentParser(...)
     add_device_option(p)
@@ -56,7 +56,7 @@ def select_device(args: argparse.Namespace) -> str:
       SystemExit: ``--device gpu`` without a GPU visible to JAX, or a bad ``--threads`` or
         ``--host-devices`` value (one line, as argparse does).
     """
-    from bandits_jax import threads
+    from bandits_jax.cli import process as threads
 
     host_devices = getattr(args, "host_devices", 1)
     if host_devices < 1:

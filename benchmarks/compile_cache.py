@@ -13,8 +13,7 @@ second/first (issue 10's target: at most 0.5), the cache's entries and size, and
 compile log (``JAX_LOG_COMPILES=1``): compilations per run, the seconds XLA spent in them
 (``Finished XLA compilation``: with a cache hit that is the time to load the executable),
 persistent-cache hits, the compilations of chunk functions (``jit(fn)``, the compiled function of
-``bandits_jax.sim.chunks.ChunkFn``, or the two programs of a split chunk, ``jit(draw_rounds)``
-and ``jit(respond_rounds)``), and any program compiled twice within one run (each distinct
+``bandits_jax.sim.chunks.ChunkFn``), and any program compiled twice within one run (each distinct
 chunk function should compile once): in the second run every cached program is logged with its
 cache key, so a key that appears twice is the same program compiled again.
 """
@@ -34,8 +33,8 @@ from benchmarks._report import finish, reproduce_compile_wall, run_command
 COMPILING = re.compile(r"Compiling (\S+) with global shapes and types (.*?)\. Argument mapping")
 FINISHED = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.]+) sec")
 HIT = re.compile(r"Persistent compilation cache hit for '(\S+)' with key '(\S+)'")
-# the names JAX logs for ChunkFn's programs: one (sharded or not), or a split chunk's two
-CHUNK_FNS = ("jit(fn)", "jit(draw_rounds)", "jit(respond_rounds)")
+# the name JAX logs for ChunkFn's program (sharded or not)
+CHUNK_FNS = ("jit(fn)",)
 TARGET = 0.5
 
 

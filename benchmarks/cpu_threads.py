@@ -21,7 +21,7 @@ client in jaxlib 0.10 reads when it starts):
 * ``pool-1``: ``PJRT_NPROC=1`` (XLA's intra-op thread pool of one thread);
 * ``eigen-off+pool-1``: both;
 * ``taskset-0``: ``taskset -c 0`` (the whole process pinned to one core, for reference);
-* ``library-auto``: what ``bandits_jax.threads.configure_threads()`` does (the default of the
+* ``library-auto``: what ``bandits_jax.cli.process.configure_threads()`` does (the default of the
   ``bandits-jax`` command and the benchmarks: one thread, the process kept on the least busy
   core).
 
@@ -53,7 +53,7 @@ CONFIGS = {
         [],
     ),
     "taskset-0": ({}, ["taskset", "-c", "0"]),
-    "library-auto": (None, []),  # None: the worker calls bandits_jax.threads.configure_threads
+    "library-auto": (None, []),  # None: the worker calls bandits_jax.cli.process.configure_threads
 }
 _OUR_VARS = ("XLA_FLAGS", "PJRT_NPROC", "NPROC", "JAX_PLATFORMS", "BANDITS_JAX_THREADS")
 
@@ -68,7 +68,7 @@ BUSY_LOOP = (
 def _worker(case: str, rounds: int, repeats: int, library: bool) -> dict:
     """Runs in the subprocess: compiles once, then times ``repeats`` scans of ``rounds``."""
     if library:
-        from bandits_jax import threads
+        from bandits_jax.cli import process as threads
 
         threads.configure_threads()
     import jax
@@ -194,7 +194,7 @@ def main(argv=None) -> dict:
 
 
 def _library_environment() -> dict:
-    from bandits_jax import threads
+    from bandits_jax.cli import process as threads
 
     clean = {k: v for k, v in os.environ.items() if k not in _OUR_VARS}
     return threads.thread_environment(threads.resolve_threads(None), clean)

@@ -38,7 +38,12 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
         per_trial = stats["final_regret_per_trial"]
         assert len(per_trial) == 2
         assert stats["final_regret_mean"] == np.mean(per_trial)
-        assert stats["cumulative_regret_mean"][-1] == np.mean(per_trial)
+        # the curve's end is a cumulative sum, the final regret a sum: the same T terms summed
+        # in another order, equal within T eps relative (regrets are non-negative)
+        rounds = report["rounds"]
+        np.testing.assert_allclose(
+            stats["cumulative_regret_mean"][-1], np.mean(per_trial), rtol=rounds * 2.3e-16
+        )
         assert stats["seconds_per_round_mean"] > 0
     ratio = entry["eofd_over_oful"]["final_regret"]
     eofd, oful = entry["learners"]["EOFD"], entry["learners"]["OFUL"]
@@ -48,17 +53,19 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
     assert [r["learner"] for r in rows] == ["EOFD", "OFUL", "random"]
     summary = (tmp_path / "reproduce_summary.txt").read_text()
     assert "EOFD/OFUL final regret" in summary and "bonus_ratio" in summary
-    assert (tmp_path / "checkpoints" / "synth-5-2" / "eofd" / "trial_001" / "state.npz").is_file()
+    batch = tmp_path / "checkpoints" / "synth-5-2" / "eofd" / "trials_000-001"  # one batch
+    assert (batch / "state.npz").is_file()
 
     # Everything is checkpointed: --resume replays nothing and reports the same numbers.
+    written = (batch / "state.npz").stat().st_mtime_ns
     assert main([*argv, "--resume", "--no-plots"]) == 0
+    assert (batch / "state.npz").stat().st_mtime_ns == written  # nothing played again
     again = json.loads((tmp_path / "reproduce.json").read_text())["settings"]["synth-5-2"]
     for name in ("EOFD", "OFUL"):
         assert (
             again["learners"][name]["final_regret_per_trial"]
             == (entry["learners"][name]["final_regret_per_trial"])
         )
-        assert again["learners"][name]["compile_seconds"] == 0.0
 
 
 def test_sweep_from_config_file(tmp_path):
@@ -90,7 +97,7 @@ def test_sweep_from_config_file(tmp_path):
 
 
 def test_sweep_heatmaps_draw_every_S_and_beta_block(tmp_path, monkeypatch):
-    from bandits_jax import plotting
+    from bandits_jax.cli import plotting
 
     drawn = {}
     monkeypatch.setattr(

@@ -30,9 +30,10 @@ Compiling is most of a short run, so compiled chunks go to JAX's persistent comp
 this checkout's source and JAX's version (:func:`.options.source_key`); each summary and the last
 line on stderr say where it is, its entries and size, and how to clear it or turn it off.
 
-CPU threads (``--threads N|auto``, :mod:`bandits_jax.threads`): by default the command runs
-XLA on one thread kept on the least busy core (one per host device with ``--devices N``), which
-keeps its speed when other processes share the machine.
+Process settings (:mod:`.process`), applied once before JAX starts: XLA's CPU threads
+(``--threads N|auto``; by default one thread kept on the least busy core, one per host device with
+``--devices N``) and the XLA compiler options (``--xla-opt-level``, ``--xla-fusion-emitters``,
+``--xla-codegen-split``, as ``XLA_FLAGS``).
 
 Settings: ``synth-D-K`` (section 4's synthetic stream with dimension D and K outcomes, e.g.
 ``synth-100-4``; ``||W*||_F`` is ``--S``, default 1) and ``synth-D-K-S<s>`` (``||W*||_F = s``, e.g.
@@ -56,8 +57,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from bandits_jax import threads
-from bandits_jax.cli import bco, bench, kappa, reproduce, sweep
+from bandits_jax.cli import bco, bench, kappa, process, reproduce, sweep
 from bandits_jax.cli.options import (
     COMPILE_CACHE_ENV,
     DEFAULT_SETTINGS,
@@ -140,12 +140,29 @@ _CACHE_OFF = f"--compile-cache off or {COMPILE_CACHE_ENV}=off"
 _CACHE_ON = f"--compile-cache DIR, or unset ${COMPILE_CACHE_ENV}"
 
 
+_CACHE_EVENTS = {"asked": 0, "hits": 0}  # this process's compiles that asked the cache, hits
+_EVENT_KEYS = {
+    "/jax/compilation_cache/compile_requests_use_cache": "asked",
+    "/jax/compilation_cache/cache_hits": "hits",
+}
+
+
+def _count_cache_event(event: str, **kwargs: Any) -> None:
+    key = _EVENT_KEYS.get(event)
+    if key is not None:
+        _CACHE_EVENTS[key] += 1
+
+
 def _use_compile_cache(path: pathlib.Path | None) -> None:
     """Points JAX's persistent compilation cache at ``path`` (``None``: off). JAX opens its cache
     once per process, so a change (a second command in one process) resets it."""
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
+    if _count_cache_event not in getattr(_use_compile_cache, "listening", ()):
+        jax.monitoring.register_event_listener(_count_cache_event)
+        _use_compile_cache.listening = (_count_cache_event,)
+    _CACHE_EVENTS.update(asked=0, hits=0)
     if path is not None:
         path.mkdir(parents=True, exist_ok=True)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", COMPILE_CACHE_MIN_SECONDS)
@@ -158,14 +175,16 @@ def _use_compile_cache(path: pathlib.Path | None) -> None:
 def compile_cache_report(args: argparse.Namespace) -> dict[str, Any]:
     """The compile cache now: ``dir`` (where this checkout's entries go; ``None`` when off),
     ``root`` (its parent, every checkout's entries), ``enabled``, ``entries`` (JAX's ``*-cache``
-    files), ``bytes`` (all files under ``dir``) and ``xla_options`` (what the chunks compiled
+    files), ``bytes`` (all files under ``dir``), ``xla_options`` (what the programs compiled
     with: ``--xla-opt-level``, ``--xla-fusion-emitters``, ``--xla-codegen-split``; ``{}`` for
-    XLA's defaults)."""
+    XLA's defaults; ``None``: the calling process's own, JAX had started before the command) and
+    ``programs`` (compiles asked of the cache in this process, ``hits``: served from it)."""
     path = args.compile_cache_path
-    xla = compiler_options(args) or {}
+    xla = getattr(args, "xla_applied", compiler_options(args) or {})
+    programs = dict(_CACHE_EVENTS)
     if path is None:
         return {"dir": None, "root": None, "enabled": False, "entries": 0, "bytes": 0,
-                "xla_options": xla}  # fmt: skip
+                "xla_options": xla, "programs": programs}  # fmt: skip
     entries = size = 0
     for p in path.rglob("*") if path.is_dir() else ():
         try:  # another process may evict an entry meanwhile
@@ -181,26 +200,33 @@ def compile_cache_report(args: argparse.Namespace) -> dict[str, Any]:
         "entries": entries,
         "bytes": size,
         "xla_options": xla,
+        "programs": programs,
     }
 
 
 def compile_cache_text(report: dict[str, Any]) -> str:
     """The summary's lines on compiling: the XLA options; the compile cache (where, how big, how
     to clear or turn it off)."""
-    xla = report.get("xla_options") or {}
-    level = xla.get("xla_backend_optimization_level", "XLA's default")
-    emitters = "classic" if xla.get("xla_cpu_use_fusion_emitters") is False else "MLIR"
-    parts = xla.get("xla_cpu_parallel_codegen_split_count", "XLA's own number of")
-    options = (
-        f"\nCompiled with: optimisation level {level}, {emitters} fusion emitters, machine code "
-        f"in {parts} part(s) on CPU (--xla-opt-level, --xla-fusion-emitters, --xla-codegen-split)"
-    )
+    xla = report.get("xla_options")
+    if xla is None:
+        options = "\nCompiled with: the calling process's XLA options (JAX had already started)"
+    else:
+        level = xla.get("xla_backend_optimization_level", "XLA's default")
+        emitters = "classic" if xla.get("xla_cpu_use_fusion_emitters") is False else "MLIR"
+        parts = xla.get("xla_cpu_parallel_codegen_split_count", "XLA's own number of")
+        options = (
+            f"\nCompiled with: optimisation level {level}, {emitters} fusion emitters, machine "
+            f"code in {parts} part(s) on CPU (--xla-opt-level, --xla-fusion-emitters, "
+            "--xla-codegen-split)"
+        )
     if not report["enabled"]:
         return f"{options}\nCompile cache: off (turn it on with {_CACHE_ON})\n"
     d, root = shlex.quote(report["dir"]), shlex.quote(report["root"])
+    programs = report.get("programs") or {}
     return (
         f"{options}\nCompile cache: on, in {report['dir']}: {report['entries']} entries, "
-        f"{report['bytes'] / 1e6:.1f} MB\n"
+        f"{report['bytes'] / 1e6:.1f} MB; {programs.get('hits', 0)} of "
+        f"{programs.get('asked', 0)} programs of this run came from it\n"
         "  (JAX's persistent compilation cache, keyed by this checkout's source and JAX's "
         "version: it saves compiling, no result depends on it)\n"
         f"  clear: rm -rf {d} (this checkout) or rm -rf {root}/src-* (every checkout); "
@@ -214,6 +240,8 @@ def _compile_cache_line(report: dict[str, Any]) -> str:
         return f"bandits-jax: compile cache off (on: {_CACHE_ON})"
     return (
         f"bandits-jax: compile cache on: {report['dir']}, {report['entries']} entries, "
+        f"{(report.get('programs') or {}).get('hits', 0)} of "
+        f"{(report.get('programs') or {}).get('asked', 0)} programs from it, "
         f"{report['bytes'] / 1e6:.1f} MB; clear: rm -rf {shlex.quote(report['dir'])}; "
         f"off: {_CACHE_OFF}"
     )
@@ -247,7 +275,7 @@ AUTO_DEVICES = ("sweep", "kappa")
 def _configure_devices(n: int | None) -> None:
     if not n:
         return
-    os.environ["XLA_FLAGS"] = threads.host_device_flags(os.environ.get("XLA_FLAGS", ""), n)
+    os.environ["XLA_FLAGS"] = process.host_device_flags(os.environ.get("XLA_FLAGS", ""), n)
     import jax
 
     if jax.device_count() != n and jax.default_backend() == "cpu":
@@ -295,14 +323,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.devices is None and argv is None and args.command in AUTO_DEVICES:
         # The console script's process: batched runs shard over one host device per idle core
         # (results equal the one-device run's, tests/sim/test_sharding.py).
-        args.devices = threads.idle_cores()
+        args.devices = process.idle_cores()
         say(args, f"devices: {args.devices} (one per idle core; --devices N chooses)")
     if argv is None or args.threads is not None:
         # The console script's process (or an explicit --threads): before JAX starts; auto is
-        # one thread per host device (bandits_jax.threads). main(argv) called from Python
-        # leaves its caller's process (e.g. a test session) as it is unless asked.
-        threads.configure_threads(args.threads, devices=args.devices)
-    _configure_devices(args.devices)
+        # one thread per host device (.process). main(argv) called from Python leaves its
+        # caller's process (e.g. a test session) as it is unless asked.
+        process.configure_threads(args.threads, devices=args.devices)
+    # XLA's compiler options, as XLA_FLAGS before JAX starts (None: JAX had already started)
+    args.xla_applied = process.configure_xla(compiler_options(args))
+    _configure_devices(args.devices)  # starts JAX's backend
     import jax
 
     if not args.float32:
@@ -312,15 +342,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     caching = hasattr(args, "compile_cache")
     args.compile_cache_path = compile_cache_path(args) if caching else None
     _use_compile_cache(args.compile_cache_path)
-    from bandits_jax.sim import chunks
     from bandits_jax.sim.checkpoint import DirectoryLock
 
     try:
         # One process per output directory: a second one fails at once (one error line).
-        with (
-            DirectoryLock(args.out, name=".bandits-jax.lock"),
-            chunks.compiler_options(compiler_options(args)),
-        ):
+        with DirectoryLock(args.out, name=".bandits-jax.lock"):
             rc = args.module.run(args)
         if caching:
             print(_compile_cache_line(compile_cache_report(args)), file=sys.stderr)

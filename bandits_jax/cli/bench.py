@@ -43,7 +43,7 @@ def validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``bench``: the speed benchmarks, their table and figure; returns the exit status."""
-    from bandits_jax import plotting
+    from bandits_jax.cli import plotting
     from bandits_jax.sim import sweep
 
     from . import say, write_outputs

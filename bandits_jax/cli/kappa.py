@@ -27,7 +27,7 @@ interrupted one from its last chunk, and refuses (one error line, exit status 2,
 a cell made with other options: a resumed run is the run it claims to be, or it is refused.
 Learners or S values added on a resume are new cells.
 
-Outputs: ``kappa.png`` (:func:`bandits_jax.plotting.kappa_figure`), ``kappa.json``, ``kappa.csv``
+Outputs: ``kappa.png`` (:func:`.plotting.kappa_figure`), ``kappa.json``, ``kappa.csv``
 and ``kappa_summary.txt`` (the table and, per learner, ``regret(S_max) / regret(S_min)``).
 """
 
@@ -737,7 +737,7 @@ def _report(args, plan: dict, results: list[dict], mesh, dtype_name: str, t_star
 def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) -> None:
     """Writes ``kappa.png`` (with ``--plots``), ``kappa.json``, ``kappa.csv`` and
     ``kappa_summary.txt`` (also printed), then lists what was written."""
-    from bandits_jax import plotting
+    from bandits_jax.cli import plotting
     from bandits_jax.sim import sweep
 
     from . import compile_cache_text, write_outputs

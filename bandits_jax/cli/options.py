@@ -461,7 +461,7 @@ def check_common(args: argparse.Namespace, errors: list[str]) -> None:
 
 def check_threads(errors: list[str], value: Any) -> None:
     """``--threads`` (and ``$BANDITS_JAX_THREADS`` when the option is not given)."""
-    from bandits_jax import threads
+    from bandits_jax.cli import process as threads
 
     try:
         if value is None:
@@ -507,7 +507,7 @@ def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
         options["xla_cpu_use_fusion_emitters"] = False
     split = getattr(args, "xla_codegen_split", None) or "default"
     if split != "default":  # LLVM modules compiled in parallel on XLA's CPU threads
-        from bandits_jax.threads import usable_cores
+        from bandits_jax.cli.process import usable_cores
 
         parts = usable_cores() if split == "auto" else int(split)
         options["xla_cpu_parallel_codegen_split_count"] = parts
@@ -601,7 +601,7 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         dict(
             help="XLA CPU threads, each on its own core: N or auto (default "
             "$BANDITS_JAX_THREADS, else auto: one, or one per --devices; see "
-            "bandits_jax.threads); your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win",
+            "bandits_jax.cli.process); your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win",
         ),
     ),
     ("base", "--float32", dict(action="store_true", help="float32 (default float64)")),

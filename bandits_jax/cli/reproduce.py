@@ -150,8 +150,6 @@ class LearnerSpec(NamedTuple):
       sketched: whether ``m`` applies (shown in the ``m`` column).
       kind: for a tuned learner, its :data:`bandits_jax.mlogb.recipes.TUNED` entry: ``reproduce``
         runs it at that tuned point instead of ``--l/--e/--beta`` (``sweep`` uses its grid).
-      program: :func:`bandits_jax.mlogb.recipes.program_kind` of its kind: learners with the same
-        program share one compiled chunk on a setting (they differ in their initial state).
     """
 
     label: str
@@ -160,12 +158,11 @@ class LearnerSpec(NamedTuple):
     hparams: Callable[[Recipe], Any]
     sketched: bool = False
     kind: str | None = None
-    program: str = ""
 
     @property
     def color(self) -> str:
-        """Its colour in every figure (:func:`bandits_jax.plotting.learner_color`)."""
-        from bandits_jax.plotting import learner_color
+        """Its colour in every figure (:func:`bandits_jax.cli.plotting.learner_color`)."""
+        from bandits_jax.cli.plotting import learner_color
 
         return learner_color(self.legend)
 
@@ -191,10 +188,7 @@ def _spec(kind: str, label: str, legend: str, sketched: bool, tuned: bool = True
 
         return recipes.hparams_for(kind, **r._asdict())
 
-    from bandits_jax.mlogb.recipes import program_kind
-
-    program = program_kind(kind)
-    return LearnerSpec(label, legend, factory, hparams, sketched, kind if tuned else None, program)
+    return LearnerSpec(label, legend, factory, hparams, sketched, kind if tuned else None)
 
 
 LEARNERS: dict[str, LearnerSpec] = {
@@ -243,6 +237,8 @@ def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
     return args.S if args.S is not None else setting.S
 
 
+AUTO_BATCH = 16
+AUTO_BATCH_HELP = "all trials, at most 16 a call"
 KEPT = ("regret", "bonus_spread", "estimate_spread", "explored", "status", "select_status")
 
 
@@ -270,6 +266,13 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
         default=None,
         help=f"comma list of {', '.join(LEARNERS)} (default {','.join(DEFAULT_LEARNERS)})",
     )
+    r.add_argument(
+        "--batch",
+        default="auto",
+        help="trials per compiled call, played as one vmapped batch: N or auto (default: "
+        + AUTO_BATCH_HELP
+        + ")",
+    )
     r.add_argument("--l", type=float, default=0.75, help="lambda exponent l (0.75)")
     r.add_argument("--e", type=float, default=0.75, help="eta exponent e (0.75)")
     r.add_argument(
@@ -288,6 +291,14 @@ def validate(args: argparse.Namespace) -> None:
     opt.check_float(errors, args.l, "--l")
     opt.check_float(errors, args.e, "--e")
     opt.check_beta(errors, args.beta, "--beta")
+    batch = None
+    if args.batch != "auto":
+        try:
+            batch = int(args.batch)
+        except (TypeError, ValueError):
+            batch = 0
+        if batch < 1:
+            errors.append(f"--batch: expected an integer >= 1 or auto, got {args.batch!r}")
     learners = opt.split_list(args.learners) if args.learners is not None else None
     if learners is not None and not learners:
         errors.append("--learners: expected a non-empty comma list")
@@ -320,9 +331,11 @@ def validate(args: argparse.Namespace) -> None:
                 )
     opt.finish(errors, args)
     T = args.rounds or (200 if args.quick else 2000)
+    trials = args.trials or (4 if args.quick else 10)
     args.plan = {
         "T": T,
-        "trials": args.trials or (4 if args.quick else 10),
+        "trials": trials,
+        "batch": min(batch or AUTO_BATCH, trials),
         "chunk": opt.chunk_size(T, args.chunk),
         "settings": names,
         "learners": learners or list(DEFAULT_LEARNERS),
@@ -340,74 +353,30 @@ class _Played(NamedTuple):
     S: float | None  # the bound its hyperparameters use (None: LinUCB, uniform)
     stats: dict[str, Any]  # tables.learner_stats
     regrets: np.ndarray  # (trials, T) per-round regret
-    per_round: list[float]  # seconds per round of each trial (compile excluded)
-
-
-class _SettingRuns(NamedTuple):
-    """What every learner of a setting shares: its environment's compiled program
-    (:class:`~bandits_jax.sim.chunks.DrawFn`), a :class:`~bandits_jax.sim.chunks.ChunkFn` per
-    :attr:`LearnerSpec.program` (filled as learners need them) and each trial's start
-    ``(env_state, run_key)`` (trial ``i``: seed ``args.seed + i``)."""
-
-    draws: Any
-    chunks: dict[str, Any]
-    starts: list[tuple[Any, Any]]
-
-
-def _setting_runs(args: argparse.Namespace, setting: Setting) -> _SettingRuns:
-    """The setting's :class:`_SettingRuns`, with no learner program compiled yet."""
-    from bandits_jax import mlogb
-    from bandits_jax.sim import sweep
-    from bandits_jax.sim.chunks import DrawFn
-
-    starts = []
-    for i in range(args.plan["trials"]):
-        env_keys, run_keys = sweep.seed_keys([args.seed + i])
-        if setting.init_env_trial is None:
-            env_state = setting.env.init(env_keys[0])
-        else:  # the environment depends on the trial (e.g. its target class)
-            env_state = setting.init_env_trial(env_keys[0], i)
-        starts.append((env_state, run_keys[0]))
-    return _SettingRuns(DrawFn(mlogb.draw_round(setting.env)), {}, starts)
-
-
-def _chunk_fn(runs: _SettingRuns, spec: LearnerSpec, learner: Any, env: Any) -> Any:
-    """The learner's chunk program: the one of its :attr:`LearnerSpec.program` on this setting,
-    built on first use (its compile time is then counted in this learner's)."""
-    from bandits_jax import mlogb
-    from bandits_jax.sim.chunks import ChunkFn
-
-    if spec.program not in runs.chunks:
-        respond = mlogb.respond_round(learner, env)
-        runs.chunks[spec.program] = ChunkFn(respond, draws=runs.draws)
-    return runs.chunks[spec.program]
-
-
-class _Ready(NamedTuple):
-    """A learner ready to play a setting: its point (tuned, or --l/--e/--beta), hyperparameters,
-    initial state and chunk program, compiled for the plan's chunks in ``compile_seconds``."""
-
-    point: Recipe
-    hp: Any
-    state: Any
-    chunk_fn: Any
-    compile_seconds: float
+    per_round: list[float]  # seconds per trial-round of each timed repeat (TIMED_REPEATS)
 
 
 class _Prepared(NamedTuple):
-    """A setting made ready for its learners: its environment and each trial's start
-    (:class:`_SettingRuns`), the recipe, sketch size and the learners of the plan it supports."""
+    """A setting made ready for its learners: the recipe, sketch size, the learners of the plan
+    it supports and each trial's environment state and run key, stacked along a trial axis
+    (trial ``i``: seed ``args.seed + i``)."""
 
     setting: Setting
     recipe: Recipe
     m: int
     playing: list[str]
-    runs: _SettingRuns
+    envs: Any
+    keys: Any
 
 
 def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     """Builds setting ``name`` for the plan. Learners defined for K = 1 only are skipped on
     K >= 2 settings with a note."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax.sim import sweep
+
     plan = args.plan
     setting = make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist)
     K, d = setting.num_outcomes, setting.dim
@@ -418,78 +387,53 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
         if n not in playing:
             plan["notes"].append(f"{LEARNERS[n].label} skipped on {name}: defined for K = 1 only.")
     m = args.sketch or sketch_size(K, d)
-    return _Prepared(setting, recipe, m, playing, _setting_runs(args, setting))
+    env_keys, run_keys = sweep.seed_keys([args.seed + i for i in range(plan["trials"])])
+    if setting.init_env_trial is None:
+        envs = jax.jit(jax.vmap(setting.env.init))(env_keys)
+    else:  # the environment depends on the trial (e.g. its target class)
+        trial = jnp.arange(plan["trials"], dtype=jnp.int32)
+        envs = jax.jit(jax.vmap(setting.init_env_trial))(env_keys, trial)
+    return _Prepared(setting, recipe, m, playing, envs, run_keys)
 
 
-def _ready(
-    args: argparse.Namespace, setting: Setting, lname: str, recipe: Recipe, m: int,
-    runs: _SettingRuns,
-) -> _Ready:  # fmt: skip
-    """Builds learner ``lname`` for ``setting`` and compiles its chunks on trial 0's start
-    (with ``--resume`` they compile when a trial needs them: it may have nothing left to play)."""
-    from bandits_jax.sim.chunks import compile_for
-    from bandits_jax.sim.runner import init_run
+TIMED_REPEATS = 2  # the timed pass: the first chunk of the first batch, this many times
 
+
+def _timed_pass(chunk_fn: Any, state: Any, length: int) -> list[float]:
+    """Seconds per trial-round of ``length`` rounds of the batch ``state`` (its own timed pass:
+    no checkpoint, no host copy of metrics, compile excluded), :data:`TIMED_REPEATS` times."""
+    import jax
+    import jax.numpy as jnp
+
+    exe = chunk_fn.compiled(state, length)  # compiled already unless resumed past its use
+    runs = chunk_fn.runs(state)
+    out = []
+    for _ in range(TIMED_REPEATS):
+        copy = jax.block_until_ready(jax.tree.map(jnp.copy, state))
+        t0 = time.perf_counter()
+        jax.block_until_ready(exe(copy))
+        out.append((time.perf_counter() - t0) / (length * runs))
+    return out
+
+
+def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) -> _Played:
+    """Plays ``args.plan``'s trials of learner ``lname`` on prepared setting ``p``: batches of
+    ``plan["batch"]`` trials, each one chunked run of a vmapped batch (its checkpoints under
+    ``--out``), then the timed pass on the first batch."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax import mlogb
+    from bandits_jax.sim.chunks import ChunkFn, run_chunked
+    from bandits_jax.sim.runner import RunState
+
+    plan, setting, recipe = args.plan, p.setting, p.recipe
     spec = LEARNERS[lname]
-    learner = spec.factory(setting.num_outcomes, setting.dim, m)
+    learner = spec.factory(setting.num_outcomes, setting.dim, p.m)
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
-    state = compile_for(learner.init, hp)(hp)  # one program, not one per operation
-    chunk_fn = _chunk_fn(runs, spec, learner, setting.env)
-    before = chunk_fn.compile_seconds  # this job's: a program's learners share one job
-    if not args.resume:
-        chunk_fn.compile_run(init_run(state, *runs.starts[0]), args.plan["T"], args.plan["chunk"])
-    return _Ready(point, hp, state, chunk_fn, chunk_fn.compile_seconds - before)
-
-
-def _ready_all(
-    args: argparse.Namespace, prepared: list[_Prepared]
-) -> tuple[dict[tuple[str, str], _Ready], float, int]:
-    """Every learner of every prepared setting made :func:`_ready` on the idle cores at once
-    (:func:`bandits_jax.sim.chunks.compile_ahead`), before any trial: one job per setting and
-    :attr:`LearnerSpec.program` (its learners after the first find it compiled), in learner-major
-    order (a learner on every setting, then the next: the default plan lists the heavier
-    programs first, so the threads finish together). Returns the learners by ``(setting,
-    learner)``, the wall seconds of them all and the threads used."""
-    from bandits_jax import threads
-    from bandits_jax.sim.chunks import compile_ahead
-
-    groups: dict[tuple[str, str], tuple[_Prepared, list[str]]] = {}
-    for lname in args.plan["learners"]:
-        for p in prepared:
-            if lname in p.playing:
-                key = (p.setting.name, LEARNERS[lname].program)
-                groups.setdefault(key, (p, []))[1].append(lname)
-
-    def job(p: _Prepared, names: list[str]) -> list[_Ready]:
-        return [_ready(args, p.setting, n, p.recipe, p.m, p.runs) for n in names]
-
-    jobs = [functools.partial(job, p, names) for p, names in groups.values()]
-    cores = threads.compile_cores()
-    done, wall, workers = compile_ahead(
-        jobs, workers=len(cores), cores=cores, what=f"{len(jobs)} learners' programs"
-    )
-    ready = {(p.setting.name, n): r for (p, names), rs in zip(groups.values(), done, strict=True)
-             for n, r in zip(names, rs, strict=True)}  # fmt: skip
-    return ready, wall, workers
-
-
-def _play_learner(
-    args: argparse.Namespace,
-    setting: Setting,
-    lname: str,
-    recipe: Recipe,
-    m: int,
-    ready: _Ready,
-    bar: Any,
-    runs: _SettingRuns,
-) -> _Played:
-    """Plays ``args.plan``'s trials of learner ``lname``, made :func:`_ready`, on ``setting``
-    from ``runs.starts``, one chunked run per trial (its checkpoints under ``--out``)."""
-    from bandits_jax.sim.chunks import run_chunked
-    from bandits_jax.sim.runner import init_run
-
-    plan, (point, hp, learner_state, chunk_fn, compile_s) = args.plan, ready
+    state = jax.jit(learner.init)(hp)
+    chunk_fn = ChunkFn(mlogb.interact(learner, setting.env), batched=True)
     config = {
         "setting": setting.name,
         "learner": lname,
@@ -497,27 +441,41 @@ def _play_learner(
         "e": point.e,
         "beta": point.beta,
         "S": recipe.S,
-        "m": m,
+        "m": p.m,
         "dtype": np.dtype(recipe.dtype).name,
     }
-    results = [
-        run_chunked(
-            chunk_fn,
-            init_run(learner_state, env_state, run_key),
-            plan["T"],
-            chunk_size=plan["chunk"],
-            checkpoint_dir=pathlib.Path(
-                args.out, "checkpoints", setting.name, lname, f"trial_{i:03d}"
-            ),
-            resume=args.resume,
-            config={**config, "seed": args.seed + i},
-            progress=bar,
-            keep=keep_mlogb,
+    trials, size = plan["trials"], plan["batch"]
+    results, first = [], None
+    for b, lo in enumerate(range(0, trials, size)):
+        idx = np.arange(lo, min(lo + size, trials))
+        n = len(idx)
+        start = RunState(
+            learner=jax.tree.map(lambda x: jnp.repeat(x[None], n, axis=0), state),  # noqa: B023
+            env=jax.tree.map(lambda x: x[idx], p.envs),  # noqa: B023
+            key=p.keys[idx],
+            t=jnp.zeros((n,), jnp.int32),
         )
-        for i, (env_state, run_key) in enumerate(runs.starts)
-    ]
-    per_round = [r.stats.total_run_seconds / plan["T"] for r in results]
-    kept = {k: np.stack([np.asarray(r.metrics[k]) for r in results]) for k in KEPT}
+        if first is None:
+            first = start
+        if b == 0 and not args.resume:  # every chunk length, before any chunk is timed
+            chunk_fn.compile_run(start, plan["T"], plan["chunk"], bar)
+        results.append(
+            run_chunked(
+                chunk_fn,
+                start,
+                plan["T"],
+                chunk_size=plan["chunk"],
+                checkpoint_dir=pathlib.Path(
+                    args.out, "checkpoints", setting.name, lname, f"trials_{lo:03d}-{idx[-1]:03d}"
+                ),
+                resume=args.resume,
+                config={**config, "seeds": [args.seed + int(i) for i in idx]},
+                progress=bar,
+                keep=keep_mlogb,
+            )
+        )
+    per_round = _timed_pass(chunk_fn, first, min(plan["chunk"], plan["T"]))
+    kept = {k: np.concatenate([np.asarray(r.metrics[k]) for r in results]) for k in KEPT}
     regrets = kept["regret"].astype(np.float64)
     stats = tables.learner_stats(
         regrets,
@@ -527,7 +485,7 @@ def _play_learner(
         explored=kept["explored"],
         status=kept["status"],
         select_status=kept["select_status"],
-        compile_seconds=compile_s + sum(r.stats.compile_seconds for r in results),
+        compile_seconds=chunk_fn.compile_seconds,
     )
     S_used = float(hp.S) if hasattr(hp, "S") else None
     return _Played(point, S_used, stats, regrets, per_round)
@@ -561,11 +519,9 @@ def _row(setting: Setting, lname: str, m: int, played: _Played, plan: dict) -> d
     }
 
 
-def _play_setting(
-    args: argparse.Namespace, p: _Prepared, ready: dict[tuple[str, str], _Ready], bar: Any
-) -> tuple[dict, dict, list]:
-    """Every learner of the plan on prepared setting ``p``, made :func:`_ready`: its report
-    entry, the played learners (legend -> :class:`_Played`) and its CSV rows."""
+def _play_setting(args: argparse.Namespace, p: _Prepared, bar: Any) -> tuple[dict, dict, list]:
+    """Every learner of the plan on prepared setting ``p``: its report entry, the played
+    learners (legend -> :class:`_Played`) and its CSV rows."""
     setting, plan = p.setting, args.plan
     entry: dict[str, Any] = {
         "title": setting.title, "d": setting.dim, "K": setting.num_outcomes, "m": p.m,
@@ -575,8 +531,7 @@ def _play_setting(
     bar.describe(setting.name)
     for lname in p.playing:
         spec = LEARNERS[lname]
-        r = ready[setting.name, lname]
-        pl = _play_learner(args, setting, lname, p.recipe, p.m, r, bar, p.runs)
+        pl = _play_learner(args, p, lname, bar)
         entry["learners"][spec.label] = {
             **pl.stats, "l": pl.point.l, "e": pl.point.e, "beta": pl.point.beta, "S": pl.S
         }  # fmt: skip
@@ -592,7 +547,7 @@ def run(args: argparse.Namespace) -> int:
     summary; returns the exit status."""
     import jax
 
-    from bandits_jax import plotting
+    from bandits_jax.cli import plotting
     from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import Progress
 
@@ -607,7 +562,8 @@ def run(args: argparse.Namespace) -> int:
     say(
         args,
         f"reproduce: settings {plan['settings']}, learners {plan['learners']}, T = {T}, "
-        f"{trials} trials, chunks of {chunk} rounds, {dtype_name}, (l, e) = ({args.l}, "
+        f"{trials} trials in batches of {plan['batch']}, chunks of {chunk} rounds, "
+        f"{dtype_name}, (l, e) = ({args.l}, "
         f"{args.e}), beta = {args.beta}",
     )
     report: dict[str, Any] = {
@@ -615,6 +571,7 @@ def run(args: argparse.Namespace) -> int:
         "rounds": T,
         "trials": trials,
         "chunk": chunk,
+        "batch": plan["batch"],
         "dtype": dtype_name,
         "l": args.l,
         "e": args.e,
@@ -627,16 +584,15 @@ def run(args: argparse.Namespace) -> int:
     prepared = [_prepare(args, name, dtype) for name in plan["settings"]]
     total = sum(len(p.playing) for p in prepared) * trials * T  # trial-rounds
     with Progress(total, "reproduce", enabled=not args.quiet) as bar:
-        # every learner compiles before any trial is timed, all settings' at once
-        ready, report["compile_wall_seconds"], report["compile_threads"] = _ready_all(
-            args, prepared
-        )
         for p in prepared:
-            entry, played, setting_rows = _play_setting(args, p, ready, bar)
+            entry, played, setting_rows = _play_setting(args, p, bar)
             report["settings"][p.setting.name] = entry
             rows += setting_rows
             regret_panels.append((entry["title"], {k: v.regrets for k, v in played.items()}))
             time_panels.append((entry["title"], {k: v.per_round for k, v in played.items()}))
+    report["compile_wall_seconds"] = sum(
+        st["compile_seconds"] for e in report["settings"].values() for st in e["learners"].values()
+    )
 
     written = []
     if args.plots:

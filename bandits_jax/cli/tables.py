@@ -74,7 +74,7 @@ def learner_stats(
 
     Args:
       regrets: ``(trials, T)`` per-round regret.
-      seconds_per_round: per-trial wall seconds per round.
+      seconds_per_round: wall seconds per round of each timed repeat (or trial).
       bonus, estimate: ``(trials, T)`` spreads for the exploration diagnostic.
       explored: ``(trials, T)`` whether the optimistic choice differed from the greedy one.
       status: ``(trials, T)`` update status codes.
@@ -94,8 +94,8 @@ def learner_stats(
         "final_regret_std": float(final.std(ddof=1)) if trials > 1 else 0.0,
         "final_regret_per_trial": final.tolist(),
         "seconds_per_round_mean": float(np.mean(per_round)),
-        "seconds_per_round_std": float(np.std(per_round, ddof=1)) if trials > 1 else 0.0,
-        "seconds_per_round_per_trial": per_round,
+        "seconds_per_round_std": float(np.std(per_round, ddof=1)) if len(per_round) > 1 else 0.0,
+        "seconds_per_round_each": per_round,
         "compile_seconds": float(compile_seconds),
         "bonus_ratio_median": (
             median_ratio(bonus, estimate) if bonus is not None and estimate is not None else None
@@ -144,12 +144,10 @@ def _ratio_line(name: str, la: str, lb: str, r: Mapping[str, Any]) -> str:
 
 def _compile_line(report: Mapping[str, Any]) -> str:
     """How long the learners' programs took to compile, against the whole run."""
-    wall, threads = report["compile_wall_seconds"], report["compile_threads"]
+    wall = report["compile_wall_seconds"]
     return (
         f"Compile time: {wall:.1f} s of the {report['wall_seconds']:.1f} s after start-up went "
-        f"to compiling the learners' programs, up to {threads} at once on idle cores; "
-        "compile_s: each learner's programs (the environment's with the learner that compiled "
-        "it), overlapping."
+        "to compiling the learners' chunk programs (compile_s: each learner's, one after another)."
     )
 
 
@@ -176,7 +174,9 @@ def reproduce_summary(
         f"{report['trials']} trials, {report['dtype']} on {report['backend']}.",
         "Tuned learners (bandits_jax.mlogb.recipes) run at their own tuned (l, e, beta), shown "
         "per row.",
-        "Per-round time: wall time of the compiled chunks / T per trial (compile excluded).",
+        f"Per-round time (ms_per_round): a timed pass after the run, one chunk of a batch of "
+        f"{report.get('batch', 1)} vmapped trials, its wall time per trial-round (compile and "
+        "checkpoints excluded), mean and std over 2 repeats.",
         _compile_line(report),
         "",
         format_table(

@@ -9,13 +9,7 @@ from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, eco
 from bandits_jax.mlogb.eofd import EOFDState, eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import MLogBHyperparams, Section4, hyperparams, section4
-from bandits_jax.mlogb.interact import (
-    MLogBMetrics,
-    MLogBRound,
-    draw_round,
-    interact,
-    respond_round,
-)
+from bandits_jax.mlogb.interact import MLogBMetrics, interact
 from bandits_jax.mlogb.learner import MLogBFunctions, UpdateInfo
 from bandits_jax.mlogb.linucb import LinUCBHyperparams, LinUCBState, linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import OFULState, oful
@@ -36,7 +30,6 @@ __all__ = [
     "MLogBHyperparams",
     "MLogBFunctions",
     "MLogBMetrics",
-    "MLogBRound",
     "OFULState",
     "Section4",
     "TUNED",
@@ -45,7 +38,6 @@ __all__ = [
     "UniformState",
     "UpdateInfo",
     "argmax_tie",
-    "draw_round",
     "ecolog",
     "ecolog_hyperparams",
     "eofd",
@@ -56,7 +48,6 @@ __all__ = [
     "linucb_hyperparams",
     "oful",
     "practical",
-    "respond_round",
     "section4",
     "tuned",
     "uniform",

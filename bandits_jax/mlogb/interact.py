@@ -4,10 +4,6 @@ He et al., Algorithm 2's loop body and the regret of eq. (2). An MLogB environme
 of pure functions ``init(key)``, ``observe(env_state, key) -> (env_state, actions, mask)``,
 ``outcome(env_state, x, key) -> y`` and ``expected_rewards(env_state, actions) -> (N,)``.
 
-The round comes in the runner's two halves (:class:`bandits_jax.sim.runner.SplitStep`):
-:func:`draw_round`, the environment's action set (it does not depend on the learner), and
-:func:`respond_round`, the learner's choice, the outcome, the update and the metrics.
-:func:`interact` is their composition, one step function.
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ import jax.numpy as jnp
 
 from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.learner import MLogBLearner
-from bandits_jax.sim.runner import SplitStep
 
 
 class MLogBMetrics(NamedTuple):
@@ -64,45 +59,20 @@ def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.max(jnp.where(mask, v, -jnp.inf)) - jnp.min(jnp.where(mask, v, jnp.inf))
 
 
-class MLogBRound(NamedTuple):
-    """What :func:`draw_round` hands to :func:`respond_round`: the environment state after
-    ``observe`` (``env``), the action set ``actions`` (N, d) and ``mask`` (N,), the actions'
-    expected rewards ``expected`` (N,) and the best of them ``best`` (eq. 2), and the key of the
-    outcome (``key``)."""
+def interact(learner: MLogBLearner, env: Any):
+    """Returns ``step(learner_state, env_state, key) -> (learner_state, env_state, metrics)``:
+    the round's action set (``env.observe``), the optimistic choice, its outcome
+    (``env.outcome``), the update and the regret of eq. (2) (:class:`MLogBMetrics`)."""
 
-    env: Any
-    actions: jax.Array
-    mask: jax.Array
-    expected: jax.Array
-    best: jax.Array
-    key: jax.Array
-
-
-def draw_round(env: Any):
-    """Returns ``draw(env_state, key) -> (env_state, MLogBRound)``: the round's action set and
-    what the regret needs of it."""
-
-    def draw(es, key):
+    def step(ls, es, key):
         k_obs, k_out = jax.random.split(key)
         es, actions, mask = env.observe(es, k_obs)
         exp_r = env.expected_rewards(es, actions)
         best = jnp.max(jnp.where(mask, exp_r, -jnp.inf))
-        return es, MLogBRound(es, actions, mask, exp_r, best, k_out)
-
-    return draw
-
-
-def respond_round(learner: MLogBLearner, env: Any):
-    """Returns ``respond(learner_state, MLogBRound) -> (learner_state, MLogBMetrics)``: the
-    optimistic choice, its outcome (``env.outcome``), the update and the regret of eq. (2)."""
-
-    def respond(ls, rnd: MLogBRound):
-        es, actions, mask = rnd.env, rnd.actions, rnd.mask
         est, bon = learner.score_parts(ls, actions)
         idx, select_status = bonus.select_index(est + bon, mask)
         x = actions[idx]
-        y = env.outcome(es, x, rnd.key)
-        exp_r, best = rnd.expected, rnd.best
+        y = env.outcome(es, x, k_out)
         ls_new = learner.update(ls, x, y)
         info = ls_new.info
         metrics = MLogBMetrics(
@@ -121,13 +91,6 @@ def respond_round(learner: MLogBLearner, env: Any):
             select_status=select_status,
             rank=getattr(ls_new, "rank", jnp.full((), -1, jnp.int32)),
         )
-        return ls_new, metrics
+        return ls_new, es, metrics
 
-    return respond
-
-
-def interact(learner: MLogBLearner, env: Any) -> SplitStep:
-    """Returns ``step(learner_state, env_state, key) -> (learner_state, env_state, metrics)``,
-    a :class:`~bandits_jax.sim.runner.SplitStep` of :func:`draw_round` and
-    :func:`respond_round`."""
-    return SplitStep(draw_round(env), respond_round(learner, env))
+    return step

@@ -1,134 +1,35 @@
 """Tuned recipes: every MLogB learner with hyperparameters chosen by an honest sweep.
 
-Section 4's recipe (:func:`~bandits_jax.mlogb.hyperparams.section4`) scales
-``lam = (sqrt(K) d)^l lam0`` and ``eta = (sqrt(K) d)^e eta0`` with the paper's choice
-``(l, e) = (0.75, 0.75)``; at T <= 2000 that lam is so large that the learners hardly move from
-``W = 0``. The recipes here keep the same scaling (so one exponent pair serves every (K, d)) and a
-fixed radius ``beta``, with the exponents chosen per learner by the sweep below: the best grid
-point by mean regret over the *tuning problems* (not among the reported settings), each
-problem's regret divided by the best of that learner's grid on it, on tuning seeds only. With a
-known bound the tuning problems cover every family: low kappa, high kappa, K = 3 and a low-rank
-action stream. Re-derive :data:`TUNED` with::
+Section 4 of He et al., "Efficient Multinomial Logistic Bandit via Frequent Directions"
+(:func:`~bandits_jax.mlogb.hyperparams.section4`), scales ``lam = (sqrt(K) d)^l lam0`` and
+``eta = (sqrt(K) d)^e eta0`` with ``(l, e) = (0.75, 0.75)``; at T <= 2000 that lam keeps the
+learners close to ``W = 0``. A recipe keeps the scaling (one exponent pair serves every (K, d))
+and a fixed radius ``beta``, and picks one point per learner kind (:data:`KINDS`) on tuning
+problems that are never reported, on tuning seeds only: the point with the least mean regret
+over the problems, each problem's regret divided by the best of the kind's grid on it
+(``bandits-jax sweep --select across``). Two recipes per kind:
+
+- :data:`TUNED`, for a known bound ``S`` on ``||W*||_F`` (the caller's ``S``), tuned on a
+  low-kappa, a high-kappa, a K = 3 and a low-rank stream::
 
     bandits-jax sweep --settings synth-30-1-S1,synth-30-1-S8,synth-15-3-S4,lowrank-60-1-4-S8 \\
       --learners eofd-tuned,eofd-robust,oful-tuned,linucb,ecolog \\
       --l-grid=-1.5,-1,-0.5,0 --e-grid=-0.5,0,0.5,1 --beta-grid 0.01,0.1,1 \\
       --rounds 2000 --trials 3 --eval-trials 0 --select across --out results/tune
 
-Re-checked for the practical kind on twice as many tuning problems (two more low-rank and
-K = 1 streams, a K = 2 stream at high kappa), a finer grid and six tuning seeds::
-
-    TUNE=synth-30-1-S1,synth-30-1-S8,synth-15-3-S4,lowrank-60-1-4-S8
-    TUNE=$TUNE,synth-10-1-S4,synth-40-1-S2,lowrank-40-1-3-S4,synth-10-2-S8
-    bandits-jax sweep --settings $TUNE --learners eofd-robust \
-      --l-grid=-2,-1.5,-1.375,-1.25,-1.125,-1,-0.5 --e-grid=-0.5,-0.25,0,0.25,0.5 \
-      --beta-grid 0.01,0.03,0.1,0.3,1 --rounds 2000 --trials 6 --eval-trials 0 \
-      --select across --out results/tune-robust
-
-On the first four problems alone (six seeds, a finer radius grid) ``(-1, 0, 1)`` stays the best
-point across the problems (1.08 on average, at most 1.16). The eight problems pick
-``(-1.25, 0, 0.01)``: regret over each problem's best 1.16 on average (1.00 to 1.41), against
-1.25 (1.02 to 1.52) for ``(-1, 0, 1)``. It was **not** adopted. On the reported synthetic
-settings, on their evaluation seeds::
-
-    bandits-jax sweep --settings synth-20-1-S8,lowrank-100-1-5-S8,synth-20-1-S1,synth-20-4-S4 \
-      --learners eofd-robust --l-grid=-1.25 --e-grid 0 --beta-grid 0.01 --rounds 2000 \
-      --trials 1 --eval-trials 10 --select each --out results/swap
-
-it ends better at high kappa (49.0 against 54.3 on ``synth-20-1-S8``) and at low kappa (102.3
-against 105.3) but worse on the low-rank stream (12.9 against 7.7) and at K = 4 (69.2 against
-62.3), the two families the README recommends robust EOFD for. That choice was made with the
-reported settings in view; the reported figures of ``(-1, 0, 1)`` were measured before it and
-stand. No single point serves every family: the problems' own best points spread over ``l``
-from -2 to -0.5 and ``e`` from -0.25 to 0.25.
-
-Where ``K d <= 32`` the recommended kind with a known bound is OFUL-MLogB, not the sketch
-(Section 4's ``m = floor(K d / 10)`` keeps at most three directions there). Each kind at its
-recipe on the tuning problems of that size, ten seeds::
-
-    SMALL=synth-10-1-S4,synth-30-1-S1,synth-30-1-S8,synth-10-2-S8,synth-15-2-S2
-    bandits-jax reproduce --settings $SMALL --learners eofd-robust,oful-tuned \
-      --rounds 2000 --trials 10 --seed 0 --out results/dense-kind
-
-gives robust EOFD 1.20, 1.01, 1.08, 1.20 and 0.97 times OFUL's regret; by the across-problems
-rule OFUL scores 1.01 and robust EOFD 1.10. OFUL's round costs 1.2 to 2.8 times the sketched
-one there (the same command's ms per round, two runs on an idle machine) and 49 to 98 times at
-``K d`` = 65 to 260 (the evidence table): hence the bound on ``K d``.
-
-With no known bound the recommended kind is LinUCB, not a logistic learner. The
-classification tuning problems (below), each learner at its :data:`TUNED_FREE` point, ten seeds::
-
-    bandits-jax reproduce --settings wine-all,iris-all,cancer-all,digits-all-h0,digits-k4-h0 \
-      --learners eofd-robust,linucb --rounds 2000 --trials 10 --seed 0 --out results/free-kind
-
-give robust EOFD (the logistic kind with the least regret there) 1.10, 1.82, 1.31 and 1.59
-times LinUCB's regret on the four K = 1 problems and 0.89 times on the K = 4 digits; by the
-across-problems rule (mean regret over each problem's better kind) LinUCB scores 1.02 and robust
-EOFD 1.36. ``python -m benchmarks.mlogb_digits_causes`` traces the gap on the digits to the
-online learners' step, not to the logistic model: refitted exactly every round with a weak ridge,
-a logistic fit does as well as ridge regression there.
-
-Kinds (each a learner of the same protocol):
-
-- ``eofd``: Algorithm 2 as written (``Z = lam I + V diag(mu) V^T``);
-- ``eofd-robust``: Robust FD regularisation, ``Z = (lam + rho/2) I + V diag(mu) V^T``;
-- ``eofd-adaptive``: Algorithm 2 with a sketch that may grow from ``m`` to ``2 m`` columns to keep
-  ``Delta_t = 1 + rho_t/lam <= 2`` (the paper's closing remark);
-- ``oful``: OFUL-MLogB (full Hessian);
-- ``greedy``: the robust EOFD estimate with no bonus, at robust EOFD's tuned ``(l, e)`` (the
-  ablation of the practical recipe's bonus, not tuned on its own);
-- ``linucb``: ridge regression on the action features with ``lam`` from the same scaling and
-  ``alpha = sqrt(beta)``;
-- ``ecolog``: ada-OFU-ECOLog (Faury et al. 2022, K = 1 only), ``lam`` from the same scaling and
-  a fixed radius ``beta``;
-- ``uniform``: a uniformly random valid action (no hyperparameters).
-
-The sketch size of the EOFD kinds is Section 4's ``m = floor(K d / 10)``.
-
-Two families of problems, two recipes per kind:
-
-- **a known bound** ``S`` on ``||W*||_F`` (``S=<float>``): :data:`TUNED`, the exponents above
-  with that ``S`` in Section 4's scaling;
-- **no known bound** (``S=None``; classification data, where ``S`` is a modelling choice):
-  :data:`TUNED_FREE`, which also fixes ``S``. With ``S = 1`` and unit-norm actions the logits
-  stay in [-1, 1]; on classification data the estimate then spends most of its norm on the
-  constant (bias) feature that explains the many zero rewards, and the rest cannot rank the
-  classes (``python -m benchmarks.mlogb_digits`` records ``||W||``, the projection, ``rho`` and
-  the estimate's direction along a run). :data:`TUNED_FREE` was chosen on the classification
-  tuning problems ``wine-all``, ``iris-all``, ``cancer-all`` and ``digits-all-h0`` (never
-  reported: the digits settings are reported on the other half of the examples, ``-h1``), ten
-  tuning seeds (trial i rewards class i modulo the classes), T = 2000, by the same
-  across-problems rule (``e`` does not enter LinUCB and ECOLog)::
+- :data:`TUNED_FREE`, for no known bound (``S=None``, classification data), which fixes ``S``
+  too, tuned on ``wine-all``, ``iris-all``, ``cancer-all`` and ``digits-all-h0`` (then, around
+  the best points, with ``digits-k4-h0``)::
 
     bandits-jax sweep --settings wine-all,iris-all,cancer-all,digits-all-h0 \\
       --learners eofd-robust,eofd-tuned --S-grid 8,16,32,64 \\
       --l-grid=-4,-3.5,-3,-2.5,-2,-1.5,-1 --e-grid=-1.5,-1,-0.5,0,0.5 --beta-grid 0.01,0.1,1 \\
       --rounds 2000 --trials 10 --eval-trials 0 --select across --out results/tune-free
-    bandits-jax sweep --settings wine-all,iris-all,cancer-all,digits-all-h0,digits-k4-h0 \\
-      --learners eofd-robust,eofd-tuned --S-grid 16,32 --l-grid=-4,-3.5,-3 --e-grid=-1,-0.5,0 \\
-      --beta-grid 0.01 --rounds 2000 --trials 10 --eval-trials 0 --select across \\
-      --out results/tune-free-k4
 
-  The second command adds the K = 4 digits (even half) around the first one's best points (the
-  K = 4 sketch makes the full grid an hour's run). Robust EOFD picks ``(l, e, beta, S) =
-  (-4, -0.5, 0.01, 16)`` in both: mean regret over the ten classes of ``digits-all-h0`` 69.6
-  against 90.4 at the earlier point ``(-1.5, 0, 0.1, 16)`` (chosen on a grid that stopped at
-  ``l = -1.5``, ``S = 16``, with three tuning seeds). ``l = -4`` is the grid's edge: there
-  ``lam`` is negligible at d = 65 (``3e-5``) and the robust sketch's ``rho/2`` is the effective
-  ridge; the next points score 7-8% worse across the five problems. Fifty tuning seeds on the
-  four K = 1 problems (``--trials 50``, ``l`` in {-4, -3, -2, -1.5}, ``e`` in {-0.5, 0},
-  ``beta`` in {0.01, 0.1, 1}, ``S`` in {16, 32}) pick the same point (1.14 across the problems,
-  against 1.58 for the earlier point); on ``digits-all-h0`` alone the best points (80.4 to 85.6,
-  standard error about 12) cannot be told apart. Plain EOFD has no ``rho/2``
-  and is erratic at such small ``lam``: its best point of the first command, ``(-3, -1, 0.01,
-  32)``, ends at 690 on ``digits-k4-h0`` (worse than a random choice), so it keeps the earlier
-  point. OFUL, LinUCB and ECOLog keep the points of the earlier sweep (``--S-grid 2,4,8,16
-  --l-grid=-1.5,-1,-0.5,0 --e-grid=-0.5,0,0.5,1 --beta-grid 0.01,0.1,1 --trials 3``). OFUL's and
-  ECOLog's rounds cost 4 and 2.4 ms at d = 65, so the wider grid would take hours on two cores.
-  LinUCB on the wider grid (``--l-grid`` down to -4, ``--S-grid 2,...,64``, ``--beta-grid
-  0.001,...,1``, ten seeds) would pick ``(-4, 0.001, 2)``, much better on the three small sets
-  (regret 22-29 against 55-267) but 84.6 against 43.8 on ``digits-all-h0``; the baseline keeps the
-  point that is stronger on the digits, where it is compared.
+:func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``)
+and LinUCB with none. The EOFD kinds use Section 4's ``m = floor(K d / 10)``. ``docs/recipes.md``
+has the second stage, the earlier sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks,
+what each kind is and the measurements behind :func:`practical`'s rules.
 """
 
 from __future__ import annotations
@@ -258,13 +159,6 @@ def make_learner(kind: str, *, num_outcomes: int, dim: int, sketch_size: int) ->
         "uniform": lambda: uniform(num_outcomes=K, dim=d),
     }
     return factories[_check_kind(kind)]()
-
-
-def program_kind(kind: str) -> str:
-    """The kind whose compiled round learners of ``kind`` run: the paper's and the robust
-    EOFD-MLogB share one (the regularisation is state, ``EOFDState.robust``, so only ``init``
-    differs); every other kind runs its own."""
-    return "eofd" if _check_kind(kind) == "eofd-robust" else kind
 
 
 def hparams_for(

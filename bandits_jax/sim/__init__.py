@@ -2,10 +2,9 @@
 progress and checkpoints, sharding over devices, sweeps with honest tuning."""
 
 from bandits_jax.sim.checkpoint import CheckpointError, restore, save
-from bandits_jax.sim.chunks import ChunkFn, ChunkStats, DrawFn, Progress, run_chunked
+from bandits_jax.sim.chunks import ChunkFn, ChunkStats, Progress, run_chunked
 from bandits_jax.sim.runner import (
     RunState,
-    SplitStep,
     StepFn,
     init_run,
     make_rollout,
@@ -19,11 +18,9 @@ __all__ = [
     "CheckpointError",
     "ChunkFn",
     "ChunkStats",
-    "DrawFn",
     "Experiment",
     "Progress",
     "RunState",
-    "SplitStep",
     "StepFn",
     "init_run",
     "make_rollout",

@@ -28,17 +28,11 @@ leaf (``batched=True``; metrics then have shape ``(runs, rounds, ...)``), sharde
 mesh (see :mod:`.sharding`), or a tuple of such batches played by a tuple of step functions in the
 same compiled call (several learners in one sweep).
 
-A :class:`~bandits_jax.sim.runner.SplitStep` can also be played as two programs per chunk: a
-:class:`DrawFn` for the environment's half, shared by the :class:`ChunkFn` of every learner on
-that environment (``ChunkFn(step.respond, draws=DrawFn(step.draw))``), so the environment's code
-is compiled once rather than once per learner. ``bandits-jax reproduce`` plays this way.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import contextvars
 import functools
 import hashlib
 import json
@@ -46,9 +40,8 @@ import math
 import os
 import pathlib
 import sys
-import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TextIO
 
 import jax
@@ -57,18 +50,13 @@ import numpy as np
 import tqdm
 
 from bandits_jax.sim import checkpoint
-from bandits_jax.sim.runner import RunState, StepFn, draw_rounds, play, respond_rounds
-from bandits_jax.threads import on_cores, thread_groups
+from bandits_jax.sim.runner import StepFn, play
 
 __all__ = [
     "ChunkFn",
     "ChunkStats",
     "ChunkedResult",
-    "DrawFn",
     "Progress",
-    "compile_ahead",
-    "compile_for",
-    "compiler_options",
     "run_chunked",
     "memory_figures",
     "tree_bytes",
@@ -84,8 +72,8 @@ class Progress:
     One bar may span several runs (the trials and learners of one setting, a sweep's batches):
     :func:`run_chunked` calls :meth:`advance` after each chunk. The time left is tqdm's smoothed
     rate over wall time, compiling included; while a chunk function compiles the bar says
-    ``compiling ...`` (:meth:`compiling`, called by :meth:`ChunkFn.compiled` for the bar of the
-    innermost ``with`` block or :func:`run_chunked` call). The counts are kept when nothing is
+    ``compiling ...`` (:meth:`compiling`, called by :meth:`ChunkFn.compiled` when it is given the
+    bar, as :func:`run_chunked` does). The counts are kept when nothing is
     drawn.
 
     Args:
@@ -111,7 +99,6 @@ class Progress:
         tty = bool(getattr(stream, "isatty", lambda: False)())
         self.done = 0
         self._total = int(total)
-        self._tokens: list[contextvars.Token] = []
         self._bar = tqdm.tqdm(
             total=self._total,
             desc=label or None,
@@ -168,31 +155,10 @@ class Progress:
         self._bar.close()
 
     def __enter__(self) -> Progress:
-        self._tokens.append(_SHOWING.set(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _SHOWING.reset(self._tokens.pop())
         self.close()
-
-
-# The bar that compiles are reported to (Progress.__enter__, run_chunked).
-_SHOWING: contextvars.ContextVar[Progress | None] = contextvars.ContextVar(
-    "bandits_jax_progress", default=None
-)
-
-
-@contextlib.contextmanager
-def _shown_on(progress: Progress | None):
-    """Compiles inside the block show on ``progress`` (``None``: on the bar already in use)."""
-    if progress is None:
-        yield
-        return
-    token = _SHOWING.set(progress)
-    try:
-        yield
-    finally:
-        _SHOWING.reset(token)
 
 
 def tree_bytes(tree: PyTree) -> int:
@@ -230,104 +196,10 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
     }
 
 
-_OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "compiler_options", default=None
-)
-
-
-@contextlib.contextmanager
-def compiler_options(options: dict[str, Any] | None):
-    """Within the block, every :class:`ChunkFn` compiles with these XLA options (``None``: XLA's
-    defaults), e.g. ``{"xla_backend_optimization_level": 0}``: LLVM's ``-O0`` compiles a chunk
-    in less time and runs it slower, ``{"xla_cpu_use_fusion_emitters": False}`` (XLA's classic
-    CPU emitters) compiles in less time still (``python -m benchmarks.xla_opt_level`` measures
-    both). The options change how fast the program compiles and runs; results agree to rounding.
-    JAX's persistent cache keys executables by them too."""
-    token = _OPTIONS.set(None if options is None else dict(options))
-    try:
-        yield
-    finally:
-        _OPTIONS.reset(token)
-
-
-def compile_for(fn: Callable, *args: Any) -> Any:
-    """``jax.jit(fn)`` compiled for ``args`` under the :func:`compiler_options` in force (e.g.
-    a learner's ``init`` in ``reproduce``: it compiles faster at XLA's optimisation level 0 and
-    gives the same state, bit for bit: tests/cli/test_library_parity.py)."""
-    return jax.jit(fn).lower(*args).compile(compiler_options=_OPTIONS.get())
-
-
 def _signature(tree: PyTree, length: int) -> tuple:
-    """What a compiled chunk depends on besides its options: length, tree structure, shapes."""
+    """What a compiled chunk depends on: length, tree structure, shapes and dtypes."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     return (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
-
-
-def _options_key() -> tuple:
-    return tuple(sorted((_OPTIONS.get() or {}).items()))
-
-
-class DrawFn:
-    """The environment's half of a :class:`~bandits_jax.sim.runner.SplitStep` over a chunk
-    (:func:`~bandits_jax.sim.runner.draw_rounds`), compiled once per length, shapes and compiler
-    options and shared by every :class:`ChunkFn` built with it (module docstring).
-
-    Args:
-      draw: the split step's ``draw(env_state, key) -> (env_state, round)``.
-
-    Attributes:
-      compile_seconds: seconds spent compiling so far (also counted by the :class:`ChunkFn`
-        whose call compiled them).
-    """
-
-    def __init__(self, draw: Callable):
-        self.draw = draw
-        self.compile_seconds = 0.0
-        self._compiled: dict[Any, Any] = {}
-        self._rounds: dict[Any, PyTree] = {}
-        self._lock = threading.Lock()  # one compile at a time (see compile_ahead)
-
-    def function(self, length: int, batched: bool) -> Callable:
-        """``(env, key, t) -> (env, key, t, rounds)`` over ``length`` rounds, not compiled
-        (``vmap``-ed over a leading run axis if ``batched``)."""
-        fn = functools.partial(draw_rounds, self.draw, num_rounds=length)
-        return jax.vmap(fn) if batched else fn
-
-    def rounds(self, state: RunState, length: int, batched: bool) -> PyTree:
-        """The abstract (shape and dtype) value of the rounds drawn for ``state``: what a
-        learner's program takes, known without compiling the environment's."""
-        args = (state.env, state.key, state.t)
-        sig = (_signature(args, length), batched)
-        if sig not in self._rounds:
-            self._rounds[sig] = jax.eval_shape(self.function(length, batched), *args)[3]
-        return self._rounds[sig]
-
-    def compiled(self, state: RunState, length: int, batched: bool) -> Any:
-        """The executable for ``length`` rounds of ``state``'s environment, key and round
-        counter (a leading run axis if ``batched``): it maps ``(env, key, t)`` to ``(env, key,
-        t, rounds)`` and donates its inputs. Thread-safe: a second caller waits for the first
-        one's compile."""
-        args = (state.env, state.key, state.t)
-        sig = (_signature(args, length), batched, _options_key())
-        with self._lock:
-            if sig not in self._compiled:
-                t0 = time.perf_counter()
-                fn = jax.jit(self.function(length, batched), donate_argnums=(0, 1, 2))
-                self._compiled[sig] = fn.lower(*args).compile(compiler_options=_OPTIONS.get())
-                self.compile_seconds += time.perf_counter() - t0
-            return self._compiled[sig]
-
-
-class _SplitExecutable(NamedTuple):
-    """A chunk of a split step: the shared environment program, then the learner's."""
-
-    draw: Any
-    respond: Any
-
-    def __call__(self, state: RunState) -> tuple[RunState, PyTree]:
-        env, key, t, rounds = self.draw(state.env, state.key, state.t)
-        learner, metrics = self.respond(state.learner, rounds)
-        return RunState(learner, env, key, t), metrics
 
 
 class ChunkFn:
@@ -347,12 +219,6 @@ class ChunkFn:
         runs (the run count per device must be a multiple): a run's numbers then do not depend
         on how many runs share the call (XLA's CPU kernels block sums by the batch width), and
         temporaries shrink to one slice's; ``None``: one ``vmap`` over all runs.
-      draws: a :class:`DrawFn` with the environment's half of a
-        :class:`~bandits_jax.sim.runner.SplitStep`; ``step`` is then its ``respond`` half,
-        ``(learner_state, round) -> (learner_state, metrics)``, and a chunk runs the shared
-        environment program, then this learner's (states are :class:`RunState`; one step, no
-        mesh or microbatch). The numbers are those of the composed step played in one program,
-        to rounding. :meth:`memory` is ``None`` for such a chunk.
     """
 
     def __init__(
@@ -362,16 +228,7 @@ class ChunkFn:
         batched: bool = False,
         mesh: Any = None,
         microbatch: int | None = None,
-        draws: DrawFn | None = None,
     ):
-        if draws is not None:
-            if not isinstance(draws, DrawFn):
-                raise ValueError(f"draws: expected a DrawFn or None, got {type(draws).__name__}")
-            if isinstance(step, (tuple, list)) or mesh is not None or microbatch is not None:
-                raise ValueError(
-                    "draws: a split chunk plays one respond step, without mesh or microbatch"
-                )
-        self.draws = draws
         self.multi = isinstance(step, (tuple, list))
         self.steps = tuple(step) if self.multi else (step,)
         self.batched = batched
@@ -387,7 +244,6 @@ class ChunkFn:
         self.round_axis = 1 if batched else 0
         self.compile_seconds = 0.0
         self._compiled: dict[Any, Any] = {}
-        self._lock = threading.Lock()
 
     def _play_all(self, states, length: int):
         outs = []
@@ -403,22 +259,7 @@ class ChunkFn:
         metrics = tuple(o[1] for o in outs)
         return new_states, metrics
 
-    def _respond(self) -> Callable:
-        """The learner's half of a split chunk: ``(learner, rounds) -> (learner, metrics)``."""
-        fn = functools.partial(respond_rounds, self.steps[0])
-        return jax.vmap(fn) if self.batched else fn
-
     def _function(self, length: int) -> Callable:
-        if self.draws is not None:  # the composition, for shapes (a chunk runs it in two)
-
-            def split(state):
-                draw = self.draws.function(length, self.batched)
-                env, key, t, rounds = draw(state.env, state.key, state.t)
-                learner, metrics = self._respond()(state.learner, rounds)
-                return RunState(learner, env, key, t), metrics
-
-            return jax.jit(split)
-
         def fn(state):
             states = state if self.multi else (state,)
             new_states, metrics = self._play_all(states, length)
@@ -465,38 +306,26 @@ class ChunkFn:
             return len(states)
         return sum(int(jax.tree_util.tree_leaves(s)[0].shape[0]) for s in states)
 
-    def compiled(self, state: PyTree, length: int):
-        """The executable for ``length`` rounds (compiled on first use; time recorded; the bar
-        in use, see :class:`Progress`, says so meanwhile). Thread-safe: a second caller waits
-        for the first one's compile (:func:`compile_ahead` compiles several at once)."""
-        options = _OPTIONS.get()
-        sig = (_signature(state, length), _options_key())
-        with self._lock:
-            if sig not in self._compiled:
-                bar = _SHOWING.get()
-                what = f"a {length}-round chunk of {self.runs(state)} run(s)"
-                with contextlib.nullcontext() if bar is None else bar.compiling(what):
-                    t0 = time.perf_counter()
-                    self._compiled[sig] = self._compile(state, length, options)
-                    self.compile_seconds += time.perf_counter() - t0
-            return self._compiled[sig]
+    def compiled(self, state: PyTree, length: int, progress: Progress | None = None):
+        """The executable for ``length`` rounds (compiled on first use; time recorded;
+        ``progress``, a :class:`Progress`, says so meanwhile)."""
+        sig = _signature(state, length)
+        if sig not in self._compiled:
+            what = f"a {length}-round chunk of {self.runs(state)} run(s)"
+            with contextlib.nullcontext() if progress is None else progress.compiling(what):
+                t0 = time.perf_counter()
+                lowered = self._function(length).lower(self.place(state))
+                self._compiled[sig] = lowered.compile()
+                self.compile_seconds += time.perf_counter() - t0
+        return self._compiled[sig]
 
-    def _compile(self, state: PyTree, length: int, options: dict[str, Any] | None) -> Any:
-        if self.draws is None:
-            lowered = self._function(length).lower(self.place(state))
-            return lowered.compile(compiler_options=options)
-        # the learner's program first: another thread may be compiling the shared draws
-        rounds = self.draws.rounds(state, length, self.batched)
-        respond = jax.jit(self._respond(), donate_argnums=0).lower(state.learner, rounds)
-        respond = respond.compile(compiler_options=options)
-        return _SplitExecutable(self.draws.compiled(state, length, self.batched), respond)
-
-    def compile_run(self, state: PyTree, num_rounds: int, chunk_size: int) -> None:
+    def compile_run(
+        self, state: PyTree, num_rounds: int, chunk_size: int, progress: Progress | None = None
+    ) -> None:
         """Compiles every chunk length that :func:`run_chunked` plays for ``num_rounds`` rounds
-        in chunks of ``chunk_size`` from ``state`` (ahead of time, e.g. in
-        :func:`compile_ahead`)."""
+        in chunks of ``chunk_size`` from ``state`` (ahead of time, before any chunk is timed)."""
         for length in sorted(set(_chunk_lengths(num_rounds, chunk_size))):
-            self.compiled(state, length)
+            self.compiled(state, length, progress)
 
     def memory(self, state: PyTree, length: int) -> dict[str, int] | None:
         """:func:`memory_figures` of the chunk for ``state`` (arrays or ``ShapeDtypeStruct``s)
@@ -509,74 +338,6 @@ class ChunkFn:
 
     def __call__(self, state: PyTree, length: int) -> tuple[PyTree, PyTree]:
         return self.compiled(state, length)(self.place(state))
-
-
-def compile_ahead(
-    jobs: Sequence[Callable[[], Any]],
-    *,
-    workers: int = 1,
-    cores: Collection[int] | None = None,
-    what: str = "",
-) -> tuple[list[Any], float, int]:
-    """Runs ``jobs``, callables that compile what later runs need (e.g. ``lambda:
-    chunk_fn.compiled(state, length)``), up to ``workers`` at a time, before any run is timed.
-
-    XLA compiles with Python's GIL released, so with idle cores several jobs finish sooner than
-    one after another (their tracing and lowering hold the GIL and take turns). Each job runs in
-    a copy of the caller's context (:func:`compiler_options`, the bar in use); :class:`ChunkFn`
-    and :class:`DrawFn` compile a program once however many jobs ask for it.
-
-    Args:
-      jobs: callables without arguments.
-      workers: jobs at once; 1 runs them in the caller's thread, in order.
-      cores: CPU cores every thread of the process may run on meanwhile
-        (:func:`bandits_jax.threads.on_cores`; ``None``: as they are), e.g.
-        :func:`bandits_jax.threads.compile_cores`. Each job thread runs on a group of them as
-        wide as the caller's (:func:`bandits_jax.threads.thread_groups`), so there are at most
-        as many threads as groups.
-      what: what the jobs compile, for the bar in use (``compiling <what> on N thread(s)``;
-        default ``<n> job(s)``).
-
-    Returns:
-      ``(results, wall, threads)``: each job's result, in job order, the wall seconds of them all
-      and the threads that ran them. The first error of a job is raised once all have stopped.
-    """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers: expected an int >= 1, got {workers!r}")
-
-    t0 = time.perf_counter()
-    groups = thread_groups(cores)
-    workers = min(workers, len(jobs), len(groups) or workers) or 1
-    bar = _SHOWING.get()
-    what = f"{what or f'{len(jobs)} job(s)'} on {workers} thread(s)"
-    with contextlib.nullcontext() if bar is None else bar.compiling(what), on_cores(cores):
-        token = _SHOWING.set(None)  # the jobs' own compiles are not shown one by one
-        try:
-            if workers == 1:
-                results = [job() for job in jobs]
-            else:
-                with concurrent.futures.ThreadPoolExecutor(
-                    workers, initializer=_PinEach(groups)
-                ) as pool:
-                    futures = [pool.submit(contextvars.copy_context().run, j) for j in jobs]
-                results = [f.result() for f in futures]  # all done: the pool has shut down
-        finally:
-            _SHOWING.reset(token)
-    return results, time.perf_counter() - t0, workers
-
-
-class _PinEach:
-    """A thread pool's initializer: each new thread runs on the next group of cores."""
-
-    def __init__(self, groups: Sequence[tuple[int, ...]]):
-        self._groups = iter(groups)
-        self._lock = threading.Lock()
-
-    def __call__(self) -> None:
-        with self._lock:
-            cores = next(self._groups, None)
-        if cores is not None:
-            os.sched_setaffinity(0, cores)  # this thread's (Linux: pid 0 is the calling thread)
 
 
 def _map_metrics_last(fn: Callable, states: PyTree, width: int):
@@ -691,7 +452,7 @@ def run_chunked(
     }
     ident = run_id(meta_base)
     lock = checkpoint.DirectoryLock(ckdir) if ckdir is not None else contextlib.nullcontext()
-    with lock, _shown_on(progress):
+    with lock:
         return _run_locked(
             chunk_fn,
             state,
@@ -843,7 +604,7 @@ def _play_chunks(
         if stop_after_chunks is not None and len(chunk_seconds) >= stop_after_chunks:
             break
         length = lengths[k]
-        exe = chunk_fn.compiled(state, length)  # compile outside the timed region
+        exe = chunk_fn.compiled(state, length, progress)  # compile outside the timed region
         t0 = time.perf_counter()
         state, metrics = exe(chunk_fn.place(state))
         metrics = jax.device_get(keep(metrics))

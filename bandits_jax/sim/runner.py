@@ -7,19 +7,10 @@ Each problem family supplies a single step function (its ``interact(learner, env
 and this module only ever sees that function, so the scan over rounds, the vmap over trials and
 hyperparameter grids (a grid is a batch of learner states, since numeric hyperparameters live in
 the state), chunking, checkpoints and sharding are written once for both papers.
-
-A step may come in two halves, a :class:`SplitStep`: ``draw(env_state, key) -> (env_state,
-round)``, everything the environment does before the learner acts (it never sees the learner),
-and ``respond(learner_state, round) -> (learner_state, metrics)``, the rest. Called as a step it
-is their composition, so every runner plays it unchanged; :func:`draw_rounds` and
-:func:`respond_rounds` play the halves of a chunk in two programs, so that the learners of one
-environment share one compiled environment program
-(:class:`bandits_jax.sim.chunks.DrawFn`) with the same numbers.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -30,26 +21,6 @@ from jax import lax
 
 PyTree = Any
 StepFn = Callable[[PyTree, PyTree, jax.Array], tuple[PyTree, PyTree, PyTree]]
-
-
-@dataclasses.dataclass(frozen=True)
-class SplitStep:
-    """A step function in two halves (module docstring); ``step(ls, es, key)`` composes them.
-    (A frozen dataclass, not a NamedTuple: ``jax.jit`` needs a weak reference to the function.)
-
-    Attributes:
-      draw: ``(env_state, key) -> (env_state, round)``: the environment's part of a round,
-        independent of the learner (``round`` holds what ``respond`` needs: actions, keys, ...).
-      respond: ``(learner_state, round) -> (learner_state, metrics)``.
-    """
-
-    draw: Callable[[PyTree, jax.Array], tuple[PyTree, PyTree]]
-    respond: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]]
-
-    def __call__(self, learner_state: PyTree, env_state: PyTree, key: jax.Array):
-        env_state, round_ = self.draw(env_state, key)
-        learner_state, metrics = self.respond(learner_state, round_)
-        return learner_state, env_state, metrics
 
 
 class RunState(NamedTuple):
@@ -92,32 +63,6 @@ def play(step: StepFn, state: RunState, num_rounds: int) -> tuple[RunState, PyTr
         return RunState(learner, env, key, carry.t + 1), metrics
 
     return lax.scan(body, state, None, length=num_rounds)
-
-
-def draw_rounds(
-    draw: Callable, env_state: PyTree, key: jax.Array, t: jax.Array, num_rounds: int
-) -> tuple[PyTree, jax.Array, jax.Array, PyTree]:
-    """The environment's half of ``num_rounds`` rounds of a :class:`SplitStep` (one scan).
-
-    Splits the run's key each round exactly as :func:`play` does. Returns ``(env_state, key, t,
-    rounds)``: the carry's environment part after the rounds and every round's ``round`` stacked
-    along a leading axis, for :func:`respond_rounds`.
-    """
-
-    def body(carry, _):
-        env, key = carry
-        key, sub = jax.random.split(key)
-        env, round_ = draw(env, sub)
-        return (env, key), round_
-
-    (env_state, key), rounds = lax.scan(body, (env_state, key), None, length=num_rounds)
-    return env_state, key, t + num_rounds, rounds
-
-
-def respond_rounds(respond: Callable, learner_state: PyTree, rounds: PyTree):
-    """The learner's half of the rounds that :func:`draw_rounds` drew (one scan):
-    ``(learner_state, metrics)``, metrics stacked along a leading round axis."""
-    return lax.scan(respond, learner_state, rounds)
 
 
 def rollout(

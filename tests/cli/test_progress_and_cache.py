@@ -64,6 +64,7 @@ def test_summary_names_the_cache_its_entries_and_how_to_clear_it(
     tmp_path, capsys, monkeypatch, no_cache_after
 ):
     monkeypatch.setattr(cli, "COMPILE_CACHE_MIN_SECONDS", 0.0)  # cache every program
+    jax.numpy.ones(1).block_until_ready()  # this process's JAX has started (its XLA_FLAGS stand)
     out, root = tmp_path / "out", tmp_path / "xla"
     assert cli.main([*REPRODUCE, "--out", str(out), "--compile-cache", str(root)]) == 0
     where = root / opt.source_key()
@@ -82,12 +83,24 @@ def test_summary_names_the_cache_its_entries_and_how_to_clear_it(
         "enabled": True,
         "entries": entries,
         "bytes": size,
-        "xla_options": opt.compiler_options(cli.build_parser().parse_args(REPRODUCE)),
+        # JAX had started (this test process): the command could not set its XLA options
+        "xla_options": None,
+        "programs": report["programs"],
     }
-    assert "Compiled with: optimisation level" in summary and "fusion emitters" in summary
+    assert "Compiled with: the calling process's XLA options" in summary
+    asked, hits = report["programs"]["asked"], report["programs"]["hits"]
+    assert asked > 0 and 0 <= hits < asked  # a fresh cache: most programs compiled
+    assert f"{hits} of {asked} programs of this run came from it" in summary
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"compile cache on: {where}, {entries} entries" in last and "rm -rf" in last
-    assert "--compile-cache off" in last
+    assert f"compile cache on: {where}, {entries} entries, {hits} of {asked} programs" in last
+    assert "rm -rf" in last and "--compile-cache off" in last
+
+    # The same run again: what it compiles (its chunks are new jit objects, so not found in
+    # JAX's in-memory cache) comes from the persistent cache, every program of it
+    assert cli.main([*REPRODUCE, "--out", str(out), "--compile-cache", str(root)]) == 0
+    again = json.loads((out / "reproduce.json").read_text())["compile_cache"]["programs"]
+    assert again["hits"] == again["asked"] > 0, again
+    capsys.readouterr()
 
     assert cli.main([*REPRODUCE, "--out", str(out), "--compile-cache", "off"]) == 0
     assert jax.config.jax_compilation_cache_dir is None

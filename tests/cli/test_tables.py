@@ -112,7 +112,7 @@ def _report(rows):
     return {
         "l": 0.75, "e": 0.75, "beta": "theory", "S": 1.0, "rounds": 6, "trials": 2,
         "dtype": "float64", "backend": "cpu", "wall_seconds": 20.0,
-        "compile_wall_seconds": 3.75, "compile_threads": 2,
+        "compile_wall_seconds": 3.75, "batch": 2,
         "settings": {
             "s1": {"ratios": {"eofd_over_oful": {
                 "numerator": "eofd", "denominator": "oful",
@@ -143,9 +143,9 @@ def test_reproduce_summary_states_the_compile_time_against_the_run():
     rows = [{"setting": "s1", "learner": "EOFD", "trials": 1, "rounds": 6, "bonus_ratio": 0.5,
              "final_regret_mean": 1.0, "rejected_updates": 0, "max_steps": 0}]  # fmt: skip
     text = tables.reproduce_summary(_report(rows), rows, [], {})
-    # the run's compile phase against its 20 s, and the threads it used
+    # the run's compile time against its 20 s, and the batch the timed pass played
     assert "Compile time: 3.8 s of the 20.0 s after start-up" in text
-    assert "up to 2 at once" in text
+    assert "one chunk of a batch of 2 vmapped trials" in text
 
 
 def test_reproduce_summary_no_trouble():

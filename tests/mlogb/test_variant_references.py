@@ -21,7 +21,7 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.envs.replay import replay_mlogb, replay_state
-from bandits_jax.mlogb.interact import draw_round, respond_round
+from bandits_jax.mlogb.interact import interact
 from bandits_jax.reference import mlogb_numpy
 from bandits_jax.reference.eofd_variants_numpy import NumpyEOFDVariant, simulate_trace
 from bandits_jax.sim import init_run, play
@@ -57,12 +57,12 @@ def _trace_runner(learner, N, T):
     """One compiled (XLA defaults) T-round replay of ``learner``: per round the metrics, the
     selection index of every action (estimate + bonus), and after the update W, V, mu, acc."""
     env = replay_mlogb(num_outcomes=learner.num_outcomes, dim=learner.dim, max_actions=N)
-    draw, respond = draw_round(env), respond_round(learner, env)
+    round_ = interact(learner, env)
 
     def step(ls, es, key):
-        es, rnd = draw(es, key)
-        est, bon = learner.score_parts(ls, rnd.actions)
-        ls, met = respond(ls, rnd)
+        _, actions, _ = env.observe(es, jax.random.split(key)[0])  # the round's action set
+        est, bon = learner.score_parts(ls, actions)
+        ls, es, met = round_(ls, es, key)
         return ls, es, (met, est + bon, ls.W, ls.V, ls.mu, ls.acc)
 
     return xla_defaults.jit(lambda s: play(step, s, T)[1])

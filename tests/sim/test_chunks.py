@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from bandits_jax.sim import checkpoint
-from bandits_jax.sim.chunks import ChunkFn, Progress, compiler_options, run_chunked
+from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked
 from bandits_jax.sim.runner import init_run, play
-from tests import xla_defaults
 
 
 def toy_step(learner, env, key):
@@ -171,29 +170,3 @@ def test_chunk_donates_its_input_state_and_run_chunked_keeps_the_callers():
     assert not any(x.is_deleted() for x in jax.tree.leaves(state))
     assert_trees_equal(res.state, reference[0])
     assert_trees_equal(res.metrics, jax.device_get(reference[1]))
-
-
-def test_compiler_options_compile_their_own_executable_with_the_same_numbers():
-    """The chunk at XLA's defaults against the same chunk at LLVM's level 0 (the suite's flags):
-    the same numbers to rounding, a derived bound."""
-    rounds = 6
-    chunk = ChunkFn(toy_step)
-    with compiler_options(xla_defaults.DEFAULTS):
-        want, want_m = chunk(init_state(4), rounds)
-    with compiler_options({"xla_backend_optimization_level": 0}):
-        got, got_m = chunk(init_state(4), rounds)
-        chunk(init_state(4), rounds)  # reused: no third executable
-    assert len(chunk._compiled) == 2  # one per option set, keyed by them
-    # Keys and counters are integer maths: exact.
-    np.testing.assert_array_equal(jax.random.key_data(got.key), jax.random.key_data(want.key))
-    np.testing.assert_array_equal(got_m["n"], want_m["n"])
-    # A round's w and drift go through at most ~16 roundings (a normal draw by erf_inv, a
-    # polynomial of <= 10 Horner steps; tanh; a handful of adds and products), each within one
-    # eps relative; the updates' Jacobians (1 - lr (1 - tanh^2), 0.99) are <= 1, so errors add
-    # up over the rounds and never grow.
-    rtol = 16 * rounds * np.finfo(np.float64).eps
-    for a, b in ((got.learner["w"], want.learner["w"]), (got.env["drift"], want.env["drift"])):
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=0)
-    with pytest.raises(Exception, match="no_such_option"):
-        with compiler_options({"no_such_option": 1}):
-            chunk(init_state(4), 5)

@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from bandits_jax import plotting  # noqa: E402
+from bandits_jax.cli import plotting  # noqa: E402
 
 # The registry's legends (the longest names that reach the figures) and one name no registry has.
 LONG = [

@@ -1,51 +1,28 @@
-"""XLA's CPU threads, chosen before JAX starts its backend (the command and the benchmarks).
+"""The command's process settings, applied once before JAX starts its backend: XLA's CPU
+threads and the cores the process runs on, host devices, and XLA's compiler options.
 
-What jaxlib 0.10 honours (checked by counting threads and timing, see
-``benchmarks/cpu_threads.py``): ``PJRT_NPROC`` (else ``NPROC``) sizes the CPU client's thread
-pools, which otherwise take one thread per schedulable core; ``--xla_cpu_multi_thread_eigen`` in
-``XLA_FLAGS`` switches Eigen's multi-threaded kernels; the process's CPU affinity (``taskset``,
-``os.sched_setaffinity``) bounds both. ``intra_op_parallelism_threads`` is not an XLA flag and
-has no effect.
+The library never touches the process; the command does, here and only here.
 
-Why a default. A round of a learner is a few dozen small kernels, and XLA's CPU runtime hands
-them between its threads. When another process holds a core, every hand-off to a thread whose core
-is taken waits for a time slice. ``python -m benchmarks.cpu_threads --quick`` on a 2-core machine
-(``docs/bench/cpu_threads.json``, ms per round quiet / with one busy core): OFUL (400, 1) 7.0 /
-13.7 with XLA's defaults, 6.0 / 24.3 with ``PJRT_NPROC=1``, 8.0 / 8.4 with the process kept on
-one core; EOFD (785, 1, 78) 0.53 / 0.78 against 0.52 / 0.56. Shrinking the pools does not help;
-keeping the whole process on one core removes the slowdown (the hand-offs then stay on that
-core) at a cost of up to 15% on a quiet machine.
+Threads. What jaxlib 0.10 honours: ``PJRT_NPROC`` (else ``NPROC``) sizes the CPU client's
+thread pools, ``--xla_cpu_multi_thread_eigen`` in ``XLA_FLAGS`` switches Eigen's multi-threaded
+kernels, and the process's CPU affinity bounds both. A round of a learner is a few dozen small
+kernels handed between XLA's threads; when another process holds a core every hand-off to it
+waits for a time slice, so the default (``auto``) is one thread on the least busy core (one per
+host device with ``--devices N``, plus N idle pool threads that only run when a device blocks at
+a cross-device rendezvous: :func:`pool_size`). ``python -m benchmarks.cpu_threads`` measures it
+(``docs/bench/cpu_threads.json``). ``--threads N`` (or ``$BANDITS_JAX_THREADS``) asks for N
+threads on N cores. A user's own ``XLA_FLAGS``, ``PJRT_NPROC``/``NPROC`` and ``taskset`` win.
 
-The default (``auto``) is therefore one thread on one core: ``PJRT_NPROC=1``,
-``--xla_cpu_multi_thread_eigen=false`` and the process's affinity narrowed to the least busy core
-(sampled from ``/proc/stat``); with ``--devices N`` (N host devices, parallelism across trials) it
-is N threads on the N least busy cores, with N more pool threads that only run when a device blocks
-at a cross-device rendezvous (:func:`pool_size`: without them sharded runs can deadlock).
-``--threads N`` (or ``BANDITS_JAX_THREADS=N``) asks for N threads on N cores; N at least the number
-of cores the process may use leaves the affinity alone and gives XLA's own defaults. A user's own
-settings always win: a ``--xla_cpu_multi_thread_eigen`` already in ``XLA_FLAGS``, a ``PJRT_NPROC``
-or ``NPROC`` already set, and an affinity already narrowed (e.g. by ``taskset``) are kept as they
-are.
-
-Compiling is another matter: no run is timed meanwhile, and XLA compiles with Python's GIL
-released, so one thread compiles while another traces. So ``reproduce`` compiles its learners
-before any trial on up to one thread per idle core (:func:`compile_cores`), each thread on a core
-group of its own as wide as the runs' (:func:`thread_groups`: a thread starts on its starter's
-cores, which would put every compile thread on the runs' one core), with XLA's own threads allowed
-on those cores for the while (:func:`on_cores`) and back on the runs' core afterwards. A group is
-no wider than the runs' cores: with the compiling threads widened, OFUL-MLogB's program at
-d = 100 ran many times slower on its one core (XLA appears to fit a program's parallel tasks to
-the compiling thread's cores).
+Compiler options (:func:`configure_xla`): ``--xla-opt-level``, ``--xla-fusion-emitters`` and
+``--xla-codegen-split`` become ``XLA_FLAGS`` entries, so every program of the run, the
+learners' and the environments', compiles with them and JAX's persistent cache keys by them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import pathlib
 import re
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Collection, Iterable, Mapping
@@ -112,7 +89,7 @@ def pool_size(n: int, devices: int | None = None) -> int:
     cross-device rendezvous (e.g. the predicate of a ``while_loop`` over trials sharded across
     the devices), while XLA also splits large kernels into tasks for the same pool: with only N
     threads both can wait on each other for ever (EOFD at (d, K, m) = (100, 4, 40), 64 trials
-    on 2 host devices hung with ``PJRT_NPROC=2`` and ran with 3; ``tests/cli/test_threads.py``).
+    on 2 host devices hung with ``PJRT_NPROC=2`` and ran with 3; ``tests/cli/test_process.py``).
     So N host devices get N more threads than compute threads (they sit idle unless blocked)."""
     return n + devices if devices is not None and devices > 1 else n
 
@@ -136,9 +113,9 @@ def thread_environment(
     """
     out: dict[str, str] = {}
     flags = environ.get("XLA_FLAGS", "")
-    if not re.search(rf"(^|\s){EIGEN_FLAG}(=|\s|$)", flags):
-        eigen = f"{EIGEN_FLAG}={'true' if n > 1 else 'false'}"
-        out["XLA_FLAGS"] = (flags.strip() + " " + eigen).strip()
+    with_eigen = _with_flag(flags, EIGEN_FLAG[2:], "true" if n > 1 else "false")
+    if with_eigen != flags:
+        out["XLA_FLAGS"] = with_eigen
     if not any(v in environ for v in POOL_VARS):
         out["PJRT_NPROC"] = str(pool_size(n, devices))
     return out
@@ -225,75 +202,61 @@ def _idle(allowed: Iterable[int], busy: Mapping[int, float] | None) -> tuple[int
     return tuple(sorted(c for c in allowed if busy.get(c, 0.0) < 0.5))
 
 
-def compile_cores(busy: Mapping[int, float] | None = None) -> tuple[int, ...]:
-    """The cores to compile on (:func:`bandits_jax.sim.chunks.compile_ahead`): of those this
-    process could use before :func:`configure_threads` kept its runs on fewer, the ones less than
-    half busy (``busy``: fractions per core, default :func:`core_busy`); the process's own
-    cores if none is. Compiling on spare cores does not disturb the timed runs."""
-    return _idle(_WIDE_AFFINITY or _allowed_cores(), busy) or tuple(sorted(_allowed_cores()))
-
-
-def thread_groups(cores: Collection[int] | None, size: int | None = None) -> list[tuple[int, ...]]:
-    """Disjoint groups of ``cores`` (sorted), each of ``size`` cores (default: as many as the
-    calling thread may use), for threads that compile while it waits
-    (:func:`bandits_jax.sim.chunks.compile_ahead`): XLA sizes a program's parallel tasks by the
-    compiling thread's cores, so a program compiled on such a group is the one the caller would
-    compile. Empty when ``cores`` is ``None`` or too few, or affinity is unsupported."""
-    if cores is None or not hasattr(os, "sched_getaffinity"):
-        return []
-    size, cores = size or len(os.sched_getaffinity(0)), sorted(cores)
-    return [tuple(cores[i : i + size]) for i in range(0, len(cores) - size + 1, size)]
-
-
-@contextlib.contextmanager
-def on_cores(cores: Collection[int] | None):
-    """Within the block every thread of this process may run on ``cores`` (``None``: nothing
-    changes), except Python's own threads, which stay where they are (a program's parallel tasks
-    follow the compiling thread's cores); afterwards each thread moved is back where it was
-    (threads started in the block: where the calling thread was). XLA's own threads start with
-    the backend on the process's cores; while :func:`bandits_jax.sim.chunks.compile_ahead`
-    compiles on spare cores (:func:`compile_cores`) they may use those too. Linux only
-    (``/proc/self/task``); elsewhere nothing changes."""
-    task = pathlib.Path("/proc/self/task")
-    if cores is None or not hasattr(os, "sched_setaffinity") or not task.is_dir():
-        yield
-        return
-
-    def others() -> list[int]:  # the threads that are not Python's
-        python = {t.native_id for t in threading.enumerate()}
-        return [int(p.name) for p in task.iterdir() if p.name.isdigit()
-                and int(p.name) not in python]  # fmt: skip
-
-    own = os.sched_getaffinity(0)
-    saved = {}
-    for tid in others():
-        with contextlib.suppress(OSError):  # a thread that has just ended
-            saved[tid] = os.sched_getaffinity(tid)
-            os.sched_setaffinity(tid, cores)
-    try:
-        yield
-    finally:
-        for tid in others():
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, saved.get(tid, own))
-
-
-_WIDE_AFFINITY: tuple[int, ...] = ()  # the affinity before _narrow_affinity, if it narrowed
-
-
 def _narrow_affinity(n: int) -> tuple[int, ...] | None:
     """Keeps the process on the ``n`` least busy cores, unless affinity is unsupported, the user
     narrowed it already, or ``n`` covers every allowed core."""
-    global _WIDE_AFFINITY
     if not hasattr(os, "sched_getaffinity"):
         return None
     allowed = os.sched_getaffinity(0)
     if len(allowed) < (os.cpu_count() or len(allowed)) or n >= len(allowed):
         return None  # a user's taskset wins; or nothing to narrow
     cores = choose_cores(allowed, core_busy(), n, salt=os.getpid())
-    _WIDE_AFFINITY = tuple(sorted(allowed))
     os.sched_setaffinity(0, cores)
     return cores
+
+
+def _with_flag(flags: str, name: str, value: str) -> str:
+    """``XLA_FLAGS`` value ``flags`` with ``--name=value`` appended unless ``--name`` is already
+    there (a user's own setting wins; pure function)."""
+    if re.search(rf"(^|\s)--{name}(=|\s|$)", flags):
+        return flags
+    return (flags.strip() + f" --{name}={value}").strip()
+
+
+def xla_flags(flags: str, options: Mapping[str, object]) -> str:
+    """``XLA_FLAGS`` value ``flags`` with the compiler ``options`` (``{name: value}`` of XLA
+    debug options, e.g. ``{"xla_backend_optimization_level": 0}``) appended, each unless the
+    user set it (pure function)."""
+    for name, value in options.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        flags = _with_flag(flags, name, text)
+    return flags
+
+
+def configure_xla(options: Mapping[str, object] | None) -> dict[str, object] | None:
+    """Puts the compiler ``options`` into ``XLA_FLAGS`` before JAX's backend starts.
+
+    Returns:
+      the options in effect, ours or a user's own value of the same flag in ``XLA_FLAGS``
+      (``{}`` for XLA's defaults), or ``None`` when JAX's backend had already started (a
+      caller's process, e.g. a test session, whose settings then stand).
+    """
+    if backend_started():
+        return None
+    options = dict(options or {})
+    if not options:
+        return {}
+    flags = xla_flags(os.environ.get("XLA_FLAGS", ""), options)
+    os.environ["XLA_FLAGS"] = flags
+    return {name: _flag_value(flags, name, value) for name, value in options.items()}
+
+
+def _flag_value(flags: str, name: str, ours: object) -> object:
+    """The value of ``--name`` in ``flags``, typed like ``ours``."""
+    text = re.findall(rf"(?:^|\s)--{name}=(\S+)", flags)[-1]
+    if isinstance(ours, bool):
+        return text.lower() in ("true", "1")
+    return type(ours)(text) if isinstance(ours, int) else text
 
 
 def backend_started() -> bool:

@@ -1,5 +1,6 @@
-"""XLA CPU threads: ``--threads`` / ``$BANDITS_JAX_THREADS`` validation and the environment
-composition of :mod:`bandits_jax.threads` (a user's own settings always win)."""
+"""The command's process settings (:mod:`bandits_jax.cli.process`): ``--threads`` /
+``$BANDITS_JAX_THREADS`` validation, the environment composition of threads, host devices and XLA
+compiler options (a user's own settings always win), applied before JAX starts."""
 
 import os
 import subprocess
@@ -8,7 +9,8 @@ import warnings
 
 import pytest
 
-from bandits_jax import cli, threads
+from bandits_jax import cli
+from bandits_jax.cli import process as threads
 from bandits_jax.sim import chunks
 
 
@@ -88,7 +90,7 @@ SHARDED_EOFD = """
 import faulthandler, sys
 faulthandler.dump_traceback_later(240, exit=True)  # a deadlock fails the test, not the suite
 import os
-from bandits_jax import threads
+from bandits_jax.cli import process as threads
 os.environ["XLA_FLAGS"] = threads.host_device_flags(os.environ.get("XLA_FLAGS", ""), 2)
 threads.configure_threads(None, devices=2)
 import jax, jax.numpy as jnp
@@ -196,7 +198,7 @@ def test_configure_in_a_fresh_process_reaches_xla():
     """In a fresh process the variables are set before JAX starts, and JAX starts with them."""
     code = (
         "import os, jax.numpy as jnp\n"
-        "from bandits_jax import threads\n"
+        "from bandits_jax.cli import process as threads\n"
         "cfg = threads.configure_threads(None)\n"
         "jnp.ones(3).block_until_ready()\n"
         "cores = os.sched_getaffinity(0) if hasattr(os, 'sched_getaffinity') else None\n"
@@ -219,7 +221,7 @@ def test_configure_in_a_fresh_process_reaches_xla():
 
 AFFINITY_PROBE = (
     "import json, os, sys, jax.numpy as jnp\n"
-    "from bandits_jax import threads\n"
+    "from bandits_jax.cli import process as threads\n"
     "allowed = len(os.sched_getaffinity(0))\n"
     "# the machine's cores: the allowed ones (whole), or one more (the user narrowed the process,\n"
     "# as taskset does, to fewer cores than the machine has)\n"
@@ -270,3 +272,51 @@ def test_idle_cores_counts_cores_under_half_busy_and_at_least_one():
     assert threads.idle_cores({0: 0.95, 1: 0.9}, allowed=[0, 1]) == 1  # never 0
     assert threads.idle_cores({0: 0.0, 1: 0.0, 2: 0.0}, allowed=[1, 2]) == 2  # affinity only
     assert 1 <= threads.idle_cores() <= len(os.sched_getaffinity(0))
+
+
+def test_xla_options_become_flags_and_a_users_own_flag_wins():
+    options = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+    assert threads.xla_flags("", options).split() == [
+        "--xla_backend_optimization_level=0",
+        "--xla_cpu_use_fusion_emitters=false",
+    ]
+    users = "--xla_dump_to=/x --xla_backend_optimization_level=2"
+    assert threads.xla_flags(users, options).split() == [
+        "--xla_dump_to=/x",
+        "--xla_backend_optimization_level=2",  # the user's
+        "--xla_cpu_use_fusion_emitters=false",
+    ]
+    # a flag whose name only starts like ours is not ours
+    similar = "--xla_backend_optimization_level_x=1"
+    assert threads.xla_flags(similar, options).split()[:2] == [
+        similar,
+        "--xla_backend_optimization_level=0",
+    ]
+
+
+def test_configure_xla_before_and_after_jax_starts():
+    """In a fresh process the options are in ``XLA_FLAGS`` when JAX starts; once it has
+    started nothing changes and the caller is told (``None``)."""
+    code = (
+        "import os\n"
+        "from bandits_jax.cli import process\n"
+        "print(process.configure_xla({'xla_backend_optimization_level': 0,\n"
+        "                              'xla_cpu_use_fusion_emitters': False}))\n"
+        "import jax.numpy as jnp\n"
+        "jnp.ones(3).block_until_ready()\n"
+        "print(os.environ['XLA_FLAGS'])\n"
+        "print(process.configure_xla({'xla_backend_optimization_level': 1}))\n"
+        "print(os.environ['XLA_FLAGS'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["XLA_FLAGS"] = "--xla_cpu_use_fusion_emitters=true"  # a user's own: it wins, and says so
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    flags = "--xla_cpu_use_fusion_emitters=true --xla_backend_optimization_level=0"
+    assert out.stdout.splitlines() == [
+        "{'xla_backend_optimization_level': 0, 'xla_cpu_use_fusion_emitters': True}",
+        flags,
+        "None",
+        flags,
+    ]
