@@ -27,13 +27,10 @@ each root step are one variadic reduction. So there is no sort, gather or scatte
 CPU backend runs elementwise, and the K updates chain without re-sorting.
 
 Cost per rank-one update: O(n^2) per root step for all n roots together (1 + ``UNROLLED`` steps
-as a rule), an n x n matrix product for the tie reflection (skipped by a ``lax.cond`` when no
-group is reflected; under ``vmap`` both branches run) and, for K > 1, one for the basis ``Q``; no
-LAPACK call. The n x n reductions are written so that XLA's CPU backend vectorises them under
-IEEE semantics: the problem is padded to a multiple of ``LANES`` with inert entries, and each row
-is reduced first across ``LANES``-wide chunks (elementwise vector operations), then across the
-lanes. On one CPU core it beats LAPACK ``eigh`` for K = 1 (``benchmarks/eigh_batch.py``);
-for K = 4 the four chained updates cost more than one ``eigh`` of the small core.
+as a rule), an n x n product for the tie reflection (skipped by a ``lax.cond`` when no group is
+reflected) and, for K > 1, one for the basis ``Q``; no LAPACK call. The n x n reductions are
+padded to a multiple of ``LANES`` and reduced in ``LANES``-wide chunks, so that XLA's CPU backend
+vectorises them under IEEE semantics. ``docs/eofd.md`` has the comparison with LAPACK ``eigh``.
 
 References:
   J. R. Bunch, C. P. Nielsen, D. C. Sorensen, "Rank-one modification of the symmetric

@@ -1,98 +1,34 @@
 """EOFD-MLogB: OFUL-MLogB with a Frequent-Directions sketch of the Hessian.
 
-He et al., Algorithm 2 (with Algorithm 1 for the sketch), eq. (16)-(25). With
-``X = I_K kron x_t`` and the sketch ``Z_t = lam I + V diag(mu) V^T``, an update is one round of
-named steps (:func:`_update`); the sketch rule, a :class:`~bandits_jax.linalg.sketch.SketchRule`
-(data: a NamedTuple of pure functions from :mod:`bandits_jax.linalg`), supplies the
-sketch's part of each:
+He et al., "Efficient Multinomial Logistic Bandit via Frequent Directions", Algorithm 2 (with
+Algorithm 1 for the sketch), eq. (16)-(25). With ``X = I_K kron x_t`` and the sketch
+``Z_t = lam I + V diag(mu) V^T``, selection is Lemma 1's optimistic index (eq. 16 / 19) and an
+update is one round of named steps (:func:`_update`); the sketch rule, a
+:class:`~bandits_jax.linalg.sketch.SketchRule`, supplies the sketch's part of each:
 
-1. pass 1 (:func:`_pass1`): one product ``basis^T [X, w]``, then one orthonormal extension
-   ``X = V C + Q T`` (``rule.extend``, eq. 12-14) serves the whole round: both low-rank terms
-   (the surrogate at ``W_t``, the sketch term at ``W_{t+1}``) and the gradient
-   ``vec((sigma - y) x^T) = X (sigma - y)`` lie in ``span[V, Q]``;
-2. Newton step (:func:`_newton_step`): the surrogate ``Zt = Z_t + eta grad^2 l_t(W_t)``
-   (eq. 20-22) restricted to that span is ``lam I + diag(mu, 0) + A (eta grad sigma) A^T`` with
-   ``A = [C; T]``, a diagonal plus a rank-K term: the Woodbury step (eq. 8) and Lemma 2's dual
-   function (eq. 25, the same ``f(nu)``) are evaluated with the push-through Woodbury identity
-   on (m+K)-vectors, so the surrogate needs neither its eigenvectors as a D x (m+K) matrix nor
-   its eigendecomposition (the numpy reference takes eq. 21's SVD; the tests check both
-   agree). Putting ``eta grad sigma`` in the core directly (instead of ``P (eta D)^{1/2}`` of
-   eq. 21) means errata 4's negative-eigenvalue trap never arises;
-3. absorb (``rule.absorb``): Algorithm 1 absorbs ``grad^2 l_t(W_{t+1})`` with one
-   eigendecomposition of the (m+K) x (m+K) core in the same basis (eq. 12-15), small work;
-4. reject non-finite (:func:`~bandits_jax.learner_base.finite_floats`), on the small
-   quantities only (basis and w are finite by induction, Q is when x is): a rejected update
-   keeps the small state and maps the identity in pass 2, so the D-sized work is done once
-   either way;
-5. pass 2 and commit (``rule.commit``, :func:`_commit`): one product gives the new basis and
-   the step ``[V, Q] coef``; the small state is guarded (kept where rejected).
+1. pass 1 (:func:`_pass1`): one product ``basis^T [X, w]`` and one orthonormal extension
+   ``X = V C + Q T`` (``rule.extend``, eq. 12-14); the surrogate at ``W_t``, the sketch term at
+   ``W_{t+1}`` and the gradient all lie in ``span[V, Q]``;
+2. Newton step (:func:`_newton_step`): the surrogate ``Z_t + eta grad^2 l_t(W_t)`` (eq. 20-22) is
+   a diagonal plus a rank-K term in that span, so the Woodbury step (eq. 8) and Lemma 2's
+   projection (eq. 23-25) are solves on (m+K)-vectors;
+3. absorb (``rule.absorb``): Algorithm 1's FD update with ``grad^2 l_t(W_{t+1})`` (eq. 12-15);
+4. reject non-finite small quantities (a rejected update keeps the previous state);
+5. pass 2 and commit (``rule.commit``, :func:`_commit`): the new basis and the step.
 
 The update's status (``info.status``) is the :func:`bandits_jax.status.worst` of Lemma 2's root
-and step 3's eigensolve (``MAX_STEPS`` when a secular root hit its step cap), or ``NONFINITE``
-when the update is rejected.
+and step 3's eigensolve, or ``NONFINITE`` when the update is rejected.
 
-Sketch rules (the state always holds ``V = basis @ R``, :class:`EOFDState`):
-
-- Algorithm 1 every round, V formed every round (:func:`~bandits_jax.linalg.sketch.per_round_rule`,
-  ``spare_columns=0``; ``basis`` is V, ``R`` None): V is read three times per round
-  (``V^T [X, w]``, one D x (m+K) x (m+1) product forming the new V and the w step, the next
-  round's scores) and twice more only for a second Gram-Schmidt pass.
-- Algorithm 1 with a deferred basis rotation (:func:`~bandits_jax.linalg.sketch.deferred_rule`,
-  from K d = ``DEFER_MIN_DIM`` on by default): ``basis`` (K d x n, ``n = m + c``,
-  ``c = spare_columns``) orthonormal in its ``used`` columns and zero after them, ``R``
-  (n x m) small. After a truncation ``span V`` is a strict subspace of the used columns, so the
-  new direction is orthogonalised against the whole used basis (``X = basis P + Qb Tb``,
-  ``Qb`` written into the spare columns ``used .. used + K``) and the extension of step 1 is
-  taken in basis coordinates; the FD core is the same matrix as with an explicit V. A round
-  costs two passes over ``basis`` (two more only for a second Gram-Schmidt pass), the next
-  round's scores read it once more, and the K d x n x m product ``basis' R'`` is formed only
-  when the spare columns run out, once every ``c / K`` rounds (then ``basis = [V, 0]``,
-  ``R = I``, ``used = m``; :func:`bandits_jax.linalg.sketch.rebase`). A residual already in the
-  used basis adds no column (with ``m >= K d`` the basis is the identity and never grows). Each
-  pass reads ``m + c`` columns, so ``c`` trades passes against products, and the deferral adds
-  small fixed work: measured on one CPU core it pays only at large K d
-  (:func:`default_spare_columns`). The result is the same to rounding.
-- ``sketch_rule="fast"``: Fast Frequent Directions (Ghashami, Liberty, Phillips & Woodruff
-  2016, Algorithm 3) in EOFD's spectral form (:func:`bandits_jax.linalg.fast_fd.spectral_rule`),
-  for very large K d. The sketch holds up to a capacity ``c`` (``buffer_size``, default 2m) of
-  directions: each round's K new directions are added to the core without truncation (its
-  eigendecomposition is still taken every round, by K secular-equation updates, since the
-  Woodbury step, Lemma 1 and Lemma 2 need Z's eigenbasis); only when the next block would not
-  fit is the sketch shrunk to m directions by ``delta = lambda_{m+1}`` (added to ``rho``). FD's
-  ``G <= M <= G + rho I`` holds, with ``rho <= (tr M - tr G)/(m + 1)``, and
-  ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})`` as in the paper's telescoping. The rotation is
-  deferred (``basis``: K d x (c + K)), a round costs two passes over ``basis`` plus O(c^2 K)
-  small work, and the O(K d c m) product ``basis @ R`` is formed only at a shrink, once every
-  ``(c - m)/K`` rounds. Radius (eq. 36, Lemma 6): ``rho`` is the sum of the shrinks' deltas and
-  the rank is ``max(rank, 1)``, ``rank`` the number of sketch directions (between m and c once
-  filled; ``m ln(1 + a/m)`` grows with m). The robust regularisation works unchanged; an
-  adaptive size is rejected (the buffer already grows the rank between shrinks, and a rank kept
-  above m at a shrink leaves less room, so shrinks come more often until every round shrinks).
-  Speed: on a 2-core CPU at K d = 10^5, m = 100 (``python -m benchmarks.fast_fd``,
-  docs/bench/fast_fd.json) it was slower than the per-round rule (0.69x), which defers its
-  rotation too at that size: its passes read a wider basis (c + K = 201 columns against
-  m + m/4 = 125), they are memory-bound, and its core is up to twice as large. It does discard
-  less (a smaller ``rho`` at the same m).
-
-Options beyond Algorithm 2 (both off by default; the default is Algorithm 2 exactly):
-
-- ``regularization="robust"`` (Robust Frequent Directions, Luo, Chen, Zhang & Zhang, JMLR 2019):
-  ``Z_t = (lam + alpha_t) I + V diag(mu) V^T`` with ``alpha_t = rho_{1:t-1}/2``, half of the mass
-  the sketch discarded before round t (the ``rho`` the state holds when round t starts; round t's
-  own truncation enters ``Z_{t+1}``). The same ``lam_t = lam + alpha_t`` is used in every place Z
-  is: the surrogate and Woodbury step (eq. 8, 20-22), Lemma 2's projection (the part outside
-  ``span[V, Q]`` scales by ``lam_t/(lam_t + nu)``, eq. 23-25), Lemma 1's ``A(x)`` (eq. 16-19) and
-  the ``||W_{s+1} - W_s||_{Z_s}`` of eq. (36). FD's one-sided error ``G <= M <= G + rho I``
-  becomes two-sided, ``Z - rho/2 I <= lam I + M <= Z + rho/2 I``: the factor ``Delta_T`` of
-  Lemma 5/12 becomes ``(lam + rho)/(lam + rho/2) < 2``, the telescoping of Theorem 1 loses at most
-  ``2 S^2 rho_{1:T}``, and ``Delta_T = 1 + rho/(2 lam)`` bounds the distortion both ways
-  (derivation in :mod:`bandits_jax.mlogb.confidence`, applied to the theory/order radius).
-- an adaptive sketch size (the paper's closing remark): ``max_sketch_size=m_max`` and
-  ``delta_target=tau``. Arrays have the static capacity ``m_max``; the state's ``rank`` (int32,
-  starts at ``sketch_size``) is the active rank: weights beyond it are 0. At each truncation
-  the rank becomes the smallest ``r'`` in ``[rank, m_max]`` whose discarded eigenvalue keeps
-  ``Delta_t`` (``1 + rho/lam``, robust ``1 + rho/(2 lam)``) at or below ``tau`` (``m_max`` if
-  none), so the rank is non-decreasing. The radius uses the active rank.
+The state holds ``V = basis @ R`` (:class:`EOFDState`). Sketch rules: Algorithm 1 with V formed
+every round (``spare_columns=0``); Algorithm 1 with a deferred basis rotation (``basis`` has
+spare columns, ``R`` is small and ``basis @ R`` is formed once every ``c / K`` rounds; the
+default from K d = ``DEFER_MIN_DIM`` on); ``sketch_rule="fast"``, Fast Frequent Directions
+(Ghashami, Liberty, Phillips & Woodruff 2016). Options beyond Algorithm 2, off by default:
+``regularization="robust"`` (Robust FD, Luo, Chen, Zhang & Zhang 2019:
+``Z_t = (lam + rho_{1:t-1}/2) I + V diag(mu) V^T`` wherever Z is used) and an adaptive sketch
+size (``max_sketch_size``, ``delta_target``: the rank grows to keep ``Delta_t <= tau``; the
+paper's closing remark). ``docs/eofd.md`` has each step, rule and option in full, with the
+measurements behind the defaults.
 """
 
 from __future__ import annotations
