@@ -8,10 +8,10 @@ Shared conventions
 * A learner factory takes keyword-only arguments (``two_point_learner(dim=3)``,
   ``eofd(num_outcomes=2, dim=3, sketch_size=2)``) and closes over static choices
   (dimensions, sketch sizes, iteration caps). Numeric hyperparameters live in the state's
-  ``hparams`` field, so a grid of hyperparameters is a batch of states: every family has a
-  module-level constructor (``mlogb.hyperparams``, ``bco.two_point.hyperparams``,
-  ``bco.one_point.hyperparams``, ``bco.ensembles.dynamic_hyperparams`` /
-  ``universal_hyperparams``) whose array arguments broadcast into leading grid axes.
+  ``hparams`` field, so a grid of hyperparameters is a batch of states: every learner of both
+  families carries ``learner.hyperparams(...)``, its one builder, whose array arguments broadcast
+  into leading grid axes (for MLogB learners it is ``mlogb.hyperparams`` or the baseline's own
+  builder, e.g. ``mlogb.linucb_hyperparams``).
 * ``init(hparams) -> state`` in both families. A BCO learner's start is deterministic
   (``w_1 = 0``, or the box centre for Algorithm 4); all of its randomness enters through the key
   that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore
@@ -23,6 +23,9 @@ Shared conventions
   states keep it in ``state.info.status`` with the rest of the update's diagnostics and expose it
   as the read-only property ``status``. A rejected update keeps the previous state. BCO states
   also count failed updates (``status.is_failure``) in ``num_failures``.
+* Every family's ``interact(learner, env)`` (``mlogb.interact``, ``bco.interact``) returns the
+  same kind of step function, ``step(learner_state, env_state, key) -> (learner_state,
+  env_state, metrics)``, which ``bandits_jax.sim.make_rollout`` plays.
 * Outcome coding (MLogB): ``y`` is an integer in ``{0, ..., K}``; ``y = 0`` is the no-reward outcome
   (reward ``r_0 = 0``), ``y = k >= 1`` has reward ``hparams.rewards[k - 1]``. Eagerly, anything
   else (``1.7``, ``-1``, ``K + 1``) is a ``ValueError``; under ``jit`` it is a rejected update.
@@ -74,7 +77,9 @@ class MLogBLearner(Protocol):
     ``init(hparams) -> state``; ``scores(state, actions (N, d)) -> (N,)`` optimistic rewards;
     ``score_parts(state, actions) -> (estimate, bonus)``; ``select(state, actions, mask) -> index``
     (int32, ``mask`` (N,) bool marks the available actions); ``update(state, x (d,), y) -> state``
-    with ``y`` in ``{0..K}`` (module docstring). Static ``num_outcomes`` (K) and ``dim`` (d).
+    with ``y`` in ``{0..K}`` (module docstring); ``hyperparams(...)`` builds validated
+    hyperparameters (array arguments broadcast into grid axes). Static ``num_outcomes`` (K) and
+    ``dim`` (d).
     """
 
     num_outcomes: int
@@ -89,6 +94,8 @@ class MLogBLearner(Protocol):
     def select(self, state: PyTree, actions: Array, mask: Array | None = None) -> Array: ...
 
     def update(self, state: PyTree, x: Array, y: Array) -> PyTree: ...
+
+    def hyperparams(self, *args: Any, **kwargs: Any) -> PyTree: ...
 
 
 @runtime_checkable
@@ -138,22 +145,18 @@ class MLogBEnv(Protocol):
 
 @runtime_checkable
 class BCOEnv(Protocol):
-    """A BCO loss sequence (``envs.bco_losses``): nine functions and static constants.
+    """A BCO loss sequence: what a round of ``bandits_jax.bco.interact`` needs of it.
 
-    * ``init(key) -> env_state`` (round ``t = 0``); ``step(env_state) -> env_state`` (next round);
-    * ``loss(env_state, t, x (..., d)) -> f_t(x)``; ``grad(env_state, t, x) -> grad f_t(x)``;
-    * ``comparator(env_state, t) -> v_t`` (dynamic comparator, eq. 5.1);
-    * ``grad_variation(env_state, t)``: ``sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2`` (eq. 1.1);
-    * ``min_loss_plus(env_state, t)``: ``min_{X+} f_t`` (for ``F_T``, eq. 3.5);
-    * ``best_fixed_point(env_state, T) -> (x*, status)``: ``argmin_X sum_{t<T} f_t``;
-    * ``grad_variance(env_state, T) -> W_T`` (eq. 3.4; NaN where not available).
+    * ``init(key) -> env_state`` (round ``t = 0``; the state has ``t``, the round index);
+    * ``step(env_state) -> env_state`` (next round);
+    * ``loss(env_state, t, x (..., d)) -> f_t(x)`` (batched over the leading axes of ``x``);
+    * ``domain``: the feasible set (:func:`bandits_jax.bco.ball` or :func:`bandits_jax.bco.box`).
 
-    Constants: ``domain``, ``d`` (also ``dim``), ``lam``, ``smoothness``, ``lipschitz``,
-    ``variation_exact``, ``name``.
+    The families of :mod:`bandits_jax.envs.bco_losses` also have the optional
+    :class:`BCOAnalysis` part, which only the regret bookkeeping reads.
     """
 
     domain: Any
-    d: int
 
     def init(self, key: Array) -> PyTree: ...
 
@@ -161,7 +164,22 @@ class BCOEnv(Protocol):
 
     def loss(self, state: PyTree, t: Array, x: Array) -> Array: ...
 
-    def grad(self, state: PyTree, t: Array, x: Array) -> Array: ...
+
+@runtime_checkable
+class BCOAnalysis(Protocol):
+    """The optional analysis part of a BCO loss sequence (``bandits_jax.bco.summarize``), for
+    oblivious sequences whose ``f_t`` is a function of ``(initial state, t)``:
+
+    * ``comparator(env_state, t) -> v_t`` (dynamic comparator, eq. 5.1);
+    * ``grad_variation(env_state, t)``: ``sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2`` (eq. 1.1);
+    * ``min_loss_plus(env_state, t)``: ``min_{X+} f_t`` (for ``F_T``, eq. 3.5);
+    * ``best_fixed_point(env_state, T) -> (x*, status)``: ``argmin_X sum_{t<T} f_t``;
+    * ``grad_variance(env_state, T) -> W_T`` (eq. 3.4; NaN where not available).
+
+    Without it a run still plays; the quantities that need it are NaN. The families of
+    :mod:`bandits_jax.envs.bco_losses` also carry ``grad`` and constants (``d``, ``lam``,
+    ``smoothness``, ``lipschitz``, ``variation_exact``, ``name``) for their theorems' settings.
+    """
 
     def comparator(self, state: PyTree, t: Array) -> Array: ...
 
@@ -175,6 +193,7 @@ class BCOEnv(Protocol):
 
 
 __all__ = [
+    "BCOAnalysis",
     "BCOEnv",
     "BCOLearner",
     "LearnerState",

@@ -8,7 +8,7 @@ figures, ``--out DIR`` for the PNG). float64. The studies live in ``bandits_jax.
 tuning of the step-size scale); this script plays them without checkpoints through the shared
 chunked runner (rounds in ``lax.scan``, seeds and V_T-grid points by ``vmap``); regret is the
 static regret against the best fixed point in hindsight
-(``bandits_jax.bco.interact.summarize``), loss charged = mean of the two queried values.
+(``bandits_jax.bco.summarize``), loss charged = mean of the two queried values.
 
 Families (benign: the optimum lies on the boundary of the unit ball with a non-zero gradient):
 
@@ -77,7 +77,7 @@ def main(argv=None):
     if args.out:
         import os
 
-        from bandits_jax import plotting
+        from bandits_jax.cli import plotting
 
         os.makedirs(args.out, exist_ok=True)
         path = os.path.join(args.out, "bco_dimension.png")

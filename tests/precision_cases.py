@@ -183,9 +183,8 @@ def _box():
     lo, hi = -np.ones(BCO_DIM), np.ones(BCO_DIM)
     return (
         lambda: op.box_ftrl(dim=BCO_DIM),
-        lambda learner, domain: op.hyperparams(
-            dim=BCO_DIM, eta=0.1, lower=lo.astype(domain.radius.dtype),
-            upper=hi.astype(domain.radius.dtype),
+        lambda learner, domain: learner.hyperparams(
+            0.1, lo.astype(domain.radius.dtype), hi.astype(domain.radius.dtype)
         ),
     )  # fmt: skip
 

@@ -75,7 +75,7 @@ def _sphere(schedule, **kw):
 def _box_hp(dtype, grid):
     eta = np.asarray([0.05, 0.2]) if grid else 0.1
     lo, hi = -np.ones(D, np.dtype(dtype)), 2 * np.ones(D, np.dtype(dtype))
-    return op.hyperparams(dim=D, eta=eta, lower=lo, upper=hi)
+    return op.box_ftrl(dim=D).hyperparams(eta, lo, hi)
 
 
 _DYN = ens.dynamic_ensemble(dim=D)
@@ -503,7 +503,7 @@ def test_no_compatibility_aliases():
     """Version 0.2.0 dropped the aliases of the renames (CHANGELOG): the old names are gone and
     the concrete learner tuples do not take the protocols' names."""
     from bandits_jax import bco
-    from bandits_jax.bco import interact as bint
+    from bandits_jax.bco import rounds as bint
 
     for mod, name in [
         (tp, "TwoPointHParams"),

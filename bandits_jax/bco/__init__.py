@@ -1,24 +1,23 @@
 """Bandit convex optimisation with gradient variation.
 
 Paper: "Improved Dimension Dependence for Bandit Convex Optimization with Gradient Variation".
-The learners follow ``bandits_jax.protocols.BCOLearner``. Modules: ``domains`` (Assumption 1
-geometry, projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with
-optimism, the sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and
-the Chiang et al. 2013 baseline, as optax stateful schedules), ``two_point`` (Algorithms 1 and 3,
-and their steps as optax transformations), ``interact`` (runner step and regret bookkeeping),
-``one_point`` (Algorithms 2/4 on boxes), ``meta`` (Optimistic-Hedge and Optimistic-Adapt-ML-Prod),
-``ensembles`` (Algorithms 5/6) and ``checks`` (validation, guards, tree stacking).
+The learners follow ``bandits_jax.protocols.BCOLearner``; :func:`interact` (``rounds``) plays
+them on any ``bandits_jax.protocols.BCOEnv``. Modules: ``domains`` (Assumption 1 geometry,
+projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with optimism, the
+sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and the Chiang et
+al. 2013 baseline, as optax stateful schedules), ``two_point`` (Algorithms 1 and 3, and their
+steps as optax transformations), ``rounds`` (the runner step :func:`interact` and the regret
+bookkeeping :func:`summarize`), ``one_point`` (Algorithms 2/4 on boxes), ``meta``
+(Optimistic-Hedge and Optimistic-Adapt-ML-Prod) and ``ensembles`` (Algorithms 5/6).
 """
 
-from bandits_jax.bco import ensembles, one_point, schedules, two_point
+from bandits_jax.bco import ensembles, one_point, rounds, schedules, two_point
 from bandits_jax.bco.domains import Ball, Box, ball, box, project
 from bandits_jax.bco.ensembles import (
     DynamicState,
     UniversalState,
     dynamic_ensemble,
-    dynamic_hyperparams,
     universal_ensemble,
-    universal_hyperparams,
 )
 from bandits_jax.bco.estimators import (
     coordinate_estimate,
@@ -28,10 +27,6 @@ from bandits_jax.bco.estimators import (
     sphere_estimate,
     sphere_queries,
 )
-
-# ``interact`` (the runner step) is reached as ``bandits_jax.bco.interact.interact``: re-exporting
-# the function here would shadow the submodule of the same name.
-from bandits_jax.bco.interact import BCOMetrics, BCOSummary, hindsight_loss, regret_curve, summarize
 from bandits_jax.bco.meta import (
     AdaptMLProdState,
     OptimisticHedgeState,
@@ -40,7 +35,15 @@ from bandits_jax.bco.meta import (
     optimistic_hedge_init,
     optimistic_hedge_update,
 )
-from bandits_jax.bco.one_point import BoxFTRLState, box_ftrl, box_ftrl_hparams
+from bandits_jax.bco.one_point import BoxFTRLState, box_ftrl
+from bandits_jax.bco.rounds import (
+    BCOMetrics,
+    BCOSummary,
+    hindsight_loss,
+    interact,
+    regret_curve,
+    summarize,
+)
 from bandits_jax.bco.schedules import (
     PRESETS,
     Preset,
@@ -72,6 +75,7 @@ __all__ = [
     "VariationSchedule",
     "ensembles",
     "one_point",
+    "rounds",
     "optimistic_ogd",
     "projected_gd",
     "schedules",
@@ -85,13 +89,10 @@ __all__ = [
     "adapt_ml_prod_init",
     "adapt_ml_prod_update",
     "box_ftrl",
-    "box_ftrl_hparams",
     "dynamic_ensemble",
-    "dynamic_hyperparams",
     "optimistic_hedge_init",
     "optimistic_hedge_update",
     "universal_ensemble",
-    "universal_hyperparams",
     "Ball",
     "Box",
     "CoordAux",
@@ -112,6 +113,7 @@ __all__ = [
     "exploration",
     "from_preset",
     "hindsight_loss",
+    "interact",
     "oogd_step",
     "preset_learner",
     "project",

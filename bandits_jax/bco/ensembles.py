@@ -258,7 +258,7 @@ def _dynamic_point(*, dim, domain, horizon, smoothness, preset, etas, gamma, c0,
     return DynamicHyperparams(domain, *_scalars(dtype, delta_v, xi_v, etas, gamma, c0))
 
 
-def dynamic_hyperparams(
+def _dynamic_hyperparams(
     dim: int,
     domain,
     *,
@@ -270,24 +270,7 @@ def dynamic_hyperparams(
     c0=None,
     delta=None,
 ) -> DynamicHyperparams:
-    """Builds :class:`DynamicHyperparams` with eager validation.
-
-    ``horizon``, ``smoothness``, ``gamma``, ``c0`` and ``delta`` may be arrays: they broadcast
-    into leading grid axes (module docstring).
-
-    Args:
-      dim: dimension.
-      domain: ``Ball`` or ``Box`` (its dtype is the run's dtype).
-      horizon: ``T`` (an int).
-      smoothness: ``L`` (``max(L, 1)`` is used).
-      preset: ``"theorem"`` (pool E.1, Theorem 9's ``gamma, C0``) or ``"practical"`` (pool
-        ``1e-3 * 2^k``, ``gamma, C0`` times 0.01).
-      etas, gamma, c0: explicit values overriding the preset.
-      delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
-
-    Raises:
-      ValueError: naming the argument.
-    """
+    """The builder behind ``dynamic_ensemble(dim=...).hyperparams`` (its docstring)."""
     dim = checks.check_int("dim", dim)
     _check_preset(preset)
     gridded = dict(horizon=horizon, smoothness=smoothness, gamma=gamma, c0=c0, delta=delta)
@@ -301,13 +284,51 @@ def dynamic_ensemble(*, dim: int) -> Learner:
       dim: dimension (static).
 
     Returns:
-      A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon, ...)`` is
-      :func:`dynamic_hyperparams` for this ``dim``.
+      A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon,
+      smoothness=1.0, preset="theorem", etas=None, gamma=None, c0=None, delta=None)`` builds its
+      hyperparameters (array arguments broadcast into grid axes).
     """
     d = checks.check_int("dim", dim)
 
-    def make_hparams(domain, **kw) -> DynamicHyperparams:
-        return dynamic_hyperparams(d, domain, **kw)
+    def hyperparams(
+        domain,
+        *,
+        horizon,
+        smoothness=1.0,
+        preset: str = "theorem",
+        etas=None,
+        gamma=None,
+        c0=None,
+        delta=None,
+    ) -> DynamicHyperparams:
+        """Builds :class:`DynamicHyperparams` for this learner's ``dim``, with eager validation.
+
+        ``horizon``, ``smoothness``, ``gamma``, ``c0`` and ``delta`` may be arrays: they broadcast
+        into leading grid axes (module docstring).
+
+        Args:
+          domain: ``Ball`` or ``Box`` (its dtype is the run's dtype).
+          horizon: ``T`` (an int).
+          smoothness: ``L`` (``max(L, 1)`` is used).
+          preset: ``"theorem"`` (pool E.1, Theorem 9's ``gamma, C0``) or ``"practical"`` (pool
+            ``1e-3 * 2^k``, ``gamma, C0`` times 0.01).
+          etas, gamma, c0: explicit values overriding the preset.
+          delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
+
+        Raises:
+          ValueError: naming the argument.
+        """
+        return _dynamic_hyperparams(
+            d,
+            domain,
+            horizon=horizon,
+            smoothness=smoothness,
+            preset=preset,
+            etas=etas,
+            gamma=gamma,
+            c0=c0,
+            delta=delta,
+        )
 
     def init(hp: DynamicHyperparams) -> DynamicState:
         check_hparams(hp, DynamicHyperparams, d)
@@ -346,7 +367,7 @@ def dynamic_ensemble(*, dim: int) -> Learner:
         )
         return accept(state, new, all_finite(values, err_sq, base_w, hedge.weights))
 
-    return assemble(init, query_coordinates, update, make_hparams, d)
+    return assemble(init, query_coordinates, update, hyperparams, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,7 +493,7 @@ def _universal_point(
     )
 
 
-def universal_hyperparams(
+def _universal_hyperparams(
     dim: int,
     domain,
     *,
@@ -486,28 +507,7 @@ def universal_hyperparams(
     lr_cap=0.125,
     delta=None,
 ) -> UniversalHyperparams:
-    """Builds :class:`UniversalHyperparams` with eager validation.
-
-    ``horizon``, ``lipschitz``, ``smoothness``, ``meta_scale``, ``lr_cap`` and ``delta`` may be
-    arrays: they broadcast into leading grid axes (module docstring).
-
-    Args:
-      dim: dimension.
-      domain: ``Ball`` or ``Box``.
-      horizon: ``T`` (an int).
-      lipschitz: ``G`` (enters the meta-loss normaliser).
-      smoothness: ``L`` (``max(L, 1)`` is used for ``delta``).
-      preset: ``"theorem"`` (``meta_scale = 1``) or ``"practical"`` (``meta_scale = 30``).
-      lams: the strongly convex pool (default E.6).
-      meta_scale: explicit meta-loss multiplier overriding the preset.
-      cvx_offsets: the two offsets under the convex/linear learners' square roots (default
-        ``(d^2, d^2)``, Table 2).
-      lr_cap: E.9's cap.
-      delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
-
-    Raises:
-      ValueError: naming the argument.
-    """
+    """The builder behind ``universal_ensemble(dim=...).hyperparams`` (its docstring)."""
     dim = checks.check_int("dim", dim)
     _check_preset(preset)
     gridded = dict(
@@ -650,15 +650,62 @@ def universal_ensemble(
 
     Returns:
       A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon, lipschitz,
-      ...)`` is :func:`universal_hyperparams` for this ``dim``.
+      smoothness=1.0, preset="theorem", lams=None, meta_scale=None, cvx_offsets=None,
+      lr_cap=0.125, delta=None)`` builds its hyperparameters (array arguments broadcast into grid
+      axes).
     """
     d = checks.check_int("dim", dim)
     if optimism not in OPTIMISM_MODES:
         raise ValueError(f"optimism: expected one of {OPTIMISM_MODES}, got {optimism!r}")
     fixed_point_steps = checks.check_int("fixed_point_steps", fixed_point_steps)
 
-    def make_hparams(domain, **kw) -> UniversalHyperparams:
-        return universal_hyperparams(d, domain, **kw)
+    def hyperparams(
+        domain,
+        *,
+        horizon,
+        lipschitz,
+        smoothness=1.0,
+        preset: str = "theorem",
+        lams=None,
+        meta_scale=None,
+        cvx_offsets=None,
+        lr_cap=0.125,
+        delta=None,
+    ) -> UniversalHyperparams:
+        """Builds :class:`UniversalHyperparams` for this learner's ``dim``, with eager validation.
+
+        ``horizon``, ``lipschitz``, ``smoothness``, ``meta_scale``, ``lr_cap`` and ``delta`` may be
+        arrays: they broadcast into leading grid axes (module docstring).
+
+        Args:
+          domain: ``Ball`` or ``Box``.
+          horizon: ``T`` (an int).
+          lipschitz: ``G`` (enters the meta-loss normaliser).
+          smoothness: ``L`` (``max(L, 1)`` is used for ``delta``).
+          preset: ``"theorem"`` (``meta_scale = 1``) or ``"practical"`` (``meta_scale = 30``).
+          lams: the strongly convex pool (default E.6).
+          meta_scale: explicit meta-loss multiplier overriding the preset.
+          cvx_offsets: the two offsets under the convex/linear learners' square roots (default
+            ``(d^2, d^2)``, Table 2).
+          lr_cap: E.9's cap.
+          delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
+
+        Raises:
+          ValueError: naming the argument.
+        """
+        return _universal_hyperparams(
+            d,
+            domain,
+            horizon=horizon,
+            lipschitz=lipschitz,
+            smoothness=smoothness,
+            preset=preset,
+            lams=lams,
+            meta_scale=meta_scale,
+            cvx_offsets=cvx_offsets,
+            lr_cap=lr_cap,
+            delta=delta,
+        )
 
     def init(hp: UniversalHyperparams) -> UniversalState:
         return _universal_init(hp, d)
@@ -666,7 +713,7 @@ def universal_ensemble(
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
         return _universal_update(state, aux, values, d, optimism, fixed_point_steps)
 
-    return assemble(init, query_coordinates, update, make_hparams, d)
+    return assemble(init, query_coordinates, update, hyperparams, d)
 
 
 __all__ = [
@@ -677,11 +724,9 @@ __all__ = [
     "UniversalHyperparams",
     "UniversalState",
     "dynamic_ensemble",
-    "dynamic_hyperparams",
     "practical_step_pool",
     "strongly_convex_pool",
     "theorem9_meta_constants",
     "theorem_step_pool",
     "universal_ensemble",
-    "universal_hyperparams",
 ]

@@ -149,31 +149,11 @@ def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
     )
 
 
-def box_ftrl_hparams(
-    eta: jax.typing.ArrayLike,
-    lower: jax.typing.ArrayLike,
-    upper: jax.typing.ArrayLike,
-    *,
-    optimism_cap: jax.typing.ArrayLike = 0.9,
-) -> BoxFTRLHyperparams:
-    """Builds and validates :class:`BoxFTRLHyperparams` (eagerly, on concrete values).
-
-    ``eta`` and ``optimism_cap`` may be arrays: they broadcast into leading grid axes (the faces
-    are repeated along them), each grid point validated on its own.
-
-    Raises:
-      ValueError: ``eta <= 0`` or non-finite, ``lower``/``upper`` not of the same shape ``(d,)``,
-        an empty box (``a_i >= b_i``) or non-finite faces, ``optimism_cap`` outside ``(0, 1)``.
-    """
-    return grid(
-        _scalar_hparams, {"eta": eta, "optimism_cap": optimism_cap}, lower=lower, upper=upper
-    )
-
-
-def hyperparams(*, dim: int, eta, lower, upper, optimism_cap=0.9) -> BoxFTRLHyperparams:
-    """Keyword form of :func:`box_ftrl_hparams` with a check of the dimension ``dim``."""
-    dim = checks.check_int("dim", dim)
-    hp = box_ftrl_hparams(eta, lower, upper, optimism_cap=optimism_cap)
+def _hyperparams(dim: int, eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
+    """The builder behind ``box_ftrl(dim=...).hyperparams``: ``eta`` and ``optimism_cap`` broadcast
+    into leading grid axes (the faces are repeated along them), each point validated on its own,
+    and the faces must have shape ``(dim,)``."""
+    hp = grid(_scalar_hparams, {"eta": eta, "optimism_cap": optimism_cap}, lower=lower, upper=upper)
     if hp.lower.shape[-1] != dim:
         raise ValueError(f"lower, upper: expected shape ({dim},), got {hp.lower.shape}")
     return hp
@@ -377,8 +357,8 @@ def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
     Returns:
       :class:`bandits_jax.learner_base.Learner` with ``init(hparams)``,
       ``query(state, key) -> (points (1, d), aux)``, ``update(state, aux, values (1,))`` and
-      ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (:func:`box_ftrl_hparams` plus a
-      dimension check).
+      ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (array arguments broadcast into grid
+      axes).
     """
     dim = checks.check_int("dim", dim)
     max_steps = checks.check_int("max_steps", max_steps)
@@ -392,10 +372,20 @@ def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
     def update(state: BoxFTRLState, aux: OnePointAux, values: jax.Array) -> BoxFTRLState:
         return _box_ftrl_update(state, aux, values, dim, max_steps)
 
-    def make_hparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHyperparams:
-        return hyperparams(dim=dim, eta=eta, lower=lower, upper=upper, optimism_cap=optimism_cap)
+    def hyperparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHyperparams:
+        """Builds and validates :class:`BoxFTRLHyperparams` (eagerly, on concrete values).
 
-    return assemble(init, query, update, make_hparams, dim)
+        ``eta`` and ``optimism_cap`` may be arrays: they broadcast into leading grid axes (the
+        faces are repeated along them), each grid point validated on its own.
+
+        Raises:
+          ValueError: ``eta <= 0`` or non-finite, ``lower``/``upper`` not of the same shape
+            ``(d,)`` (this learner's ``dim``), an empty box (``a_i >= b_i``) or non-finite faces,
+            ``optimism_cap`` outside ``(0, 1)``.
+        """
+        return _hyperparams(dim, eta, lower, upper, optimism_cap)
+
+    return assemble(init, query, update, hyperparams, dim)
 
 
 __all__ = [
@@ -404,10 +394,8 @@ __all__ = [
     "OnePointAux",
     "barrier_sqrt_hessian",
     "box_ftrl",
-    "box_ftrl_hparams",
     "capped_buffer_difference",
     "face_distances",
-    "hyperparams",
     "point_from_theta",
     "scaled_optimality",
     "solve_theta",

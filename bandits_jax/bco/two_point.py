@@ -16,8 +16,8 @@ f(w-delta u)) u``, ``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
 Protocol (``bandits_jax.protocols.BCOLearner``): a learner is a NamedTuple of pure functions
 ``init(hparams) -> state`` (deterministic start; no key),
 ``query(state, key) -> (points (2, d), aux)``, ``update(state, aux, values (2,)) -> state`` and
-``hyperparams(domain, ...) -> hparams`` (eager validation; the module-level :func:`hyperparams`
-takes arrays and broadcasts them into a grid). Non-finite observations (or a non-finite update)
+``hyperparams(domain, *, horizon, ...) -> hparams`` (eager validation; array arguments
+broadcast into leading grid axes). Non-finite observations (or a non-finite update)
 leave the whole learner state unchanged and set ``status = NONFINITE``
 (:class:`bandits_jax.status.Status`); ``num_failures`` counts such rounds. ``status`` is
 ``CONVERGED`` after a good update.
@@ -149,37 +149,11 @@ def _scalar_hyperparams(
     return TwoPointHyperparams(domain, jnp.asarray(delta_v, dtype), jnp.asarray(xi_v, dtype), sp)
 
 
-def hyperparams(
-    *,
-    dim: int,
-    schedule: str,
-    domain: dom.Domain,
-    horizon,
-    lam=None,
-    smoothness=1.0,
-    lipschitz=1.0,
-    scale=1.0,
-    offset=None,
-    delta=None,
+def _hyperparams(
+    *, dim, schedule, domain, horizon, lam, smoothness, lipschitz, scale, offset, delta
 ) -> TwoPointHyperparams:
-    """Builds :class:`TwoPointHyperparams` for a schedule kind with eager validation.
-
-    Numeric arguments may be arrays: they broadcast against each other into leading grid axes
-    (as ``mlogb.hyperparams``), each grid point validated on its own.
-
-    Args:
-      dim: dimension.
-      schedule: schedule kind (``schedules.KINDS``).
-      domain: a ``Ball`` or ``Box`` (its dtype is the run's dtype).
-      horizon: ``T`` (an int; enters ``delta`` and Theorem 1's constant).
-      lam, smoothness, lipschitz, scale, offset: see ``schedules.schedule_params``.
-      delta: explicit exploration radius (default: the theorem's ``1/(2 d^2 L T R)``); always
-        raised to ``estimators.delta_floor(dtype, R)``.
-
-    Raises:
-      ValueError: naming the argument (dimension mismatch, ``R <= 0``, ``lambda <= 0``, NaN, a
-        float horizon, ...).
-    """
+    """The builder behind every two-point learner's ``hyperparams`` (:func:`_make_hparams_method`):
+    the numeric arguments broadcast into leading grid axes, one validated point at a time."""
     dim = checks.check_int("dim", dim)
     if schedule not in sch.KINDS:
         raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
@@ -252,10 +226,48 @@ def coordinate_feedback(g_tilde: Array, aux: CoordAux, values: Array) -> tuple[A
 
 
 def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHyperparams]:
-    def make_hparams(domain, **kw) -> TwoPointHyperparams:
-        return hyperparams(dim=dim, schedule=schedule, domain=domain, **kw)
+    def hyperparams(
+        domain: dom.Domain,
+        *,
+        horizon,
+        lam=None,
+        smoothness=1.0,
+        lipschitz=1.0,
+        scale=1.0,
+        offset=None,
+        delta=None,
+    ) -> TwoPointHyperparams:
+        """Builds :class:`TwoPointHyperparams` for this learner's ``dim`` and schedule kind, with
+        eager validation.
 
-    return make_hparams
+        Numeric arguments may be arrays: they broadcast against each other into leading grid
+        axes (as ``mlogb.hyperparams``), each grid point validated on its own.
+
+        Args:
+          domain: a ``Ball`` or ``Box`` (its dtype is the run's dtype).
+          horizon: ``T`` (an int; enters ``delta`` and Theorem 1's constant).
+          lam, smoothness, lipschitz, scale, offset: see ``schedules.schedule_params``.
+          delta: explicit exploration radius (default: the theorem's ``1/(2 d^2 L T R)``);
+            always raised to ``estimators.delta_floor(dtype, R)``.
+
+        Raises:
+          ValueError: naming the argument (dimension mismatch, ``R <= 0``, ``lambda <= 0``,
+            NaN, a float horizon, ...).
+        """
+        return _hyperparams(
+            dim=dim,
+            schedule=schedule,
+            domain=domain,
+            horizon=horizon,
+            lam=lam,
+            smoothness=smoothness,
+            lipschitz=lipschitz,
+            scale=scale,
+            offset=offset,
+            delta=delta,
+        )
+
+    return hyperparams
 
 
 def two_point_learner(*, dim: int, schedule: str = sch.VARIANCE) -> Learner:
@@ -268,7 +280,9 @@ def two_point_learner(*, dim: int, schedule: str = sch.VARIANCE) -> Learner:
         Chiang et al. 2013 baseline (a reconstruction; see ``schedules``).
 
     Returns:
-      A :class:`Learner`; ``hyperparams(domain, *, horizon, ...)`` as in :func:`hyperparams`.
+      A :class:`Learner`; ``hyperparams(domain, *, horizon, lam=None, smoothness=1.0,
+      lipschitz=1.0, scale=1.0, offset=None, delta=None)`` builds its hyperparameters (array
+      arguments broadcast into grid axes).
     """
     d = check_factory(dim, schedule)
 
@@ -344,8 +358,8 @@ def from_preset(
     theorems' settings (``scale = 1``; ``"alg1_thm3"``, ``R / sqrt(d^2 + Vbar)``, is the step that
     shows gradient-variation behaviour for realistic ``T``); ``"sphere"`` and ``"sphere_thm8"``
     give Algorithm 3 with ``R / (G sqrt(d t))`` and ``1 / (lambda t)``. The command's
-    ``--learners`` use the same names. ``kw`` goes to :func:`hyperparams` (``horizon`` is
-    required; ``scale``/``offset`` override the preset's).
+    ``--learners`` use the same names. ``kw`` goes to the learner's ``hyperparams`` (``horizon``
+    is required; ``scale``/``offset`` override the preset's).
     """
     p = sch.preset(name)
     kw.setdefault("scale", p.scale)

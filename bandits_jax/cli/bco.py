@@ -6,7 +6,7 @@ claims. ``python -m benchmarks.bco_dimension`` runs the same studies.
 Every run goes through the shared chunked runner (``bandits_jax.sim.chunks.run_chunked``: rounds
 in ``lax.scan`` chunks with progress and checkpoints, (scale, V_T point, seed) runs flattened
 into one ``vmap``-ed batch); regret is the static regret against the best fixed point in
-hindsight (``bandits_jax.bco.interact.summarize``), loss charged = mean of the two queried
+hindsight (``bandits_jax.bco.summarize``), loss charged = mean of the two queried
 values.
 
 Families (benign: the optimum lies on the boundary of the unit ball with a non-zero gradient):
@@ -184,7 +184,7 @@ def _game(name: str, env: Any, T: int) -> _Game:
     import jax
     import jax.numpy as jnp
 
-    from bandits_jax.bco import interact as bint
+    from bandits_jax.bco import rounds as bint
     from bandits_jax.sim.runner import RunState
 
     learner = bco_learner(name, env.d)
@@ -506,7 +506,7 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``bco``: the studies, their figures, tables and summary; returns the exit status."""
     import jax.numpy as jnp
 
-    from bandits_jax import plotting
+    from bandits_jax.cli import plotting
     from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import Progress
 

@@ -185,7 +185,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
     import jax.numpy as jnp
 
     from bandits_jax import mlogb
-    from bandits_jax.bco import interact as bint
+    from bandits_jax.bco import rounds as bint
     from bandits_jax.sim import sweep
 
     plan = args.plan
@@ -393,7 +393,7 @@ def _timing(args, exps: list, tune, total_runs: int, tune_seeds: list[int], T: i
 def _write(args, out: pathlib.Path, res, timing: dict, tune_seeds, eval_seeds, T: int) -> None:
     """Writes ``sweep.csv``, ``sweep.json``, the figures and ``sweep_summary.txt`` (also
     printed), then lists what was written."""
-    from bandits_jax import plotting
+    from bandits_jax.cli import plotting
     from bandits_jax.sim import sweep
 
     from . import compile_cache_report, compile_cache_text, write_outputs

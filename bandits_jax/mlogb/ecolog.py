@@ -503,6 +503,7 @@ def ecolog(
         init,
         functools.partial(_ecolog_score_parts, d=d),
         functools.partial(_ecolog_update, d=d, max_steps=max_steps, squared=squared),
+        hyperparams=ecolog_hyperparams,
     )
 
 

@@ -3,7 +3,9 @@
 A learner (DESIGN.md) is a NamedTuple of pure functions closed over static choices:
 ``init(hparams) -> state``, ``scores(state, actions) -> (N,)`` optimistic rewards R_t(x),
 ``score_parts(state, actions) -> (estimate, bonus)``, ``select(state, actions, mask) -> index``,
-``update(state, x, y) -> state``. Every state has ``W`` (K, d), ``rho``, ``t`` (completed updates),
+``update(state, x, y) -> state``, and ``hyperparams(...)``, the learner's hyperparameter builder
+(``mlogb.hyperparams`` for EOFD, OFUL and greedy; array arguments broadcast into grid axes).
+Every state has ``W`` (K, d), ``rho``, ``t`` (completed updates),
 ``hparams`` and ``info`` (:class:`UpdateInfo` of the last update), and the read-only ``status``
 (``info.status``, :data:`status_property`), where BCO states keep theirs as a field.
 """
@@ -21,6 +23,7 @@ from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
 from bandits_jax.learner_base import compiled, finite_floats, status_of
 from bandits_jax.mlogb import bonus, confidence
+from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
 from bandits_jax.protocols import MLogBLearner  # noqa: F401 (the protocol; annotations)
 from bandits_jax.status import (
     BAD_OUTCOME,
@@ -71,6 +74,7 @@ class MLogBFunctions(NamedTuple):
     score_parts: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]
     select: Callable[..., jax.Array]
     update: Callable[[Any, jax.Array, jax.Array], Any]
+    hyperparams: Callable[..., Any]
     num_outcomes: int
     dim: int
 
@@ -201,6 +205,7 @@ def assemble(
     a_matrices: Callable[[Any, jax.Array], jax.Array],
     update: Callable[[Any, jax.Array, jax.Array], Any],
     radius: Callable[[Any], jax.Array] | None = None,
+    hyperparams: Callable[..., Any] = _mlogb_hyperparams,
 ) -> MLogBFunctions:
     """Builds the learner's scoring functions around its ``A(x)`` matrices (eq. 10/19, Lemma 1).
 
@@ -210,6 +215,7 @@ def assemble(
       a_matrices: ``(state, actions (N, d)) -> (N, K, K)`` matrices
         ``(I_K kron x)^T Z^{-1} (I_K kron x)``.
       radius: ``state -> beta`` when not :func:`radius_of` with ``rank`` (robust/adaptive EOFD).
+      hyperparams: the learner's hyperparameter builder (default ``mlogb.hyperparams``).
     """
     K, d = num_outcomes, dim
 
@@ -231,6 +237,7 @@ def assemble(
         score_parts,
         update_in_ball,
         scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
+        hyperparams=hyperparams,
     )
 
 
@@ -242,11 +249,13 @@ def from_score_parts(
     update: Callable[[Any, jax.Array, jax.Array], Any],
     *,
     scores: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
+    hyperparams: Callable[..., Any] = _mlogb_hyperparams,
 ) -> MLogBFunctions:
     """A learner from its ``score_parts``: ``select`` is the tie-broken argmax of
     ``estimate + bonus`` over the valid actions, ``scores`` is ``scores(estimate, bonus)``
-    (default their sum). Used by every MLogB learner (:func:`assemble` for those with Lemma 1's
-    ``A(x)``).
+    (default their sum), ``hyperparams`` the learner's hyperparameter builder (default
+    ``mlogb.hyperparams``; array arguments broadcast into grid axes). Used by every MLogB learner
+    (:func:`assemble` for those with Lemma 1's ``A(x)``).
 
     ``update`` must keep its previous state and report ``NONFINITE`` when ``x`` is not finite
     (e.g. through :func:`guard`). On that contract the update returned here also rejects, under
@@ -301,6 +310,7 @@ def from_score_parts(
         score_parts=checked_parts,
         select=select,
         update=checked_update,
+        hyperparams=hyperparams,
         num_outcomes=num_outcomes,
         dim=dim,
     )

@@ -201,4 +201,4 @@ def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
         )
         return guard(state, new)
 
-    return from_score_parts(K, d, init, score_parts, update)
+    return from_score_parts(K, d, init, score_parts, update, hyperparams=linucb_hyperparams)

@@ -141,4 +141,12 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBFunctions:
             info=_info(state.W.dtype, jnp.where(ok, CONVERGED, NONFINITE)),
         )
 
-    return from_score_parts(K, d, init, score_parts, update, scores=lambda est, bon: est)
+    return from_score_parts(
+        K,
+        d,
+        init,
+        score_parts,
+        update,
+        scores=lambda est, bon: est,
+        hyperparams=uniform_hyperparams,
+    )

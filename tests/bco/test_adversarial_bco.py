@@ -68,21 +68,21 @@ def test_two_point_nan_offset():
 @pytest.mark.parametrize("name", ["gamma", "c0", "smoothness", "delta"])
 def test_dynamic_nan_hyperparameters(name):
     with pytest.raises(ValueError, match=name):
-        ens.dynamic_hyperparams(2, BALL, horizon=10, **{name: NAN})
+        ens.dynamic_ensemble(dim=2).hyperparams(BALL, horizon=10, **{name: NAN})
 
 
 @pytest.mark.parametrize("name", ["lipschitz", "meta_scale", "lr_cap", "smoothness"])
 def test_universal_nan_hyperparameters(name):
     kw = {"lipschitz": 1.0, name: NAN}
     with pytest.raises(ValueError, match=name):
-        ens.universal_hyperparams(2, BALL, horizon=10, **kw)
+        ens.universal_ensemble(dim=2).hyperparams(BALL, horizon=10, **kw)
 
 
 @pytest.mark.parametrize("name", ["eta", "optimism_cap"])
 def test_box_nan_hyperparameters(name):
     kw = {"eta": 0.1, "optimism_cap": 0.5, name: NAN}
     with pytest.raises(ValueError, match=name):
-        op.box_ftrl_hparams(lower=-np.ones(2), upper=np.ones(2), **kw)
+        op.box_ftrl(dim=2).hyperparams(lower=-np.ones(2), upper=np.ones(2), **kw)
 
 
 def test_nan_inside_a_grid_is_rejected():

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize
 
 from bandits_jax.bco import domains as dom
-from bandits_jax.bco import interact as bint
+from bandits_jax.bco import rounds as bint
 from bandits_jax.envs import bco_losses as bl
 from bandits_jax.linalg.roots import CONVERGED
 

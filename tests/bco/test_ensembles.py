@@ -10,8 +10,8 @@ import pytest
 
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import ensembles as ens
+from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import two_point as tp
-from bandits_jax.bco.interact import interact, summarize
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.reference.bco_ensemble_numpy import prod_weights

@@ -5,8 +5,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.bco import interact
 from bandits_jax.bco import two_point as tp
-from bandits_jax.bco.interact import interact
 from bandits_jax.envs import bco_losses as bl
 from bandits_jax.sim.runner import make_rollout, rollout
 

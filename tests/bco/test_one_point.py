@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bandits_jax.bco import hindsight_loss, interact, summarize
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco.domains import Box
-from bandits_jax.bco.interact import hindsight_loss, interact, summarize
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.reference.bco_box_numpy import run_box_ftrl_numpy
@@ -76,7 +76,7 @@ def test_iterates_strictly_inside_box_and_queries_in_box():
     # large step so the iterate is pushed towards the faces.
     lower = jnp.array([1.0, -3.0, 0.5, 10.0])
     upper = jnp.array([2.0, -1.0, 0.6, 10.001])
-    hp = op.box_ftrl_hparams(5.0, lower, upper)
+    hp = LEARNER.hyperparams(5.0, lower, upper)
     losses = _losses(0, jnp.array([3.0, -3.0, 2.0, -1.0]))
     m = _run(hp, losses, jax.random.key(1), T)
     w = np.asarray(m["w"])
@@ -97,7 +97,7 @@ def test_iterates_strictly_inside_box_and_queries_in_box():
 def test_first_iterate_is_barrier_minimiser():
     lower = jnp.array([1.0, -3.0, 0.5, 10.0])
     upper = jnp.array([2.0, -1.0, 0.6, 11.0])
-    state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper))
+    state = LEARNER.init(LEARNER.hyperparams(0.1, lower, upper))
     np.testing.assert_allclose(state.w, 0.5 * (lower + upper), rtol=1e-15)
 
 
@@ -126,7 +126,7 @@ def test_roots_satisfy_eq_D4():
 
 def test_update_solves_eq_D4_with_its_own_buffers():
     lower, upper = jnp.array([-1.0, 0.0, 2.0, -5.0]), jnp.array([1.0, 3.0, 2.5, 5.0])
-    hp = op.box_ftrl_hparams(0.3, lower, upper)
+    hp = LEARNER.hyperparams(0.3, lower, upper)
     state = LEARNER.init(hp)
     ell = jnp.array([0.5, -1.0, 2.0, 0.1])
     for k in range(15):
@@ -153,7 +153,7 @@ def test_jax_matches_numpy_reference(cap):
     eta = 0.05
     lower = jnp.array([-1.0, 0.5, -2.0, 0.0])
     upper = jnp.array([1.0, 1.5, 3.0, 0.2])
-    hp = op.box_ftrl_hparams(eta, lower, upper, optimism_cap=cap)
+    hp = LEARNER.hyperparams(eta, lower, upper, optimism_cap=cap)
     losses = _losses(5, jnp.array([1.0, -0.5, 0.2, 2.0]))
     m = _run(hp, losses, jax.random.key(7), T)
     ref = run_box_ftrl_numpy(
@@ -196,7 +196,7 @@ def test_estimator_unbiased_with_and_without_cap(cap):
     # E[g_t] = l_t (Appendix D.2) must survive the Lemma 11 cap (module docstring).
     eta = 0.05
     lower, upper = jnp.array([-1.0, 0.0, 1.0, -2.0]), jnp.array([1.0, 2.0, 1.5, 2.0])
-    hp = op.box_ftrl_hparams(eta, lower, upper, optimism_cap=cap)
+    hp = LEARNER.hyperparams(eta, lower, upper, optimism_cap=cap)
     state = LEARNER.init(hp)
     rng = np.random.default_rng(11)
     for k in range(25):
@@ -213,20 +213,22 @@ def test_estimator_unbiased_with_and_without_cap(cap):
 def test_bad_input():
     lower, upper = jnp.zeros(D), jnp.ones(D)
     with pytest.raises(ValueError, match="lower, upper"):
-        op.box_ftrl_hparams(0.1, lower, upper.at[2].set(0.0))  # empty box a_i >= b_i
+        LEARNER.hyperparams(0.1, lower, upper.at[2].set(0.0))  # empty box a_i >= b_i
     with pytest.raises(ValueError, match="eta"):
-        op.box_ftrl_hparams(0.0, lower, upper)
+        LEARNER.hyperparams(0.0, lower, upper)
     with pytest.raises(ValueError, match="eta"):
-        op.box_ftrl_hparams(jnp.nan, lower, upper)
+        LEARNER.hyperparams(jnp.nan, lower, upper)
     with pytest.raises(ValueError, match="optimism_cap"):
-        op.box_ftrl_hparams(0.1, lower, upper, optimism_cap=1.0)
+        LEARNER.hyperparams(0.1, lower, upper, optimism_cap=1.0)
     with pytest.raises(ValueError, match="lower, upper"):
-        op.box_ftrl_hparams(0.1, jnp.zeros(3), jnp.ones(4))
+        LEARNER.hyperparams(0.1, jnp.zeros(3), jnp.ones(4))
+    with pytest.raises(ValueError, match=r"lower, upper: expected shape \(4,\)"):
+        LEARNER.hyperparams(0.1, jnp.zeros(3), jnp.ones(3))  # the learner's dim is 4
     with pytest.raises(ValueError, match="hparams.lower"):
-        LEARNER.init(op.box_ftrl_hparams(0.1, jnp.zeros(3), jnp.ones(3)))
+        LEARNER.init(op.box_ftrl(dim=3).hyperparams(0.1, jnp.zeros(3), jnp.ones(3)))
     with pytest.raises(ValueError, match="dim"):
         op.box_ftrl(dim=0)
-    state = LEARNER.init(op.box_ftrl_hparams(0.1, lower, upper))
+    state = LEARNER.init(LEARNER.hyperparams(0.1, lower, upper))
     points, aux = _query(state, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
         LEARNER.update(state, aux, jnp.ones(2))
@@ -251,7 +253,7 @@ def test_float32_path():
     lower = jnp.array([-1.0, 0.5, -2.0, 0.0], jnp.float32)
     upper = jnp.array([1.0, 1.5, 3.0, 0.2], jnp.float32)
     eta = jnp.float32(0.2)
-    hp = op.box_ftrl_hparams(eta, lower, upper)
+    hp = LEARNER.hyperparams(eta, lower, upper)
     assert hp.eta.dtype == jnp.float32
     num_rounds = 30
     losses = _losses(9, jnp.array([1.0, -0.5, 0.2, 2.0])).astype(jnp.float32)

@@ -65,25 +65,19 @@ def test_projected_gd_transformation_equals_algorithm_3():
 
 
 def test_stateful_schedule_is_an_optax_stateful_schedule():
-    hp = tp.hyperparams(dim=2, schedule="variance", domain=dom.ball(1.0), horizon=10)
+    hp = tp.two_point_learner(dim=2, schedule="variance").hyperparams(dom.ball(1.0), horizon=10)
     s = sch.stateful("variance", 2, hp.schedule)
     assert isinstance(s, optax.schedules.StatefulSchedule)
     st = s.update(s.init(), err_sq=jnp.asarray(5.0))
     np.testing.assert_allclose(float(s(st)), 1.0 / np.sqrt(4.0 + 5.0), rtol=1e-14)
 
 
-def test_module_hyperparams_grid_broadcasts():
-    hp = tp.hyperparams(
-        dim=2,
-        schedule="strongly_convex",
-        domain=dom.ball(1.0),
-        horizon=10,
-        lam=np.array([[1.0], [2.0]]),
-        scale=np.array([0.5, 1.0, 2.0]),
+def test_learner_hyperparams_grid_broadcasts():
+    learner = tp.two_point_learner(dim=2, schedule="strongly_convex")
+    hp = learner.hyperparams(
+        dom.ball(1.0), horizon=10, lam=np.array([[1.0], [2.0]]), scale=np.array([0.5, 1.0, 2.0])
     )
     assert hp.schedule.lam.shape == (2, 3) and hp.delta.shape == (2, 3)
     np.testing.assert_array_equal(np.asarray(hp.schedule.scale[1]), [0.5, 1.0, 2.0])
-    one = tp.hyperparams(
-        dim=2, schedule="strongly_convex", domain=dom.ball(1.0), horizon=10, lam=2.0, scale=1.0
-    )
+    one = learner.hyperparams(dom.ball(1.0), horizon=10, lam=2.0, scale=1.0)
     jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[1, 1], b), hp, one)

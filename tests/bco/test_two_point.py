@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bandits_jax.bco import domains as dom
-from bandits_jax.bco import interact as bint
+from bandits_jax.bco import rounds as bint
 from bandits_jax.bco import two_point as tp
 from bandits_jax.envs import bco_losses as bl
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.bco import interact as bint
+from bandits_jax.bco import rounds as bint
 from bandits_jax.cli import bco as study
 from bandits_jax.cli import main
 from bandits_jax.sim import sweep

@@ -125,7 +125,7 @@ def test_grid_helpers():
 def test_sweep_serves_bco_learners():
     # The same machinery for the BCO family: init(hparams) like MLogB, no "regret" metric of its own
     # (per-round dynamic regret from its metrics), a grid of step-size scales.
-    from bandits_jax.bco import interact as bint
+    from bandits_jax.bco import rounds as bint
     from bandits_jax.bco import two_point as tp
     from bandits_jax.envs import bco_losses as bl
 
