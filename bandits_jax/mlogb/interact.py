@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.mlogb import bonus
-from bandits_jax.mlogb.learner import MLogBLearner
+from bandits_jax.protocols import MLogBLearner
 
 
 class MLogBMetrics(NamedTuple):

@@ -24,7 +24,6 @@ from bandits_jax.checks import check_int, is_concrete
 from bandits_jax.learner_base import compiled, finite_floats, status_of
 from bandits_jax.mlogb import bonus, confidence
 from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
-from bandits_jax.protocols import MLogBLearner  # noqa: F401 (the protocol; annotations)
 from bandits_jax.status import (
     BAD_OUTCOME,
     CONVERGED,

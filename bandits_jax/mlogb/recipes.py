@@ -1,7 +1,7 @@
 """Tuned recipes: every MLogB learner with hyperparameters chosen by an honest sweep.
 
 Section 4 of He et al., "Efficient Multinomial Logistic Bandit via Frequent Directions"
-(:func:`~bandits_jax.mlogb.hyperparams.section4`), scales ``lam = (sqrt(K) d)^l lam0`` and
+(:func:`~bandits_jax.mlogb.hparams.section4`), scales ``lam = (sqrt(K) d)^l lam0`` and
 ``eta = (sqrt(K) d)^e eta0`` with ``(l, e) = (0.75, 0.75)``; at T <= 2000 that lam keeps the
 learners close to ``W = 0``. A recipe keeps the scaling (one exponent pair serves every (K, d))
 and a fixed radius ``beta``, and picks one point per learner kind (:data:`KINDS`) on tuning
@@ -45,10 +45,10 @@ from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import section4
-from bandits_jax.mlogb.learner import MLogBLearner
 from bandits_jax.mlogb.linucb import linucb, linucb_hyperparams
 from bandits_jax.mlogb.oful import oful
 from bandits_jax.mlogb.uniform import uniform, uniform_hyperparams
+from bandits_jax.protocols import MLogBLearner
 
 ADAPTIVE_CAPACITY = 2  # eofd-adaptive: m_max = 2 m
 ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
@@ -65,7 +65,7 @@ class Exponents(NamedTuple):
     S: float | None = None
 
 
-# Chosen by the known-bound sweep in the module docstring (tuning seeds 0-2, T = 2000).
+# Chosen by the known-bound sweep of docs/recipes.md (tuning seeds 0-2, T = 2000).
 TUNED: dict[str, Exponents] = {
     "eofd": Exponents(-1.0, -0.5, 0.01),
     "eofd-robust": Exponents(-1.0, 0.0, 1.0),
@@ -75,9 +75,9 @@ TUNED: dict[str, Exponents] = {
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
     "uniform": Exponents(0.0, 0.0, 0.0),
 }
-# Chosen by the no-known-bound sweep in the module docstring (S is part of the point).
+# Chosen by the no-known-bound sweep of docs/recipes.md (S is part of the point).
 TUNED_FREE: dict[str, Exponents] = {
-    "eofd": Exponents(-1.5, 0.0, 0.1, 16.0),  # the earlier sweep's (see the module docstring)
+    "eofd": Exponents(-1.5, 0.0, 0.1, 16.0),  # the earlier sweep's (docs/recipes.md)
     "eofd-robust": Exponents(-4.0, -0.5, 0.01, 16.0),
     "eofd-adaptive": Exponents(-1.5, 0.0, 0.1, 16.0),  # not swept: eofd's point
     "oful": Exponents(-1.0, 0.5, 0.1, 16.0),
@@ -89,7 +89,7 @@ for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bon
     _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
 KINDS = tuple(TUNED)
 K1_ONLY = frozenset({"ecolog"})  # kinds defined for K = 1 only
-# The kinds :func:`practical` returns (the module docstring has the measurements). With a known
+# The kinds :func:`practical` returns (docs/recipes.md has the measurements). With a known
 # bound and K d > DENSE_MAX: the cheapest EOFD kind whose tuning score (mean relative regret over
 # the tuning problems) is within 1% of the best EOFD kind's (robust: m columns; adaptive: up to
 # 2 m).
@@ -100,7 +100,7 @@ PRACTICAL_DENSE = "oful"
 DENSE_MAX = 32
 # With no known bound (classification data): LinUCB, by the across-problems rule over the five
 # classification tuning problems between it and the logistic kind with the least regret there
-# (the module docstring).
+# (docs/recipes.md).
 PRACTICAL_FREE = "linucb"
 
 
@@ -292,7 +292,7 @@ def practical(
     full Hessian is cheap and beat the coarse sketch on the tuning problems. With none (``S=None``,
     the default; classification data): LinUCB with its intercept (:data:`PRACTICAL_FREE`) at
     :data:`TUNED_FREE`, because on those tuning problems every logistic learner trails it
-    (``tuned("eofd-robust", S=None)`` is the best logistic one there). The module docstring has
+    (``tuned("eofd-robust", S=None)`` is the best logistic one there). docs/recipes.md has
     the measurements; ``horizon``, ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out, so
     that a misspelt keyword is named as ``practical``'s); ``.kind`` says which came back.
     """

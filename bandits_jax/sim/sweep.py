@@ -111,7 +111,7 @@ class Experiment(NamedTuple):
       init_env: ``key -> env_state``.
       regret: optional ``metrics -> per-round regret`` (traced, per round) for step functions
         whose metrics have no ``regret`` field; e.g. for ``bandits_jax.bco.interact`` the
-        dynamic regret ``lambda m: m["loss"] - m["comparator_loss"]``.
+        dynamic regret ``lambda m: m.loss - m.comparator_loss``.
       init_env_trial: optional ``(key, trial_index) -> env_state`` for environments that depend
         on the trial (e.g. the rewarded class of a classification setting); when given,
         :func:`build_runs` calls it with the position of the run's seed in the seed list (an
