@@ -292,9 +292,9 @@ def exact(
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
-      :func:`exact_hyperparams` (a grid: ``jax.vmap(learner.init)``). ``score_parts`` returns
-      ``(estimate, bonus)`` of OFUL-MLogB's form; ``scores`` the optimistic reward
-      (``sigmoid`` of the index for K = 1).
+      :func:`exact_hyperparams` (its ``hyperparams``; a grid: ``jax.vmap(learner.init)``).
+      ``score_parts`` returns ``(estimate, bonus)`` of OFUL-MLogB's form; ``scores`` the
+      optimistic reward (``sigmoid`` of the index for K = 1).
 
     Raises:
       ValueError: naming ``exact`` and the offending argument.
@@ -376,7 +376,9 @@ def exact(
         )
 
     scores = functools.partial(bonus.optimistic_reward, K)
-    return from_score_parts(K, d, init, score_parts, update, scores=scores)
+    return from_score_parts(
+        K, d, init, score_parts, update, scores=scores, hyperparams=exact_hyperparams
+    )
 
 
 __all__ = [

@@ -189,7 +189,8 @@ def test_vmap_over_trials_and_a_grid_equals_the_loop():
     run = _rounds(K, d, horizon=rounds, newton_steps=5, block_rows=5)
     streams = [tuple(jnp.asarray(a) for a in _stream(K, d, rounds, seed=s)) for s in (1, 2, 3)]
     lam, beta = np.array([0.1, 1.0, 3.0]), np.array([0.0, 0.5, 2.0])
-    hp = exact_hyperparams(lam=lam, beta=beta, rewards=_rewards(K))
+    assert learner.hyperparams is exact_hyperparams
+    hp = learner.hyperparams(lam=lam, beta=beta, rewards=_rewards(K))
     assert hp.lam.shape == (3,) and hp.rewards.shape == (3, K)
     with pytest.raises(ValueError, match="vmap"):
         learner.init(hp)
