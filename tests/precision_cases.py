@@ -107,6 +107,11 @@ def _ecolog_hp(K, dtype):
     return mlogb.ecolog_hyperparams(lam=0.5, S=2.5, beta_scale=0.05, dtype=dtype)
 
 
+def _exact_hp(K, dtype):
+    rewards = np.linspace(1.0 / K, 1.0, K)
+    return mlogb.exact_hyperparams(lam=0.5, beta=0.3, rewards=rewards, dtype=dtype)
+
+
 def _eofd(K, d, m, **kw):
     return lambda: mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
 
@@ -127,6 +132,7 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "greedy": (2, 5, lambda: mlogb.greedy(num_outcomes=2, dim=5, sketch_size=3), _hp),
     "linucb": (2, 5, lambda: mlogb.linucb(num_outcomes=2, dim=5), _linucb_hp),
     "ecolog": (1, 8, lambda: mlogb.ecolog(dim=8), _ecolog_hp),
+    "exact-k3": (3, 4, lambda: mlogb.exact(num_outcomes=3, dim=4, horizon=T), _exact_hp),
 }  # fmt: skip
 
 

@@ -122,6 +122,11 @@ def _uniform_hp(dtype, grid):
     return mlogb.uniform_hyperparams(seed=seed, rewards=[0.5, 1.0], dtype=dtype)
 
 
+def _exact_hp(dtype, grid):
+    lam = np.asarray([0.5, 2.0]) if grid else 1.0
+    return mlogb.exact_hyperparams(lam=lam, beta=1.0, rewards=[0.5, 1.0], dtype=dtype)
+
+
 def _ecolog_hp(dtype, grid):
     lam = np.asarray([0.5, 2.0]) if grid else 1.0
     return mlogb.ecolog_hyperparams(lam=lam, S=2.0, dtype=dtype)
@@ -157,6 +162,7 @@ CASES += [
     Case("mlogb-linucb-nointercept", "mlogb", mlogb.linucb(**_KD, intercept=False), _linucb_hp),
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
+    Case("mlogb-exact", "mlogb", mlogb.exact(**_KD, horizon=8), _exact_hp),
 ]
 
 # Every learner factory of both papers (those building CASES): one factory style, keyword-only
@@ -173,6 +179,7 @@ FACTORIES = [
     mlogb.linucb,
     mlogb.uniform,
     mlogb.ecolog,
+    mlogb.exact,
 ]
 
 # --- one round of each family ------------------------------------------------------------------

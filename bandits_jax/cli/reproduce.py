@@ -373,8 +373,8 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     """Builds setting ``name`` for the plan. Learners defined for K = 1 only are skipped on
     K >= 2 settings with a note."""
     import jax
-    import jax.numpy as jnp
 
+    from bandits_jax.checks import stack_trees
     from bandits_jax.sim import sweep
 
     plan = args.plan
@@ -390,9 +390,8 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     env_keys, run_keys = sweep.seed_keys([args.seed + i for i in range(plan["trials"])])
     if setting.init_env_trial is None:
         envs = jax.jit(jax.vmap(setting.env.init))(env_keys)
-    else:  # the environment depends on the trial (e.g. its target class)
-        trial = jnp.arange(plan["trials"], dtype=jnp.int32)
-        envs = jax.jit(jax.vmap(setting.init_env_trial))(env_keys, trial)
+    else:  # the environment depends on the trial (e.g. its target class, chosen on the host)
+        envs = stack_trees([setting.init_env_trial(k, i) for i, k in enumerate(env_keys)])
     return _Prepared(setting, recipe, m, playing, envs, run_keys)
 
 

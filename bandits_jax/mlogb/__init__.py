@@ -1,5 +1,6 @@
 """Multinomial logistic bandits: EOFD-MLogB and its full-Hessian parent OFUL-MLogB, and the
-baselines in the same protocol (uniform random, greedy online Newton, LinUCB, ada-OFU-ECOLog).
+baselines in the same protocol (uniform random, greedy online Newton, LinUCB, ada-OFU-ECOLog)
+and the exact-fit reference (the regularised MLE refitted every round, O(t) a round).
 
 Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Frequent Directions".
 """
@@ -7,6 +8,7 @@ Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Freque
 from bandits_jax.mlogb.bonus import argmax_tie
 from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import EOFDState, eofd
+from bandits_jax.mlogb.exact import ExactHyperparams, ExactState, exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import MLogBHyperparams, Section4, hyperparams, section4
 from bandits_jax.mlogb.interact import MLogBMetrics, interact
@@ -25,6 +27,8 @@ __all__ = [
     "ECOLogHyperparams",
     "ECOLogState",
     "EOFDState",
+    "ExactHyperparams",
+    "ExactState",
     "LinUCBHyperparams",
     "LinUCBState",
     "MLogBHyperparams",
@@ -41,6 +45,8 @@ __all__ = [
     "ecolog",
     "ecolog_hyperparams",
     "eofd",
+    "exact",
+    "exact_hyperparams",
     "greedy",
     "hyperparams",
     "interact",

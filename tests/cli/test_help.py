@@ -44,6 +44,7 @@ PER_COMMAND = {
         "--l": (["-0.5"], "l", -0.5),
         "--e": (["0.5"], "e", 0.5),
         "--beta": (["order"], "beta", "order"),
+        "--batch": (["3"], "batch", "3"),
     },
     "sweep": {
         "--settings": (["synth-5-2"], "settings", "synth-5-2"),

@@ -10,8 +10,8 @@ import jax
 import numpy as np
 import pytest
 
-from bandits_jax import cli, envs, mlogb, plotting
-from bandits_jax.cli import kappa
+from bandits_jax import cli, envs, mlogb
+from bandits_jax.cli import kappa, plotting
 from bandits_jax.cli import options as opt
 from bandits_jax.mlogb import recipes
 from bandits_jax.sim import chunks, sweep

@@ -2,9 +2,8 @@
 
 ``bandits-jax reproduce --seed s`` plays trial ``i`` with ``sim.sweep.seed_keys([s + i])``: the
 first key draws the environment, the second drives the rounds. The library does the same with
-``mlogb.tuned``, ``envs.synthetic_mlogb`` and ``sim.make_rollout``; the
-README tells users so. Both run in float64 here (the suite enables x64; the command does too),
-and in float32 (``--float32``).
+``mlogb.tuned``, ``envs.synthetic_mlogb`` and ``sim.make_rollout``. Each side runs in its own
+process, as users run them, in float64 and in float32 (``--float32``; x64 off).
 """
 
 import json
@@ -13,27 +12,47 @@ import pathlib
 import subprocess
 import sys
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax import envs, mlogb
 from bandits_jax.cli import build_parser
 from bandits_jax.cli import options as opt
-from bandits_jax.sim import make_rollout, sweep
-from tests import xla_defaults
 
 T, D, S, SEED, TRIALS = 12, 6, 4.0, 3, 2
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The library side, in a user's process: argv = dtype name, comma list of kinds, [T, D, S, SEED,
+# TRIALS] as JSON.
+LIBRARY = """
+import json, sys
+import jax
+if sys.argv[1] == "float64":
+    jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import numpy as np
+from bandits_jax import envs, mlogb
+from bandits_jax.sim import make_rollout, sweep
+dtype = jnp.dtype(sys.argv[1])
+T, D, S, SEED, TRIALS = json.loads(sys.argv[3])
+env = envs.synthetic_mlogb(num_outcomes=1, dim=D, S=S, dtype=dtype)
+env_keys, run_keys = sweep.seed_keys([SEED + i for i in range(TRIALS)])
+env_states = jax.jit(jax.vmap(env.init))(env_keys)
+out = {}
+for kind in sys.argv[2].split(","):
+    rec = mlogb.tuned(kind, num_outcomes=1, dim=D, S=S, horizon=T, dtype=dtype)
+    run = jax.jit(make_rollout(mlogb.interact(rec.learner, env), T, trials=True))
+    init = jax.jit(rec.learner.init)(rec.hparams)
+    out[kind] = np.asarray(run(init, env_states, run_keys).regret).sum(axis=-1).tolist()
+print(json.dumps(out))
+"""
 
 
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
 def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, dtype):
     """The command in its own process (no ``XLA_FLAGS`` of the suite's: its own options over
-    XLA's defaults, as a user runs it) against the library compiled at XLA's defaults (what a
-    library user gets), in float64 and with ``--float32``: the same final regrets to rounding, a
-    derived bound."""
+    XLA's defaults, as a user runs it) against the library in a user's process (XLA's
+    defaults), in float64 and with ``--float32``: the same final regrets to rounding, a derived
+    bound."""
     kinds = {"eofd-robust": "EOFD robust", "linucb": "LinUCB"}
     if dtype == jnp.float32:  # the precision's own code is the learner's: one learner suffices
         kinds.pop("linucb")
@@ -59,9 +78,14 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, dtype):
     got = report["compile_cache"]["xla_options"]
     assert own and {**got, split: 0} == {**own, split: 0} and got[split] >= 1
 
-    env = envs.synthetic_mlogb(num_outcomes=1, dim=D, S=S, dtype=dtype)
-    env_keys, run_keys = sweep.seed_keys([SEED + i for i in range(TRIALS)])
-    env_states = xla_defaults.jit(jax.vmap(env.init))(env_keys)
+    # The library as a user runs it: its own process, x64 only for float64, no XLA_FLAGS.
+    lib = subprocess.run(
+        [sys.executable, "-c", LIBRARY, jnp.dtype(dtype).name, ",".join(kinds),
+         json.dumps([T, D, S, SEED, TRIALS])], cwd=ROOT,
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert lib.returncode == 0, lib.stderr[-3000:]
+    library = json.loads(lib.stdout.strip().splitlines()[-1])
     # A round's regret is best - chosen of rewards sigma(W* x) in [0, 1]: with the same actions
     # each is within (d S + K + 2) eps of exact (the logit's d-term dot product with
     # |W* x| <= S, the sigmoid), the two sides and W*'s own rounding (its normalisation) twice
@@ -69,10 +93,7 @@ def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, dtype):
     eps = np.finfo(dtype).eps
     atol = 4 * T * (D * S + 1 + 2) * eps
     for kind, label in kinds.items():
-        rec = mlogb.tuned(kind, num_outcomes=1, dim=D, S=S, horizon=T, dtype=dtype)
-        run = xla_defaults.jit(make_rollout(mlogb.interact(rec.learner, env), T, trials=True))
-        init = xla_defaults.jit(rec.learner.init)(rec.hparams)
-        finals = np.asarray(run(init, env_states, run_keys).regret).sum(axis=-1)
+        finals = np.asarray(library[kind])
         got = setting["learners"][label]
         np.testing.assert_allclose(got["final_regret_mean"], finals.mean(), rtol=0, atol=atol)
         np.testing.assert_allclose(

@@ -31,6 +31,8 @@ CASES = [
     (["reproduce", "--rounds", "0"], "--rounds"),
     (["reproduce", "--rounds", "-3"], "--rounds"),
     (["reproduce", "--trials", "0"], "--trials"),
+    (["reproduce", "--batch", "0"], "--batch"),
+    (["reproduce", "--batch", "two"], "--batch"),
     (["reproduce", "--sketch", "0"], "--sketch"),
     (["reproduce", "--chunk", "0"], "--chunk"),
     (["reproduce", "--chunk", "-5"], "--chunk"),

@@ -68,6 +68,11 @@ KINDS = [
     Kind(
         "ecolog", lambda: mlogb.ecolog(dim=D), lambda: mlogb.ecolog_hyperparams(lam=1.0, S=1.0), 1
     ),
+    Kind(
+        "exact",
+        lambda: mlogb.exact(**KD, horizon=8),
+        lambda: mlogb.exact_hyperparams(lam=1.0, rewards=REWARDS),
+    ),  # fmt: skip
 ]
 BY_NAME = {k.name: k for k in KINDS}
 NAMES = [k.name for k in KINDS]

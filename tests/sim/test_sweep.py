@@ -64,15 +64,23 @@ def test_grid_in_one_call_equals_each_point_alone(result):
                     )
 
 
-def test_split_sweep_of_real_learners_is_bit_identical(result):
+def test_split_sweep_of_real_learners_equals_the_one_call_sweep(result):
     # EOFD and OFUL (eigendecompositions, vmapped): a budget under the one-call figure plays the
-    # 8 runs of each in batches, and every metric equals the one-call sweep's bit for bit.
+    # 8 runs of each in batches. A run depends only on its seed and grid point; what a narrower
+    # vmap changes is how XLA's CPU kernels block their sums (module docstring of sim.sweep):
+    # the same terms summed in another order, a few eps relative a round, which these short,
+    # well-conditioned runs do not amplify past 1e-12 (integer metrics: equal; microbatch makes
+    # it bit for bit, tests/sim/test_sweep_memory.py).
     budget = int(0.75 * result.memory["peak_bytes"])
     split = sweep.run_sweep(EXPS, num_rounds=T, seeds=SEEDS, max_bytes=budget)
     assert split.memory["batches"] > 1 and split.memory["peak_bytes"] <= budget
     for a, b in zip(result.experiments, split.experiments, strict=True):
         for k in a.metrics:
-            np.testing.assert_array_equal(a.metrics[k], b.metrics[k], err_msg=k)
+            if np.issubdtype(np.asarray(a.metrics[k]).dtype, np.floating):
+                np.testing.assert_allclose(a.metrics[k], b.metrics[k], rtol=1e-12, atol=1e-15,
+                                           err_msg=k)  # fmt: skip
+            else:
+                np.testing.assert_array_equal(a.metrics[k], b.metrics[k], err_msg=k)
 
 
 def test_table_statistics(result):

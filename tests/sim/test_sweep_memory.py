@@ -169,8 +169,9 @@ def test_out_of_memory_is_retried_with_half_the_batch(unsplit, monkeypatch):
                 raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory (test)")
             return self.exe(state)
 
-    def compiled(self, state, length):
-        return Flaky(real(self, state, length), jax.tree_util.tree_leaves(state[0])[0].shape[0])
+    def compiled(self, state, length, progress=None):
+        exe = real(self, state, length, progress)
+        return Flaky(exe, jax.tree_util.tree_leaves(state[0])[0].shape[0])
 
     monkeypatch.setattr(chunks.ChunkFn, "compiled", compiled)
     res = sweep.run_sweep([EXP3, EXP2], num_rounds=T, seeds=SEEDS, chunk_size=3, max_bytes=None)
