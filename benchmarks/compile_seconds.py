@@ -163,7 +163,7 @@ def _bco_programs(kind: str, d: int, dtype):
         lo, hi = -np.ones(d, np.dtype(dtype)), np.ones(d, np.dtype(dtype))
         env = bco_losses.quadratic(d, domain=dom.box(lo, hi), **env_kw)
         learner = op.box_ftrl(dim=d)
-        hp = op.hyperparams(dim=d, eta=0.1, lower=lo, upper=hi)
+        hp = learner.hyperparams(eta=0.1, lower=lo, upper=hi)
     else:
         env = bco_losses.quadratic(d, **env_kw)
         learner, kw = {

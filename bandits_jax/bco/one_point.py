@@ -62,7 +62,7 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.learner_base import Learner, assemble, count_failure, fresh_state, grid
-from bandits_jax.linalg.roots import bracketed_newton
+from bandits_jax.linalg import roots
 from bandits_jax.status import NONFINITE, worst_of
 
 
@@ -215,7 +215,9 @@ def solve_theta(kappa, gamma, theta0, *, max_steps: int):
     def one(k, g, t0):
         half = theta_bracket(k, g)
         ftol = 16 * eps * (2 + jnp.abs(k)) / (1 - jnp.abs(g))
-        return bracketed_newton(
+        # The loop's floats one by one (stacked=False): as they always were, so that XLA groups
+        # and rounds this vmapped loop as before (stacked, the iterates move by 1e-13).
+        return roots._bracketed_newton(
             lambda th: scaled_optimality(th, k, g),
             -half,
             half,
@@ -223,6 +225,7 @@ def solve_theta(kappa, gamma, theta0, *, max_steps: int):
             max_steps=max_steps,
             ftol=ftol,
             xtol=4 * eps,
+            stacked=False,
         )
 
     return jax.vmap(one)(kappa, gamma, theta0)

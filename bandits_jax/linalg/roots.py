@@ -79,34 +79,68 @@ def bracketed_newton(
     Returns:
       A :class:`RootResult`.
     """
+    return _bracketed_newton(fn, lo, hi, x0, max_steps=max_steps, ftol=ftol, xtol=xtol)
+
+
+def _bracketed_newton(fn, lo, hi, x0, *, max_steps, ftol, xtol, stacked: bool = True) -> RootResult:
+    """:func:`bracketed_newton`; ``stacked=False`` carries the loop's floats one by one (the
+    same iteration; XLA then groups, and so rounds, the loop's kernels otherwise)."""
     dtype = jnp.result_type(lo, hi, x0)
     lo = jnp.asarray(lo, dtype)
     hi = jnp.asarray(hi, dtype)
     x0 = jnp.clip(jnp.asarray(x0, dtype), lo, hi)
-    f0, df0 = fn(x0)
 
     def done_fn(x, fx, lo, hi):
         small_f = jnp.abs(fx) <= ftol
         small_bracket = (hi - lo) <= xtol * (1.0 + jnp.abs(x))
         return small_f | small_bracket | ~jnp.isfinite(fx)
 
+    # The loop's floats travel as one stacked array (x, lo, hi alone when fn's values have another
+    # dtype or shape than x): XLA writes each separate loop output with its own kernel, which
+    # costs compile time.
+    f_type, df_type = jax.eval_shape(fn, x0)
+    one = f_type.dtype == df_type.dtype == dtype and f_type.shape == df_type.shape == x0.shape
+
+    def pack(x, fx, dfx, lo, hi):
+        if not stacked:
+            return x, fx, dfx, lo, hi
+        if one:
+            return (jnp.stack([x, fx, dfx, lo, hi]),)
+        return jnp.stack([x, lo, hi]), fx, dfx
+
+    def unpack(v):
+        if not stacked:
+            return v
+        if one:
+            return tuple(v[0])
+        (x, lo, hi), fx, dfx = v
+        return x, fx, dfx, lo, hi
+
     def cond(carry):
-        x, fx, dfx, lo, hi, step = carry
-        return ~done_fn(x, fx, lo, hi) & (step < max_steps)
+        v, step, first = carry
+        x, fx, _, lo, hi = unpack(v)
+        return first | (~done_fn(x, fx, lo, hi) & (step < max_steps))
 
     def body(carry):
-        x, fx, dfx, lo, hi, step = carry
+        # The first trip evaluates fn at x0 and moves nothing (so fn is compiled once, in the
+        # body, not a second time before the loop); each later trip is one Newton/bisection step.
+        v, step, first = carry
+        x, fx, dfx, lo, hi = unpack(v)
         # The bracket keeps the sign change: f(lo) <= 0 <= f(hi).
-        lo = jnp.where(fx < 0, x, lo)
-        hi = jnp.where(fx > 0, x, hi)
+        lo_step = jnp.where(fx < 0, x, lo)
+        hi_step = jnp.where(fx > 0, x, hi)
         x_newton = x - fx / dfx
-        ok = jnp.isfinite(x_newton) & (x_newton > lo) & (x_newton < hi)
-        x_new = jnp.where(ok, x_newton, 0.5 * (lo + hi))
+        ok = jnp.isfinite(x_newton) & (x_newton > lo_step) & (x_newton < hi_step)
+        x_new = jnp.where(first, x, jnp.where(ok, x_newton, 0.5 * (lo_step + hi_step)))
         f_new, df_new = fn(x_new)
-        return x_new, f_new, df_new, lo, hi, step + 1
+        lo, hi = jnp.where(first, lo, lo_step), jnp.where(first, hi, hi_step)
+        step = step + jnp.where(first, 0, 1)
+        return pack(x_new, f_new, df_new, lo, hi), step, jnp.zeros((), bool)
 
-    init = (x0, f0, df0, lo, hi, jnp.asarray(0, jnp.int32))
-    x, fx, _, lo_f, hi_f, steps = lax.while_loop(cond, body, init)
+    zero_f, zero_df = jnp.zeros(f_type.shape, f_type.dtype), jnp.zeros(df_type.shape, df_type.dtype)
+    init = (pack(x0, zero_f, zero_df, lo, hi), jnp.asarray(0, jnp.int32), jnp.ones((), bool))
+    v, steps, _ = lax.while_loop(cond, body, init)
+    x, fx, _, lo_f, hi_f = unpack(v)
     # The last evaluation also narrows the bracket.
     lo_f = jnp.where(fx < 0, x, lo_f)
     hi_f = jnp.where(fx > 0, x, hi_f)

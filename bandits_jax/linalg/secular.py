@@ -181,8 +181,21 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     dtype = d.dtype
     eps = jnp.finfo(dtype).eps
     above = active[None, :] & (d[None, :] > d[:, None])  # [i, j]: active pole j right of d_i
-    nxt = jnp.min(jnp.where(above, d[None, :], jnp.inf), axis=1)
-    last = ~jnp.any(above, axis=1)
+    below = active[None, :] & (d[None, :] < d[:, None])  # [i, j]: active pole j left of d_i
+    # The next pole on each side and whether there is one: one variadic reduction (min, max and
+    # or are exact, so the order of the terms does not matter).
+    nxt, any_above, prev, any_below = lax.reduce(
+        (
+            jnp.where(above, d[None, :], jnp.inf),
+            above,
+            jnp.where(below, d[None, :], -jnp.inf),
+            below,
+        ),
+        (jnp.asarray(jnp.inf, dtype), False, jnp.asarray(-jnp.inf, dtype), False),
+        lambda a, b: (jnp.minimum(a[0], b[0]), a[1] | b[1], jnp.maximum(a[2], b[2]), a[3] | b[3]),
+        (1,),
+    )
+    last = ~any_above
     total = jnp.sum(w)
     gap = jnp.where(last, total, jnp.where(last, 0.0, nxt) - d)
     gap = jnp.where(active & (gap > 0), gap, 1.0)  # inactive rows: any harmless value
@@ -192,9 +205,7 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     # no pole on its right; as in LAPACK dlaed4 (i = n) its own pole's term, exact, is phi and
     # the poles left of it, psi, are modelled at the next one (with one model pole for all of
     # them it was the slowest root and set the loop's trip count).
-    below = active[None, :] & (d[None, :] < d[:, None])  # [i, j]: active pole j left of d_i
-    prev = jnp.max(jnp.where(below, d[None, :], -jnp.inf), axis=1)
-    p0 = jnp.where(last, jnp.where(jnp.any(below, axis=1), prev - d, -1.0), 0.0)
+    p0 = jnp.where(last, jnp.where(any_below, prev - d, -1.0), 0.0)
     q0 = jnp.where(last, 0.0, gap)
     # [i, j]: pole j's term in psi (else phi).
     left_mask = jnp.where(last[:, None], below, d[None, :] <= d[:, None])
@@ -215,8 +226,11 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
             jnp.where(left_mask, 0.0, dterms),
         )
 
+    # The loop's six float vectors travel as one stacked (6, n) array: XLA writes each separate
+    # loop output with its own kernel, which costs compile time.
     def body(c):
-        origin, p, q, tau, lo, hi, done, k = c
+        v, done, k = c
+        origin, p, q, tau, lo, hi = v
         psi, phi, dpsi, dphi = sums(origin, tau)
         f = 1.0 + psi + phi
         # First step (at the midpoint, relative to the left pole): f < 0 means the root is
@@ -244,26 +258,19 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
         in2 = jnp.isfinite(x2) & (x2 > lo_new) & (x2 < hi_new)
         x = jnp.where(in2, x2, jnp.where(in1, x1, 0.5 * (lo_new + hi_new)))
         new_done = done | small
-        return (
-            origin,
-            p,
-            q,
-            jnp.where(new_done, tau, x),
-            jnp.where(done, lo, lo_new),
-            jnp.where(done, hi, hi_new),
-            new_done,
-            k + 1,
-        )
+        tau = jnp.where(new_done, tau, x)
+        lo, hi = jnp.where(done, lo, lo_new), jnp.where(done, hi, hi_new)
+        return jnp.stack([origin, p, q, tau, lo, hi]), new_done, k + 1
 
     def cond(c):
-        k = c[7]
-        return (k <= UNROLLED) | (jnp.any(~c[6]) & (k <= UNROLLED + MAX_EXTRA_STEPS))
+        _, done, k = c
+        return (k <= UNROLLED) | (jnp.any(~done) & (k <= UNROLLED + MAX_EXTRA_STEPS))
 
     # Start at each interval's midpoint, relative to the left pole (origin d).
     zero = jnp.zeros_like(d)
-    init = (d, p0, q0, 0.5 * gap, zero, gap, ~active, jnp.zeros((), jnp.int32))
-    origin, _, _, tau, _, _, done, _ = lax.while_loop(cond, body, init)
-    return origin, tau, jnp.all(done)
+    init = (jnp.stack([d, p0, q0, 0.5 * gap, zero, gap]), ~active, jnp.zeros((), jnp.int32))
+    v, done, _ = lax.while_loop(cond, body, init)
+    return v[0], v[3], jnp.all(done)
 
 
 def _rank_one(d: jax.Array, y: jax.Array):

@@ -42,6 +42,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 BETA_MODES = {"fixed": 0, "theory": 1, "order": 2}
 REGULARIZATIONS = ("paper", "robust")
@@ -98,35 +99,47 @@ def radius(
     lnK1 = math.log(K + 1)
     if not isinstance(m, int):
         m = jnp.asarray(m).astype(dtype)
-    delta_fac = 1.0 + rho / lam
-    # Lemma 5/12's factor (Z^{-1} <= front H^{-1}); Lemma 6's ln(1 + rho/lam) stays.
-    front = jnp.where(robust, (lam + rho) / (lam + 0.5 * rho), delta_fac)
-    theory = (
-        lam * S**2
-        + 2.0
-        * eta
-        * (D * S + lnK1 + 2.0 * jnp.log((K + 1) * n + 2.0))
-        * (1.25 + 4.0 * jnp.log(jnp.sqrt(1.0 + 2.0 * n) / hp.delta))
-        + 2.0 * eta * (2.0 + lnK1)
-        + (math.sqrt(6.0) * eta / (12.0 * K * d))
-        * lam
-        * front
-        * (K * d * jnp.log1p(2.0 * rho / lam) + m * jnp.log1p(2.0 * D**2 * n / (m * lam)))
-        + acc
-    )
-    order = (
-        front
-        * lnK1
-        * (lnK1 + jnp.log1p(n))
-        * (m * jnp.log1p(n) + K * d * jnp.log(delta_fac) - jnp.log(hp.delta))
-    )
-    theory = jnp.where(robust, theory + 2.0 * S**2 * rho, theory)
-    order = jnp.where(robust, order + 2.0 * rho / lam, order)
-    beta = jnp.where(
-        hp.beta_mode == BETA_MODES["fixed"],
-        hp.beta,
-        hp.beta * jnp.where(hp.beta_mode == BETA_MODES["theory"], theory, order),
-    )
+
+    def factors():
+        delta_fac = 1.0 + rho / lam
+        # Lemma 5/12's factor (Z^{-1} <= front H^{-1}); Lemma 6's ln(1 + rho/lam) stays.
+        return delta_fac, jnp.where(robust, (lam + rho) / (lam + 0.5 * rho), delta_fac)
+
+    def fixed():
+        return hp.beta
+
+    def theory():
+        _, front = factors()
+        value = (
+            lam * S**2
+            + 2.0
+            * eta
+            * (D * S + lnK1 + 2.0 * jnp.log((K + 1) * n + 2.0))
+            * (1.25 + 4.0 * jnp.log(jnp.sqrt(1.0 + 2.0 * n) / hp.delta))
+            + 2.0 * eta * (2.0 + lnK1)
+            + (math.sqrt(6.0) * eta / (12.0 * K * d))
+            * lam
+            * front
+            * (K * d * jnp.log1p(2.0 * rho / lam) + m * jnp.log1p(2.0 * D**2 * n / (m * lam)))
+            + acc
+        )
+        return hp.beta * jnp.where(robust, value + 2.0 * S**2 * rho, value)
+
+    def order():
+        delta_fac, front = factors()
+        value = (
+            front
+            * lnK1
+            * (lnK1 + jnp.log1p(n))
+            * (m * jnp.log1p(n) + K * d * jnp.log(delta_fac) - jnp.log(hp.delta))
+        )
+        return hp.beta * jnp.where(robust, value + 2.0 * rho / lam, value)
+
+    # One branch per mode: each formula's hyperparameter-only parts stay in its branch, where a
+    # scan over rounds cannot hoist them out of the loop one kernel each (a compile-time cost),
+    # and a fixed radius computes nothing per round.
+    branches = {"fixed": fixed, "theory": theory, "order": order}
+    beta = lax.switch(hp.beta_mode, [branches[k] for k in sorted(BETA_MODES, key=BETA_MODES.get)])
     return jnp.maximum(beta, 0.0)
 
 

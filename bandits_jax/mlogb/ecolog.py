@@ -301,8 +301,10 @@ def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResu
     eps = jnp.finfo(dtype).eps
     ftol, xtol = 64.0 * eps / S, 16.0 * eps
 
+    # The loop's scalars (nu, lo, hi, the inner root, the nu of th) travel as one stacked array:
+    # XLA writes each separate loop output with its own kernel, which costs compile time.
     def body(carry):
-        nu, lo, hi, z_prev, step, inner_steps, _, _, _, _, _ = carry
+        (nu, lo, hi, z_prev, _), step, inner_steps, _, _, _, _ = carry
         th, dth, inner = _nu_point(e, r, p, w, target, nu, z_prev, max_steps=max_steps)
         n2 = jnp.sum(th * th)
         n = jnp.sqrt(n2)
@@ -315,27 +317,18 @@ def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResu
         ok = jnp.isfinite(newton) & (newton > lo) & (newton < hi)
         nxt = jnp.where(ok, newton, 0.5 * (lo + hi))
         status = jnp.where(finite, inner.status, NONFINITE)
-        return (
-            nxt,
-            lo,
-            hi,
-            inner.x,
-            step + 1,
-            inner_steps + inner.steps,
-            done,
-            th,
-            nu,
-            status,
-            finite,
-        )
+        scalars = jnp.stack([nxt, lo, hi, inner.x, nu])
+        return scalars, step + 1, inner_steps + inner.steps, done, th, status, finite
 
     def cond(carry):
-        return ~carry[6] & (carry[4] < max_steps)
+        return ~carry[3] & (carry[1] < max_steps)
 
     i0 = jnp.zeros((), jnp.int32)
     ok0 = jnp.full((), int(CONVERGED), jnp.int32)
-    init = (zero, zero, hi0, zero, i0, i0, jnp.asarray(False), p, zero, ok0, jnp.asarray(True))
-    _, _, _, _, steps, inner_steps, done, th, nu, inner_status, _ = lax.while_loop(cond, body, init)
+    scalars0 = jnp.stack([zero, zero, hi0, zero, zero])
+    init = (scalars0, i0, i0, jnp.asarray(False), p, ok0, jnp.asarray(True))
+    scalars, steps, inner_steps, done, th, inner_status, _ = lax.while_loop(cond, body, init)
+    nu = scalars[4]
     status = jnp.where(done, inner_status, worst(inner_status, MAX_STEPS))
     n = jnp.sqrt(jnp.sum(th * th))
     th = th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0))

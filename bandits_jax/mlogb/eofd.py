@@ -42,7 +42,6 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int
-from bandits_jax.learner_base import finite_floats
 from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
 from bandits_jax.mlogb import confidence, model
@@ -328,7 +327,7 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
     rnd = rule.absorb(sk, p1.ext, M_new, st.coef, budget)  # 3. absorb (small work)
     acc = state.acc + st.acc_increment
     # 4. reject non-finite
-    ok = finite_floats((x, st.coef, st.alpha, st.z_new, st.sol.nu, acc, rnd))
+    ok = base._packed_finite((x, st.coef, st.alpha, st.z_new, st.sol.nu, acc, rnd))
     ext_b = sketch.mask_extension(p1.ext_b, ok)
     basis, dw, rnd = rule.commit(sk, ext_b, rnd, jnp.where(ok, st.coef, 0.0), ok)  # 5. pass 2
     w_new = jnp.where(ok, st.alpha, 1.0) * w + dw

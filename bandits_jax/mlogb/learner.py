@@ -21,7 +21,7 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
-from bandits_jax.learner_base import compiled, finite_floats, status_of
+from bandits_jax.learner_base import compiled, status_of
 from bandits_jax.mlogb import bonus, confidence
 from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
 from bandits_jax.status import (
@@ -165,9 +165,25 @@ def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -
     return check_outcome(y, num_outcomes)
 
 
+def _packed_finite(tree) -> jax.Array:
+    """Whether every floating-point entry of ``tree`` is finite (integer leaves are skipped): the
+    answer of ``learner_base.finite_floats`` as ONE reduction over the leaves concatenated. XLA
+    then computes the flag once; the ``and`` of one check per leaf is a scalar chain that it
+    copies into every consumer of the flag (each leaf's guard), which costs compile time."""
+    leaves = [
+        leaf
+        for leaf in jax.tree_util.tree_leaves(tree)
+        if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
+    ]
+    if not leaves:
+        return jnp.asarray(True)
+    dtype = jnp.result_type(*leaves)  # the widest: a cast never overflows
+    return jnp.all(jnp.isfinite(jnp.concatenate([jnp.ravel(v).astype(dtype) for v in leaves])))
+
+
 def guard(old, new):
     """Keeps ``old`` (and flags ``NONFINITE``) when any float leaf of ``new`` is not finite."""
-    ok = finite_floats(new)
+    ok = _packed_finite(new)
     kept = checks.guard(ok, new, old)
     info = kept.info._replace(status=status_of(ok, new.info.status))
     return kept._replace(info=info)
