@@ -237,6 +237,7 @@ def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
     return args.S if args.S is not None else setting.S
 
 
+# CPU: learner-rounds/s level off by 16-64 vmapped trials (docs/bench/batched_throughput_cpu.json)
 AUTO_BATCH = 16
 AUTO_BATCH_HELP = "all trials, at most 16 a call"
 KEPT = ("regret", "bonus_spread", "estimate_spread", "explored", "status", "select_status")
