@@ -27,9 +27,10 @@ own subprocess (float64 with ``jax_enable_x64``, float32 without, as a user's pr
 Work cap: every call plays ``--rounds`` rounds (default 100), except that large batches play
 fewer, ``max(--min-rounds, --max-learner-rounds // trials)`` (defaults 4 and 16384), so that the
 largest batches cost about as much as trials = 256. Compiling dominates: 56 programs for the
-default list, 3 to 15 s each on an idle 2-core machine (``wall_s`` in the JSON; about 18 minutes
-at a load average of 8 on 2 cores, of which 13 compiling). The rounds of each case are
-in the JSON. ``--skip LEARNER:TRIALS`` leaves cases out (listed under ``skipped``).
+default list, 1 to 10 s each (a full CPU run of the default list took 380 s on the 2-core
+machine at a load average of 1 to 4, 251 s of it compiling; 511 s at a load average of 5 to 8).
+The rounds of each case are in the JSON. ``--skip LEARNER:TRIALS`` leaves cases out (listed
+under ``skipped``).
 
 Best batch. For each learner and dtype, the smallest batch per device (trials divided by the
 devices the trials are sharded over, ``--host-devices``) beyond which no larger batch of the list
