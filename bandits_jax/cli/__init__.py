@@ -140,7 +140,8 @@ _CACHE_OFF = f"--compile-cache off or {COMPILE_CACHE_ENV}=off"
 _CACHE_ON = f"--compile-cache DIR, or unset ${COMPILE_CACHE_ENV}"
 
 
-_CACHE_EVENTS = {"asked": 0, "hits": 0}  # this process's compiles that asked the cache, hits
+_CACHE_EVENTS = {"asked": 0, "hits": 0}  # this run's compiles that asked the cache, hits
+_LISTENING: list[bool] = []  # whether _count_cache_event is registered with JAX
 _EVENT_KEYS = {
     "/jax/compilation_cache/compile_requests_use_cache": "asked",
     "/jax/compilation_cache/cache_hits": "hits",
@@ -159,9 +160,9 @@ def _use_compile_cache(path: pathlib.Path | None) -> None:
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
-    if _count_cache_event not in getattr(_use_compile_cache, "listening", ()):
+    if not _LISTENING:  # once per process
         jax.monitoring.register_event_listener(_count_cache_event)
-        _use_compile_cache.listening = (_count_cache_event,)
+        _LISTENING.append(True)
     _CACHE_EVENTS.update(asked=0, hits=0)
     if path is not None:
         path.mkdir(parents=True, exist_ok=True)

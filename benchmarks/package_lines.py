@@ -1,0 +1,34 @@
+"""Lines of the package, split into library and command (``bandits_jax/cli``, ``__main__``),
+and the length of each package's ``__all__``: ``python -m benchmarks.package_lines [ROOT]``."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import sys
+
+
+def counts(root: pathlib.Path) -> dict:
+    pkg = root / "bandits_jax"
+    lib = cmd = 0
+    for p in pkg.rglob("*.py"):
+        n = len(p.read_text().splitlines())
+        rel = p.relative_to(pkg).parts
+        if "cli" in rel or p.name in ("plotting.py", "__main__.py"):
+            cmd += n
+        else:
+            lib += n
+    public = {}
+    for p in sorted(pkg.rglob("__init__.py")):
+        for node in ast.parse(p.read_text()).body:
+            if isinstance(node, ast.Assign) and any(
+                getattr(t, "id", "") == "__all__" for t in node.targets
+            ):
+                public[str(p.relative_to(root))] = len(ast.literal_eval(node.value))
+    return {"library_lines": lib, "command_lines": cmd, "all": public,
+            "all_total": sum(public.values())}  # fmt: skip
+
+
+if __name__ == "__main__":
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    print(counts(root))
