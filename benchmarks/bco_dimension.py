@@ -44,8 +44,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from bandits_jax.cli import bco as study  # noqa: E402
-from bandits_jax.cli import tables  # noqa: E402
-from bandits_jax.sim import sweep  # noqa: E402
+from bandits_jax.cli import output, tables  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
@@ -72,7 +71,7 @@ def main(argv=None):
         import os
 
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        sweep.write_json(args.json, result)
+        output.write_json(args.json, result)
         print(f"wrote {args.json}")
     if args.out:
         import os

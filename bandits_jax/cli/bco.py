@@ -48,7 +48,7 @@ import numpy as np
 
 from bandits_jax.bco.schedules import PRESETS
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import tables
+from bandits_jax.cli import output, tables
 
 AMPLITUDE = 0.5
 SLOW_ANGLE = 0.2  # total rotation of the slow drift over the horizon (omega = SLOW_ANGLE / T)
@@ -238,7 +238,7 @@ def play(
     return Played(
         regret=np.asarray(summ.regret, np.float64).reshape(C, N),
         V_T=np.asarray(summ.V_T, np.float64).reshape(C, N),
-        rejected=np.asarray([sweep.rejected_count(s) for s in status]),
+        rejected=np.asarray([tables.rejected_count(s) for s in status]),
         max_steps=np.asarray([int(np.sum(s == MAX_STEPS)) for s in status]),
         all_in_domain=bool(np.all(np.asarray(summ.all_in_domain))),
         best_point_ok=bool(np.all(np.asarray(summ.best_point_status) == CONVERGED)),
@@ -507,7 +507,6 @@ def run(args: argparse.Namespace) -> int:
     import jax.numpy as jnp
 
     from bandits_jax.cli import plotting
-    from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import Progress
 
     from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
@@ -545,8 +544,8 @@ def run(args: argparse.Namespace) -> int:
         plotting.bco_figure(result, out / "bco_dimension.png")
         written.append(out / "bco_dimension.png")
     result["compile_cache"] = compile_cache_report(args)
-    sweep.write_json(out / "bco.json", result)
-    sweep.write_csv(out / "bco.csv", tables.bco_rows(result))
+    output.write_json(out / "bco.json", result)
+    output.write_csv(out / "bco.csv", tables.bco_rows(result))
     summary = tables.bco_summary(result) + compile_cache_text(result["compile_cache"])
     (out / "bco_summary.txt").write_text(summary)
     written += [out / "bco.json", out / "bco.csv", out / "bco_summary.txt"]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import tables
+from bandits_jax.cli import output, tables
 
 BENCHMARKS = ("mlogb_speed", "bco_speed")
 
@@ -44,7 +44,6 @@ def validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs ``bench``: the speed benchmarks, their table and figure; returns the exit status."""
     from bandits_jax.cli import plotting
-    from bandits_jax.sim import sweep
 
     from . import say, write_outputs
 
@@ -82,9 +81,9 @@ def run(args: argparse.Namespace) -> int:
             plotting.bench_figure(cases, png)
             written.append(png)
     if rows:
-        sweep.write_csv(out / "bench.csv", rows)
+        output.write_csv(out / "bench.csv", rows)
         written.append(out / "bench.csv")
-        texts.append("All cases (- where a case has no value):\n" + sweep.format_table(rows))
+        texts.append("All cases (- where a case has no value):\n" + output.format_table(rows))
     (out / "bench_summary.txt").write_text("\n".join(texts) + "\n")
     written.append(out / "bench_summary.txt")
     write_outputs(out, written)

@@ -48,7 +48,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bandits_jax.cli import options as opt
+from bandits_jax.cli import output
 from bandits_jax.cli import reproduce as rep
+from bandits_jax.mlogb.exploration import SWEEP_FIELDS, exploration_columns
 
 DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 L_GRID = (-1.0, -0.5, 0.0)
@@ -289,10 +291,9 @@ def check_resume(cells: Sequence[Cell]) -> None:
 
 
 def _atomic_json(path: pathlib.Path, obj: Any) -> None:
-    from bandits_jax.sim import sweep
 
     tmp = path.with_suffix(".json.tmp")
-    sweep.write_json(tmp, obj)
+    output.write_json(tmp, obj)
     os.replace(tmp, path)
 
 
@@ -409,7 +410,10 @@ def _recipe_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _
     hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
     grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
     play = functools.partial(
-        sweep.run_sweep, seeds=plan["eval_seeds"], checkpoint_dir=cell.path / "evaluation"
+        sweep.run_sweep,
+        seeds=plan["eval_seeds"],
+        checkpoint_dir=cell.path / "evaluation",
+        fields=SWEEP_FIELDS,
     )
     point = {"l": l_, "e": e_, "beta": b_}
     return _CellPlay(
@@ -438,6 +442,8 @@ def _tuned_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _C
         tuning_seeds=plan["tuning_seeds"],
         eval_seeds=plan["eval_seeds"],
         checkpoint_dir=str(cell.path),
+        fields=SWEEP_FIELDS,
+        columns=exploration_columns,
     )
     return _CellPlay(hp_u, grid_u, runs, play, functools.partial(_tuned_outcome, g, first, uniq))
 
@@ -473,7 +479,7 @@ def _cell_record(
 
     r = ev.experiments[0]
     final = np.asarray(r.metrics["regret"], np.float64).sum(-1)[0]  # (eval seeds,)
-    row = sweep.table([r])[0]
+    row = sweep.table([r], columns=exploration_columns)[0]
     N = final.size
     std = float(final.std(ddof=1)) if N > 1 else 0.0
     seconds = _recorded_seconds(cell.path / "evaluation")
@@ -556,7 +562,7 @@ def _seed_range(seeds: Sequence[int]) -> str:
 def summary(report: dict, rows: Sequence[dict]) -> str:
     """The text summary: the table, the growth per learner and the update status."""
     from bandits_jax.cli import tables
-    from bandits_jax.sim.sweep import format_table
+    from bandits_jax.cli.output import format_table
 
     cfg = report["config"]
     S = sorted(cfg["S_grid"])
@@ -738,7 +744,6 @@ def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) 
     """Writes ``kappa.png`` (with ``--plots``), ``kappa.json``, ``kappa.csv`` and
     ``kappa_summary.txt`` (also printed), then lists what was written."""
     from bandits_jax.cli import plotting
-    from bandits_jax.sim import sweep
 
     from . import compile_cache_text, write_outputs
 
@@ -756,8 +761,8 @@ def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) 
             reference=ref,
         )
         written.append(out / "kappa.png")
-    sweep.write_json(out / "kappa.json", report)
-    sweep.write_csv(out / "kappa.csv", rows)
+    output.write_json(out / "kappa.json", report)
+    output.write_csv(out / "kappa.csv", rows)
     text = summary(report, rows) + compile_cache_text(report["compile_cache"])
     (out / "kappa_summary.txt").write_text(text)
     written += [out / "kappa.json", out / "kappa.csv", out / "kappa_summary.txt"]

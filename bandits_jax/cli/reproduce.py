@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import tables
+from bandits_jax.cli import output, tables
 
 # ----------------------------------------------------------------------------- settings
 
@@ -174,35 +174,35 @@ def sketch_size(K: int, d: int) -> int:
     return section4_m(K, d)
 
 
-def _spec(kind: str, label: str, legend: str, sketched: bool, tuned: bool = True) -> LearnerSpec:
-    """A registry row for a kind of :mod:`bandits_jax.mlogb.recipes` (``tuned``: ``reproduce``
-    runs it at its tuned point, else at ``--l/--e/--beta``)."""
+def _spec(kind: str, untuned: tuple[str, str] | None = None) -> LearnerSpec:
+    """The command's row of a :data:`bandits_jax.mlogb.recipes.REGISTRY` kind: at its tuned
+    point, or with ``untuned = (label, legend)`` at ``--l/--e/--beta``."""
+    from bandits_jax.mlogb import recipes
 
-    def factory(K: int, d: int, m: int, **opts: Any) -> Any:
-        from bandits_jax.mlogb import recipes
+    row = recipes.REGISTRY[kind]
 
-        return recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m)
+    def factory(K: int, d: int, m: int, horizon: int | None = None) -> Any:
+        return recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m, horizon=horizon)
 
     def hparams(r: Recipe) -> Any:
-        from bandits_jax.mlogb import recipes
-
         return recipes.hparams_for(kind, **r._asdict())
 
-    return LearnerSpec(label, legend, factory, hparams, sketched, kind if tuned else None)
+    label, legend = untuned or (row.label, row.legend)
+    return LearnerSpec(label, legend, factory, hparams, row.sketched, None if untuned else kind)
 
 
-LEARNERS: dict[str, LearnerSpec] = {
-    "eofd": _spec("eofd", "EOFD", "EOFD-MLogB", True, tuned=False),
-    "oful": _spec("oful", "OFUL", "OFUL-MLogB", False, tuned=False),
-    "eofd-tuned": _spec("eofd", "EOFD tuned", "EOFD-MLogB (tuned)", True),
-    "eofd-robust": _spec("eofd-robust", "EOFD robust", "EOFD-MLogB robust (tuned)", True),
-    "eofd-adaptive": _spec("eofd-adaptive", "EOFD adaptive", "EOFD-MLogB adaptive (tuned)", True),
-    "oful-tuned": _spec("oful", "OFUL tuned", "OFUL-MLogB (tuned)", False),
-    "greedy": _spec("greedy", "greedy", "greedy (robust EOFD estimate)", True),
-    "linucb": _spec("linucb", "LinUCB", "LinUCB (tuned)", False),
-    "ecolog": _spec("ecolog", "ECOLog", "ada-OFU-ECOLog (tuned)", False),
-    "uniform": _spec("uniform", "random", "uniform random", False),
-}
+def _registry() -> dict[str, LearnerSpec]:
+    """Every registry kind at its tuned point (``eofd`` and ``oful`` as ``eofd-tuned`` and
+    ``oful-tuned``), after the paper's two learners at ``--l/--e/--beta``."""
+    from bandits_jax.mlogb import recipes
+
+    untuned = {"eofd": ("EOFD", "EOFD-MLogB"), "oful": ("OFUL", "OFUL-MLogB")}
+    rows = {k: _spec(k, names) for k, names in untuned.items()}
+    rows.update({k + "-tuned" * (k in untuned): _spec(k) for k in recipes.KINDS})
+    return rows
+
+
+LEARNERS: dict[str, LearnerSpec] = _registry()
 DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 RATIO_PAIRS: tuple[tuple[str, str], ...] = (
     ("eofd", "oful"),
@@ -548,7 +548,6 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     from bandits_jax.cli import plotting
-    from bandits_jax.sim import sweep
     from bandits_jax.sim.chunks import Progress
 
     from . import compile_cache_report, compile_cache_text, dtype_of, say, write_outputs
@@ -601,8 +600,8 @@ def run(args: argparse.Namespace) -> int:
         written += [out / "reproduce_regret.png", out / "reproduce_time.png"]
     report["compile_cache"] = compile_cache_report(args)
     report["wall_seconds"] = time.perf_counter() - t0
-    sweep.write_json(out / "reproduce.json", report)
-    sweep.write_csv(out / "reproduce.csv", rows)
+    output.write_json(out / "reproduce.json", report)
+    output.write_csv(out / "reproduce.csv", rows)
     labels = {k: v.label for k, v in LEARNERS.items()}
     summary = tables.reproduce_summary(report, rows, plan["notes"], labels)
     summary += compile_cache_text(report["compile_cache"])

@@ -20,8 +20,9 @@ import numpy as np
 
 from bandits_jax.cli import bco as bco_cmd
 from bandits_jax.cli import options as opt
+from bandits_jax.cli import output, tables
 from bandits_jax.cli import reproduce as rep
-from bandits_jax.cli import tables
+from bandits_jax.mlogb.exploration import SWEEP_FIELDS, bonus_ratio, exploration_columns
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -355,6 +356,8 @@ def _tune(args, exps: list, mesh, tune_seeds: list[int], eval_seeds: list[int], 
         eval_seeds=eval_seeds,
         chooser=choose,
         progress_for=bar,
+        fields=SWEEP_FIELDS,
+        columns=exploration_columns,
         checkpoint_dir=pathlib.Path(args.out) / "checkpoints" / "sweep",
         mesh=mesh,
         chunk_size=opt.chunk_size(T, args.chunk),
@@ -394,7 +397,6 @@ def _write(args, out: pathlib.Path, res, timing: dict, tune_seeds, eval_seeds, T
     """Writes ``sweep.csv``, ``sweep.json``, the figures and ``sweep_summary.txt`` (also
     printed), then lists what was written."""
     from bandits_jax.cli import plotting
-    from bandits_jax.sim import sweep
 
     from . import compile_cache_report, compile_cache_text, write_outputs
 
@@ -404,8 +406,8 @@ def _write(args, out: pathlib.Path, res, timing: dict, tune_seeds, eval_seeds, T
               for r, g in zip(tune.experiments, res.chosen, strict=True)]  # fmt: skip
     sweeps = [("tuning", tune)] + ([("evaluation", ev)] if eval_seeds else [])
     cache = compile_cache_report(args)
-    sweep.write_csv(out / "sweep.csv", rows)
-    sweep.write_json(
+    output.write_csv(out / "sweep.csv", rows)
+    output.write_json(
         out / "sweep.json",
         {
             "rounds": T,
@@ -482,8 +484,6 @@ def _plain(v: Any) -> Any:
 def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path]:
     """(l, e) heatmaps per MLogB experiment and (S, beta) block of its grid (S-major, then beta,
     then (l, e): see :func:`experiments`); BCO experiments are in the tables."""
-    from bandits_jax.sim.sweep import bonus_ratio
-
     ls, es = plan["ls"], plan["es"]
     reg_panels, ratio_panels = [], []
     nl, ne = len(ls), len(es)

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from bandits_jax.sim.sweep import GREEDY_RATIO, format_table, rejected_count
-from bandits_jax.status import REJECTED_CODES, count_status, is_failure
+from bandits_jax.cli.output import format_table
+from bandits_jax.mlogb.exploration import GREEDY_RATIO
+from bandits_jax.status import REJECTED_CODES, count_status, is_failure, is_rejected
 
 __all__ = [
     "rejected_count",
@@ -33,6 +34,11 @@ __all__ = [
     "variation_order",
     "loglog_slope",
 ]
+
+
+def rejected_count(status: Any) -> int:
+    """Rounds whose update was rejected (:func:`bandits_jax.status.is_rejected`)."""
+    return int(np.count_nonzero(is_rejected(np.asarray(status))))
 
 
 def median_ratio(bonus: np.ndarray, estimate: np.ndarray) -> float:

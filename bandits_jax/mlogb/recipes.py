@@ -87,8 +87,6 @@ TUNED_FREE: dict[str, Exponents] = {
 }
 for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
     _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
-KINDS = tuple(TUNED)
-K1_ONLY = frozenset({"ecolog"})  # kinds defined for K = 1 only
 # The kinds :func:`practical` returns (docs/recipes.md has the measurements). With a known
 # bound and K d > DENSE_MAX: the cheapest EOFD kind whose tuning score (mean relative regret over
 # the tuning problems) is within 1% of the best EOFD kind's (robust: m columns; adaptive: up to
@@ -114,7 +112,7 @@ class Tuned(NamedTuple):
 
 
 def _check_kind(kind: str) -> str:
-    if kind not in TUNED:
+    if kind not in REGISTRY:
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
     return kind
 
@@ -139,26 +137,118 @@ def sketch_size(num_outcomes: int, dim: int) -> int:
     return max(1, (int(num_outcomes) * int(dim)) // 10)
 
 
-def make_learner(kind: str, *, num_outcomes: int, dim: int, sketch_size: int) -> MLogBLearner:
-    """The learner of a kind (module docstring) with sketch size ``m`` where it has one."""
-    K, d, m = num_outcomes, dim, sketch_size
-    factories: dict[str, Callable[[], MLogBLearner]] = {
-        "eofd": lambda: eofd(num_outcomes=K, dim=d, sketch_size=m),
-        "eofd-robust": lambda: eofd(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
-        "eofd-adaptive": lambda: eofd(
-            num_outcomes=K,
-            dim=d,
-            sketch_size=m,
-            max_sketch_size=ADAPTIVE_CAPACITY * m,
-            delta_target=ADAPTIVE_TARGET,
-        ),
-        "oful": lambda: oful(num_outcomes=K, dim=d),
-        "greedy": lambda: greedy(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
-        "linucb": lambda: linucb(num_outcomes=K, dim=d),
-        "ecolog": lambda: ecolog(num_outcomes=K, dim=d),
-        "uniform": lambda: uniform(num_outcomes=K, dim=d),
-    }
-    return factories[_check_kind(kind)]()
+class Kind(NamedTuple):
+    """One row of the learner registry (:data:`REGISTRY`): what every command and recipe reads.
+
+    Attributes:
+      label: short name in tables and JSON (e.g. ``"LinUCB"``).
+      legend: name in figure legends (e.g. ``"LinUCB (tuned)"``).
+      factory: ``(K, d, m, horizon) -> MLogBLearner`` (``m``: sketch size, ignored by learners
+        without a sketch; ``horizon``: T, for learners that preallocate a buffer).
+      hparams: ``(num_outcomes=, dim=, S=, horizon=, l=, e=, beta=, rewards=, dtype=) ->
+        hyperparameters`` at a point (``l``, ``e``, a numeric ``beta``: arrays of one shape, the
+        grid axes; ``S`` and ``rewards`` resolved by :func:`hparams_for`).
+      sketched: whether ``m`` applies. k1_only: defined for K = 1 only.
+    """
+
+    label: str
+    legend: str
+    factory: Callable[[int, int, int, int | None], MLogBLearner]
+    hparams: Callable[..., Any]
+    sketched: bool = False
+    k1_only: bool = False
+
+
+def _section4_hp(*, beta: Any, dtype: Any, l: Any, e: Any, **kw: Any) -> Any:  # noqa: E741
+    """Section 4's hyperparameters at ``(l, e)`` with the radius ``beta`` (grid or rule)."""
+    numeric = not isinstance(beta, str)
+    hp = section4(l=l, e=e, beta=0.0 if numeric else beta, dtype=dtype, **kw).hparams
+    return hp._replace(beta=_as_grid(beta, l, e, dtype)) if numeric else hp
+
+
+def _greedy_hp(*, beta: Any, **kw: Any) -> Any:
+    """The practical recipe with no radius."""
+    return _section4_hp(beta=beta if isinstance(beta, str) else np.zeros_like(beta), **kw)
+
+
+def _section4_lam(*, num_outcomes: int, dim: int, S: float, horizon: int, l: Any, e: Any,
+                  rewards: Any) -> Any:  # fmt: skip  # noqa: E741
+    """``lam`` of Section 4's scaling (``e`` does not enter it)."""
+    return np.asarray(section4(num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, l=l, e=e,
+                               rewards=rewards, beta=0.0).hparams.lam)  # fmt: skip
+
+
+def _linucb_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
+    """LinUCB's ridge at Section 4's ``lam``, ``alpha = sqrt(beta)``."""
+    if isinstance(beta, str):
+        raise ValueError(f"beta must be a number for linucb, got {beta!r}")
+    lam = _section4_lam(**kw)
+    alpha = np.sqrt(np.broadcast_to(np.asarray(beta, float), lam.shape))
+    return linucb_hyperparams(lam=lam, alpha=alpha, rewards=kw["rewards"], dtype=dtype)
+
+
+def _ecolog_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
+    """ECOLog at Section 4's ``lam`` with the radius ``beta`` (grid or rule)."""
+    lam = _section4_lam(**kw)
+    b = beta if isinstance(beta, str) else np.broadcast_to(np.asarray(beta, float), lam.shape)
+    return ecolog_hyperparams(lam=lam, S=kw["S"], rewards=kw["rewards"], beta=b,
+                              delta=1.0 / kw["horizon"], dtype=dtype)  # fmt: skip
+
+
+def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  # noqa: E741
+    """No numeric hyperparameters: one seed per grid point."""
+    shape = np.broadcast(np.asarray(l), np.asarray(e)).shape
+    return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
+
+
+# kind -> Kind. A new learner joins every command (``--learners``, tables, figures, sweeps) with
+# one row here and its points in TUNED and TUNED_FREE.
+REGISTRY: dict[str, Kind] = {
+    "eofd": Kind(
+        "EOFD tuned", "EOFD-MLogB (tuned)",
+        lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m), _section4_hp, True,
+    ),
+    "eofd-robust": Kind(
+        "EOFD robust", "EOFD-MLogB robust (tuned)",
+        lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
+        _section4_hp, True,
+    ),
+    "eofd-adaptive": Kind(
+        "EOFD adaptive", "EOFD-MLogB adaptive (tuned)",
+        lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m,
+                                max_sketch_size=ADAPTIVE_CAPACITY * m,
+                                delta_target=ADAPTIVE_TARGET),
+        _section4_hp, True,
+    ),
+    "oful": Kind(
+        "OFUL tuned", "OFUL-MLogB (tuned)", lambda K, d, m, T: oful(num_outcomes=K, dim=d),
+        _section4_hp,
+    ),
+    "greedy": Kind(
+        "greedy", "greedy (robust EOFD estimate)",
+        lambda K, d, m, T: greedy(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
+        _greedy_hp, True,
+    ),
+    "linucb": Kind(
+        "LinUCB", "LinUCB (tuned)", lambda K, d, m, T: linucb(num_outcomes=K, dim=d), _linucb_hp
+    ),
+    "ecolog": Kind(
+        "ECOLog", "ada-OFU-ECOLog (tuned)", lambda K, d, m, T: ecolog(num_outcomes=K, dim=d),
+        _ecolog_hp, k1_only=True,
+    ),
+    "uniform": Kind(
+        "random", "uniform random", lambda K, d, m, T: uniform(num_outcomes=K, dim=d), _uniform_hp
+    ),
+}  # fmt: skip
+KINDS = tuple(REGISTRY)
+K1_ONLY = frozenset(k for k, v in REGISTRY.items() if v.k1_only)  # kinds defined for K = 1 only
+
+
+def make_learner(
+    kind: str, *, num_outcomes: int, dim: int, sketch_size: int, horizon: int | None = None
+) -> MLogBLearner:
+    """The learner of a kind (:data:`REGISTRY`) with sketch size ``m`` where it has one."""
+    return REGISTRY[_check_kind(kind)].factory(num_outcomes, dim, sketch_size, horizon)
 
 
 def hparams_for(
@@ -186,35 +276,10 @@ def hparams_for(
         l, e, beta = (np.broadcast_to(np.asarray(v, float), shape) for v in (l, e, beta))  # noqa: E741
     if rewards is None:
         rewards = [1.0] if K == 1 else list(np.linspace(1.0 / K, 1.0, K))
-    if kind == "uniform":  # no numeric hyperparameters: one seed per grid point
-        shape = np.broadcast(np.asarray(l), np.asarray(e)).shape
-        return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
-    if kind == "greedy" and not isinstance(beta, str):
-        beta = np.zeros_like(np.asarray(beta, float))  # greedy has no radius
-    if kind in ("linucb", "ecolog"):  # lam from Section 4's scaling; e does not enter
-        lam = section4(
-            num_outcomes=K, dim=dim, S=S, horizon=horizon, l=l, e=e, rewards=rewards, beta=0.0
-        ).hparams.lam
-        if kind == "ecolog":
-            b = beta if isinstance(beta, str) else np.broadcast_to(np.asarray(beta, float),
-                                                                   np.shape(lam))  # fmt: skip
-            return ecolog_hyperparams(lam=np.asarray(lam), S=S, rewards=rewards, beta=b,
-                                      delta=1.0 / horizon, dtype=dtype)  # fmt: skip
-        if isinstance(beta, str):
-            raise ValueError(f"beta must be a number for linucb, got {beta!r}")
-        alpha = np.sqrt(np.broadcast_to(np.asarray(beta, float), np.shape(lam)))
-        return linucb_hyperparams(lam=np.asarray(lam), alpha=alpha, rewards=rewards, dtype=dtype)
-    return section4(
-        num_outcomes=K,
-        dim=dim,
-        S=S,
-        horizon=horizon,
-        l=l,
-        e=e,
-        beta=beta if isinstance(beta, str) else 0.0,
-        rewards=rewards,
+    return REGISTRY[kind].hparams(
+        num_outcomes=K, dim=dim, S=S, horizon=horizon, l=l, e=e, beta=beta, rewards=rewards,
         dtype=dtype,
-    ).hparams._replace(**({} if isinstance(beta, str) else {"beta": _as_grid(beta, l, e, dtype)}))
+    )  # fmt: skip
 
 
 def _as_grid(beta: Any, l: Any, e: Any, dtype: Any) -> Any:

@@ -18,7 +18,7 @@ machine), each with its rank, before anything else touches JAX::
     )
     result = distributed.run_sweep(experiments, num_rounds=T, seeds=range(32))
     if result is not None:                     # process 0 (gather="process0"); every
-        print(sweep.format_table(sweep.table(result)))  # process with gather="all"
+        print(sweep.table(result))  # process with gather="all"
 
 On CPU, cross-process collectives need an implementation: :func:`initialize` selects gloo
 (``jax_cpu_collectives_implementation``; the default "none" cannot gather across processes).
@@ -42,14 +42,7 @@ from jax.experimental import multihost_utils
 
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, run_chunked
-from bandits_jax.sim.sweep import (
-    DEFAULT_FIELDS,
-    Experiment,
-    SweepResult,
-    build_runs,
-    collect,
-    get_metric,
-)
+from bandits_jax.sim.sweep import Experiment, SweepResult, build_runs, collect, keep_fields
 
 __all__ = ["initialize", "share", "run_sweep"]
 
@@ -101,23 +94,13 @@ def share(num_runs: int, num_processes: int, process_id: int) -> tuple[int, int,
     return start, min(start + size, num_runs), size
 
 
-def _keep(fields: Sequence[str], regret: Any):
-    def keep(metrics):
-        kept = {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
-        if regret is not None:  # (runs, rounds) axes: map per round
-            kept["regret"] = jax.vmap(jax.vmap(regret))(metrics)
-        return kept
-
-    return keep
-
-
 def run_sweep(
     experiments: Sequence[Experiment],
     *,
     num_rounds: int,
     seeds: Sequence[int],
     chunk_size: int | None = None,
-    fields: Sequence[str] = DEFAULT_FIELDS,
+    fields: Sequence[str] | None = None,
     gather: str = "all",
 ) -> SweepResult | None:
     """:func:`bandits_jax.sim.sweep.run_sweep` spread over the ``jax.distributed`` processes.
@@ -162,7 +145,7 @@ def run_sweep(
         num_rounds,
         chunk_size=chunk_size or max(num_rounds, 1),
         keep=lambda ms: tuple(
-            _keep(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
+            keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
         ),
     )
     mine = tuple(

@@ -31,21 +31,17 @@ Honest tuning (:func:`tune_and_evaluate`): the best grid point of each experimen
 mean final regret on *tuning* seeds, and the number reported is its regret on disjoint
 *evaluation* seeds, never the minimum over the grid on the seeds it was chosen on.
 
-Exploration diagnostic: step functions that report ``bonus_spread`` and ``estimate_spread`` per
-round (the spread over the action set of the optimistic bonus and of the estimated reward, as
-``bandits_jax.mlogb.interact`` does) get ``bonus_ratio`` = median over rounds and trials of
-``bonus_spread / estimate_spread`` in the table. A ratio far below 1 (e.g. 1e-4 with the
-section-4 recipe (l, e) = (0.75, 0.75) on the K = 1 synthetic stream) means the bonus cannot
-change which action wins: the learner is effectively greedy and beta does not matter.
+Tables (:func:`table`): per grid point the final regret's mean and spread over trials, the status
+counts and the memory figures, plus the caller's own columns (``columns=``; MLogB's exploration
+diagnostic is :func:`bandits_jax.mlogb.exploration.exploration_columns`). The metric fields a
+sweep keeps are the caller's (``fields=``; default: every field the steps report).
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import itertools
 import json
-import math
 import os
 import pathlib
 from collections.abc import Callable, Mapping, Sequence
@@ -80,22 +76,14 @@ __all__ = [
     "select_grid",
     "table",
     "tune_and_evaluate",
-    "format_table",
-    "write_csv",
-    "write_json",
     "get_metric",
-    "GREEDY_RATIO",
-    "bonus_ratio",
-    "rejected_count",
 ]
 
 PyTree = Any
-DEFAULT_FIELDS = ("regret", "bonus_spread", "estimate_spread", "explored", "status")
 HOST_MEMORY_FRACTION = 0.5  # of physical memory: the "auto" budget on CPU (shared by its devices)
 DEVICE_MEMORY_FRACTION = 0.9  # of a device's bytes_limit: the "auto" budget on GPU/TPU
 # Table columns of the memory a sweep's compiled call used (present when run_sweep planned it).
 MEMORY_COLUMNS = ("batches", "peak_bytes", "bytes_per_run", "state_bytes_per_run")
-GREEDY_RATIO = 1e-2  # below this bonus/estimate spread ratio the table flags "greedy"
 
 
 class Experiment(NamedTuple):
@@ -241,9 +229,15 @@ def get_metric(metrics: Any, name: str) -> Any:
     return getattr(metrics, name, None)
 
 
-def _keep_fields(fields: Sequence[str], regret: Callable | None) -> Callable[[Any], dict]:
+def keep_fields(fields: Sequence[str] | None, regret: Callable | None) -> Callable[[Any], dict]:
+    """``metrics -> dict`` of the fields kept (``None``: all), with ``regret`` computed per round
+    from the metrics when given (a step whose metrics carry no regret)."""
+
     def keep(metrics):
-        kept = {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
+        if fields is None:
+            kept = dict(metrics if isinstance(metrics, Mapping) else metrics._asdict())
+        else:
+            kept = {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
         if regret is not None:  # metrics here carry the (runs, rounds) axes: map per round
             kept["regret"] = jax.vmap(jax.vmap(regret))(metrics)
         return kept
@@ -329,7 +323,7 @@ def run_sweep(
     seeds: Sequence[int],
     mesh: Any = None,
     chunk_size: int | None = None,
-    fields: Sequence[str] = DEFAULT_FIELDS,
+    fields: Sequence[str] | None = None,
     progress: Progress | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     resume: bool = False,
@@ -347,7 +341,9 @@ def run_sweep(
       mesh: a :func:`bandits_jax.sim.sharding.run_mesh` to shard the runs over; ``None``: one
         device.
       chunk_size: rounds per compiled call (default: all rounds in one call).
-      fields: metric fields kept per round (absent ones are skipped).
+      fields: metric fields kept per round (absent ones are skipped); ``None``: every field the
+        steps report (e.g. :data:`bandits_jax.mlogb.exploration.SWEEP_FIELDS` keeps what
+        MLogB's tables read).
       progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`
         (the bar counts trial-rounds: its total should include ``num_rounds`` x the runs, grid
         points x seeds summed over experiments; padding runs and the rounds an out-of-memory
@@ -410,7 +406,7 @@ class _Job(NamedTuple):
     chunk: int  # rounds per compiled call
     mesh: Any
     chunk_fn: ChunkFn
-    keep: Callable[[Any], tuple]  # per experiment, the metrics kept (_keep_fields)
+    keep: Callable[[Any], tuple]  # per experiment, the metrics kept (keep_fields)
     config: dict  # the checkpoints' identity
     ckdir: pathlib.Path | None
     progress: Progress | None
@@ -431,13 +427,11 @@ def _job(
         "experiments": [
             [e.learner, e.env, {k: _py(v) for k, v in e.grid.items()}] for e in experiments
         ],
-        "fields": list(fields),
+        "fields": None if fields is None else list(fields),
     }
 
     def keep(ms):
-        return tuple(
-            _keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True)
-        )
+        return tuple(keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True))
 
     return _Job(
         experiments=experiments,
@@ -740,45 +734,28 @@ def select_grid(exp: Experiment, indices: Sequence[int]) -> Experiment:
     return exp._replace(hparams=hp, grid=grid)
 
 
-def bonus_ratio(metrics: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """Per grid point, the median over trials and rounds of ``bonus_spread / estimate_spread``
-    (rounds with no estimate spread, e.g. round 1 where W = 0, are left out); ``None`` if the
-    metrics lack the spreads."""
-    b, e = metrics.get("bonus_spread"), metrics.get("estimate_spread")
-    if b is None or e is None:
-        return None
-    b, e = np.asarray(b, np.float64), np.asarray(e, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(e > 0, b / e, np.nan)  # round 1: W = 0, no estimate spread
-    flat = ratio.reshape(ratio.shape[0], -1)  # (G, trials * rounds)
-    out = np.full(flat.shape[0], np.nan)
-    for g in range(flat.shape[0]):
-        vals = flat[g][np.isfinite(flat[g])]
-        if vals.size:
-            out[g] = np.median(vals)
-    return out
-
-
-def rejected_count(status: Any) -> int:
-    """Rounds whose update was rejected (:func:`bandits_jax.status.is_rejected`)."""
-    return int(np.count_nonzero(is_rejected(np.asarray(status))))
-
-
-def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") -> list[dict]:
+def table(
+    result: SweepResult | Sequence[ExperimentResult],
+    *,
+    split: str = "",
+    columns: Callable[[Mapping[str, np.ndarray]], Mapping[str, Sequence]] | None = None,
+) -> list[dict]:
     """Tidy rows, one per (learner, environment, grid point): mean and sample std over trials of
-    the final cumulative regret, regret per round, the exploration diagnostic, and (when the
-    metrics carry ``status``) the rejected updates and a ``status_<name>`` count per status code
-    over all trials and rounds; with the experiment's ``memory`` (from :func:`run_sweep`), its
-    ``batches``, the static ``peak_bytes`` per device of the compiled call that played it (all
-    experiments of a sweep share that call), ``bytes_per_run`` (that peak over the runs of one
-    call) and ``state_bytes_per_run`` (its own carry)."""
+    the final cumulative regret, regret per round, and (when the metrics carry ``status``) the
+    rejected updates and a ``status_<name>`` count per status code over all trials and rounds;
+    with the experiment's ``memory`` (from :func:`run_sweep`), its ``batches``, the static
+    ``peak_bytes`` per device of the compiled call that played it (all experiments of a sweep
+    share that call), ``bytes_per_run`` (that peak over the runs of one call) and
+    ``state_bytes_per_run`` (its own carry). ``columns``: ``metrics -> {column: one value per
+    grid point}``, the caller's own columns (e.g.
+    :func:`bandits_jax.mlogb.exploration.exploration_columns`)."""
     exps = result.experiments if isinstance(result, SweepResult) else result
     rows = []
     for r in exps:
         regret = np.asarray(r.metrics["regret"], np.float64)  # (G, N, T)
         final = regret.sum(axis=-1)
         N, T = final.shape[1], regret.shape[-1]
-        ratio = bonus_ratio(r.metrics)
+        extra = {} if columns is None else columns(r.metrics)
         for g in range(final.shape[0]):
             row: dict[str, Any] = {"learner": r.learner, "env": r.env}
             if split:
@@ -792,21 +769,12 @@ def table(result: SweepResult | Sequence[ExperimentResult], *, split: str = "") 
                 regret_per_round=float(final[g].mean() / max(T, 1)),
             )
             if r.memory is not None:
-                row.update(
-                    batches=r.memory["batches"],
-                    peak_bytes=r.memory["peak_bytes"],
-                    bytes_per_run=r.memory["bytes_per_run"],
-                    state_bytes_per_run=r.memory["state_bytes_per_run"],
-                )
-            if "explored" in r.metrics:
-                row["explore_rate"] = float(np.asarray(r.metrics["explored"][g]).mean())
+                row.update({k: r.memory[k] for k in MEMORY_COLUMNS})
             if "status" in r.metrics:
                 st = np.asarray(r.metrics["status"][g])
-                row["rejected"] = rejected_count(st)
+                row["rejected"] = int(np.count_nonzero(is_rejected(st)))
                 row.update({f"status_{k}": v for k, v in count_status(st).items()})
-            if ratio is not None:
-                row["bonus_ratio"] = float(ratio[g])
-                row["greedy"] = bool(ratio[g] < GREEDY_RATIO) if np.isfinite(ratio[g]) else None
+            row.update({k: v[g] for k, v in extra.items()})
             rows.append(row)
     return rows
 
@@ -837,6 +805,7 @@ def tune_and_evaluate(
     eval_seeds: Sequence[int],
     chooser: Callable[[SweepResult], Sequence[int]] | None = None,
     progress_for: Callable[[str, int], Any] | None = None,
+    columns: Callable[[Mapping[str, np.ndarray]], Mapping[str, Sequence]] | None = None,
     **kwargs: Any,
 ) -> TuneResult:
     """Chooses each experiment's best grid point on tuning seeds, reports it on eval seeds.
@@ -852,6 +821,7 @@ def tune_and_evaluate(
         :class:`~bandits_jax.sim.chunks.Progress` of one sweep (``split``: ``"tuning"`` or
         ``"evaluation"``; ``runs``: its grid points x seeds), entered around that sweep; default:
         the ``progress`` in ``kwargs`` (one bar for both sweeps) or none.
+      columns: the caller's own table columns (:func:`table`).
       **kwargs: passed to both :func:`run_sweep` calls (``mesh``, ``chunk_size``, ...);
         ``checkpoint_dir`` gets ``/tuning`` and ``/evaluation`` appended.
     """
@@ -869,8 +839,8 @@ def tune_and_evaluate(
     if len(eval_seeds):
         picked = [select_grid(e, [g]) for e, g in zip(experiments, chosen, strict=True)]
         ev = _phase_sweep(ck, progress_for, "evaluation", picked, eval_seeds, num_rounds, kwargs)
-    evaluation = [] if ev is None else table(ev, split="evaluation")
-    return TuneResult(table(tune, split="tuning"), evaluation, chosen, tune, ev)
+    evaluation = [] if ev is None else table(ev, split="evaluation", columns=columns)
+    return TuneResult(table(tune, split="tuning", columns=columns), evaluation, chosen, tune, ev)
 
 
 def _phase_sweep(
@@ -906,65 +876,3 @@ def _least_mean_regret(tune: SweepResult) -> list[int]:
         final = np.asarray(r.metrics["regret"], np.float64).sum(-1).mean(-1)
         chosen.append(int(np.nanargmin(final)))
     return chosen
-
-
-def _fmt(v: Any) -> str:
-    """A table cell; a missing value (``None`` or NaN) is ``-``, never ``nan``."""
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        if v != v:
-            return "-"
-        return f"{v:.4g}"
-    return str(v)
-
-
-def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """A plain-text table of rows (columns default to the union of keys, in order)."""
-    if not rows:
-        return "(no rows)"
-    if columns is None:
-        columns = list(dict.fromkeys(k for r in rows for k in r))
-    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
-    body = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join([line, "-" * len(line), *body])
-
-
-def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Writes rows as CSV (columns: union of keys in order; missing, ``None`` and NaN cells are
-    empty)."""
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-
-    def cell(v: Any) -> Any:
-        if v is None or (isinstance(v, float) and v != v):
-            return ""
-        return v
-
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: cell(r.get(k)) for k in columns})
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Writes ``obj`` as JSON (numpy scalars/arrays converted, NaN as null)."""
-
-    def clean(x):
-        if isinstance(x, Mapping):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, np.ndarray):
-            return clean(x.tolist())
-        if isinstance(x, np.generic):
-            return clean(x.item())
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        return x
-
-    with open(path, "w") as f:
-        json.dump(clean(obj), f, indent=2)
-        f.write("\n")

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from bandits_jax.cli import tables
+from bandits_jax.cli import output, tables
 from bandits_jax.sim import sweep
 from bandits_jax.status import (
     BAD_OUTCOME,
@@ -181,9 +181,9 @@ def test_bench_rows_no_nan(tmp_path):
     ]
     rows = tables.bench_rows("mlogb_speed", cases)
     assert rows[0]["numpy_s"] is None and rows[0]["benchmark"] == "mlogb_speed"
-    text = sweep.format_table(rows)
+    text = output.format_table(rows)
     assert "nan" not in text.lower() and " - " in text + " "
-    sweep.write_csv(tmp_path / "b.csv", rows)
+    output.write_csv(tmp_path / "b.csv", rows)
     with open(tmp_path / "b.csv") as f:
         got = list(csv.DictReader(f))
     assert got[0]["numpy_s"] == "" and got[1]["numpy_s"] == "" and got[1]["jax_s"] == "0.0002"

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from bandits_jax import envs, mlogb
+from bandits_jax.cli.output import format_table
+from bandits_jax.mlogb.exploration import exploration_columns
 from bandits_jax.sim import sweep
 from bandits_jax.sim.runner import make_rollout
 
@@ -84,7 +86,7 @@ def test_split_sweep_of_real_learners_equals_the_one_call_sweep(result):
 
 
 def test_table_statistics(result):
-    rows = sweep.table(result)
+    rows = sweep.table(result, columns=exploration_columns)
     assert len(rows) == 8 and {r["learner"] for r in rows} == {"EOFD", "OFUL"}
     for i, row in enumerate(rows):
         res = result.experiments[i // 4]
@@ -98,7 +100,7 @@ def test_table_statistics(result):
         b, e = res.metrics["bonus_spread"][g], res.metrics["estimate_spread"][g]
         ratios = [b[n, t] / e[n, t] for n in range(2) for t in range(T) if e[n, t] > 0]
         assert row["bonus_ratio"] == pytest.approx(float(np.median(ratios)), rel=1e-12)
-    text = sweep.format_table(rows)
+    text = format_table(rows)
     assert "final_regret_mean" in text and "EOFD" in text
 
 

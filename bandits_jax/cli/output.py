@@ -1,0 +1,76 @@
+"""What the commands write: plain-text tables, CSV and JSON files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["format_table", "write_csv", "write_json"]
+
+
+def _fmt(v: Any) -> str:
+    """A table cell; a missing value (``None`` or NaN) is ``-``, never ``nan``."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """A plain-text table of rows (columns default to the union of keys, in order)."""
+    if not rows:
+        return "(no rows)"
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    body = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join([line, "-" * len(line), *body])
+
+
+def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Writes rows as CSV (columns: union of keys in order; missing, ``None`` and NaN cells are
+    empty)."""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+
+    def cell(v: Any) -> Any:
+        if v is None or (isinstance(v, float) and v != v):
+            return ""
+        return v
+
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: cell(r.get(k)) for k in columns})
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Writes ``obj`` as JSON (numpy scalars/arrays converted, NaN as null)."""
+
+    def clean(x):
+        if isinstance(x, Mapping):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if isinstance(x, np.ndarray):
+            return clean(x.tolist())
+        if isinstance(x, np.generic):
+            return clean(x.item())
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x
+
+    with open(path, "w") as f:
+        json.dump(clean(obj), f, indent=2)
+        f.write("\n")
