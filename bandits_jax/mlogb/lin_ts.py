@@ -1,0 +1,282 @@
+"""Linear Thompson sampling: LinUCB's ridge posterior sampled once a round (a standard baseline).
+
+Agrawal and Goyal (2013), "Thompson sampling for contextual bandits with linear payoffs"
+(Algorithm 1, with one shared parameter), as Open Bandit Pipeline's ``LinTS`` has it. The model
+is :mod:`.linucb`'s: the outcome ``y`` becomes the scalar reward ``r_y`` (``rewards[y-1]`` for
+``y >= 1``, 0 for ``y = 0``) and the features are ``z = [x, 1]`` (``intercept=True``, the
+default) or ``z = x``. With ``D = len(z)``,
+
+    A_t = lam I + sum_{s<t} z_s z_s^T,   b_t = sum_{s<t} r_{y_s} z_s,   theta_t = A_t^{-1} b_t,
+    theta~_t = theta_t + v L_t xi_t,   L_t L_t^T = A_t^{-1} (lower Cholesky),  xi_t ~ N(0, I_D),
+
+so ``theta~_t ~ N(theta_t, v^2 A_t^{-1})``, one draw a round shared by every action. The round's
+score of an action is ``theta~_t^T z``, split as the protocol's ``(estimate, bonus)`` into
+``(theta_t^T z, (theta~_t - theta_t)^T z)``: the runner's argmax of ``estimate + bonus`` is the
+Thompson choice. ``v`` (>= 0; 0 is greedy ridge regression) scales the posterior as LinUCB's
+``alpha`` scales its bonus.
+
+The draws. The protocol's ``select`` takes no key, so the state carries one (as
+:mod:`.uniform`'s): ``state.key`` is raw key data, first ``jax.random.key(seed)``. The sample
+``theta~_t`` is drawn when the state is made (by ``init`` for round 1, by each accepted
+``update`` after it) and kept in the state (``state.sample``), so ``select`` and ``scores`` called
+twice on one state agree. Round t's draw: with ``k_1 = key(seed)`` and
+``k_{t+1} = split(k_t)[0]``, ``xi_t = normal(split(k_t)[1], (D,), float32)`` cast to the state's
+dtype. The normals are drawn in float32 whatever the dtype, so a float32 and a float64 run of one
+seed draw the same numbers and take the same decisions up to rounding (``tests/precision_cases.py``
+compares them); float32 normals resolve ``2^-24`` and reach ``|xi| ~ 5.4``, far beyond what the
+draws of any run here notice. A rejected update keeps the previous state, its key and sample
+included.
+
+Cost. ``A_t^{-1}`` is kept by Sherman-Morrison as in :mod:`.linucb` (O(D^2), re-symmetrised);
+the sampling factor ``L_t`` is a Cholesky factorisation of ``A_t^{-1}`` each update, O(D^3 / 3)
+(D = 65 on digits: about 1e5 flops, small against nothing else in the round). A cheaper correct
+scheme would carry a Cholesky factor of ``A_t`` updated by rank one (O(D^2), but a loop of D
+dependent steps, slow inside ``lax.scan``; see :mod:`.linucb`).
+
+What ``W`` means: row 0 holds the d feature weights of ``theta_t`` and the other rows are 0
+(``state.theta``); ``state.bias`` is the intercept (0 without one), as in :mod:`.linucb`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bandits_jax.checks import check_float
+from bandits_jax.learner_base import fresh_state
+from bandits_jax.mlogb.hparams import check_rewards, state_dtype
+from bandits_jax.mlogb.learner import (
+    MLogBFunctions,
+    UpdateInfo,
+    check_actions,
+    check_hparams,
+    check_static,
+    check_update_args,
+    empty_info,
+    from_score_parts,
+    guard,
+    status_property,
+)
+
+__all__ = ["LinTSHyperparams", "LinTSState", "lin_ts", "lin_ts_hyperparams", "standard_normals"]
+
+
+class LinTSHyperparams(NamedTuple):
+    """Hyperparameters of :func:`lin_ts` (leading axes, if any, are grid axes).
+
+    Attributes:
+      lam: ridge regulariser ``lam > 0`` (``A_1 = lam I``).
+      v: posterior scale ``v >= 0`` (``theta~ ~ N(theta, v^2 A^{-1})``; 0 is greedy).
+      seed: uint32 seed of the state's PRNG key.
+      rewards: (..., K) outcome rewards ``r_1..r_K`` (``r_0 = 0``).
+    """
+
+    lam: jax.Array
+    v: jax.Array
+    seed: jax.Array
+    rewards: jax.Array
+
+
+class LinTSState(NamedTuple):
+    """State of :func:`lin_ts` (``D = d + 1`` with the intercept, ``d`` without).
+
+    Attributes:
+      W: (K, d); row 0 is the feature part of ``theta_t = A_t^{-1} b_t``, the other rows are 0.
+      bias: () the intercept, ``theta_t``'s last entry (0 without an intercept).
+      A_inv: (D, D) ``A_t^{-1}``. b: (D,) ``sum r_{y_s} z_s``.
+      sample: (D,) this round's draw ``theta~_t``. key: raw PRNG key data ``k_t``.
+      rho: 0 (no sketch). t: completed updates (int32).
+      hparams: :class:`LinTSHyperparams`. info: :class:`UpdateInfo` of the last update
+        (``beta`` holds ``v``).
+    """
+
+    W: jax.Array
+    bias: jax.Array
+    A_inv: jax.Array
+    b: jax.Array
+    sample: jax.Array
+    key: jax.Array
+    rho: jax.Array
+    t: jax.Array
+    hparams: LinTSHyperparams
+    info: UpdateInfo
+
+    status = status_property  # read-only: info.status
+
+    @property
+    def theta(self) -> jax.Array:
+        """The ridge estimate's feature weights (d,) (the intercept is :attr:`bias`)."""
+        return self.W[..., 0, :]
+
+
+def _named(fn: str, check, *args, **kwargs):
+    """``check(*args, **kwargs)``, its ValueError prefixed by the function's name."""
+    try:
+        return check(*args, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{fn}: {exc}") from None
+
+
+def check_seed(fn: str, seed) -> np.ndarray:
+    """An int (or int array) in ``[0, 2**32)`` as a numpy array; bools and floats are refused."""
+    s = np.asarray(seed)
+    if (
+        not np.issubdtype(s.dtype, np.integer)
+        or s.dtype == np.bool_
+        or np.any(s < 0)
+        or np.any(s >= 2**32)
+    ):
+        raise ValueError(f"{fn}: seed must be an int (or int array) in [0, 2**32), got {seed!r}")
+    return s
+
+
+def cast_checked(fn: str, name: str, a: np.ndarray, dtype, positive: bool) -> np.ndarray:
+    """``a`` cast to ``dtype``, still finite and ``> 0`` (``positive``) or ``>= 0``."""
+    with np.errstate(over="ignore", under="ignore"):
+        c = np.asarray(a, float).astype(dtype)
+    if np.any(~np.isfinite(c) | ((c <= 0) if positive else (c < 0))):
+        raise ValueError(f"{fn}: {name} must stay finite and {'> 0' if positive else '>= 0'} "
+                         f"in {np.dtype(dtype).name}, got {a!r}")  # fmt: skip
+    return c
+
+
+def lin_ts_hyperparams(*, lam, v=1.0, seed=0, rewards=None, dtype=None) -> LinTSHyperparams:
+    """Builds :class:`LinTSHyperparams`, validated eagerly.
+
+    Args:
+      lam: finite ``> 0``; v: finite ``>= 0``; seed: an int in ``[0, 2**32)``; scalars or
+        arrays (broadcast to grid axes: a grid of seeds is a batch of independent runs).
+      rewards: (K,) or (..., K) non-negative rewards; ``None`` means ``[1.]`` (K = 1).
+      dtype: float32 or float64 (default: JAX's default float).
+
+    Raises:
+      ValueError: naming the function and the offending argument.
+    """
+    fn = "lin_ts_hyperparams"
+    dtype = _named(fn, state_dtype, dtype)
+    lam_a = cast_checked(fn, "lam", _named(fn, check_float, "lam", lam), dtype, True)
+    v_a = cast_checked(fn, "v", _named(fn, check_float, "v", v, low_open=False), dtype, False)
+    s = check_seed(fn, seed)
+    r = cast_checked(fn, "rewards", _named(fn, check_rewards, rewards), dtype, False)
+    try:
+        batch = np.broadcast_shapes(lam_a.shape, v_a.shape, s.shape, r.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"{fn}: lam, v, seed and rewards[..., 0] must broadcast, got shapes "
+            f"{lam_a.shape}, {v_a.shape}, {s.shape}, {r.shape[:-1]}"
+        ) from None
+    return LinTSHyperparams(
+        lam=jnp.asarray(np.broadcast_to(lam_a, batch), dtype),
+        v=jnp.asarray(np.broadcast_to(v_a, batch), dtype),
+        seed=jnp.asarray(np.broadcast_to(s, batch), jnp.uint32),
+        rewards=jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype),
+    )
+
+
+def standard_normals(key_data: jax.Array, shape: tuple[int, ...], dtype) -> jax.Array:
+    """The draw of the round whose key is ``key_data``: ``normal(split(k)[1], shape, float32)``
+    cast to ``dtype`` (module docstring)."""
+    _, sub = jax.random.split(jax.random.wrap_key_data(key_data))
+    return jax.random.normal(sub, shape, jnp.float32).astype(dtype)
+
+
+def next_key(key_data: jax.Array) -> jax.Array:
+    """``k_{t+1} = split(k_t)[0]`` as raw key data."""
+    nxt, _ = jax.random.split(jax.random.wrap_key_data(key_data))
+    return jax.random.key_data(nxt)
+
+
+def _info(v: jax.Array) -> UpdateInfo:
+    """A ``CONVERGED`` update with nothing projected; ``beta`` is ``v``."""
+    return empty_info(v.dtype)._replace(beta=v)
+
+
+def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunctions:
+    """Linear Thompson sampling on the action features with scalar rewards ``r_y``.
+
+    Args:
+      num_outcomes: K >= 1 (only the scalar reward ``r_y`` of the outcome is used); dim: d.
+      intercept: regress on ``[x, 1]`` (an appended constant feature, regularised by ``lam``);
+        ``False`` regresses on ``x`` alone.
+
+    Returns:
+      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      :func:`lin_ts_hyperparams`. ``score_parts`` returns
+      ``(theta_t^T z, (theta~_t - theta_t)^T z)``; ``scores`` their sum ``theta~_t^T z``.
+
+    Raises:
+      ValueError: naming ``lin_ts`` and the offending argument.
+    """
+    fn = "lin_ts"
+    K, d = _named(fn, check_static, num_outcomes, dim)
+    if not isinstance(intercept, bool | np.bool_):
+        raise ValueError(f"{fn}: intercept must be a bool, got {intercept!r}")
+    intercept = bool(intercept)
+    D = d + 1 if intercept else d
+
+    def features(X: jax.Array) -> jax.Array:
+        if not intercept:
+            return X
+        return jnp.concatenate([X, jnp.ones(X.shape[:-1] + (1,), X.dtype)], axis=-1)
+
+    def draw(A_inv, theta, v, key):
+        """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
+        L = jnp.linalg.cholesky(A_inv)
+        return theta + v * (L @ standard_normals(key, (D,), theta.dtype))
+
+    def init(hp: LinTSHyperparams) -> LinTSState:
+        check_hparams(hp, K, ("lam", "v", "seed"))
+        dtype = hp.lam.dtype
+        A_inv = jnp.eye(D, dtype=dtype) / hp.lam
+        key = jax.random.key_data(jax.random.key(hp.seed))
+        state = LinTSState(
+            W=jnp.zeros((K, d), dtype),
+            bias=jnp.zeros((), dtype),
+            A_inv=A_inv,
+            b=jnp.zeros((D,), dtype),
+            sample=draw(A_inv, jnp.zeros((D,), dtype), hp.v, key),
+            key=key,
+            rho=jnp.zeros((), dtype),
+            t=jnp.zeros((), jnp.int32),
+            hparams=hp,
+            info=_info(jnp.zeros((), dtype)),
+        )
+        return fresh_state(state)
+
+    def score_parts(state: LinTSState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+        check_actions(actions, d)
+        X = actions.astype(state.W.dtype)
+        Z = features(X)
+        theta = jnp.concatenate([state.W[0], state.bias[None]]) if intercept else state.W[0]
+        return Z @ theta, Z @ (state.sample - theta)
+
+    def update(state: LinTSState, x: jax.Array, y: jax.Array) -> LinTSState:
+        check_update_args(x, y, K, d)
+        dtype = state.W.dtype
+        z = features(x.astype(dtype))
+        hp = state.hparams
+        r = jnp.concatenate([jnp.zeros((1,), dtype), hp.rewards])[y]
+        u = state.A_inv @ z
+        A_inv = state.A_inv - jnp.outer(u, u) / (1.0 + z @ u)
+        A_inv = 0.5 * (A_inv + A_inv.T)
+        b = state.b + r * z
+        theta = A_inv @ b
+        key = next_key(state.key)
+        new = LinTSState(
+            W=jnp.zeros_like(state.W).at[0].set(theta[:d]),
+            bias=theta[d] if intercept else state.bias,
+            A_inv=A_inv,
+            b=b,
+            sample=draw(A_inv, theta, hp.v, key),
+            key=key,
+            rho=state.rho,
+            t=state.t + 1,
+            hparams=hp,
+            info=_info(hp.v),
+        )
+        return guard(state, new)
+
+    return from_score_parts(K, d, init, score_parts, update, hyperparams=lin_ts_hyperparams)
