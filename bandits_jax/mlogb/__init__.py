@@ -8,6 +8,7 @@ Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Freque
 from bandits_jax.mlogb.bonus import argmax_tie
 from bandits_jax.mlogb.ecolog import ECOLogHyperparams, ECOLogState, ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import EOFDState, eofd
+from bandits_jax.mlogb.eofd_buffer import EOFDBufferState, eofd_buffered
 from bandits_jax.mlogb.exact import ExactHyperparams, ExactState, exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import MLogBHyperparams, Section4, hyperparams, section4
@@ -26,6 +27,7 @@ from bandits_jax.mlogb.uniform import (
 __all__ = [
     "ECOLogHyperparams",
     "ECOLogState",
+    "EOFDBufferState",
     "EOFDState",
     "ExactHyperparams",
     "ExactState",
@@ -45,6 +47,7 @@ __all__ = [
     "ecolog",
     "ecolog_hyperparams",
     "eofd",
+    "eofd_buffered",
     "exact",
     "exact_hyperparams",
     "greedy",

@@ -1,0 +1,422 @@
+"""Buffered EOFD-MLogB: a sketched fit corrected by damped Newton steps on a ring buffer.
+
+The measured gap (``benchmarks/tracking_causes.py``, digits): robust EOFD-MLogB's online step
+(He et al., Algorithm 2, eq. 8 and 20-25) uses the last round's gradient only, so its estimate
+never closes the distance to the regularised MLE of its own history (``F(W_t) - min F`` of
+tens of nats, a step covering ~1e-5 of the way), and Lemma 2's ball keeps ``||W|| <= S`` while
+that MLE's norm is 5-20 S. This learner keeps EOFD's sketch (Algorithm 1, eq. 12-15) but as
+the quadratic summary of the rounds that left a bounded buffer, and refits the estimate each
+round by damped Newton (the steps of :mod:`bandits_jax.mlogb.exact`) on
+
+    F_t(W) = (c/2) ||w||^2 + (1/2) w^T V diag(mu) V^T w - b^T w + sum_{s in buffer} l_s(W),
+    l_s(W) = log(1 + sum_k exp(w_k^T x_s)) - w_{y_s}^T x_s,      c = lam + rho/2,   (1)
+
+in ``w = vec(W)`` (``W.reshape(-1)``, ``D = K d``; ``X_s = I_K kron x_s``). The buffer holds the
+``B`` most recent rounds (a ring, slot ``t mod B``). When round t overwrites the slot of round
+``s = t - B``, that round's loss is replaced by its second-order expansion at the current
+estimate ``W_t`` (``z = W_t x_s``, ``J = diag(sigma(z)) - sigma(z) sigma(z)^T``):
+
+    V diag(mu) V^T  <-  FD(V diag(mu) V^T + X_s J X_s^T)    (Algorithm 1: m_eff = min(m, D)
+                         directions, rho += the discarded eigenvalue, eq. 15),
+    b  <-  b + X_s (J z - (sigma(z) - e_{y_s})),                                      (2)
+
+(``e_0 = 0``): ``X_s J X_s^T`` and ``b``'s increment are the Hessian and ``H w_s - g`` of
+``l_s`` at ``w_s = vec(W_t)``. ``c = lam + rho/2`` is Robust FD's regularisation (Luo et al.
+2019), as EOFD's ``regularization="robust"``.
+
+The fit (after writing ``(x_t, y_t)``): from ``W_t``, at most ``newton_steps`` damped Newton
+steps ``w <- w - a H^{-1} g`` on (1), ``g = c w + V (mu * V^T w) - b + sum_s X_s (sigma(z_s) -
+e_{y_s})``, ``H = c I + V diag(mu) V^T + sum_s X_s J_s X_s^T``, ``a`` the first of ``1, 1/2,
+..., 2^(1 - max_halvings)`` with ``F(w - a p) <= F(w) - 1e-4 a g^T p`` (no ``a`` passes: w
+stays, the steps stop), ``a = 1`` untested once ``g^T p <= 64 eps (1 + |F|)``; the steps stop
+after a full step with ``||p|| <= sqrt(eps) (1 + ||w||)``. ``CONVERGED`` if then
+``||g|| <= sqrt(eps) (1 + ||b|| + sum_s ||x_s||)``, else ``MAX_STEPS`` (the iterate kept),
+``worst`` with the FD eigensolve's status; a non-finite update is rejected (``NONFINITE``, the
+previous state kept). No ball: the ridge ``c`` keeps (1) strictly convex.
+
+H is ``c I + U L L^T U^T`` with ``U = [V, X_1 .. X_B]`` (D x r, ``r = m + B K``) and
+``L = blockdiag(diag(mu)^{1/2}, L_1 .. L_B)``, ``L_s L_s^T = J_s`` (the closed-form Cholesky
+factor of a multinomial covariance, :func:`jacobian_root`), so by Woodbury
+``H^{-1} v = (v - U L S^{-1} L^T U^T v) / c`` with the r x r core
+``S = c I + L^T U^T U L`` (Cholesky-factored; ``U^T U`` from ``V^T V``, ``V_k^T x_s`` and
+``x_s^T x_s'``, once a round). No D x D matrix is formed: a round costs
+O(D m^2 + B K d m + B^2 d) once, O(r^2 K + r^3) per Newton step and O(D m (m + K)) for (2),
+whatever t.
+
+Scores: OFUL-MLogB's with the Hessian of (1) at the fit, ``A(x) = X^T H^{-1} X =
+(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol(S)^{-1} L^T U^T X`` (eq. 10/16/19, as
+:mod:`.exact` with its fixed radius ``beta``): K = 1 ``w^T x + sqrt(beta A(x))``; K >= 2
+``r^T sigma(W x)`` plus eq. (10)'s two terms.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from bandits_jax.checks import check_int
+from bandits_jax.learner_base import fresh_state
+from bandits_jax.linalg import sketch
+from bandits_jax.mlogb import bonus, model
+from bandits_jax.mlogb.exact import (
+    ARMIJO,
+    ROUNDING,
+    ExactHyperparams,
+    _named,
+    _row_losses,
+    exact_hyperparams,
+)
+from bandits_jax.mlogb.learner import (
+    MLogBFunctions,
+    UpdateInfo,
+    check_actions,
+    check_hparams,
+    check_static,
+    check_update_args,
+    empty_info,
+    from_score_parts,
+    status_property,
+)
+from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
+
+#: Default buffer size B (rounds refitted exactly).
+DEFAULT_BUFFER = 64
+
+
+class EOFDBufferState(NamedTuple):
+    """State of :func:`eofd_buffered` (module docstring; ``D = K d``, ``r = m + B K``).
+
+    Attributes:
+      W: (K, d) the fit. V: (D, m) sketch directions; mu: (m,) weights; rho: discarded mass.
+      b: (D,) linear term of the evicted rounds' quadratic summary (eq. 2).
+      X: (B, d) buffered actions (zero rows unfilled); Y: (B,) int32 outcomes;
+      filled: (B,) bool.
+      chol: (r, r) Cholesky factor of the Woodbury core ``S`` of ``H`` at ``W``;
+      root_J: (B, K, K) the factors ``L_s`` (``L_s L_s^T = J_s``, zero on unfilled rows) at ``W``
+        (scores).
+      grad_norm: ``||grad F_t(W)||`` after the last fit. t: completed updates (int32).
+      hparams: :class:`~bandits_jax.mlogb.exact.ExactHyperparams`. info: :class:`UpdateInfo`
+        (``newton_steps``: Newton iterations of the last fit).
+    """
+
+    W: jax.Array
+    V: jax.Array
+    mu: jax.Array
+    rho: jax.Array
+    b: jax.Array
+    X: jax.Array
+    Y: jax.Array
+    filled: jax.Array
+    chol: jax.Array
+    root_J: jax.Array
+    grad_norm: jax.Array
+    t: jax.Array
+    hparams: ExactHyperparams
+    info: UpdateInfo
+
+    status = status_property  # read-only: info.status
+
+
+# --- the Woodbury form of H -----------------------------------------------------------------
+
+
+def jacobian_root(z: jax.Array) -> jax.Array:
+    """Lower-triangular ``L`` with ``L L^T = grad sigma(z) = diag(s) - s s^T`` (..., K, K), the
+    closed-form Cholesky factor of a multinomial covariance: with ``q_k = sigma_0 +
+    sum_{j >= k} s_j`` (``q_1 = 1``), ``L_kk = sqrt(s_k q_{k+1} / q_k)`` and, for ``i > k``,
+    ``L_ik = -s_i sqrt(s_k / (q_k q_{k+1}))`` (0 where ``q_{k+1} = 0``: then ``s_i = 0``)."""
+    probs = model.probabilities(z)
+    s = probs[..., 1:]
+    tail = jnp.cumsum(s[..., ::-1], axis=-1)[..., ::-1]  # sum_{j >= k} s_j
+    q = probs[..., :1] + tail  # q_k, k = 1..K
+    q_next = jnp.concatenate([q[..., 1:], probs[..., :1]], axis=-1)
+    pos = q_next > 0
+    inv_sqrt_next = jnp.where(pos, 1.0 / jnp.sqrt(jnp.where(pos, q_next, 1.0)), 0.0)
+    diag = jnp.sqrt(s * q_next / q)
+    col = jnp.sqrt(s / q) * inv_sqrt_next  # sqrt(s_k / (q_k q_{k+1}))
+    K = z.shape[-1]
+    lower = jnp.tril(jnp.ones((K, K), bool), -1)
+    off = -s[..., :, None] * col[..., None, :]
+    return jnp.where(lower, off, 0.0) + diag[..., :, None] * jnp.eye(K, dtype=z.dtype)
+
+
+class _Gram(NamedTuple):
+    """``U^T U`` for ``U = [V, X_1 .. X_B]`` in blocks (buffer columns ordered (s, k))."""
+
+    VV: jax.Array  # (m, m)
+    VX: jax.Array  # (m, B, K): V_k^T x_s
+    XX: jax.Array  # (B, B): x_s^T x_t
+
+
+def _gram(V: jax.Array, X: jax.Array, K: int) -> _Gram:
+    B, d = X.shape
+    m = V.shape[1]
+    return _Gram(V.T @ V, jnp.einsum("kdm,sd->msk", V.reshape(K, d, m), X), X @ X.T)
+
+
+def _core_chol(G: _Gram, root_mu: jax.Array, root_J: jax.Array, c: jax.Array) -> jax.Array:
+    """Cholesky factor of ``S = c I + L^T U^T U L`` (r x r), ``L = blockdiag(root_mu, root_J)``
+    (``C = L L^T``); block scalings, O(r^2 K), then the factorisation."""
+    m = root_mu.shape[0]
+    B, K, _ = root_J.shape
+    vv = root_mu[:, None] * G.VV * root_mu[None, :]
+    vx = root_mu[:, None, None] * jnp.einsum("msk,skj->msj", G.VX, root_J)
+    xx = jnp.einsum("st,ski,tkj->sitj", G.XX, root_J, root_J)
+    top = jnp.concatenate([vv, vx.reshape(m, B * K)], axis=1)
+    bottom = jnp.concatenate([vx.reshape(m, B * K).T, xx.reshape(B * K, B * K)], axis=1)
+    S = jnp.concatenate([top, bottom], axis=0)
+    S = 0.5 * (S + S.T) + c * jnp.eye(m + B * K, dtype=S.dtype)
+    return jnp.linalg.cholesky(S)
+
+
+def _l_t_u_t(V, X, root_mu, root_J, Wv):
+    """``L^T U^T vec(Wv)`` (r,) for Wv (K, d)."""
+    u_v = V.T @ Wv.reshape(-1)
+    u_x = X @ Wv.T  # (B, K): x_s^T w_k
+    return jnp.concatenate([root_mu * u_v, jnp.einsum("skj,sk->sj", root_J, u_x).reshape(-1)])
+
+
+def _u_l(V, X, root_mu, root_J, y, K):
+    """``U L y`` as a (K, d) matrix."""
+    m = V.shape[1]
+    B, d = X.shape
+    yx = jnp.einsum("skj,sj->sk", root_J, y[m:].reshape(B, K))
+    return (V @ (root_mu * y[:m])).reshape(K, d) + yx.T @ X
+
+
+class _Derivs(NamedTuple):
+    F: jax.Array
+    g: jax.Array  # (K, d)
+    root_J: jax.Array  # (B, K, K), zero on unfilled rows
+    chol: jax.Array  # (r, r)
+
+
+def _objective(W, V, mu, b, X, Y, wts, c):
+    """``F_t(W)`` of eq. (1) (``wts``: 1 on filled rows)."""
+    w = W.reshape(-1)
+    vw = V.T @ w
+    quad = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w
+    return quad + jnp.sum(wts * _row_losses(W, X, Y)[1])
+
+
+def _derivatives(W, V, mu, b, X, Y, wts, c, G) -> _Derivs:
+    """F, its gradient and the Cholesky factor of the Woodbury core of its Hessian at W."""
+    K, d = W.shape
+    z, loss = _row_losses(W, X, Y)
+    s = model.sigma(z)
+    resid = (s - jax.nn.one_hot(Y - 1, K, dtype=W.dtype)) * wts[:, None]  # y = 0: zero row
+    root_J = jacobian_root(z) * wts[:, None, None]
+    w = W.reshape(-1)
+    vw = V.T @ w
+    F = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w + jnp.sum(wts * loss)
+    g = c * W + (V @ (mu * vw) - b).reshape(K, d) + resid.T @ X
+    return _Derivs(F, g, root_J, _core_chol(G, jnp.sqrt(mu), root_J, c))
+
+
+def _h_solve(V, X, mu, c, der: _Derivs):
+    """``H^{-1} g = (g - U L S^{-1} L^T U^T g) / c`` (Woodbury)."""
+    K = der.g.shape[0]
+    root_mu = jnp.sqrt(mu)
+    v = _l_t_u_t(V, X, root_mu, der.root_J, der.g)
+    y = cho_solve((der.chol, True), v)
+    return (der.g - _u_l(V, X, root_mu, der.root_J, y, K)) / c
+
+
+class _Fit(NamedTuple):
+    W: jax.Array
+    d: _Derivs
+    steps: jax.Array
+    done: jax.Array
+
+
+def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
+    """Damped Newton on eq. (1) from ``W0`` (module docstring): ``(W, derivs, steps)``."""
+    K = W0.shape[0]
+    eps = jnp.finfo(W0.dtype).eps
+    G = _gram(V, X, K)
+    args = (V, mu, b, X, Y, wts, c)
+
+    def norm(a):
+        return jnp.sqrt(jnp.sum(a * a))
+
+    def body(f: _Fit) -> _Fit:
+        p = _h_solve(V, X, mu, c, f.d)
+        dec = jnp.sum(f.d.g * p)
+        full = dec <= ROUNDING * eps * (1.0 + jnp.abs(f.d.F))
+
+        def ls_body(carry):
+            j, a, _ = carry
+            ok = full | (_objective(f.W - a * p, *args) <= f.d.F - ARMIJO * a * dec)
+            return j + 1, jnp.where(ok, a, 0.5 * a), ok
+
+        def ls_cond(carry):
+            return (carry[0] < max_halvings) & ~carry[2]
+
+        one = jnp.ones((), W0.dtype)
+        _, a, ok = lax.while_loop(ls_cond, ls_body, (jnp.zeros((), jnp.int32), one, False))
+        W = jnp.where(ok, f.W - a * p, f.W)
+        small = (a == 1.0) & (norm(p) <= jnp.sqrt(eps) * (1.0 + norm(W)))
+        return _Fit(W, _derivatives(W, *args, G), f.steps + 1, ~ok | small)
+
+    start = _Fit(W0, _derivatives(W0, *args, G), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
+    f = lax.while_loop(lambda f: (f.steps < newton_steps) & ~f.done, body, start)
+    return f.W, f.d, f.steps
+
+
+# --- the learner -----------------------------------------------------------------------------
+
+
+def eofd_buffered(
+    *,
+    num_outcomes: int,
+    dim: int,
+    sketch_size: int,
+    buffer_size: int = DEFAULT_BUFFER,
+    newton_steps: int = 5,
+    max_halvings: int = 30,
+) -> MLogBFunctions:
+    """Buffered EOFD-MLogB (module docstring).
+
+    Args:
+      num_outcomes: K >= 1; dim: d.
+      sketch_size: m >= 1 (``m_eff = min(m, K d)``), the sketch of the evicted rounds.
+      buffer_size: B >= 1, the recent rounds fitted exactly.
+      newton_steps: cap of the Newton steps of each round's fit (warm-started).
+      max_halvings: cap of the line search's step halvings.
+
+    Returns:
+      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      :func:`~bandits_jax.mlogb.exact_hyperparams` (``lam``, ``beta``, ``rewards``; its
+      ``hyperparams``; a grid: ``jax.vmap(learner.init)``).
+
+    Raises:
+      ValueError: naming ``eofd_buffered`` and the offending argument.
+    """
+    fn = "eofd_buffered"
+    K, d = _named(fn, check_static, num_outcomes, dim, sketch_size)
+    B = _named(fn, check_int, "buffer_size", buffer_size, 1)
+    N = _named(fn, check_int, "newton_steps", newton_steps, 1)
+    H = _named(fn, check_int, "max_halvings", max_halvings, 1)
+    D = K * d
+    m = min(int(sketch_size), D)
+    r = m + B * K
+
+    def init(hp: ExactHyperparams) -> EOFDBufferState:
+        check_hparams(hp, K, ("lam", "beta"))
+        dtype = hp.lam.dtype
+        fd = sketch.init(D, m, dtype)
+        state = EOFDBufferState(
+            W=jnp.zeros((K, d), dtype),
+            V=fd.V,
+            mu=fd.mu,
+            rho=fd.rho,
+            b=jnp.zeros((D,), dtype),
+            X=jnp.zeros((B, d), dtype),
+            Y=jnp.zeros((B,), jnp.int32),
+            filled=jnp.zeros((B,), bool),
+            chol=jnp.sqrt(hp.lam) * jnp.eye(r, dtype=dtype),
+            root_J=jnp.zeros((B, K, K), dtype),
+            grad_norm=jnp.zeros((), dtype),
+            t=jnp.zeros((), jnp.int32),
+            hparams=hp,
+            info=empty_info(dtype),
+        )
+        return fresh_state(state)
+
+    def a_matrices(state: EOFDBufferState, actions: jax.Array) -> jax.Array:
+        """``(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol^{-1} L^T U^T X`` for every action
+        (N, K, K)."""
+        c = state.hparams.lam + 0.5 * state.rho
+        n = actions.shape[0]
+        root_mu = jnp.sqrt(state.mu)
+        Pv = jnp.einsum("kdm,nd->mnk", state.V.reshape(K, d, m), actions)  # V_k^T x
+        xs = state.X @ actions.T  # (B, N): x_s^T x
+        # L^T U^T X: the sketch rows scaled by root_mu; buffer block s is L_s^T (x_s^T x) I_K.
+        Lv = root_mu[:, None, None] * Pv
+        Lx = jnp.einsum("skj,sn->sjnk", state.root_J, xs).reshape(B * K, n, K)
+        v = jnp.concatenate([Lv, Lx], axis=0).reshape(r, n * K)
+        Y = solve_triangular(state.chol, v, lower=True).reshape(r, n, K)
+        xx = jnp.sum(actions * actions, axis=1)
+        A = xx[:, None, None] * jnp.eye(K, dtype=actions.dtype) - jnp.einsum("rni,rnj->nij", Y, Y)
+        return A / c
+
+    def score_parts(state: EOFDBufferState, actions: jax.Array):
+        check_actions(actions, d)
+        actions = actions.astype(state.W.dtype)
+        hp = state.hparams
+        return bonus.parts(state.W, actions, a_matrices(state, actions), hp.rewards, hp.beta)
+
+    def update(state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
+        check_update_args(x, y, K, d)
+        hp = state.hparams
+        dtype = state.W.dtype
+        x = x.astype(dtype)
+        y = jnp.asarray(y, jnp.int32)
+        pos = state.t % B
+        # Eviction (eq. 2) of the slot's round at the current estimate, when the ring is full.
+        evict = state.filled[pos]
+        x_old, y_old = state.X[pos], state.Y[pos]
+        z = state.W @ x_old
+        s = model.sigma(z)
+        J = model.jacobian(s)
+        Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
+        ext = sketch.extend(state.V, Xo)
+        fd, _, _, fd_status = sketch.absorb(sketch.FDState(state.V, state.mu, state.rho), ext, J)
+        db = Xo @ (J @ z - (s - model.onehot(y_old, K, dtype)))
+        V = jnp.where(evict, fd.V, state.V)
+        mu = jnp.where(evict, fd.mu, state.mu)
+        rho = jnp.where(evict, fd.rho, state.rho)
+        b = jnp.where(evict, state.b + db, state.b)
+        fd_status = jnp.where(evict, fd_status, CONVERGED)
+        # The new round in the slot, then the fit.
+        X = state.X.at[pos].set(x)
+        Y = state.Y.at[pos].set(y)
+        filled = state.filled.at[pos].set(True)
+        wts = filled.astype(dtype)
+        c = hp.lam + 0.5 * rho
+        W, der, steps = _fit(
+            state.W, V, mu, b, X, Y, wts, c, newton_steps=N, max_halvings=H
+        )  # fmt: skip
+        eps = jnp.finfo(dtype).eps
+        gn = jnp.sqrt(jnp.sum(der.g * der.g))
+        scale = 1.0 + jnp.sqrt(b @ b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))
+        fit_status = jnp.where(gn <= jnp.sqrt(eps) * scale, CONVERGED, MAX_STEPS)
+        new = (W, V, mu, rho, b, der.chol, der.root_J, gn)
+        ok = jnp.all(jnp.isfinite(x))
+        for leaf in new:
+            ok = ok & jnp.all(jnp.isfinite(leaf))
+        old = (state.W, state.V, state.mu, state.rho, state.b, state.chol, state.root_J,
+               state.grad_norm)  # fmt: skip
+        W, V, mu, rho, b, chol, root_J, gn = (
+            jnp.where(ok, n, o) for n, o in zip(new, old, strict=True)
+        )
+        status = jnp.where(ok, worst(fit_status, fd_status), NONFINITE).astype(jnp.int32)
+        info = UpdateInfo(
+            projected=jnp.zeros((), bool),
+            nu=jnp.zeros((), dtype),
+            newton_steps=steps,
+            status=status,
+            beta=hp.beta,
+        )
+        # The buffers change in one row: a rejected round leaves it as it was.
+        return EOFDBufferState(
+            W=W, V=V, mu=mu, rho=rho, b=b,
+            X=state.X.at[pos].set(jnp.where(ok, x, state.X[pos])),
+            Y=state.Y.at[pos].set(jnp.where(ok, y, state.Y[pos])),
+            filled=state.filled.at[pos].set(ok | state.filled[pos]),
+            chol=chol, root_J=root_J, grad_norm=gn, t=jnp.where(ok, state.t + 1, state.t),
+            hparams=hp, info=info,
+        )  # fmt: skip
+
+    scores = functools.partial(bonus.optimistic_reward, K)
+    return from_score_parts(
+        K, d, init, score_parts, update, scores=scores, hyperparams=exact_hyperparams
+    )
+
+
+__all__ = ["DEFAULT_BUFFER", "EOFDBufferState", "eofd_buffered"]
