@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> dict:
     def buffered(K, B):
         if (K, B) not in learners:
             m = sketch_size(K, d)
-            learners[K, B] = mlogb.eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=B)
+            learners[K, B] = mlogb.eofd_buffered(
+                num_outcomes=K, dim=d, sketch_size=m, buffer_size=B
+            )
         return learners[K, B]
 
     def hp_of(lam, beta, rewards=None):
