@@ -20,11 +20,14 @@ The draws. The protocol's ``select`` takes no key, so the state carries one (as
 ``theta~_t`` is drawn when the state is made (by ``init`` for round 1, by each accepted
 ``update`` after it) and kept in the state (``state.sample``), so ``select`` and ``scores`` called
 twice on one state agree. Round t's draw: with ``k_1 = key(seed)`` and
-``k_{t+1} = split(k_t)[0]``, ``xi_t = normal(split(k_t)[1], (D,), float32)`` cast to the state's
-dtype. The normals are drawn in float32 whatever the dtype, so a float32 and a float64 run of one
-seed draw the same numbers and take the same decisions up to rounding (``tests/precision_cases.py``
-compares them); float32 normals resolve ``2^-24`` and reach ``|xi| ~ 5.4``, far beyond what the
-draws of any run here notice. A rejected update keeps the previous state, its key and sample
+``k_{t+1} = split(k_t)[0]``, ``m`` the top 23 bits of ``bits(split(k_t)[1], (D,), uint32)`` and
+``w = (2 m + 1 - 2^23) 2^-23`` (a point of an even grid on (-1, 1), exact in float32 and float64),
+``xi_t = sqrt(2) erfinv(w)`` in the state's dtype. So a float32 and a float64 run of one seed draw
+the same normals up to float32's rounding and take the same decisions up to rounding
+(``tests/precision_cases.py`` compares them), and a float64 run's draws do not move with XLA's
+compiler options beyond float64's rounding (a float32 ``jax.random.normal`` moves by an ulp between
+optimisation levels). The grid resolves ``xi`` to about ``3e-7`` and stops at ``|xi| = 5.3``,
+nothing any run here can notice. A rejected update keeps the previous state, its key and sample
 included.
 
 Cost. ``A_t^{-1}`` is kept by Sherman-Morrison as in :mod:`.linucb` (O(D^2), re-symmetrised);
@@ -44,6 +47,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from bandits_jax.checks import check_float
 from bandits_jax.learner_base import fresh_state
@@ -177,10 +181,13 @@ def lin_ts_hyperparams(*, lam, v=1.0, seed=0, rewards=None, dtype=None) -> LinTS
 
 
 def standard_normals(key_data: jax.Array, shape: tuple[int, ...], dtype) -> jax.Array:
-    """The draw of the round whose key is ``key_data``: ``normal(split(k)[1], shape, float32)``
-    cast to ``dtype`` (module docstring)."""
+    """The standard normals of the round whose key is ``key_data`` (module docstring):
+    ``sqrt(2) erfinv(w)`` in ``dtype``, ``w = (2 m + 1 - 2^23) 2^-23`` with ``m`` the top 23 bits
+    of ``bits(split(k)[1], shape, uint32)``."""
     _, sub = jax.random.split(jax.random.wrap_key_data(key_data))
-    return jax.random.normal(sub, shape, jnp.float32).astype(dtype)
+    m = (jax.random.bits(sub, shape, jnp.uint32) >> 9).astype(jnp.int32)
+    w = (2 * m + (1 - 2**23)).astype(dtype) * (2.0**-23)  # exact in float32 and float64
+    return jnp.sqrt(jnp.asarray(2.0, dtype)) * lax.erf_inv(w)
 
 
 def next_key(key_data: jax.Array) -> jax.Array:

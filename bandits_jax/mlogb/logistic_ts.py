@@ -42,11 +42,11 @@ normals, ``F_t`` the posterior's factor: ``diag(q_t)^{-1/2}`` (diagonal) or ``L_
 ``P_t = L_t L_t^T`` (lower Cholesky, full), so ``W~_t ~ N(W_t, v^2 P_t^{-1})``. The round's score
 of an action is ``r^T sigma(W~_t x)``, split as the protocol's ``(estimate, bonus)`` into
 ``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``: the runner's argmax of their sum is
-the Thompson choice. The key and the draws are :mod:`.lin_ts`'s: ``k_1 = key(seed)``,
-``k_{t+1} = split(k_t)[0]``, ``xi_t = normal(split(k_t)[1], (K, d), float32)`` cast to the
-state's dtype (float32 draws in both precisions: a float32 and a float64 run of one seed draw the
-same numbers), the sample made by ``init`` and by each accepted ``update`` and kept in the state
-(``state.sample``).
+the Thompson choice. The key and the draws are :mod:`.lin_ts`'s (``k_1 = key(seed)``,
+``k_{t+1} = split(k_t)[0]``, ``xi_t = sqrt(2) erfinv(w)`` on the even grid ``w`` drawn from
+``bits(split(k_t)[1], (K, d), uint32)``: the same normals in float32 and float64 up to
+float32's rounding), the sample made by ``init`` and by each accepted ``update`` and kept in the
+state (``state.sample``).
 """
 
 from __future__ import annotations
