@@ -112,6 +112,13 @@ def _exact_hp(K, dtype):
     return mlogb.exact_hyperparams(lam=0.5, beta=0.3, rewards=rewards, dtype=dtype)
 
 
+def _ts_hp(build):
+    """Thompson sampling: its draws are the same in both precisions up to rounding (the key's
+    bits, mapped to normals in the state's dtype), so its bonus is compared too."""
+    return lambda K, dtype: build(lam=0.5, v=0.3, seed=3, rewards=np.linspace(1.0 / K, 1.0, K),
+                                  dtype=dtype)  # fmt: skip
+
+
 def _eofd(K, d, m, **kw):
     return lambda: mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
 
@@ -133,6 +140,13 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "linucb": (2, 5, lambda: mlogb.linucb(num_outcomes=2, dim=5), _linucb_hp),
     "ecolog": (1, 8, lambda: mlogb.ecolog(dim=8), _ecolog_hp),
     "exact-k3": (3, 4, lambda: mlogb.exact(num_outcomes=3, dim=4, horizon=T), _exact_hp),
+    "lin-ts": (2, 5, lambda: mlogb.lin_ts(num_outcomes=2, dim=5), _ts_hp(mlogb.lin_ts_hyperparams)),
+    "logistic-ts-k1": (1, 8, lambda: mlogb.logistic_ts(num_outcomes=1, dim=8),
+                       _ts_hp(mlogb.logistic_ts_hyperparams)),
+    "logistic-ts-full-k3": (3, 4, lambda: mlogb.logistic_ts(num_outcomes=3, dim=4, covariance="full"),
+                            _ts_hp(mlogb.logistic_ts_hyperparams)),
+    "eofd-buffered-k3": (3, 4, lambda: mlogb.eofd_buffered(num_outcomes=3, dim=4, sketch_size=4,
+                                                           buffer_size=5), _exact_hp),
 }  # fmt: skip
 
 

@@ -73,6 +73,11 @@ KINDS = [
         lambda: mlogb.exact(**KD, horizon=8),
         lambda: mlogb.exact_hyperparams(lam=1.0, rewards=REWARDS),
     ),  # fmt: skip
+    Kind(
+        "eofd-buffered",
+        lambda: mlogb.eofd_buffered(**KD, sketch_size=2, buffer_size=3),
+        lambda: mlogb.exact_hyperparams(lam=1.0, rewards=REWARDS),
+    ),  # fmt: skip
 ]
 BY_NAME = {k.name: k for k in KINDS}
 NAMES = [k.name for k in KINDS]
