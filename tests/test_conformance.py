@@ -163,6 +163,12 @@ CASES += [
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
     Case("mlogb-exact", "mlogb", mlogb.exact(**_KD, horizon=8), _exact_hp),
+    Case(
+        "mlogb-eofd-buffered",
+        "mlogb",
+        mlogb.eofd_buffered(**_KD, sketch_size=2, buffer_size=3),
+        _exact_hp,
+    ),
 ]
 
 # Every learner factory of both papers (those building CASES): one factory style, keyword-only
@@ -180,6 +186,7 @@ FACTORIES = [
     mlogb.uniform,
     mlogb.ecolog,
     mlogb.exact,
+    mlogb.eofd_buffered,
 ]
 
 # --- one round of each family ------------------------------------------------------------------
