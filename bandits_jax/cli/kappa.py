@@ -321,12 +321,12 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
     out = {}
     for name in plan["learners"]:
         spec = rep.LEARNERS[name]
-        key = (name, spec, K, d, m, jnp.dtype(dtype).name)
+        key = (name, spec, K, d, m, plan["T"], jnp.dtype(dtype).name)
         if key not in _GAMES:
             if len(_GAMES) >= 32:
                 _GAMES.pop(next(iter(_GAMES)))
             env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
-            learner = spec.factory(K, d, m)
+            learner = spec.factory(K, d, m, plan["T"])
             _GAMES[key] = _Learner(spec, learner, mlogb.interact(learner, env))
         out[name] = _GAMES[key]
     return out

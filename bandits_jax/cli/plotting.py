@@ -52,6 +52,7 @@ _REGISTERED = (
     ("LinUCB", "LinUCB (tuned)", "tab:brown"),
     ("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink"),
     ("random", "uniform random", "tab:gray"),
+    ("exact", "exact MLE refit, O(t) a round", "black"),
     ("alg1_thm3", "#0804f9"),
     ("alg1_thm1", "#9a6200"),
     ("sphere", "#005249"),

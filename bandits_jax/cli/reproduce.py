@@ -429,7 +429,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
 
     plan, setting, recipe = args.plan, p.setting, p.recipe
     spec = LEARNERS[lname]
-    learner = spec.factory(setting.num_outcomes, setting.dim, p.m)
+    learner = spec.factory(setting.num_outcomes, setting.dim, p.m, plan["T"])
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
     state = jax.jit(learner.init)(hp)

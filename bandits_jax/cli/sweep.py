@@ -241,7 +241,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         }
         if plan["bounds"] != [None]:
             grid["S"] = np.repeat(np.asarray(bounds, float), n_b * n_lg)
-        learner = spec.factory(K, d, m_)
+        learner = spec.factory(K, d, m_, T)
         exps.append(
             sweep.Experiment(
                 spec.label,

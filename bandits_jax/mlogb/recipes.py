@@ -43,6 +43,7 @@ import numpy as np
 from bandits_jax.checks import check_int
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
+from bandits_jax.mlogb.exact import exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import section4
 from bandits_jax.mlogb.linucb import linucb, linucb_hyperparams
@@ -73,6 +74,7 @@ TUNED: dict[str, Exponents] = {
     "oful": Exponents(-1.0, 0.0, 1.0),
     "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
+    "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
     "uniform": Exponents(0.0, 0.0, 0.0),
 }
 # Chosen by the no-known-bound sweep of docs/recipes.md (S is part of the point).
@@ -83,6 +85,7 @@ TUNED_FREE: dict[str, Exponents] = {
     "oful": Exponents(-1.0, 0.5, 0.1, 16.0),
     "linucb": Exponents(-1.5, 0.0, 0.01, 2.0),  # only lam (through S and l) and alpha enter
     "ecolog": Exponents(-1.5, 0.0, 0.01, 8.0),
+    "exact": Exponents(-5.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge; greedy)
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
 }
 for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
@@ -195,6 +198,21 @@ def _ecolog_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
                               delta=1.0 / kw["horizon"], dtype=dtype)  # fmt: skip
 
 
+def _exact_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
+    """The exact fit at Section 4's ``lam`` with the radius ``beta``."""
+    if isinstance(beta, str):
+        raise ValueError(f"beta must be a number for exact, got {beta!r}")
+    lam = _section4_lam(**kw)
+    b = np.broadcast_to(np.asarray(beta, float), lam.shape)
+    return exact_hyperparams(lam=lam, beta=b, rewards=kw["rewards"], dtype=dtype)
+
+
+def _exact(K: int, d: int, m: int, horizon: int | None) -> MLogBLearner:
+    if horizon is None:
+        raise ValueError("make_learner: kind 'exact' needs horizon= (its buffer holds T rounds)")
+    return exact(num_outcomes=K, dim=d, horizon=horizon)
+
+
 def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  # noqa: E741
     """No numeric hyperparameters: one seed per grid point."""
     shape = np.broadcast(np.asarray(l), np.asarray(e)).shape
@@ -236,6 +254,7 @@ REGISTRY: dict[str, Kind] = {
         "ECOLog", "ada-OFU-ECOLog (tuned)", lambda K, d, m, T: ecolog(num_outcomes=K, dim=d),
         _ecolog_hp, k1_only=True,
     ),
+    "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
     "uniform": Kind(
         "random", "uniform random", lambda K, d, m, T: uniform(num_outcomes=K, dim=d), _uniform_hp
     ),

@@ -152,6 +152,15 @@ def test_a_grid_in_any_argument_gives_every_field_its_axis(kind):
         point = recipes.hparams_for(kind, beta=float(b), **kw)
         for g, p in zip(jax.tree.leaves(grid), jax.tree.leaves(point), strict=True):
             np.testing.assert_array_equal(np.asarray(g)[i], np.asarray(p))
-    learner = recipes.make_learner(kind, num_outcomes=K, dim=4, sketch_size=2)
+    learner = recipes.make_learner(kind, num_outcomes=K, dim=4, sketch_size=2, horizon=10)
     states = jax.vmap(learner.init)(grid)
     assert all(np.shape(x)[0] == 3 for x in jax.tree.leaves(states))
+
+
+def test_a_kind_with_a_buffer_needs_the_horizon():
+    with pytest.raises(ValueError, match="make_learner: kind 'exact' needs horizon="):
+        recipes.make_learner("exact", num_outcomes=1, dim=3, sketch_size=1)
+    learner = recipes.make_learner("exact", num_outcomes=1, dim=3, sketch_size=1, horizon=7)
+    hp = recipes.hparams_for("exact", num_outcomes=1, dim=3, S=1.0, horizon=7, l=-1.0, e=0.0,
+                             beta=0.5)  # fmt: skip
+    assert learner.init(hp).X.shape[0] == 7  # the buffer holds the horizon's rows
