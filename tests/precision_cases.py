@@ -143,8 +143,10 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "lin-ts": (2, 5, lambda: mlogb.lin_ts(num_outcomes=2, dim=5), _ts_hp(mlogb.lin_ts_hyperparams)),
     "logistic-ts-k1": (1, 8, lambda: mlogb.logistic_ts(num_outcomes=1, dim=8),
                        _ts_hp(mlogb.logistic_ts_hyperparams)),
-    "logistic-ts-full-k3": (3, 4, lambda: mlogb.logistic_ts(num_outcomes=3, dim=4, covariance="full"),
-                            _ts_hp(mlogb.logistic_ts_hyperparams)),
+    "logistic-ts-full-k3": (
+        3, 4, lambda: mlogb.logistic_ts(num_outcomes=3, dim=4, covariance="full"),
+        _ts_hp(mlogb.logistic_ts_hyperparams),
+    ),
     "eofd-buffered-k3": (3, 4, lambda: mlogb.eofd_buffered(num_outcomes=3, dim=4, sketch_size=4,
                                                            buffer_size=5), _exact_hp),
 }  # fmt: skip

@@ -132,6 +132,13 @@ def _ecolog_hp(dtype, grid):
     return mlogb.ecolog_hyperparams(lam=lam, S=2.0, dtype=dtype)
 
 
+def _ts_hp(build):
+    """Thompson sampling (lin_ts, logistic_ts): a grid of ridges, one seed."""
+    return lambda dtype, grid: build(lam=np.asarray([0.5, 2.0]) if grid else 1.0, v=0.5, seed=1,
+                                     rewards=[0.5, 1.0], dtype=dtype)  # fmt: skip
+
+
+_LTS = _ts_hp(mlogb.logistic_ts_hyperparams)
 _KD = {"num_outcomes": K, "dim": D}
 CASES += [
     Case("mlogb-eofd", "mlogb", mlogb.eofd(**_KD, sketch_size=2), _mlogb_hp),
@@ -169,6 +176,9 @@ CASES += [
         mlogb.eofd_buffered(**_KD, sketch_size=2, buffer_size=3),
         _exact_hp,
     ),
+    Case("mlogb-lin-ts", "mlogb", mlogb.lin_ts(**_KD), _ts_hp(mlogb.lin_ts_hyperparams)),
+    Case("mlogb-logistic-ts", "mlogb", mlogb.logistic_ts(**_KD), _LTS),
+    Case("mlogb-logistic-ts-full", "mlogb", mlogb.logistic_ts(**_KD, covariance="full"), _LTS),
 ]
 
 # Every learner factory of both papers (those building CASES): one factory style, keyword-only
@@ -187,6 +197,8 @@ FACTORIES = [
     mlogb.ecolog,
     mlogb.exact,
     mlogb.eofd_buffered,
+    mlogb.lin_ts,
+    mlogb.logistic_ts,
 ]
 
 # --- one round of each family ------------------------------------------------------------------

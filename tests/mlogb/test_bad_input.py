@@ -78,6 +78,21 @@ KINDS = [
         lambda: mlogb.eofd_buffered(**KD, sketch_size=2, buffer_size=3),
         lambda: mlogb.exact_hyperparams(lam=1.0, rewards=REWARDS),
     ),  # fmt: skip
+    Kind(
+        "lin-ts",
+        lambda: mlogb.lin_ts(**KD),
+        lambda: mlogb.lin_ts_hyperparams(lam=1.0, rewards=REWARDS),
+    ),
+    Kind(
+        "logistic-ts",
+        lambda: mlogb.logistic_ts(**KD),
+        lambda: mlogb.logistic_ts_hyperparams(lam=1.0, rewards=REWARDS),
+    ),
+    Kind(
+        "logistic-ts-full",
+        lambda: mlogb.logistic_ts(**KD, covariance="full"),
+        lambda: mlogb.logistic_ts_hyperparams(lam=1.0, rewards=REWARDS),
+    ),
 ]
 BY_NAME = {k.name: k for k in KINDS}
 NAMES = [k.name for k in KINDS]
