@@ -416,6 +416,19 @@ def _timed_pass(chunk_fn: Any, state: Any, length: int) -> list[float]:
     return out
 
 
+def _trial_states(learner: Any, hp: Any, state: Any, idx: np.ndarray) -> Any:
+    """The learner states of trials ``idx``: ``state`` for each, except that a learner with its
+    own randomness (a ``seed`` hyperparameter: uniform, Thompson sampling) is seeded by the
+    trial's index, so that trials draw independently (and a batch as it would alone)."""
+    import jax
+    import jax.numpy as jnp
+
+    if "seed" not in getattr(hp, "_fields", ()):
+        return jax.tree.map(lambda x: jnp.repeat(x[None], len(idx), axis=0), state)
+    hps = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], len(idx), axis=0), hp)
+    return jax.jit(jax.vmap(learner.init))(hps._replace(seed=jnp.asarray(idx, jnp.uint32)))
+
+
 def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) -> _Played:
     """Plays ``args.plan``'s trials of learner ``lname`` on prepared setting ``p``: batches of
     ``plan["batch"]`` trials, each one chunked run of a vmapped batch (its checkpoints under
@@ -450,7 +463,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
         idx = np.arange(lo, min(lo + size, trials))
         n = len(idx)
         start = RunState(
-            learner=jax.tree.map(lambda x: jnp.repeat(x[None], n, axis=0), state),  # noqa: B023
+            learner=_trial_states(learner, hp, state, idx),
             env=jax.tree.map(lambda x: x[idx], p.envs),  # noqa: B023
             key=p.keys[idx],
             t=jnp.zeros((n,), jnp.int32),
