@@ -30,17 +30,20 @@ EVAL_SEED_OFFSET = 10_000
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _SYNTH = re.compile(rf"synth-(\d+)-(\d+)(?:-S({_NUMBER}))?")
 _LOWRANK = re.compile(rf"lowrank-(\d+)-(\d+)-(\d+)(?:-S({_NUMBER}))?")
+_HEAVY = re.compile(rf"heavy-(\d+)-(\d+)-({_NUMBER})(?:-S({_NUMBER}))?")
 _DIGITS = re.compile(r"digits(?:-(\d+|all))?(?:-h([01]))?")
 _DIGITS_K4 = re.compile(r"digits-k4(?:-h([01]))?")
 _ALL_TARGETS = re.compile(r"(wine|iris|cancer)-all")
-_BAD_S = re.compile(r"(?:synth-\d+-\d+|lowrank-\d+-\d+-\d+)-S(.*)")
+_BAD_S = re.compile(r"(?:synth-\d+-\d+|lowrank-\d+-\d+-\d+|heavy-\d+-\d+-[\d.eE+-]+?)-S(.*)")
 MLOGB_SETTING = re.compile(
-    "|".join(r.pattern for r in (_SYNTH, _LOWRANK, _DIGITS, _ALL_TARGETS)) + "|digits-k4|mnist"
+    "|".join(r.pattern for r in (_SYNTH, _LOWRANK, _HEAVY, _DIGITS, _ALL_TARGETS))
+    + "|digits-k4|mnist"
 )
 BCO_SETTING = re.compile(r"bco-(linear|quadratic)-(\d+)")
 SETTINGS_HELP = (
     "synth-D-K[-S<s>] (e.g. synth-100-4, synth-20-1-S8: ||W*|| = s, else --S), "
-    "lowrank-D-K-R[-S<s>] (actions near a rank-R subspace), digits (target class 1), "
+    "lowrank-D-K-R[-S<s>] (actions near a rank-R subspace), heavy-D-K-P[-S<s>] (action "
+    "covariance spectrum decaying like i^-P, e.g. heavy-200-1-1), digits (target class 1), "
     "digits-C (C in 0..9), digits-all, wine-all, iris-all, cancer-all (trial i rewards class "
     "i mod C), digits-k4 or mnist; digits settings take -h0/-h1 (the even/odd-indexed half of "
     "the examples)"
@@ -301,12 +304,13 @@ class SettingName(NamedTuple):
     """A parsed MLogB setting name (see :data:`SETTINGS_HELP`).
 
     Attributes:
-      family: ``"synthetic"``, ``"lowrank"`` or ``"classification"``.
-      kind: ``"synth"``, ``"lowrank"``, ``"digits"``, ``"digits-k4"``, ``"mnist"``, ``"wine"``,
-        ``"iris"`` or ``"cancer"``.
+      family: ``"synthetic"``, ``"lowrank"``, ``"heavytail"`` or ``"classification"``.
+      kind: ``"synth"``, ``"lowrank"``, ``"heavy"``, ``"digits"``, ``"digits-k4"``, ``"mnist"``,
+        ``"wine"``, ``"iris"`` or ``"cancer"``.
       D: dimension (synthetic and low-rank).
       K: outcomes (synthetic and low-rank).
       R: subspace rank (low-rank).
+      decay: the spectrum's exponent P (heavy-tailed).
       S: the ``||W*||_F`` bound from the name (``-S<s>``), ``None`` when not given.
       target: the rewarded class of a single-target classification setting.
       all_targets: trial ``i`` rewards class ``i mod C`` (``-all`` settings).
@@ -323,6 +327,7 @@ class SettingName(NamedTuple):
     target: int | None = None
     all_targets: bool = False
     half: int | None = None
+    decay: float | None = None
 
 
 def _name_S(name: str, text: str | None) -> float | None:
@@ -355,6 +360,11 @@ def parse_setting(name: str) -> SettingName | None:
         if R > D:
             raise ValueError(f"{name!r} needs R <= D (the subspace lies in R^D), got R = {R}")
         return SettingName("lowrank", "lowrank", D, K, R, S=_name_S(name, m.group(4)))
+    if m := _HEAVY.fullmatch(name):
+        D, K, P = int(m.group(1)), int(m.group(2)), float(m.group(3))
+        if D < 1 or K < 1:
+            raise ValueError(f"{name!r} needs D >= 1 and K >= 1")
+        return SettingName("heavytail", "heavy", D, K, S=_name_S(name, m.group(4)), decay=P)
     if name == "mnist":
         return SettingName("classification", name)
     if m := _DIGITS_K4.fullmatch(name):

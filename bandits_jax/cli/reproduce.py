@@ -78,13 +78,16 @@ def make_setting(
         raise ValueError(f"setting: {e}") from None
     if p is None:
         raise ValueError(f"setting: unknown {name!r}, expected {opt.SETTINGS_HELP}")
-    if p.family in ("synthetic", "lowrank"):
+    if p.family in ("synthetic", "lowrank", "heavytail"):
         d, K = p.D, p.K
         S_env = p.S if p.S is not None else (1.0 if S is None else S)
         named_S = "" if p.S is None else f", S = {p.S:g}"
         if p.family == "synthetic":
             env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S_env, dtype=dtype)
             title = f"synthetic (d, K) = ({d}, {K}){named_S}"
+        elif p.family == "heavytail":
+            env = envs.heavy_tail_mlogb(num_outcomes=K, dim=d, decay=p.decay, S=S_env, dtype=dtype)
+            title = f"heavy-tailed (d, K) = ({d}, {K}), spectrum i^-{p.decay:g}{named_S}"
         else:
             env = envs.lowrank_mlogb(num_outcomes=K, dim=d, rank=p.R, S=S_env, dtype=dtype)
             title = f"low-rank (d, K, r) = ({d}, {K}, {p.R}){named_S}"

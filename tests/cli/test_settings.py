@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bandits_jax import envs
 from bandits_jax.cli import main
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import reproduce as rep
@@ -18,7 +19,7 @@ GOOD = [
     "synth-20-1", "synth-100-4", "synth-20-1-S8", "synth-50-4-S4", "synth-20-1-S0.5",
     "synth-3-2-S1e-2", "lowrank-20-1-3", "lowrank-20-4-20-S2", "lowrank-5-1-1-S.5", "digits",
     "digits-0", "digits-9", "digits-all", "digits-k4", "mnist", "wine-all", "iris-all",
-    "cancer-all",
+    "cancer-all", "heavy-200-1-1", "heavy-20-3-0.5-S4",
 ]  # fmt: skip
 BAD = [
     ("digits-12", "needs a class in 0..9"),
@@ -33,6 +34,9 @@ BAD = [
     ("lowrank-20-1-0", "R >= 1"),
     ("lowrank-20-0-2-S1", "K >= 1"),
     ("lowrank-20-1", "unknown setting"),
+    ("heavy-0-1-1", "needs D >= 1 and K >= 1"),
+    ("heavy-20-1-1-S0", "needs S > 0"),
+    ("heavy-20-1", "unknown setting"),
     ("wine", "unknown setting"),
     ("digits-k5", "unknown setting"),
     ("cifar-all", "unknown setting"),
@@ -68,6 +72,8 @@ W_NORM_CASES = [
     ("synth-20-1", 2.5, 1, 20, 2.5, "synthetic"),  # no S in the name: --S
     ("lowrank-20-4-3-S4", 1.0, 4, 20, 4.0, "lowrank"),
     ("lowrank-30-1-5", 2.0, 1, 30, 2.0, "lowrank"),
+    ("heavy-30-2-0.5-S4", 1.0, 2, 30, 4.0, "heavytail"),
+    ("heavy-20-1-1", 2.0, 1, 20, 2.0, "heavytail"),
 ]
 
 
@@ -85,6 +91,14 @@ def test_synthetic_and_lowrank_settings(name, S_opt, K, d, S, family):
         rank = int(name.split("-")[3])
         U = np.asarray(st.env.init(jax.random.key(0)).basis)
         assert U.shape == (d, rank)
+    if family == "heavytail":  # the name's exponent and S reach the environment: same draws
+        direct = envs.heavy_tail_mlogb(num_outcomes=K, dim=d, decay=float(name.split("-")[3]),
+                                       S=S, dtype=jnp.float64)  # fmt: skip
+        key = jax.random.key(1)
+        a, b = st.env.init(key), direct.init(key)
+        got, want = st.env.observe(a, key), direct.observe(b, key)
+        for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 CLASSIFICATION = [
