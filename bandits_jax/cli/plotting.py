@@ -53,6 +53,8 @@ _REGISTERED = (
     ("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink"),
     ("random", "uniform random", "tab:gray"),
     ("exact", "exact MLE refit, O(t) a round", "black"),
+    ("LinTS", "linear Thompson sampling (tuned)", "#911eb4"),
+    ("logistic TS", "Laplace logistic Thompson sampling (tuned)", "#000075"),
     ("alg1_thm3", "#0804f9"),
     ("alg1_thm1", "#9a6200"),
     ("sphere", "#005249"),

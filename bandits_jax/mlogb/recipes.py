@@ -46,7 +46,9 @@ from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.exact import exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import section4
+from bandits_jax.mlogb.lin_ts import lin_ts, lin_ts_hyperparams
 from bandits_jax.mlogb.linucb import linucb, linucb_hyperparams
+from bandits_jax.mlogb.logistic_ts import logistic_ts, logistic_ts_hyperparams
 from bandits_jax.mlogb.oful import oful
 from bandits_jax.mlogb.uniform import uniform, uniform_hyperparams
 from bandits_jax.protocols import MLogBLearner
@@ -75,6 +77,8 @@ TUNED: dict[str, Exponents] = {
     "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
     "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
+    "lin-ts": Exponents(-0.5, 0.0, 0.01),  # docs/recipes.md (beta: the grid's edge)
+    "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0),
 }
 # Chosen by the no-known-bound sweep of docs/recipes.md (S is part of the point).
@@ -86,6 +90,8 @@ TUNED_FREE: dict[str, Exponents] = {
     "linucb": Exponents(-1.5, 0.0, 0.01, 2.0),  # only lam (through S and l) and alpha enter
     "ecolog": Exponents(-1.5, 0.0, 0.01, 8.0),
     "exact": Exponents(-5.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge; greedy)
+    "lin-ts": Exponents(-4.0, 0.0, 0.01, 2.0),  # docs/recipes.md (the grid's corner)
+    "logistic-ts": Exponents(-4.0, 0.0, 0.01, 16.0),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
 }
 for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
@@ -207,6 +213,20 @@ def _exact_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
     return exact_hyperparams(lam=lam, beta=b, rewards=kw["rewards"], dtype=dtype)
 
 
+def _ts_hp(build: Callable[..., Any]) -> Callable[..., Any]:
+    """Thompson sampling at Section 4's ``lam`` (the prior precision), ``v = sqrt(beta)``."""
+
+    def hparams(*, beta: Any, dtype: Any, **kw: Any) -> Any:
+        if isinstance(beta, str):
+            raise ValueError(f"beta must be a number for Thompson sampling, got {beta!r}")
+        lam = _section4_lam(**kw)
+        v = np.sqrt(np.broadcast_to(np.asarray(beta, float), lam.shape))
+        return build(lam=lam, v=v, seed=np.zeros(lam.shape, np.uint32), rewards=kw["rewards"],
+                     dtype=dtype)  # fmt: skip
+
+    return hparams
+
+
 def _exact(K: int, d: int, m: int, horizon: int | None) -> MLogBLearner:
     if horizon is None:
         raise ValueError("make_learner: kind 'exact' needs horizon= (its buffer holds T rounds)")
@@ -253,6 +273,14 @@ REGISTRY: dict[str, Kind] = {
     "ecolog": Kind(
         "ECOLog", "ada-OFU-ECOLog (tuned)", lambda K, d, m, T: ecolog(num_outcomes=K, dim=d),
         _ecolog_hp, k1_only=True,
+    ),
+    "lin-ts": Kind(
+        "LinTS", "linear Thompson sampling (tuned)",
+        lambda K, d, m, T: lin_ts(num_outcomes=K, dim=d), _ts_hp(lin_ts_hyperparams),
+    ),
+    "logistic-ts": Kind(
+        "logistic TS", "Laplace logistic Thompson sampling (tuned)",
+        lambda K, d, m, T: logistic_ts(num_outcomes=K, dim=d), _ts_hp(logistic_ts_hyperparams),
     ),
     "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
     "uniform": Kind(
