@@ -8,8 +8,8 @@ classes :data:`TUNING_CLASSES` with the tuning keys only (least mean regret over
 row is then reported on fresh keys, on the other classes (the headline) and, for completeness,
 on all ten; the K = 4 problem is never tuned on (it gets the K = 1 choice). Rows:
 
-- buffered EOFD at the grid :data:`GRID` (``lam``, ``beta``, buffer ``B``; sketch
-  ``m = floor(K d / 10)``, 5 Newton steps a round);
+- buffered EOFD at the grid :data:`GRID` (``lam``, ``beta``, buffer ``B``, the
+  regularisation; sketch ``m = floor(K d / 10)``, 5 Newton steps a round);
 - LinUCB at ``mlogb.tuned("linucb", S=None)``, robust EOFD at ``mlogb.tuned("eofd-robust",
   S=None)``, the exact fit, greedy at ``lam = 1e-4`` (``mlogb.exact``, O(t) a round).
 
@@ -36,7 +36,11 @@ from benchmarks._report import finish
 
 SEED = 30_000
 TUNING_CLASSES = (0, 1, 2)
-GRID = tuple(itertools.product((1e-4, 1e-2), (0.0, 0.01), (16, 64)))  # (lam, beta, B)
+# (lam, beta, B, regularization): the robust and the paper regularisation at B = 64, and the
+# paper one at B = 16.
+GRID = tuple(itertools.product((1e-4, 1e-2), (0.0, 0.01), (64,), ("paper", "robust"))) + (
+    (1e-2, 0.01, 16, "paper"),
+)
 EXACT_LAM = 1e-4
 
 
@@ -112,13 +116,13 @@ def main(argv: list[str] | None = None) -> dict:
     d = env.dim
     learners = {}
 
-    def buffered(K, B):
-        if (K, B) not in learners:
+    def buffered(K, B, reg):
+        if (K, B, reg) not in learners:
             m = sketch_size(K, d)
-            learners[K, B] = mlogb.eofd_buffered(
-                num_outcomes=K, dim=d, sketch_size=m, buffer_size=B
+            learners[K, B, reg] = mlogb.eofd_buffered(
+                num_outcomes=K, dim=d, sketch_size=m, buffer_size=B, regularization=reg
             )
-        return learners[K, B]
+        return learners[K, B, reg]
 
     def hp_of(lam, beta, rewards=None):
         return mlogb.exact_hyperparams(lam=lam, beta=beta, rewards=rewards)
@@ -127,10 +131,10 @@ def main(argv: list[str] | None = None) -> dict:
     t_targets = np.repeat(np.array(TUNING_CLASSES), a.seeds)
     t_keys = jax.random.split(jax.random.key(SEED), t_targets.size)
     tuning = []
-    for lam, beta, B in GRID:
-        regret, _ = play(buffered(1, B), hp_of(lam, beta), env, t_targets, t_keys, T)
-        tuning.append({"lam": lam, "beta": beta, "B": B, **_stats(regret)})
-        print(f"tune lam {lam:g} beta {beta:g} B {B}: {tuning[-1]['mean']:.1f} "
+    for lam, beta, B, reg in GRID:
+        regret, _ = play(buffered(1, B, reg), hp_of(lam, beta), env, t_targets, t_keys, T)
+        tuning.append({"lam": lam, "beta": beta, "B": B, "reg": reg, **_stats(regret)})
+        print(f"tune lam {lam:g} beta {beta:g} B {B} {reg}: {tuning[-1]['mean']:.1f} "
               f"± {tuning[-1]['se']:.1f}", flush=True)  # fmt: skip
     best = min(tuning, key=lambda r: r["mean"])
     print("chosen", best, flush=True)
@@ -141,9 +145,10 @@ def main(argv: list[str] | None = None) -> dict:
     report = targets >= 0
     heldout = ~np.isin(targets, TUNING_CLASSES)
     rows = []
-    candidates = [(f"buffered lam {lam:g} beta {beta:g} B {B}", buffered(1, B), hp_of(lam, beta),
-                   (lam, beta, B) == (best["lam"], best["beta"], best["B"]))
-                  for lam, beta, B in GRID]  # fmt: skip
+    point = (best["lam"], best["beta"], best["B"], best["reg"])
+    candidates = [(f"buffered lam {lam:g} beta {beta:g} B {B} {reg}", buffered(1, B, reg),
+                   hp_of(lam, beta), (lam, beta, B, reg) == point)
+                  for lam, beta, B, reg in GRID]  # fmt: skip
     for kind in ("linucb", "eofd-robust"):
         rec = mlogb.tuned(kind, num_outcomes=1, dim=d, S=None, horizon=T)
         candidates.append((f"{kind} (recipe, S = None)", rec.learner, rec.hparams, False))
@@ -168,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
     rec_l = mlogb.tuned("linucb", num_outcomes=4, dim=d, S=None, horizon=T)
     rec_e = mlogb.tuned("eofd-robust", num_outcomes=4, dim=d, S=None, horizon=T)
     rewards4 = np.asarray(rec_l.hparams.rewards)
-    k4 = [(f"buffered (chosen point) B {best['B']}", buffered(4, best["B"]),
+    k4 = [(f"buffered (chosen point) B {best['B']} {best['reg']}", buffered(4, *point[2:]),
            hp_of(best["lam"], best["beta"], rewards4)),
           ("linucb (recipe, S = None)", rec_l.learner, rec_l.hparams),
           ("eofd-robust (recipe, S = None)", rec_e.learner, rec_e.hparams)]  # fmt: skip
@@ -186,7 +191,7 @@ def main(argv: list[str] | None = None) -> dict:
     # 4. Cost profile (K = 1, class 3, one run).
     chunk = max(1, a.profile_rounds // 8)
     prof = {"chunk": chunk,
-            "buffered": profile(buffered(1, best["B"]), hp_of(best["lam"], best["beta"]), env, 3,
+            "buffered": profile(buffered(1, *point[2:]), hp_of(best["lam"], best["beta"]), env, 3,
                                 a.profile_rounds, chunk)}  # fmt: skip
     if not a.no_exact:
         prof["exact"] = profile(mlogb.exact(num_outcomes=1, dim=d, horizon=a.profile_rounds),

@@ -13,7 +13,9 @@ Round t, slot ``t mod B``: if the slot holds a round ``(x_s, y_s)``, it leaves w
 then ``(x_t, y_t)`` takes the slot and the fit minimises, from ``W_t``, by the damped Newton
 steps of :class:`~bandits_jax.reference.exact_numpy.NumpyExact` (the same line search and stops),
 
-    F(w) = (c/2) w^T w + (1/2) w^T Z w - b^T w + sum_{s in slots} l_s(w),    c = lam + rho/2,
+    F(w) = (c/2) w^T w + (1/2) w^T Z w - b^T w + sum_{s in slots} l_s(w),
+
+(``c = lam``, or ``c = lam + rho/2`` with ``regularization="robust"``)
 
 with ``grad F = c w + Z w - b + sum_s (sigma(W x_s) - e_{y_s}) kron x_s`` and
 ``H = c I + Z + sum_s (diag(s_s) - s_s s_s^T) kron x_s x_s^T``. It is converged when
@@ -46,6 +48,7 @@ class NumpyEOFDBuffered(NumpyExact):
         lam: float,
         beta: float,
         rewards: Any = None,
+        regularization: str = "paper",
         newton_steps: int = 5,
         max_halvings: int = 30,
     ):
@@ -61,9 +64,11 @@ class NumpyEOFDBuffered(NumpyExact):
         self.rho = 0.0
         self.b = np.zeros(D)
         self.evicted = False
+        assert regularization in ("paper", "robust")
+        self.robust = regularization == "robust"
 
     def _c(self) -> float:
-        return self.lam + 0.5 * self.rho
+        return self.lam + (0.5 * self.rho if self.robust else 0.0)
 
     # --- the objective (overrides NumpyExact's: sketch and linear terms, c for lam) --------
     def loss(self, w: np.ndarray) -> float:

@@ -55,8 +55,9 @@ def _stream(K, d, rounds, seed, S=2.0):
 
 
 @functools.cache
-def _learner(K, d, buffer_size=B, sketch_size=M):
-    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=sketch_size, buffer_size=buffer_size)
+def _learner(K, d, buffer_size=B, sketch_size=M, regularization="paper"):
+    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=sketch_size, buffer_size=buffer_size,
+                         regularization=regularization)  # fmt: skip
 
 
 def _rounds(learner):
@@ -77,14 +78,14 @@ def _hp(K, lam=LAM, beta=BETA):
     return exact_hyperparams(lam=lam, beta=beta, rewards=_rewards(K))
 
 
-@pytest.mark.parametrize("K,d", [(1, 5), (3, 3)])
-def test_equals_numpy_reference_round_by_round(K, d):
-    learner = _learner(K, d)
+@pytest.mark.parametrize("K,d,reg", [(1, 5, "robust"), (3, 3, "paper")])
+def test_equals_numpy_reference_round_by_round(K, d, reg):
+    learner = _learner(K, d, regularization=reg)
     data = _stream(K, d, T, seed=100 + 10 * K + d)
     _, out = xla_defaults.jit(_rounds(learner))(learner.init(_hp(K)), *map(jnp.asarray, data))
     out = jax.tree.map(np.asarray, out)
     ref = NumpyEOFDBuffered(num_outcomes=K, dim=d, sketch_size=M, buffer_size=B, lam=LAM,
-                            beta=BETA, rewards=_rewards(K))  # fmt: skip
+                            beta=BETA, rewards=_rewards(K), regularization=reg)  # fmt: skip
     acts, mask, xs, ys = data
     evictions = 0
     for t in range(T):
@@ -172,6 +173,7 @@ def test_bad_input_is_a_value_error_naming_the_function_and_argument():
         ({"buffer_size": True}, "eofd_buffered.*buffer_size"),
         ({"newton_steps": 0}, "eofd_buffered.*newton_steps"),
         ({"max_halvings": 1.5}, "eofd_buffered.*max_halvings"),
+        ({"regularization": "ridge"}, "eofd_buffered.*regularization"),
     ):
         with pytest.raises(ValueError, match=pattern):
             eofd_buffered(**{**good, **kw})
