@@ -53,6 +53,7 @@ _REGISTERED = (
     ("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink"),
     ("random", "uniform random", "tab:gray"),
     ("exact", "exact MLE refit, O(t) a round", "black"),
+    ("EOFD buffered", "EOFD-MLogB buffered (tuned)", "#e6194b"),
     ("LinTS", "linear Thompson sampling (tuned)", "#911eb4"),
     ("logistic TS", "Laplace logistic Thompson sampling (tuned)", "#000075"),
     ("alg1_thm3", "#0804f9"),

@@ -43,6 +43,7 @@ import numpy as np
 from bandits_jax.checks import check_int
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
+from bandits_jax.mlogb.eofd_buffer import eofd_buffered
 from bandits_jax.mlogb.exact import exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import section4
@@ -77,6 +78,7 @@ TUNED: dict[str, Exponents] = {
     "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
     "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
+    "eofd-buffered": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge)
     "lin-ts": Exponents(-0.5, 0.0, 0.01),  # docs/recipes.md (beta: the grid's edge)
     "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0),
@@ -90,6 +92,7 @@ TUNED_FREE: dict[str, Exponents] = {
     "linucb": Exponents(-1.5, 0.0, 0.01, 2.0),  # only lam (through S and l) and alpha enter
     "ecolog": Exponents(-1.5, 0.0, 0.01, 8.0),
     "exact": Exponents(-5.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge; greedy)
+    "eofd-buffered": Exponents(-3.5, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge)
     "lin-ts": Exponents(-4.0, 0.0, 0.01, 2.0),  # docs/recipes.md (the grid's corner)
     "logistic-ts": Exponents(-4.0, 0.0, 0.01, 16.0),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
@@ -205,7 +208,8 @@ def _ecolog_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
 
 
 def _exact_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
-    """The exact fit at Section 4's ``lam`` with the radius ``beta``."""
+    """The exact fit (and the buffered EOFD, whose hyperparameters are the exact fit's) at
+    Section 4's ``lam`` with the radius ``beta``."""
     if isinstance(beta, str):
         raise ValueError(f"beta must be a number for exact, got {beta!r}")
     lam = _section4_lam(**kw)
@@ -281,6 +285,10 @@ REGISTRY: dict[str, Kind] = {
     "logistic-ts": Kind(
         "logistic TS", "Laplace logistic Thompson sampling (tuned)",
         lambda K, d, m, T: logistic_ts(num_outcomes=K, dim=d), _ts_hp(logistic_ts_hyperparams),
+    ),
+    "eofd-buffered": Kind(
+        "EOFD buffered", "EOFD-MLogB buffered (tuned)",
+        lambda K, d, m, T: eofd_buffered(num_outcomes=K, dim=d, sketch_size=m), _exact_hp, True,
     ),
     "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
     "uniform": Kind(
