@@ -107,3 +107,22 @@ def concat_trees(trees: Sequence[Any]) -> Any:
 def fresh(x: Array) -> Array:
     """A copy with its own buffer (states must not share buffers, so that they can be donated)."""
     return jnp.array(x, copy=True)
+
+
+def named(fn: str, check: Any, *args: Any, **kwargs: Any) -> Any:
+    """``check(*args, **kwargs)``, its ValueError prefixed by the public function's name."""
+    try:
+        return check(*args, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{fn}: {exc}") from None
+
+
+def cast_checked(fn: str, name: str, a: Any, dtype: Any, positive: bool) -> np.ndarray:
+    """``a`` cast to ``dtype``, checked to stay finite and ``> 0`` (``positive``) or ``>= 0``
+    (a value that over- or underflows there is bad input of ``fn``)."""
+    with np.errstate(over="ignore", under="ignore"):
+        c = np.asarray(a, float).astype(dtype)
+    if np.any(~np.isfinite(c) | ((c <= 0) if positive else (c < 0))):
+        raise ValueError(f"{fn}: {name} must stay finite and {'> 0' if positive else '>= 0'} "
+                         f"in {np.dtype(dtype).name}, got {a!r}")  # fmt: skip
+    return c

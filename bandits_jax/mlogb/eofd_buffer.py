@@ -61,7 +61,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from bandits_jax.checks import check_int
+from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.linalg import sketch
 from bandits_jax.mlogb import bonus, confidence, model
@@ -69,7 +69,6 @@ from bandits_jax.mlogb.exact import (
     ARMIJO,
     ROUNDING,
     ExactHyperparams,
-    _named,
     _row_losses,
     exact_hyperparams,
 )
@@ -303,11 +302,11 @@ def eofd_buffered(
       ValueError: naming ``eofd_buffered`` and the offending argument.
     """
     fn = "eofd_buffered"
-    K, d = _named(fn, check_static, num_outcomes, dim, sketch_size)
-    B = _named(fn, check_int, "buffer_size", buffer_size, 1)
-    N = _named(fn, check_int, "newton_steps", newton_steps, 1)
-    H = _named(fn, check_int, "max_halvings", max_halvings, 1)
-    robust = _named(fn, confidence.check_regularization, regularization)
+    K, d = named(fn, check_static, num_outcomes, dim, sketch_size)
+    B = named(fn, check_int, "buffer_size", buffer_size, 1)
+    N = named(fn, check_int, "newton_steps", newton_steps, 1)
+    H = named(fn, check_int, "max_halvings", max_halvings, 1)
+    robust = named(fn, confidence.check_regularization, regularization)
     half_rho = 0.5 if robust else 0.0  # c = lam + half_rho rho
     D = K * d
     m = min(int(sketch_size), D)

@@ -41,7 +41,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from bandits_jax.checks import check_float, check_int
+from bandits_jax.checks import cast_checked, check_float, check_int, named
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
@@ -104,14 +104,6 @@ class ExactState(NamedTuple):
     status = status_property  # read-only: info.status
 
 
-def _named(fn: str, check, *args, **kwargs):
-    """``check(*args, **kwargs)``, its ValueError prefixed by the function's name."""
-    try:
-        return check(*args, **kwargs)
-    except ValueError as exc:
-        raise ValueError(f"{fn}: {exc}") from None
-
-
 def exact_hyperparams(*, lam, beta=DEFAULT_BETA, rewards=None, dtype=None) -> ExactHyperparams:
     """Builds :class:`ExactHyperparams`, validated eagerly.
 
@@ -124,18 +116,18 @@ def exact_hyperparams(*, lam, beta=DEFAULT_BETA, rewards=None, dtype=None) -> Ex
       ValueError: naming the function and the offending argument.
     """
     fn = "exact_hyperparams"
-    dtype = _named(fn, state_dtype, dtype)
-    lam_a = _named(fn, check_float, "lam", lam)
-    beta_a = _named(fn, check_float, "beta", beta, low_open=False)
-    r = _named(fn, check_rewards, rewards)
-    cast = {}
-    for name, a, positive in (("lam", lam_a, True), ("beta", beta_a, False), ("rewards", r, False)):
-        with np.errstate(over="ignore", under="ignore"):
-            c = a.astype(dtype)
-        if np.any(~np.isfinite(c) | ((c <= 0) if positive else (c < 0))):
-            raise ValueError(f"{fn}: {name} must stay finite and {'> 0' if positive else '>= 0'} "
-                             f"in {dtype.name}, got {a!r}")  # fmt: skip
-        cast[name] = c
+    dtype = named(fn, state_dtype, dtype)
+    lam_a = named(fn, check_float, "lam", lam)
+    beta_a = named(fn, check_float, "beta", beta, low_open=False)
+    r = named(fn, check_rewards, rewards)
+    cast = {
+        name: cast_checked(fn, name, a, dtype, positive)
+        for name, a, positive in (
+            ("lam", lam_a, True),
+            ("beta", beta_a, False),
+            ("rewards", r, False),
+        )
+    }
     try:
         batch = np.broadcast_shapes(lam_a.shape, beta_a.shape, r.shape[:-1])
     except ValueError:
@@ -300,11 +292,11 @@ def exact(
       ValueError: naming ``exact`` and the offending argument.
     """
     fn = "exact"
-    K, d = _named(fn, check_static, num_outcomes, dim)
-    T = _named(fn, check_int, "horizon", horizon, 1)
-    N = _named(fn, check_int, "newton_steps", newton_steps, 1)
-    B = min(_named(fn, check_int, "block_rows", block_rows, 1), T)
-    M = _named(fn, check_int, "max_halvings", max_halvings, 1)
+    K, d = named(fn, check_static, num_outcomes, dim)
+    T = named(fn, check_int, "horizon", horizon, 1)
+    N = named(fn, check_int, "newton_steps", newton_steps, 1)
+    B = min(named(fn, check_int, "block_rows", block_rows, 1), T)
+    M = named(fn, check_int, "max_halvings", max_halvings, 1)
     D = K * d
 
     def init(hp: ExactHyperparams) -> ExactState:

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from bandits_jax.checks import check_float
+from bandits_jax.checks import cast_checked, check_float, named
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
@@ -116,14 +116,6 @@ class LinTSState(NamedTuple):
         return self.W[..., 0, :]
 
 
-def _named(fn: str, check, *args, **kwargs):
-    """``check(*args, **kwargs)``, its ValueError prefixed by the function's name."""
-    try:
-        return check(*args, **kwargs)
-    except ValueError as exc:
-        raise ValueError(f"{fn}: {exc}") from None
-
-
 def check_seed(fn: str, seed) -> np.ndarray:
     """An int (or int array) in ``[0, 2**32)`` as a numpy array; bools and floats are refused."""
     s = np.asarray(seed)
@@ -135,16 +127,6 @@ def check_seed(fn: str, seed) -> np.ndarray:
     ):
         raise ValueError(f"{fn}: seed must be an int (or int array) in [0, 2**32), got {seed!r}")
     return s
-
-
-def cast_checked(fn: str, name: str, a: np.ndarray, dtype, positive: bool) -> np.ndarray:
-    """``a`` cast to ``dtype``, still finite and ``> 0`` (``positive``) or ``>= 0``."""
-    with np.errstate(over="ignore", under="ignore"):
-        c = np.asarray(a, float).astype(dtype)
-    if np.any(~np.isfinite(c) | ((c <= 0) if positive else (c < 0))):
-        raise ValueError(f"{fn}: {name} must stay finite and {'> 0' if positive else '>= 0'} "
-                         f"in {np.dtype(dtype).name}, got {a!r}")  # fmt: skip
-    return c
 
 
 def lin_ts_hyperparams(*, lam, v=1.0, seed=0, rewards=None, dtype=None) -> LinTSHyperparams:
@@ -159,12 +141,17 @@ def lin_ts_hyperparams(*, lam, v=1.0, seed=0, rewards=None, dtype=None) -> LinTS
     Raises:
       ValueError: naming the function and the offending argument.
     """
-    fn = "lin_ts_hyperparams"
-    dtype = _named(fn, state_dtype, dtype)
-    lam_a = cast_checked(fn, "lam", _named(fn, check_float, "lam", lam), dtype, True)
-    v_a = cast_checked(fn, "v", _named(fn, check_float, "v", v, low_open=False), dtype, False)
+    return LinTSHyperparams(**ts_fields("lin_ts_hyperparams", lam, v, seed, rewards, dtype))
+
+
+def ts_fields(fn: str, lam, v, seed, rewards, dtype) -> dict:
+    """The Thompson-sampling hyperparameters ``lam``, ``v``, ``seed``, ``rewards`` of builder
+    ``fn``, validated eagerly and broadcast to their common grid axes (errors name ``fn``)."""
+    dtype = named(fn, state_dtype, dtype)
+    lam_a = cast_checked(fn, "lam", named(fn, check_float, "lam", lam), dtype, True)
+    v_a = cast_checked(fn, "v", named(fn, check_float, "v", v, low_open=False), dtype, False)
     s = check_seed(fn, seed)
-    r = cast_checked(fn, "rewards", _named(fn, check_rewards, rewards), dtype, False)
+    r = cast_checked(fn, "rewards", named(fn, check_rewards, rewards), dtype, False)
     try:
         batch = np.broadcast_shapes(lam_a.shape, v_a.shape, s.shape, r.shape[:-1])
     except ValueError:
@@ -172,7 +159,7 @@ def lin_ts_hyperparams(*, lam, v=1.0, seed=0, rewards=None, dtype=None) -> LinTS
             f"{fn}: lam, v, seed and rewards[..., 0] must broadcast, got shapes "
             f"{lam_a.shape}, {v_a.shape}, {s.shape}, {r.shape[:-1]}"
         ) from None
-    return LinTSHyperparams(
+    return dict(
         lam=jnp.asarray(np.broadcast_to(lam_a, batch), dtype),
         v=jnp.asarray(np.broadcast_to(v_a, batch), dtype),
         seed=jnp.asarray(np.broadcast_to(s, batch), jnp.uint32),
@@ -218,7 +205,7 @@ def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
       ValueError: naming ``lin_ts`` and the offending argument.
     """
     fn = "lin_ts"
-    K, d = _named(fn, check_static, num_outcomes, dim)
+    K, d = named(fn, check_static, num_outcomes, dim)
     if not isinstance(intercept, bool | np.bool_):
         raise ValueError(f"{fn}: intercept must be a bool, got {intercept!r}")
     intercept = bool(intercept)

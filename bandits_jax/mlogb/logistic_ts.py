@@ -55,14 +55,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
-from bandits_jax.checks import check_float, check_int
+from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.mlogb import model
-from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     UpdateInfo,
@@ -75,11 +73,9 @@ from bandits_jax.mlogb.learner import (
     status_property,
 )
 from bandits_jax.mlogb.lin_ts import (
-    _named,
-    cast_checked,
-    check_seed,
     next_key,
     standard_normals,
+    ts_fields,
 )
 from bandits_jax.status import CONVERGED, MAX_STEPS
 
@@ -152,24 +148,8 @@ def logistic_ts_hyperparams(
     Raises:
       ValueError: naming the function and the offending argument.
     """
-    fn = "logistic_ts_hyperparams"
-    dtype = _named(fn, state_dtype, dtype)
-    lam_a = cast_checked(fn, "lam", _named(fn, check_float, "lam", lam), dtype, True)
-    v_a = cast_checked(fn, "v", _named(fn, check_float, "v", v, low_open=False), dtype, False)
-    s = check_seed(fn, seed)
-    r = cast_checked(fn, "rewards", _named(fn, check_rewards, rewards), dtype, False)
-    try:
-        batch = np.broadcast_shapes(lam_a.shape, v_a.shape, s.shape, r.shape[:-1])
-    except ValueError:
-        raise ValueError(
-            f"{fn}: lam, v, seed and rewards[..., 0] must broadcast, got shapes "
-            f"{lam_a.shape}, {v_a.shape}, {s.shape}, {r.shape[:-1]}"
-        ) from None
     return LogisticTSHyperparams(
-        lam=jnp.asarray(np.broadcast_to(lam_a, batch), dtype),
-        v=jnp.asarray(np.broadcast_to(v_a, batch), dtype),
-        seed=jnp.asarray(np.broadcast_to(s, batch), jnp.uint32),
-        rewards=jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype),
+        **ts_fields("logistic_ts_hyperparams", lam, v, seed, rewards, dtype)
     )
 
 
@@ -273,11 +253,11 @@ def logistic_ts(
       ValueError: naming ``logistic_ts`` and the offending argument.
     """
     fn = "logistic_ts"
-    K, d = _named(fn, check_static, num_outcomes, dim)
+    K, d = named(fn, check_static, num_outcomes, dim)
     if not isinstance(covariance, str) or covariance not in COVARIANCES:
         raise ValueError(f"{fn}: covariance must be one of {COVARIANCES}, got {covariance!r}")
-    N = _named(fn, check_int, "newton_steps", newton_steps, 1)
-    M = _named(fn, check_int, "max_halvings", max_halvings, 1)
+    N = named(fn, check_int, "newton_steps", newton_steps, 1)
+    M = named(fn, check_int, "max_halvings", max_halvings, 1)
     full = covariance == "full"
     D = K * d
 
