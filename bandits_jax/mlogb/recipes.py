@@ -368,7 +368,9 @@ def tuned(
     """
     ex, S = tuned_point(kind, S)
     m = sketch_size(num_outcomes, dim)
-    learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m)
+    learner = make_learner(
+        kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon
+    )
     hp = hparams_for(
         kind,
         num_outcomes=num_outcomes,

@@ -164,3 +164,14 @@ def test_a_kind_with_a_buffer_needs_the_horizon():
     hp = recipes.hparams_for("exact", num_outcomes=1, dim=3, S=1.0, horizon=7, l=-1.0, e=0.0,
                              beta=0.5)  # fmt: skip
     assert learner.init(hp).X.shape[0] == 7  # the buffer holds the horizon's rows
+
+
+@pytest.mark.parametrize("kind", recipes.KINDS)
+def test_tuned_builds_every_kind(kind):
+    """``mlogb.tuned`` passes the horizon to the factory (the exact fit's buffer holds T rows),
+    and its learner's state comes from its hyperparameters."""
+    rec = mlogb.tuned(kind, num_outcomes=1, dim=3, S=1.0, horizon=7)
+    state = rec.learner.init(rec.hparams)
+    if kind == "exact":
+        assert state.X.shape[0] == 7
+    assert np.shape(state.status) == ()
