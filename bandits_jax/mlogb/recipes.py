@@ -368,9 +368,7 @@ def tuned(
     """
     ex, S = tuned_point(kind, S)
     m = sketch_size(num_outcomes, dim)
-    learner = make_learner(
-        kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon
-    )
+    learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon)
     hp = hparams_for(
         kind,
         num_outcomes=num_outcomes,
