@@ -6,11 +6,11 @@ and ``--dtypes`` to narrow it, ``--repeats`` for more samples, ``--list`` for th
 Method. Every (case, dtype, repeat) runs in a fresh subprocess whose environment has no
 ``XLA_FLAGS`` and no ``JAX_*`` compile-cache settings (XLA's defaults, nothing persisted: every
 program compiles from scratch). The subprocess builds the learner (MLogB: the registry's
-``mlogb.recipes.make_learner(kind, num_outcomes=, dim=, sketch_size=)`` at Section 4's sketch
-size with the kind's tuned hyperparameters; BCO: Algorithms 1 and 3, Algorithm 4 on a box and the
-two ensembles), compiles a trivial program (backend start-up is not charged to a learner), and
-then for each program, with ``jax.clear_caches()`` before it (no traced inner ``jit`` is reused
-from an earlier program), times
+``mlogb.recipes.make_learner(kind, num_outcomes=, dim=, sketch_size=, horizon=1000)`` at Section
+4's sketch size with the kind's tuned hyperparameters; BCO: Algorithms 1 and 3, Algorithm 4 on a
+box and the two ensembles), compiles a trivial program (backend start-up is not charged to a
+learner), and then for each program, with ``jax.clear_caches()`` before it (no traced inner
+``jit`` is reused from an earlier program), times
 
 * ``trace_lower_s``: ``jax.jit(fn).trace(*args).lower()`` (Python tracing and lowering to
   StableHLO), and
@@ -57,6 +57,10 @@ MLOGB_KINDS = (
     "greedy",
     "linucb",
     "ecolog",
+    "lin-ts",
+    "logistic-ts",
+    "eofd-buffered",
+    "exact",
     "uniform",
 )
 MLOGB_SETTINGS = ((1, 20), (3, 10))  # (K, d)
@@ -127,7 +131,7 @@ def _mlogb_programs(kind: str, K: int, d: int, dtype):
     from bandits_jax.sim.runner import rollout
 
     m = recipes.sketch_size(K, d)
-    learner = recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m)
+    learner = recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m, horizon=ROUNDS)
     hp = recipes.tuned(kind, num_outcomes=K, dim=d, S=1.0, horizon=ROUNDS, dtype=dtype).hparams
     state = learner.init(hp)
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, dtype=dtype)

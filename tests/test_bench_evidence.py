@@ -63,3 +63,19 @@ def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
     assert ev.recommended("synth-20-1-S8") == "oful-tuned"  # K d = 20 <= 32: the full Hessian
     assert ev.recommended("lowrank-100-1-5-S8") == "eofd-robust"
     assert ev.recommended("digits-k4-h1") == "linucb"
+
+
+def test_a_cell_keeps_its_own_trials_and_the_table_says_so():
+    """A re-run over more trials (``--trials 50`` on the digits: 5 per rewarded class) over a
+    10-trial base: each cell records its ``trials``, its SE uses them, the table prints ``n``."""
+    s = "digits-all-h1"
+    first = ev.assemble(_recipes(s, {"LinUCB": 50.0, "EOFD robust": 70.0}), [], run="first")
+    more = {**_recipes(s, {"LinUCB": 48.0}), "trials": 50}
+    table = ev.assemble(more, [], base=first, run="second")
+    cells = table[s]["cells"]
+    assert cells["linucb"]["recipe"]["trials"] == 50
+    assert cells["linucb"]["recipe"]["se"] == 2.0 / 50**0.5
+    assert cells["eofd-robust"]["recipe"]["trials"] == 4
+    text = ev.markdown(table, ["eofd-robust", "linucb"], trials=4)
+    assert "48.0 ± 0.3 (0.10 ms; n = 50)" in text
+    assert "70.0 ± 1.0 (0.10 ms) |" in text
