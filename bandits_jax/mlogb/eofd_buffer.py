@@ -16,15 +16,21 @@ in ``w = vec(W)`` (``W.reshape(-1)``, ``D = K d``; ``X_s = I_K kron x_s``). The 
 ``s = t - B``, that round's loss is replaced by its second-order expansion at the current
 estimate ``W_t`` (``z = W_t x_s``, ``J = diag(sigma(z)) - sigma(z) sigma(z)^T``):
 
-    V diag(mu) V^T  <-  FD(V diag(mu) V^T + X_s J X_s^T)    (Algorithm 1: m_eff = min(m, D)
+    Z = V diag(mu) V^T  <-  Z' = FD(Z + X_s J X_s^T)    (Algorithm 1: m_eff = min(m, D)
                          directions, rho += the discarded eigenvalue, eq. 15),
-    b  <-  b + X_s (J z - (sigma(z) - e_{y_s})),                                      (2)
+    b  <-  b + (Q' - Q) w_t - X_s (sigma(z) - e_{y_s}),                              (2)
 
-(``e_0 = 0``): ``X_s J X_s^T`` and ``b``'s increment are the Hessian and ``H w_s - g`` of
-``l_s`` at ``w_s = vec(W_t)``. ``c = lam`` (``regularization="paper"``, the default:
-the discarded mass is dropped, as Algorithm 2's Z) or ``c = lam + rho/2`` (``"robust"``,
-Robust FD, Luo et al. 2019, as EOFD's ``regularization="robust"``); on the digits tuning
-classes the paper form had the lower regret (``benchmarks/tracking_check.py``).
+(``e_0 = 0``, ``w_t = vec(W_t)``, ``Q = Z + (c - lam) I``). ``c = lam + rho/2``
+(``regularization="robust"``, the default: Robust FD, Luo et al. 2019, as EOFD's
+``regularization="robust"``) or ``c = lam`` (``"paper"``: the discarded mass is dropped, as
+Algorithm 2's Z). The summary ``q(w) = w^T Q w / 2 - b^T w`` gains the second-order expansion of
+``l_s`` at ``w_t`` with its gradient there kept exact, ``grad q'(w_t) = grad q(w_t) +
+grad l_s(w_t)``. Without shrinkage ``Q' - Q = X_s J X_s^T`` and b's increment is ``H w_t - g``
+of ``l_s``. Adding that increment whatever the sketch discarded (0.2.0's first form) left in b
+the pull of curvature no longer in Q, and the fit ran off along the discarded directions
+(``|W|`` past 1e4, most updates rejected as non-finite on the K = 4 digits); the paper form
+still loses that curvature's hold on w (``tests/mlogb/test_eofd_buffer.py`` checks the robust
+fit against the whole history's ridge MLE).
 
 The fit (after writing ``(x_t, y_t)``): from ``W_t``, at most ``newton_steps`` damped Newton
 steps ``w <- w - a H^{-1} g`` on (1), ``g = c w + V (mu * V^T w) - b + sum_s X_s (sigma(z_s) -
@@ -278,7 +284,7 @@ def eofd_buffered(
     dim: int,
     sketch_size: int,
     buffer_size: int = DEFAULT_BUFFER,
-    regularization: str = "paper",
+    regularization: str = "robust",
     newton_steps: int = 5,
     max_halvings: int = 30,
 ) -> MLogBFunctions:
@@ -288,8 +294,8 @@ def eofd_buffered(
       num_outcomes: K >= 1; dim: d.
       sketch_size: m >= 1 (``m_eff = min(m, K d)``), the sketch of the evicted rounds.
       buffer_size: B >= 1, the recent rounds fitted exactly.
-      regularization: ``"robust"`` (``c = lam + rho/2``, Robust FD) or ``"paper"``
-        (``c = lam``: the discarded mass is dropped, as Algorithm 2's Z).
+      regularization: ``"robust"`` (the default: ``c = lam + rho/2``, Robust FD) or
+        ``"paper"`` (``c = lam``: the discarded mass is dropped, as Algorithm 2's Z).
       newton_steps: cap of the Newton steps of each round's fit (warm-started).
       max_halvings: cap of the line search's step halvings.
 
@@ -373,7 +379,11 @@ def eofd_buffered(
         Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
         ext = sketch.extend(state.V, Xo)
         fd, _, _, fd_status = sketch.absorb(sketch.FDState(state.V, state.mu, state.rho), ext, J)
-        db = Xo @ (J @ z - (s - model.onehot(y_old, K, dtype)))
+        # b keeps the summary's gradient at W exact (eq. 2): b += (Q' - Q) w - grad l_s(w).
+        w = state.W.reshape(-1)
+        dQw = (fd.V @ (fd.mu * (fd.V.T @ w)) - state.V @ (state.mu * (state.V.T @ w))
+               + half_rho * (fd.rho - state.rho) * w)  # fmt: skip
+        db = dQw - Xo @ (s - model.onehot(y_old, K, dtype))
         V = jnp.where(evict, fd.V, state.V)
         mu = jnp.where(evict, fd.mu, state.mu)
         rho = jnp.where(evict, fd.rho, state.rho)

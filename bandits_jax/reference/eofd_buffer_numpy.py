@@ -8,7 +8,9 @@ Round t, slot ``t mod B``: if the slot holds a round ``(x_s, y_s)``, it leaves w
 
     eigenpairs (l_1 >= l_2 >= ...) of Z + X_s J X_s^T;  Z <- sum_{i <= m} (l_i - l_{m+1}) v_i v_i^T,
     rho <- rho + max(l_{m+1}, 0)   (no l_{m+1} when m >= D: then nothing is discarded),
-    b <- b + X_s (J z - (sigma(z) - e_{y_s})),
+    b <- b + (Q_new - Q_old) w_t - X_s (sigma(z) - e_{y_s})   (w_t = vec(W_t)),
+
+with ``Q = Z + (rho/2) I`` under ``regularization="robust"`` and ``Q = Z`` otherwise,
 
 then ``(x_t, y_t)`` takes the slot and the fit minimises, from ``W_t``, by the damped Newton
 steps of :class:`~bandits_jax.reference.exact_numpy.NumpyExact` (the same line search and stops),
@@ -109,12 +111,15 @@ class NumpyEOFDBuffered(NumpyExact):
         D = lam_.size
         cut = max(lam_[self.m], 0.0) if self.m < D else 0.0
         keep = np.maximum(lam_[: self.m] - cut, 0.0)
-        self.Z = (vec[:, : self.m] * keep) @ vec[:, : self.m].T
+        Z_new = (vec[:, : self.m] * keep) @ vec[:, : self.m].T
+        w = self.W.reshape(-1)
+        dQw = (Z_new - self.Z) @ w + (0.5 * cut * w if self.robust else 0.0)
+        self.Z = Z_new
         self.rho += cut
         e = np.zeros(K)
         if y > 0:
             e[y - 1] = 1.0
-        self.b = self.b + E @ (J @ z - (s - e))
+        self.b = self.b + dQw - E @ (s - e)
 
     def update(self, x: np.ndarray, y: int) -> None:
         x = np.asarray(x, np.float64)
