@@ -20,16 +20,16 @@ one run of the buffered learner and of the exact fit, timed in chunks of rounds
 float64.
 
 Measured (``docs/bench/tracking_check.json``, T = 1000, 3 keys per class, CPU, float64): the
-tuning chose ``lam = 1e-2, beta = 0, B = 64, regularization="paper"`` (31.3 +- 8.4 on the
-tuning classes; the robust form at that point 45.0 +- 13.8, ``lam = 1e-4`` 48-52). Reported
-on fresh keys, classes 3-9 (21 runs): buffered 44.3 +- 9.3, LinUCB 43.6 +- 8.3, the exact fit
-41.3 +- 7.9, robust EOFD 188.5 +- 63.8; all ten classes: 39.0 +- 7.1, 38.3 +- 6.4, 36.7 +- 6.2,
+tuning chose ``lam = 1e-2, beta = 0.01, B = 64, regularization="robust"`` (30.1 +- 7.8 on the
+tuning classes; every grid point 30.1 to 39.3). Reported on fresh keys, classes 3-9 (21 runs):
+buffered 48.5 +- 10.1, LinUCB 43.6 +- 8.3, the exact fit 41.3 +- 7.9, robust EOFD 188.5 +- 63.8
+(the other grid points 43.4 to 54.2); all ten classes: 41.9 +- 7.7, 38.3 +- 6.4, 36.7 +- 6.2,
 148.5 +- 46.0. So the buffered learner reaches LinUCB's regret within noise (not below it) and
-cuts robust EOFD's by 4x. K = 4 (3 keys, never tuned on): buffered 114.4 +- 29.9, LinUCB
-87.9 +- 15.4, robust EOFD 148.0 +- 55.8: not met; there ``r = m + B K = 282`` and the r x r
-Cholesky factorisation of each Newton step dominates (about 250 ms a round per run, batched).
-Cost profile (K = 1, one run, 2000 rounds in chunks of 250): buffered 0.18-0.25 ms a round
-in every chunk, the exact fit 0.64 ms in the first chunk growing to 2.64 ms in the last::
+cuts robust EOFD's by 4x. K = 4 (3 keys, never tuned on): buffered 81.5 +- 33.0, LinUCB
+87.9 +- 15.4, robust EOFD 148.0 +- 55.8, the buffered learner at 5.8 ms a round per run (its
+Woodbury core has size ``r = m + B K = 282``). Cost profile (K = 1, one run, 2000 rounds in
+chunks of 250): buffered 0.19-0.24 ms a round in every chunk, the exact fit 0.62 ms in the first
+chunk growing to 1.91 ms in the last::
 
     python -m benchmarks.tracking_check --out docs/bench/tracking_check.json
 """

@@ -78,7 +78,7 @@ TUNED: dict[str, Exponents] = {
     "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
     "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
-    "eofd-buffered": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge)
+    "eofd-buffered": Exponents(-2.0, 0.0, 0.0),  # docs/recipes.md
     "lin-ts": Exponents(-0.5, 0.0, 0.01),  # docs/recipes.md (beta: the grid's edge)
     "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0),
@@ -92,7 +92,7 @@ TUNED_FREE: dict[str, Exponents] = {
     "linucb": Exponents(-1.5, 0.0, 0.01, 2.0),  # only lam (through S and l) and alpha enter
     "ecolog": Exponents(-1.5, 0.0, 0.01, 8.0),
     "exact": Exponents(-5.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge; greedy)
-    "eofd-buffered": Exponents(-3.5, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge)
+    "eofd-buffered": Exponents(-6.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge)
     "lin-ts": Exponents(-4.0, 0.0, 0.01, 2.0),  # docs/recipes.md (the grid's corner)
     "logistic-ts": Exponents(-4.0, 0.0, 0.01, 16.0),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
