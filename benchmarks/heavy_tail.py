@@ -207,9 +207,10 @@ def main(argv: list[str] | None = None) -> dict:
         for kind in kinds:
             learner, hp = make_recipe(kind, a.dim, a.S, a.rounds)
             (regret, rho, status, rank), comp, secs = play(learner, hp, env, seeds, a.rounds)
-            robust = None
-            if sketched(kind):
-                robust = bool(np.asarray(learner.init(hp).robust))
+            state = learner.init(hp)
+            robust = None  # EOFD's sketch statistics; buffered EOFD has no confidence set's Delta
+            if sketched(kind) and hasattr(state, "robust"):
+                robust = bool(np.asarray(state.robust))
             row = summarise(kind, hp, robust, regret, rho, status, rank, a.rounds)
             row["compile_s"] = comp
             row["ms_per_round"] = 1e3 * secs / a.rounds
