@@ -28,9 +28,10 @@ Algorithm 2's Z). The summary ``q(w) = w^T Q w / 2 - b^T w`` gains the second-or
 grad l_s(w_t)``. Without shrinkage ``Q' - Q = X_s J X_s^T`` and b's increment is ``H w_t - g``
 of ``l_s``. Adding that increment whatever the sketch discarded (0.2.0's first form) left in b
 the pull of curvature no longer in Q, and the fit ran off along the discarded directions
-(``|W|`` past 1e4, most updates rejected as non-finite on the K = 4 digits); the paper form
-still loses that curvature's hold on w (``tests/mlogb/test_eofd_buffer.py`` checks the robust
-fit against the whole history's ridge MLE).
+(``|W|`` past 1e4, most updates rejected as non-finite on the K = 4 digits). The evicted
+gradients along the discarded directions still pull linearly with only the ridge against them:
+at K = 1 the robust fit stays near the whole history's ridge MLE, at K >= 2 with a small sketch
+it overshoots (``tests/mlogb/test_eofd_buffer.py``).
 
 The fit (after writing ``(x_t, y_t)``): from ``W_t``, at most ``newton_steps`` damped Newton
 steps ``w <- w - a H^{-1} g`` on (1), ``g = c w + V (mu * V^T w) - b + sum_s X_s (sigma(z_s) -
