@@ -187,11 +187,10 @@ def test_bad_input_is_a_value_error_naming_the_function_and_argument():
 ])  # fmt: skip
 def test_long_stream_stays_near_the_whole_histories_fit(K, d, m, S, lam, reg, bound):
     """400 rounds through a B = 4 ring into a rank-m sketch, |W*| = S, a tiny ridge. Eviction
-    must not leave in b the pull of curvature the sketch discarded: on these streams 0.2.0's
-    first form ran off (paper: |W| 1.5e4 against the MLE's 19.6 at K = 1, 9 non-finite updates
-    at K = 3) or stalled (robust, K = 1: |W| 2.1, relative distance 0.89); the fixed robust fit
-    ends at 0.20. At K = 3 (m = 2 of D = 18) the fixed fit is finite but overshoots (paper |W|
-    47 against 8.0): the evicted gradients along discarded directions keep a linear pull that
+    must not leave in b the pull of curvature the sketch discarded: 0.2.0's first form fails
+    both cases (its robust fit stalls far from the MLE at K = 1; its paper fit runs off into
+    non-finite updates at K = 3). At K = 3 (m = 2 of D = 18) the fixed fit is finite but
+    overshoots the MLE: the evicted gradients along discarded directions keep a linear pull that
     only the ridge holds, so only finiteness is checked there."""
     rng = np.random.default_rng(7)
     W_star = rng.normal(size=(K, d))
