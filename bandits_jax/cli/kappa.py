@@ -218,11 +218,11 @@ def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None
     """The study's cells, S-major, then learner, then mode, with their identities: every option
     that changes a cell's numbers (chunk size included, as the chunk checkpoints require)."""
     K, d = plan["K"], plan["dim"]
-    m = sketch or rep.sketch_size(K, d)
     cells = []
     for S in plan["S_grid"]:
         for name in plan["learners"]:
             spec = rep.LEARNERS[name]
+            m = rep.learner_sketch(sketch, K, d, spec)
             for mode in plan["modes"]:
                 ident: dict[str, Any] = {
                     "version": VERSION,
@@ -317,10 +317,10 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
     from bandits_jax import envs, mlogb
 
     K, d = plan["K"], plan["dim"]
-    m = sketch or rep.sketch_size(K, d)
     out = {}
     for name in plan["learners"]:
         spec = rep.LEARNERS[name]
+        m = rep.learner_sketch(sketch, K, d, spec)
         key = (name, spec, K, d, m, plan["T"], jnp.dtype(dtype).name)
         if key not in _GAMES:
             if len(_GAMES) >= 32:

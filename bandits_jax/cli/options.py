@@ -644,8 +644,8 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "--sketch",
         dict(
             type=int,
-            help="Frequent Directions sketch size m of the sketched learners (default "
-            "m = floor(K d / 10), at least 1)",
+            help="Frequent Directions sketch size m of the sketched learners (default: "
+            "m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64))",
         ),
     ),
     (

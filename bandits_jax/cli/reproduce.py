@@ -170,11 +170,18 @@ class LearnerSpec(NamedTuple):
         return learner_color(self.legend)
 
 
-def sketch_size(K: int, d: int) -> int:
-    """Section 4's ``m = floor(K d / 10)`` (at least 1), the default ``--sketch``."""
-    from bandits_jax.mlogb.recipes import sketch_size as section4_m
+def sketch_size(K: int, d: int, kind: str | None = None) -> int:
+    """The default ``--sketch``: a registry kind's own
+    (:func:`bandits_jax.mlogb.recipes.sketch_size`), else Section 4's ``m = floor(K d / 10)``
+    (at least 1)."""
+    from bandits_jax.mlogb.recipes import sketch_size as kind_m
 
-    return section4_m(K, d)
+    return kind_m(K, d, kind)
+
+
+def learner_sketch(sketch: int | None, K: int, d: int, spec: LearnerSpec) -> int:
+    """The sketch size a learner runs with: ``--sketch``, else its kind's default."""
+    return sketch or sketch_size(K, d, spec.kind)
 
 
 def _spec(kind: str, untuned: tuple[str, str] | None = None) -> LearnerSpec:
@@ -223,7 +230,7 @@ def tuned_point(spec: LearnerSpec, recipe: Recipe) -> Recipe:
         return recipe
     from bandits_jax.mlogb import recipes
 
-    ex, _ = recipes.tuned_point(spec.kind, recipe.S)
+    ex, _ = recipes.tuned_point(spec.kind, recipe.S, num_outcomes=recipe.num_outcomes)
     return recipe._replace(l=ex.l, e=ex.e, beta=ex.beta)
 
 
@@ -358,10 +365,12 @@ class _Played(NamedTuple):
     stats: dict[str, Any]  # tables.learner_stats
     regrets: np.ndarray  # (trials, T) per-round regret
     per_round: list[float]  # seconds per trial-round of each timed repeat (TIMED_REPEATS)
+    m: int  # the sketch size it ran with (learner_sketch)
 
 
 class _Prepared(NamedTuple):
-    """A setting made ready for its learners: the recipe, sketch size, the learners of the plan
+    """A setting made ready for its learners: the recipe, Section 4's sketch size (the setting's
+    ``m``; each learner runs with :func:`learner_sketch`), the learners of the plan
     it supports and each trial's environment state and run key, stacked along a trial axis
     (trial ``i``: seed ``args.seed + i``)."""
 
@@ -445,7 +454,8 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
 
     plan, setting, recipe = args.plan, p.setting, p.recipe
     spec = LEARNERS[lname]
-    learner = spec.factory(setting.num_outcomes, setting.dim, p.m, plan["T"])
+    m = learner_sketch(args.sketch, setting.num_outcomes, setting.dim, spec)
+    learner = spec.factory(setting.num_outcomes, setting.dim, m, plan["T"])
     point = tuned_point(spec, recipe)
     hp = spec.hparams(point)
     state = jax.jit(learner.init)(hp)
@@ -457,7 +467,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
         "e": point.e,
         "beta": point.beta,
         "S": recipe.S,
-        "m": p.m,
+        "m": m,
         "dtype": np.dtype(recipe.dtype).name,
     }
     trials, size = plan["trials"], plan["batch"]
@@ -504,7 +514,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
         compile_seconds=chunk_fn.compile_seconds,
     )
     S_used = float(hp.S) if hasattr(hp, "S") else None
-    return _Played(point, S_used, stats, regrets, per_round)
+    return _Played(point, S_used, stats, regrets, per_round, m)
 
 
 def _row(setting: Setting, lname: str, m: int, played: _Played, plan: dict) -> dict[str, Any]:
@@ -549,10 +559,11 @@ def _play_setting(args: argparse.Namespace, p: _Prepared, bar: Any) -> tuple[dic
         spec = LEARNERS[lname]
         pl = _play_learner(args, p, lname, bar)
         entry["learners"][spec.label] = {
-            **pl.stats, "l": pl.point.l, "e": pl.point.e, "beta": pl.point.beta, "S": pl.S
+            **pl.stats, "l": pl.point.l, "e": pl.point.e, "beta": pl.point.beta, "S": pl.S,
+            **({"m": pl.m} if spec.sketched else {}),
         }  # fmt: skip
         by_key[lname], played[spec.legend] = pl.stats, pl
-        rows.append(_row(setting, lname, p.m, pl, plan))
+        rows.append(_row(setting, lname, pl.m, pl, plan))
     entry["ratios"] = tables.pair_ratios(by_key, RATIO_PAIRS)
     entry.update(entry["ratios"])  # "eofd_over_oful": {...} at the top level, as before
     return entry, played, rows

@@ -232,7 +232,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         hp = jax.tree_util.tree_map(
             lambda *xs: jnp.concatenate(xs, axis=0), *[spec.hparams(r) for r in recipes]
         )
-        m_ = args.sketch or rep.sketch_size(K, d)
+        m_ = rep.learner_sketch(args.sketch, K, d, spec)
         n_lg, n_b = lg["l"].size, len(betas)
         grid = {
             "l": np.tile(lg["l"], n_b * len(bounds)),

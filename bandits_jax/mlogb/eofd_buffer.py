@@ -33,6 +33,18 @@ gradients along the discarded directions still pull linearly with only the ridge
 at K = 1 the robust fit stays near the whole history's ridge MLE, at K >= 2 with a small sketch
 it overshoots (``tests/mlogb/test_eofd_buffer.py``).
 
+``summary="anchor"`` keeps the summary's minimiser instead of its gradient at ``w_t``: with
+``A = c I + Z`` (so that ``(c/2)||w||^2 + q(w) = (1/2) (w - a)^T A (w - a) + const``,
+``a = A^{-1} b``) and ``H_s = X_s J X_s^T``,
+
+    a' = (A + H_s)^{-1} (b + H_s w_t - X_s (sigma(z) - e_{y_s})),   b <- A' a',        (3)
+
+``A`` before and ``A'`` after the sketch's update: ``a'`` minimises the summary plus the evicted
+round's expansion before any curvature is discarded, and the discarded curvature then no longer
+pulls at all (along those directions only ``c`` pulls, towards ``a'`` rather than 0). Where
+nothing is discarded (``m >= D``) eq. (2) and (3) are the same update. The solve is a Woodbury
+core of size ``m + K`` (:func:`_anchor`), O(D (m + K) + (m + K)^3).
+
 The fit (after writing ``(x_t, y_t)``): from ``W_t``, at most ``newton_steps`` damped Newton
 steps ``w <- w - a H^{-1} g`` on (1), ``g = c w + V (mu * V^T w) - b + sum_s X_s (sigma(z_s) -
 e_{y_s})``, ``H = c I + V diag(mu) V^T + sum_s X_s J_s X_s^T``, ``a`` the first of ``1, 1/2,
@@ -94,6 +106,8 @@ from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
 
 #: Default buffer size B (rounds refitted exactly).
 DEFAULT_BUFFER = 64
+#: How an evicted round enters the quadratic summary (module docstring, eq. 2 and 3).
+SUMMARIES = ("gradient", "anchor")
 
 
 class EOFDBufferState(NamedTuple):
@@ -235,6 +249,17 @@ def _h_solve(V, X, mu, c, der: _Derivs):
     return (der.g - _u_l(V, X, root_mu, der.root_J, y, K)) / c
 
 
+def _anchor(V, mu, x, root_J, c, rhs):
+    """``(c I + V diag(mu) V^T + X J X^T)^{-1} rhs`` for one round (``X = I_K kron x``,
+    ``root_J``: ``L`` with ``L L^T = J``), by the Woodbury core of size ``m + K``."""
+    K = root_J.shape[0]
+    X, R = x[None, :], root_J[None]
+    root_mu = jnp.sqrt(mu)
+    chol = _core_chol(_gram(V, X, K), root_mu, R, c)
+    y = cho_solve((chol, True), _l_t_u_t(V, X, root_mu, R, rhs))
+    return (rhs - _u_l(V, X, root_mu, R, y, K)) / c
+
+
 class _Fit(NamedTuple):
     W: jax.Array
     d: _Derivs
@@ -286,6 +311,7 @@ def eofd_buffered(
     sketch_size: int,
     buffer_size: int = DEFAULT_BUFFER,
     regularization: str = "robust",
+    summary: str = "gradient",
     newton_steps: int = 5,
     max_halvings: int = 30,
 ) -> MLogBFunctions:
@@ -297,6 +323,8 @@ def eofd_buffered(
       buffer_size: B >= 1, the recent rounds fitted exactly.
       regularization: ``"robust"`` (the default: ``c = lam + rho/2``, Robust FD) or
         ``"paper"`` (``c = lam``: the discarded mass is dropped, as Algorithm 2's Z).
+      summary: how an evicted round enters the summary: ``"gradient"`` (eq. 2: its gradient at
+        the estimate kept exact) or ``"anchor"`` (eq. 3: the summary's minimiser kept).
       newton_steps: cap of the Newton steps of each round's fit (warm-started).
       max_halvings: cap of the line search's step halvings.
 
@@ -314,6 +342,9 @@ def eofd_buffered(
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
     H = named(fn, check_int, "max_halvings", max_halvings, 1)
     robust = named(fn, confidence.check_regularization, regularization)
+    if summary not in SUMMARIES:
+        raise ValueError(f"{fn}: summary must be one of {SUMMARIES}, got {summary!r}")
+    anchored = summary == "anchor"
     half_rho = 0.5 if robust else 0.0  # c = lam + half_rho rho
     D = K * d
     m = min(int(sketch_size), D)
@@ -380,15 +411,25 @@ def eofd_buffered(
         Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
         ext = sketch.extend(state.V, Xo)
         fd, _, _, fd_status = sketch.absorb(sketch.FDState(state.V, state.mu, state.rho), ext, J)
-        # b keeps the summary's gradient at W exact (eq. 2): b += (Q' - Q) w - grad l_s(w).
-        w = state.W.reshape(-1)
-        dQw = (fd.V @ (fd.mu * (fd.V.T @ w)) - state.V @ (state.mu * (state.V.T @ w))
-               + half_rho * (fd.rho - state.rho) * w)  # fmt: skip
-        db = dQw - Xo @ (s - model.onehot(y_old, K, dtype))
+        grad_s = Xo @ (s - model.onehot(y_old, K, dtype))
+        if anchored:
+            # The summary's minimiser is kept (eq. 3): a = (A + H_s)^{-1} (b + H_s w - grad),
+            # b' = A' a.
+            c_old = hp.lam + half_rho * state.rho
+            rhs = state.b + Xo @ (J @ z) - grad_s
+            a = _anchor(state.V, state.mu, x_old, jacobian_root(z), c_old, rhs.reshape(K, d))
+            a = a.reshape(-1)
+            b_new = (hp.lam + half_rho * fd.rho) * a + fd.V @ (fd.mu * (fd.V.T @ a))
+        else:
+            # b keeps the summary's gradient at W exact (eq. 2): b += (Q' - Q) w - grad l_s(w).
+            w = state.W.reshape(-1)
+            dQw = (fd.V @ (fd.mu * (fd.V.T @ w)) - state.V @ (state.mu * (state.V.T @ w))
+                   + half_rho * (fd.rho - state.rho) * w)  # fmt: skip
+            b_new = state.b + dQw - grad_s
         V = jnp.where(evict, fd.V, state.V)
         mu = jnp.where(evict, fd.mu, state.mu)
         rho = jnp.where(evict, fd.rho, state.rho)
-        b = jnp.where(evict, state.b + db, state.b)
+        b = jnp.where(evict, b_new, state.b)
         fd_status = jnp.where(evict, fd_status, CONVERGED)
         # The new round in the slot, then the fit.
         X = state.X.at[pos].set(x)

@@ -43,7 +43,7 @@ import numpy as np
 from bandits_jax.checks import check_int
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
-from bandits_jax.mlogb.eofd_buffer import eofd_buffered
+from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER, eofd_buffered
 from bandits_jax.mlogb.exact import exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import section4
@@ -56,6 +56,9 @@ from bandits_jax.protocols import MLogBLearner
 
 ADAPTIVE_CAPACITY = 2  # eofd-adaptive: m_max = 2 m
 ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
+# eofd-buffered's summary of the evicted rounds (eofd_buffer, eq. 2 or 3), K = 1 and K >= 2:
+# measured on the tuning problems of both families (docs/recipes.md).
+BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
 
 
 class Exponents(NamedTuple):
@@ -97,6 +100,12 @@ TUNED_FREE: dict[str, Exponents] = {
     "logistic-ts": Exponents(-4.0, 0.0, 0.01, 16.0),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
 }
+# With no known bound and K >= 2, for the kinds whose K = 1 point fails at K >= 2: chosen on the
+# K = 4 tuning digits (digits-k4-h0), the one classification tuning problem with K >= 2
+# (docs/recipes.md). Every other kind keeps its TUNED_FREE point for every K.
+TUNED_FREE_MULTI: dict[str, Exponents] = {
+    "eofd-buffered": Exponents(-2.62, 0.0, 0.01, 16.0),
+}
 for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
     _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
 # The kinds :func:`practical` returns (docs/recipes.md has the measurements). With a known
@@ -129,24 +138,30 @@ def _check_kind(kind: str) -> str:
     return kind
 
 
-def tuned_point(kind: str, S: float | None) -> tuple[Exponents, float]:
-    """A kind's tuned point and the ``S`` it runs with: :data:`TUNED` at the caller's ``S``, or
-    :data:`TUNED_FREE` (with its own ``S``) when ``S`` is ``None`` (no known bound)."""
+def tuned_point(kind: str, S: float | None, *, num_outcomes: int) -> tuple[Exponents, float]:
+    """A kind's tuned point and the ``S`` it runs with: :data:`TUNED` at the caller's ``S``, or,
+    when ``S`` is ``None`` (no known bound), :data:`TUNED_FREE` with its own ``S``
+    (:data:`TUNED_FREE_MULTI` where it has the kind and ``num_outcomes >= 2``)."""
     _check_kind(kind)
     if S is None:
         ex = TUNED_FREE[kind]
+        if check_int("num_outcomes", num_outcomes) >= 2:
+            ex = TUNED_FREE_MULTI.get(kind, ex)
         return ex, float(ex.S)
     return TUNED[kind], S
 
 
-def bound(kind: str, S: float | None) -> float:
-    """The ``S`` a kind's hyperparameters use: the caller's, else :data:`TUNED_FREE`'s."""
-    return tuned_point(kind, S)[1]
+def bound(kind: str, S: float | None, *, num_outcomes: int) -> float:
+    """The ``S`` a kind's hyperparameters use: the caller's, else its no-bound point's."""
+    return tuned_point(kind, S, num_outcomes=num_outcomes)[1]
 
 
-def sketch_size(num_outcomes: int, dim: int) -> int:
-    """Section 4's ``m = max(1, floor(K d / 10))``."""
-    return max(1, (int(num_outcomes) * int(dim)) // 10)
+def sketch_size(num_outcomes: int, dim: int, kind: str | None = None) -> int:
+    """A kind's default sketch size: its :class:`Kind` ``sketch`` rule where it has one, else
+    Section 4's ``m = max(1, floor(K d / 10))``."""
+    K, d = int(num_outcomes), int(dim)
+    rule = None if kind is None else REGISTRY[_check_kind(kind)].sketch
+    return rule(K, d) if rule is not None else max(1, (K * d) // 10)
 
 
 class Kind(NamedTuple):
@@ -161,6 +176,8 @@ class Kind(NamedTuple):
         hyperparameters`` at a point (``l``, ``e``, a numeric ``beta``: arrays of one shape, the
         grid axes; ``S`` and ``rewards`` resolved by :func:`hparams_for`).
       sketched: whether ``m`` applies. k1_only: defined for K = 1 only.
+      sketch: ``(K, d) -> m``, the kind's default sketch size (:func:`sketch_size`); ``None``:
+        Section 4's.
     """
 
     label: str
@@ -169,6 +186,7 @@ class Kind(NamedTuple):
     hparams: Callable[..., Any]
     sketched: bool = False
     k1_only: bool = False
+    sketch: Callable[[int, int], int] | None = None
 
 
 def _section4_hp(*, beta: Any, dtype: Any, l: Any, e: Any, **kw: Any) -> Any:  # noqa: E741
@@ -288,7 +306,9 @@ REGISTRY: dict[str, Kind] = {
     ),
     "eofd-buffered": Kind(
         "EOFD buffered", "EOFD-MLogB buffered (tuned)",
-        lambda K, d, m, T: eofd_buffered(num_outcomes=K, dim=d, sketch_size=m), _exact_hp, True,
+        lambda K, d, m, T: eofd_buffered(num_outcomes=K, dim=d, sketch_size=m,
+                                         summary=BUFFERED_SUMMARY[min(K, 2)]),
+        _exact_hp, True, sketch=lambda K, d: min(K * d, DEFAULT_BUFFER),
     ),
     "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
     "uniform": Kind(
@@ -324,7 +344,7 @@ def hparams_for(
     known bound, the kind's :data:`TUNED_FREE` ``S``. The grid axes of ``l``, ``e`` and a
     numeric ``beta`` broadcast together, so every field has them (a grid is a batch of states:
     ``jax.vmap(learner.init)``)."""
-    S = bound(kind, S)
+    S = bound(kind, S, num_outcomes=num_outcomes)
     K = int(num_outcomes)
     if not isinstance(beta, str):
         shape = np.broadcast(np.asarray(l), np.asarray(e), np.asarray(beta)).shape
@@ -366,8 +386,8 @@ def tuned(
         is none, e.g. on classification data (:data:`TUNED_FREE`, which chooses ``S`` too).
       horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
     """
-    ex, S = tuned_point(kind, S)
-    m = sketch_size(num_outcomes, dim)
+    ex, S = tuned_point(kind, S, num_outcomes=num_outcomes)
+    m = sketch_size(num_outcomes, dim, kind)
     learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon)
     hp = hparams_for(
         kind,

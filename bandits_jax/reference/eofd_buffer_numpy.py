@@ -10,7 +10,10 @@ Round t, slot ``t mod B``: if the slot holds a round ``(x_s, y_s)``, it leaves w
     rho <- rho + max(l_{m+1}, 0)   (no l_{m+1} when m >= D: then nothing is discarded),
     b <- b + (Q_new - Q_old) w_t - X_s (sigma(z) - e_{y_s})   (w_t = vec(W_t)),
 
-with ``Q = Z + (rho/2) I`` under ``regularization="robust"`` and ``Q = Z`` otherwise,
+with ``Q = Z + (rho/2) I`` under ``regularization="robust"`` and ``Q = Z`` otherwise; with
+``summary="anchor"`` instead (``A = c I + Z``, ``H = X_s J X_s^T``, the old ``A`` and ``c``)
+
+    a = (A_old + H)^{-1} (b + H w_t - X_s (sigma(z) - e_{y_s})),   b <- A_new a,
 
 then ``(x_t, y_t)`` takes the slot and the fit minimises, from ``W_t``, by the damped Newton
 steps of :class:`~bandits_jax.reference.exact_numpy.NumpyExact` (the same line search and stops),
@@ -51,6 +54,7 @@ class NumpyEOFDBuffered(NumpyExact):
         beta: float,
         rewards: Any = None,
         regularization: str = "paper",
+        summary: str = "gradient",
         newton_steps: int = 5,
         max_halvings: int = 30,
     ):
@@ -68,6 +72,8 @@ class NumpyEOFDBuffered(NumpyExact):
         self.evicted = False
         assert regularization in ("paper", "robust")
         self.robust = regularization == "robust"
+        assert summary in ("gradient", "anchor")
+        self.anchored = summary == "anchor"
 
     def _c(self) -> float:
         return self.lam + (0.5 * self.rho if self.robust else 0.0)
@@ -113,13 +119,22 @@ class NumpyEOFDBuffered(NumpyExact):
         keep = np.maximum(lam_[: self.m] - cut, 0.0)
         Z_new = (vec[:, : self.m] * keep) @ vec[:, : self.m].T
         w = self.W.reshape(-1)
-        dQw = (Z_new - self.Z) @ w + (0.5 * cut * w if self.robust else 0.0)
-        self.Z = Z_new
-        self.rho += cut
         e = np.zeros(K)
         if y > 0:
             e[y - 1] = 1.0
-        self.b = self.b + dQw - E @ (s - e)
+        grad = E @ (s - e)
+        if self.anchored:  # the minimiser of the unsketched update, then b = A_new a
+            H = E @ J @ E.T
+            A_old = self._c() * np.eye(D) + self.Z
+            a = np.linalg.solve(A_old + H, self.b + H @ w - grad)
+            self.Z = Z_new
+            self.rho += cut
+            self.b = (self._c() * np.eye(D) + self.Z) @ a
+            return
+        dQw = (Z_new - self.Z) @ w + (0.5 * cut * w if self.robust else 0.0)
+        self.Z = Z_new
+        self.rho += cut
+        self.b = self.b + dQw - grad
 
     def update(self, x: np.ndarray, y: int) -> None:
         x = np.asarray(x, np.float64)

@@ -56,9 +56,9 @@ def _stream(K, d, rounds, seed, S=2.0):
 
 
 @functools.cache
-def _learner(K, d, buffer_size=B, sketch_size=M, regularization="paper"):
+def _learner(K, d, buffer_size=B, sketch_size=M, regularization="paper", summary="gradient"):
     return eofd_buffered(num_outcomes=K, dim=d, sketch_size=sketch_size, buffer_size=buffer_size,
-                         regularization=regularization)  # fmt: skip
+                         regularization=regularization, summary=summary)  # fmt: skip
 
 
 def _rounds(learner):
@@ -79,14 +79,18 @@ def _hp(K, lam=LAM, beta=BETA):
     return exact_hyperparams(lam=lam, beta=beta, rewards=_rewards(K))
 
 
-@pytest.mark.parametrize("K,d,reg", [(1, 5, "robust"), (3, 3, "paper")])
-def test_equals_numpy_reference_round_by_round(K, d, reg):
-    learner = _learner(K, d, regularization=reg)
+@pytest.mark.parametrize("K,d,reg,summary", [
+    (1, 5, "robust", "gradient"), (3, 3, "paper", "gradient"), (1, 5, "paper", "anchor"),
+    (3, 3, "robust", "anchor"),
+])  # fmt: skip
+def test_equals_numpy_reference_round_by_round(K, d, reg, summary):
+    learner = _learner(K, d, regularization=reg, summary=summary)
     data = _stream(K, d, T, seed=100 + 10 * K + d)
     _, out = xla_defaults.jit(_rounds(learner))(learner.init(_hp(K)), *map(jnp.asarray, data))
     out = jax.tree.map(np.asarray, out)
     ref = NumpyEOFDBuffered(num_outcomes=K, dim=d, sketch_size=M, buffer_size=B, lam=LAM,
-                            beta=BETA, rewards=_rewards(K), regularization=reg)  # fmt: skip
+                            beta=BETA, rewards=_rewards(K), regularization=reg,
+                            summary=summary)  # fmt: skip
     acts, mask, xs, ys = data
     evictions = 0
     for t in range(T):
@@ -175,6 +179,7 @@ def test_bad_input_is_a_value_error_naming_the_function_and_argument():
         ({"newton_steps": 0}, "eofd_buffered.*newton_steps"),
         ({"max_halvings": 1.5}, "eofd_buffered.*max_halvings"),
         ({"regularization": "ridge"}, "eofd_buffered.*regularization"),
+        ({"summary": "exact"}, "eofd_buffered.*summary"),
     ):
         with pytest.raises(ValueError, match=pattern):
             eofd_buffered(**{**good, **kw})

@@ -117,8 +117,28 @@ def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
         np.testing.assert_allclose(float(known.hparams.S), 2.0, rtol=1e-12)
 
 
+@pytest.mark.parametrize("kind", sorted(recipes.TUNED_FREE_MULTI))
+def test_no_known_bound_with_several_outcomes_uses_the_multi_point(kind):
+    """``S=None`` and K >= 2: TUNED_FREE_MULTI's point where it has the kind; K = 1 keeps
+    TUNED_FREE's; the command's recipe agrees."""
+    from bandits_jax.cli import reproduce
+
+    d, T = 6, 300
+    for K, ex in ((1, recipes.TUNED_FREE[kind]), (3, recipes.TUNED_FREE_MULTI[kind])):
+        rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=None, horizon=T)
+        lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
+        np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
+        assert float(rec.hparams.beta) == ex.beta
+        spec = reproduce.LEARNERS[kind]
+        point = reproduce.tuned_point(spec, reproduce.Recipe(K, d, None, T, 0, 0, 0, None, None))
+        assert (point.l, point.e, point.beta) == (ex.l, ex.e, ex.beta)
+    assert recipes.TUNED_FREE_MULTI[kind] != recipes.TUNED_FREE[kind]
+
+
 def test_every_kind_has_both_recipes():
     assert set(recipes.TUNED) == set(recipes.TUNED_FREE) == set(recipes.KINDS)
+    assert set(recipes.TUNED_FREE_MULTI) <= set(recipes.KINDS)
+    assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE_MULTI.values())
     assert all(ex.S is None for ex in recipes.TUNED.values())
     assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE.values())
 
@@ -175,3 +195,53 @@ def test_tuned_builds_every_kind(kind):
     if kind == "exact":
         assert state.X.shape[0] == 7
     assert np.shape(state.status) == ()
+
+
+def test_sketch_size_is_the_kinds_own_rule():
+    """Section 4's ``floor(K d / 10)`` for every sketched kind but buffered EOFD, whose sketch is
+    as wide as its buffer (``min(K d, B)``); ``tuned`` and the command use the same rule, and
+    ``--sketch`` overrides it."""
+    from bandits_jax.cli import reproduce
+    from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER
+
+    for K, d in ((1, 20), (1, 65), (4, 65), (3, 5)):
+        assert recipes.sketch_size(K, d) == max(1, K * d // 10)
+        assert recipes.sketch_size(K, d, "eofd-robust") == max(1, K * d // 10)
+        m = min(K * d, DEFAULT_BUFFER)
+        assert recipes.sketch_size(K, d, "eofd-buffered") == m
+        assert mlogb.tuned("eofd-buffered", num_outcomes=K, dim=d, horizon=10).sketch_size == m
+        spec = reproduce.LEARNERS["eofd-buffered"]
+        assert reproduce.learner_sketch(None, K, d, spec) == m
+        assert reproduce.learner_sketch(3, K, d, spec) == 3
+        assert reproduce.learner_sketch(None, K, d, reproduce.LEARNERS["eofd"]) == max(
+            1, K * d // 10
+        )
+
+
+@pytest.mark.parametrize("K", [1, 2])
+def test_buffered_kind_summarises_by_the_number_of_outcomes(K):
+    """The registry's buffered EOFD: eq. (2)'s summary at K = 1, eq. (3)'s at K >= 2
+    (``recipes.BUFFERED_SUMMARY``), told apart on a stream that evicts into a rank-1 sketch."""
+    from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER, eofd_buffered
+
+    d, T = 3, DEFAULT_BUFFER + 12
+    rng = np.random.default_rng(K)
+    xs = jax.numpy.asarray(rng.normal(size=(T, d)))
+    ys = jax.numpy.asarray(rng.integers(0, K + 1, size=T), dtype=jax.numpy.int32)
+    hp = recipes.hparams_for("eofd-buffered", num_outcomes=K, dim=d, S=2.0, horizon=T, l=-1.0,
+                             e=0.0, beta=0.0)  # fmt: skip
+
+    def final_W(learner):
+        def body(s, r):
+            return learner.update(s, *r), None
+
+        return np.asarray(jax.lax.scan(body, learner.init(hp), (xs, ys))[0].W)
+
+    registry = final_W(recipes.make_learner("eofd-buffered", num_outcomes=K, dim=d, sketch_size=1))
+    by_form = {
+        form: final_W(eofd_buffered(num_outcomes=K, dim=d, sketch_size=1, summary=form))
+        for form in ("gradient", "anchor")
+    }
+    chosen = recipes.BUFFERED_SUMMARY[min(K, 2)]
+    np.testing.assert_array_equal(registry, by_form[chosen])
+    assert np.abs(by_form["gradient"] - by_form["anchor"]).max() > 1e-6
