@@ -477,4 +477,4 @@ def eofd_buffered(
     )
 
 
-__all__ = ["DEFAULT_BUFFER", "EOFDBufferState", "eofd_buffered"]
+__all__ = ["DEFAULT_BUFFER", "SUMMARIES", "EOFDBufferState", "eofd_buffered"]

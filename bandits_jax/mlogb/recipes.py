@@ -81,7 +81,7 @@ TUNED: dict[str, Exponents] = {
     "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
     "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
-    "eofd-buffered": Exponents(-2.0, 0.0, 0.0),  # docs/recipes.md
+    "eofd-buffered": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (m = min(K d, 64))
     "lin-ts": Exponents(-0.5, 0.0, 0.01),  # docs/recipes.md (beta: the grid's edge)
     "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0),
