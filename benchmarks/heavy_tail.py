@@ -11,7 +11,9 @@ takes ``lowrank-<r>`` (:func:`bandits_jax.envs.lowrank_mlogb`, noise 0.1), FD's 
 Learners: every kind of :data:`bandits_jax.mlogb.recipes.KINDS` at its known-bound recipe
 (``mlogb.tuned(kind, num_outcomes=1, dim=d, S=S, horizon=T)``; the exact fit, whose learner
 needs ``horizon=``, from ``recipes.make_learner`` and ``recipes.hparams_for`` at its
-``TUNED`` point). The EOFD kinds use Section 4's ``m = floor(K d / 10)`` (20 at d = 200).
+``TUNED`` point). The EOFD kinds use Section 4's ``m = floor(K d / 10)`` (20 at d = 200; the
+header's share beyond m is for it), buffered EOFD its own (``recipes.sketch_size``; each row
+records its ``sketch_size``).
 
 ``--kinds`` also takes ``eofd-robust-grow`` (:data:`EXTRA`): robust EOFD whose rank grows to K d
 to keep ``Delta_t <= 2``, the existing adaptive option without its ``2 m`` cap.
@@ -212,6 +214,8 @@ def main(argv: list[str] | None = None) -> dict:
             if sketched(kind) and hasattr(state, "robust"):
                 robust = bool(np.asarray(state.robust))
             row = summarise(kind, hp, robust, regret, rho, status, rank, a.rounds)
+            if sketched(kind):
+                row["sketch_size"] = recipes.sketch_size(1, a.dim, EXTRA.get(kind, (0, kind))[1])
             row["compile_s"] = comp
             row["ms_per_round"] = 1e3 * secs / a.rounds
             extra = ""

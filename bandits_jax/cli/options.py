@@ -645,7 +645,7 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         dict(
             type=int,
             help="Frequent Directions sketch size m of the sketched learners (default: "
-            "m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64))",
+            "m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64) where K d <= 128)",
         ),
     ),
     (

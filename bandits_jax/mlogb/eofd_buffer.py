@@ -43,7 +43,9 @@ it overshoots (``tests/mlogb/test_eofd_buffer.py``).
 round's expansion before any curvature is discarded, and the discarded curvature then no longer
 pulls at all (along those directions only ``c`` pulls, towards ``a'`` rather than 0). Where
 nothing is discarded (``m >= D``) eq. (2) and (3) are the same update. The solve is a Woodbury
-core of size ``m + K`` (:func:`_anchor`), O(D (m + K) + (m + K)^3).
+core of size ``m + K`` (:func:`_anchor`), O(D (m + K) + (m + K)^3). On the tuning problems
+eq. (2) did better at K = 1 and eq. (3) at K >= 2, the registry's choice
+(``benchmarks/buffered_forms.py``, ``docs/recipes.md``).
 
 The fit (after writing ``(x_t, y_t)``): from ``W_t``, at most ``newton_steps`` damped Newton
 steps ``w <- w - a H^{-1} g`` on (1), ``g = c w + V (mu * V^T w) - b + sum_s X_s (sigma(z_s) -

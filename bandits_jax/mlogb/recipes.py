@@ -27,7 +27,8 @@ over the problems, each problem's regret divided by the best of the kind's grid 
       --rounds 2000 --trials 10 --eval-trials 0 --select across --out results/tune-free
 
 :func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``)
-and LinUCB with none. The EOFD kinds use Section 4's ``m = floor(K d / 10)``. ``docs/recipes.md``
+and LinUCB with none. The EOFD kinds use Section 4's ``m = floor(K d / 10)``, buffered EOFD a
+sketch as wide as its buffer (:func:`sketch_size`). ``docs/recipes.md``
 has the second stage, the earlier sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks,
 what each kind is and the measurements behind :func:`practical`'s rules.
 """
@@ -59,6 +60,15 @@ ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
 # eofd-buffered's summary of the evicted rounds (eofd_buffer, eq. 2 or 3), K = 1 and K >= 2:
 # measured on the tuning problems of both families (docs/recipes.md).
 BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
+# eofd-buffered's sketch keeps every direction up to the buffer's size where K d <= this
+# (docs/recipes.md: it helped on every tuning problem of that size; at K d = 260 it did not, and
+# runs of m = 64 there stalled in XLA's CPU runtime), Section 4's floor(K d / 10) above.
+BUFFERED_FULL_MAX = 128
+
+
+def _buffered_sketch(K: int, d: int) -> int:
+    D = K * d
+    return min(D, DEFAULT_BUFFER) if D <= BUFFERED_FULL_MAX else max(1, D // 10)
 
 
 class Exponents(NamedTuple):
@@ -81,7 +91,7 @@ TUNED: dict[str, Exponents] = {
     "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
     "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
     "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
-    "eofd-buffered": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (m = min(K d, 64))
+    "eofd-buffered": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (its own sketch size)
     "lin-ts": Exponents(-0.5, 0.0, 0.01),  # docs/recipes.md (beta: the grid's edge)
     "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0),
@@ -262,7 +272,7 @@ def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  
 
 
 # kind -> Kind. A new learner joins every command (``--learners``, tables, figures, sweeps) with
-# one row here and its points in TUNED and TUNED_FREE.
+# one row here and its points in TUNED and TUNED_FREE (TUNED_FREE_MULTI where K >= 2 differs).
 REGISTRY: dict[str, Kind] = {
     "eofd": Kind(
         "EOFD tuned", "EOFD-MLogB (tuned)",
@@ -308,7 +318,7 @@ REGISTRY: dict[str, Kind] = {
         "EOFD buffered", "EOFD-MLogB buffered (tuned)",
         lambda K, d, m, T: eofd_buffered(num_outcomes=K, dim=d, sketch_size=m,
                                          summary=BUFFERED_SUMMARY[min(K, 2)]),
-        _exact_hp, True, sketch=lambda K, d: min(K * d, DEFAULT_BUFFER),
+        _exact_hp, True, sketch=_buffered_sketch,
     ),
     "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
     "uniform": Kind(

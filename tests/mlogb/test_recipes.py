@@ -199,15 +199,16 @@ def test_tuned_builds_every_kind(kind):
 
 def test_sketch_size_is_the_kinds_own_rule():
     """Section 4's ``floor(K d / 10)`` for every sketched kind but buffered EOFD, whose sketch is
-    as wide as its buffer (``min(K d, B)``); ``tuned`` and the command use the same rule, and
-    ``--sketch`` overrides it."""
+    as wide as its buffer (``min(K d, B)``) where ``K d <= BUFFERED_FULL_MAX``; ``tuned`` and the
+    command use the same rule, and ``--sketch`` overrides it."""
     from bandits_jax.cli import reproduce
     from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER
 
-    for K, d in ((1, 20), (1, 65), (4, 65), (3, 5)):
+    for K, d in ((1, 20), (1, 65), (4, 65), (3, 5), (4, 20), (1, 200)):
         assert recipes.sketch_size(K, d) == max(1, K * d // 10)
         assert recipes.sketch_size(K, d, "eofd-robust") == max(1, K * d // 10)
-        m = min(K * d, DEFAULT_BUFFER)
+        full = K * d <= recipes.BUFFERED_FULL_MAX
+        m = min(K * d, DEFAULT_BUFFER) if full else max(1, K * d // 10)
         assert recipes.sketch_size(K, d, "eofd-buffered") == m
         assert mlogb.tuned("eofd-buffered", num_outcomes=K, dim=d, horizon=10).sketch_size == m
         spec = reproduce.LEARNERS["eofd-buffered"]
