@@ -95,12 +95,13 @@ def recommended(setting: str) -> str:
     from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
     from bandits_jax.mlogb.recipes import practical_kind
 
-    if _classification(setting):
-        kind = practical_kind(num_outcomes=1, dim=1, S=None)
+    if _classification(setting):  # digits-k4: K = 4, the others K = 1
+        K = 4 if parse_setting(setting).kind == "digits-k4" else 1
+        kind = practical_kind(num_outcomes=K, dim=1, S=None)
     else:
         name = parse_setting(setting)
         kind = practical_kind(num_outcomes=name.K, dim=name.D, S=name.S or 1.0)
-    return next(k for k in LEARNERS if REGISTRY[k].kind == kind)
+    return next(k for k in (*LEARNERS, *REGISTRY) if REGISTRY[k].kind == kind)
 
 
 def run_recipes(

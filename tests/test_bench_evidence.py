@@ -62,7 +62,7 @@ def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
     assert out["settings"][s]["cells"]["linucb"]["tuned"]["mean"] == 40.0
     assert ev.recommended("synth-20-1-S8") == "oful-tuned"  # K d = 20 <= 32: the full Hessian
     assert ev.recommended("lowrank-100-1-5-S8") == "eofd-robust"
-    assert ev.recommended("digits-k4-h1") == "linucb"
+    assert ev.recommended("digits-k4-h1") == "eofd-buffered"  # no bound, K = 4
 
 
 def test_a_cell_keeps_its_own_trials_and_the_table_says_so():

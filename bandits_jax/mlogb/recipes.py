@@ -131,6 +131,10 @@ DENSE_MAX = 32
 # classification tuning problems against robust EOFD, at its point kept for the digits (buffered
 # EOFD beats that point on the small sets, LinUCB at a weaker ridge beats it; docs/recipes.md).
 PRACTICAL_FREE = "linucb"
+# With no known bound and K >= 2: buffered EOFD at its TUNED_FREE_MULTI point, the better kind on
+# the K = 4 tuning digits (73.7 against LinUCB's 98.5, docs/recipes.md); 5 to 10 ms a round there
+# against LinUCB's 0.01.
+PRACTICAL_FREE_MULTI = "eofd-buffered"
 
 
 class Tuned(NamedTuple):
@@ -415,12 +419,13 @@ def tuned(
 
 
 def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
-    """The kind :func:`practical` returns: :data:`PRACTICAL_FREE` (LinUCB) with no known bound;
-    with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else
-    :data:`PRACTICAL` (robust EOFD-MLogB)."""
+    """The kind :func:`practical` returns: with no known bound :data:`PRACTICAL_FREE` (LinUCB)
+    at K = 1 and :data:`PRACTICAL_FREE_MULTI` (buffered EOFD) at K >= 2; with one,
+    :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else :data:`PRACTICAL`
+    (robust EOFD-MLogB)."""
     K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
     if S is None:
-        return PRACTICAL_FREE
+        return PRACTICAL_FREE if K == 1 else PRACTICAL_FREE_MULTI
     if K * d <= DENSE_MAX:
         return PRACTICAL_DENSE
     return PRACTICAL
@@ -440,9 +445,10 @@ def practical(
     With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
     :data:`TUNED`, or OFUL-MLogB (:data:`PRACTICAL_DENSE`) when ``K d <= DENSE_MAX``, where the
     full Hessian is cheap and beat the coarse sketch on the tuning problems. With none (``S=None``,
-    the default; classification data): LinUCB with its intercept (:data:`PRACTICAL_FREE`) at
-    :data:`TUNED_FREE`, because on those tuning problems every logistic learner trails it
-    (``tuned("eofd-robust", S=None)`` is the best logistic one there). docs/recipes.md has
+    the default; classification data): at K = 1 LinUCB with its intercept (:data:`PRACTICAL_FREE`)
+    at :data:`TUNED_FREE` (level with buffered EOFD on the reported digits at a hundredth of its
+    time a round), at K >= 2 buffered EOFD (:data:`PRACTICAL_FREE_MULTI`) at
+    :data:`TUNED_FREE_MULTI`, which led LinUCB on the K = 4 tuning digits. docs/recipes.md has
     the measurements; ``horizon``, ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out, so
     that a misspelt keyword is named as ``practical``'s); ``.kind`` says which came back.
     """
