@@ -27,8 +27,9 @@ over the problems, each problem's regret divided by the best of the kind's grid 
       --rounds 2000 --trials 10 --eval-trials 0 --select across --out results/tune-free
 
 :func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``)
-and LinUCB with none. The EOFD kinds use Section 4's ``m = floor(K d / 10)``, buffered EOFD a
-sketch as wide as its buffer (:func:`sketch_size`). ``docs/recipes.md``
+and with none LinUCB at K = 1, buffered EOFD-MLogB at K >= 2. The EOFD kinds use Section 4's
+``m = floor(K d / 10)``, buffered EOFD a sketch as wide as its buffer where ``K d <= 128``
+(:func:`sketch_size`). ``docs/recipes.md``
 has the second stage, the earlier sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks,
 what each kind is and the measurements behind :func:`practical`'s rules.
 """
