@@ -24,6 +24,7 @@ import shlex
 import sys
 import tempfile
 
+from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER
 from benchmarks._report import finish
 
 SETTINGS = (
@@ -31,7 +32,10 @@ SETTINGS = (
     "synth-30-1-S1", "synth-30-1-S8", "synth-15-3-S4", "lowrank-60-1-4-S8",
 )  # fmt: skip
 SUMMARIES = ("gradient", "anchor")
-SKETCHES = {"section4": lambda K, d: max(1, K * d // 10), "buffer": lambda K, d: min(K * d, 64)}
+SKETCHES = {
+    "section4": lambda K, d: max(1, K * d // 10),
+    "buffer": lambda K, d: min(K * d, DEFAULT_BUFFER),
+}
 
 
 def variants() -> dict:

@@ -262,6 +262,38 @@ def _anchor(V, mu, x, root_J, c, rhs):
     return (rhs - _u_l(V, X, root_mu, R, y, K)) / c
 
 
+def _evict(state, x_old, y_old, evict, half_rho, anchored):
+    """Round ``(x_old, y_old)`` leaves the buffer into the summary at ``state.W`` (eq. 2, or
+    eq. 3 when ``anchored``) and the sketch (Algorithm 1); the state's ``(V, mu, rho, b)`` and
+    ``CONVERGED`` where ``evict`` is False (the slot was empty). Returns ``(V, mu, rho, b,
+    fd_status)``."""
+    K, d = state.W.shape
+    dtype, hp = state.W.dtype, state.hparams
+    z = state.W @ x_old
+    s = model.sigma(z)
+    J = model.jacobian(s)
+    Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
+    ext = sketch.extend(state.V, Xo)
+    fd, _, _, fd_status = sketch.absorb(sketch.FDState(state.V, state.mu, state.rho), ext, J)
+    grad_s = Xo @ (s - model.onehot(y_old, K, dtype))
+    if anchored:
+        # The summary's minimiser is kept (eq. 3): a = (A + H_s)^{-1} (b + H_s w - grad), b' = A' a.
+        c_old = hp.lam + half_rho * state.rho
+        rhs = state.b + Xo @ (J @ z) - grad_s
+        a = _anchor(state.V, state.mu, x_old, jacobian_root(z), c_old, rhs.reshape(K, d))
+        a = a.reshape(-1)
+        b_new = (hp.lam + half_rho * fd.rho) * a + fd.V @ (fd.mu * (fd.V.T @ a))
+    else:
+        # b keeps the summary's gradient at W exact (eq. 2): b += (Q' - Q) w - grad l_s(w).
+        w = state.W.reshape(-1)
+        dQw = (fd.V @ (fd.mu * (fd.V.T @ w)) - state.V @ (state.mu * (state.V.T @ w))
+               + half_rho * (fd.rho - state.rho) * w)  # fmt: skip
+        b_new = state.b + dQw - grad_s
+    pick = functools.partial(jnp.where, evict)
+    return (pick(fd.V, state.V), pick(fd.mu, state.mu), pick(fd.rho, state.rho),
+            pick(b_new, state.b), pick(fd_status, CONVERGED))  # fmt: skip
+
+
 class _Fit(NamedTuple):
     W: jax.Array
     d: _Derivs
@@ -404,35 +436,10 @@ def eofd_buffered(
         x = x.astype(dtype)
         y = jnp.asarray(y, jnp.int32)
         pos = state.t % B
-        # Eviction (eq. 2) of the slot's round at the current estimate, when the ring is full.
-        evict = state.filled[pos]
-        x_old, y_old = state.X[pos], state.Y[pos]
-        z = state.W @ x_old
-        s = model.sigma(z)
-        J = model.jacobian(s)
-        Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
-        ext = sketch.extend(state.V, Xo)
-        fd, _, _, fd_status = sketch.absorb(sketch.FDState(state.V, state.mu, state.rho), ext, J)
-        grad_s = Xo @ (s - model.onehot(y_old, K, dtype))
-        if anchored:
-            # The summary's minimiser is kept (eq. 3): a = (A + H_s)^{-1} (b + H_s w - grad),
-            # b' = A' a.
-            c_old = hp.lam + half_rho * state.rho
-            rhs = state.b + Xo @ (J @ z) - grad_s
-            a = _anchor(state.V, state.mu, x_old, jacobian_root(z), c_old, rhs.reshape(K, d))
-            a = a.reshape(-1)
-            b_new = (hp.lam + half_rho * fd.rho) * a + fd.V @ (fd.mu * (fd.V.T @ a))
-        else:
-            # b keeps the summary's gradient at W exact (eq. 2): b += (Q' - Q) w - grad l_s(w).
-            w = state.W.reshape(-1)
-            dQw = (fd.V @ (fd.mu * (fd.V.T @ w)) - state.V @ (state.mu * (state.V.T @ w))
-                   + half_rho * (fd.rho - state.rho) * w)  # fmt: skip
-            b_new = state.b + dQw - grad_s
-        V = jnp.where(evict, fd.V, state.V)
-        mu = jnp.where(evict, fd.mu, state.mu)
-        rho = jnp.where(evict, fd.rho, state.rho)
-        b = jnp.where(evict, b_new, state.b)
-        fd_status = jnp.where(evict, fd_status, CONVERGED)
+        # Eviction (eq. 2 or 3) of the slot's round at the current estimate, when the ring is full.
+        V, mu, rho, b, fd_status = _evict(
+            state, state.X[pos], state.Y[pos], state.filled[pos], half_rho, anchored
+        )
         # The new round in the slot, then the fit.
         X = state.X.at[pos].set(x)
         Y = state.Y.at[pos].set(y)
