@@ -12,7 +12,7 @@ cumulative regret; plus each recipe's ``(lam, eta, S)``::
 
 The recipes: the robust EOFD recipe at ``S = 1`` (what ``mlogb.practical(S=1)`` runs) and with
 no known bound (``S=None``, the recipe's own S), the plain EOFD recipe at ``S = 1``, and LinUCB
-(what ``mlogb.practical(S=None)`` runs). ``--quick``: T = 300, three classes. float64.
+at its no-known-bound recipe. ``--quick``: T = 300, three classes. float64.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ On scikit-learn's digits with one class rewarded (Section 4's K = 1 protocol: te
 round, one per class; the target class pays 1), the logistic learners end well above LinUCB
 (``python -m benchmarks.mlogb_evidence``). This benchmark changes one thing at a time in the
 robust EOFD-MLogB recipe with no known bound (``mlogb.tuned("eofd-robust", S=None)``, the best
-logistic recipe there; ``mlogb.practical(S=None)`` returns LinUCB) and runs every variant on the
+logistic recipe there before buffered EOFD) and runs every variant on the
 same streams (every target class, ``--seeds`` keys per class, one half of the examples):
 
 - **the sketch**: sketch size m = floor(K d / 10) = 6 (the recipe), 16 and 64 (d = 65: nearly

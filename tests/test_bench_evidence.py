@@ -22,7 +22,7 @@ def _tuned(setting: str, label: str, mean: float) -> dict:
 def test_base_cells_stand_where_the_new_run_has_none():
     s = "digits-all-h1"
     first = ev.assemble(
-        _recipes(s, {"EOFD robust": 100.0, "LinUCB": 50.0, "ECOLog": 80.0}),
+        _recipes(s, {"EOFD robust": 100.0, "LinUCB": 50.0, "ECOLog": 80.0, "EOFD buffered": 55.0}),
         [_tuned(s, "LinUCB", 40.0), _tuned(s, "EOFD robust", 90.0)],
         run="first",
     )
@@ -38,10 +38,11 @@ def test_base_cells_stand_where_the_new_run_has_none():
     # Penalties and goals are recomputed over the merged cells (best tuned: LinUCB, 40).
     assert second[s]["best_tuned"] == "linucb"
     assert cells["eofd-robust"]["transfer_penalty"] == 60.0 / 40.0
-    # On classification data mlogb.practical recommends LinUCB (no known bound).
+    # On classification data mlogb.practical recommends buffered EOFD (no known bound).
     goals = second[s]["goals"]
-    assert goals["recommended"] == "linucb"
-    assert goals["recommended_over_best_tuned"] == 50.0 / 40.0
+    assert goals["recommended"] == "eofd-buffered"
+    assert goals["recommended_over_best_tuned"] == 55.0 / 40.0
+    assert goals["recommended_over_linucb"] == 55.0 / 50.0
     assert goals["within_10pct_of_best_tuned"] is False
     assert goals["eofd_robust_over_linucb"] == 60.0 / 50.0
 
@@ -63,6 +64,7 @@ def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
     assert ev.recommended("synth-20-1-S8") == "oful-tuned"  # K d = 20 <= 32: the full Hessian
     assert ev.recommended("lowrank-100-1-5-S8") == "eofd-robust"
     assert ev.recommended("digits-k4-h1") == "eofd-buffered"  # no bound, K = 4
+    assert ev.recommended("heavy-200-1-1-S8") == "eofd-robust"  # a known bound, K d = 200
 
 
 def test_a_cell_keeps_its_own_trials_and_the_table_says_so():

@@ -27,7 +27,7 @@ over the problems, each problem's regret divided by the best of the kind's grid 
       --rounds 2000 --trials 10 --eval-trials 0 --select across --out results/tune-free
 
 :func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``)
-and with none LinUCB at K = 1, buffered EOFD-MLogB at K >= 2. The EOFD kinds use Section 4's
+and with none buffered EOFD-MLogB. The EOFD kinds use Section 4's
 ``m = floor(K d / 10)``, buffered EOFD a sketch as wide as its buffer where ``K d <= 128``
 (:func:`sketch_size`). ``docs/recipes.md``
 has the second stage, the earlier sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks,
@@ -128,14 +128,11 @@ PRACTICAL = "eofd-robust"
 # keeps m <= 3 directions and the dense round costs 1.2 to 2.8 times the sketched one.
 PRACTICAL_DENSE = "oful"
 DENSE_MAX = 32
-# With no known bound (classification data): LinUCB, by the across-problems rule over the five
-# classification tuning problems against robust EOFD, at its point kept for the digits (buffered
-# EOFD beats that point on the small sets, LinUCB at a weaker ridge beats it; docs/recipes.md).
-PRACTICAL_FREE = "linucb"
-# With no known bound and K >= 2: buffered EOFD at its TUNED_FREE_MULTI point, the better kind on
-# the K = 4 tuning digits (73.7 against LinUCB's 98.5, docs/recipes.md); 5 to 10 ms a round there
-# against LinUCB's 0.01.
-PRACTICAL_FREE_MULTI = "eofd-buffered"
+# With no known bound (classification data): buffered EOFD at its TUNED_FREE point (K = 1) or
+# TUNED_FREE_MULTI point (K >= 2), by the across-problems rule over the five classification
+# tuning problems against LinUCB's recipe (docs/recipes.md): 0.1 to 1.3 times LinUCB's regret
+# there, at 0.1 to 6 ms a round against LinUCB's 0.002 to 0.02.
+PRACTICAL_FREE = "eofd-buffered"
 
 
 class Tuned(NamedTuple):
@@ -420,13 +417,12 @@ def tuned(
 
 
 def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
-    """The kind :func:`practical` returns: with no known bound :data:`PRACTICAL_FREE` (LinUCB)
-    at K = 1 and :data:`PRACTICAL_FREE_MULTI` (buffered EOFD) at K >= 2; with one,
-    :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else :data:`PRACTICAL`
-    (robust EOFD-MLogB)."""
+    """The kind :func:`practical` returns: with no known bound :data:`PRACTICAL_FREE` (buffered
+    EOFD); with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else
+    :data:`PRACTICAL` (robust EOFD-MLogB)."""
     K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
     if S is None:
-        return PRACTICAL_FREE if K == 1 else PRACTICAL_FREE_MULTI
+        return PRACTICAL_FREE
     if K * d <= DENSE_MAX:
         return PRACTICAL_DENSE
     return PRACTICAL
@@ -446,12 +442,11 @@ def practical(
     With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
     :data:`TUNED`, or OFUL-MLogB (:data:`PRACTICAL_DENSE`) when ``K d <= DENSE_MAX``, where the
     full Hessian is cheap and beat the coarse sketch on the tuning problems. With none (``S=None``,
-    the default; classification data): at K = 1 LinUCB with its intercept (:data:`PRACTICAL_FREE`)
-    at :data:`TUNED_FREE` (level with buffered EOFD on the reported digits at a hundredth of its
-    time a round), at K >= 2 buffered EOFD (:data:`PRACTICAL_FREE_MULTI`) at
-    :data:`TUNED_FREE_MULTI`, which led LinUCB on the K = 4 tuning digits. docs/recipes.md has
-    the measurements; ``horizon``, ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out, so
-    that a misspelt keyword is named as ``practical``'s); ``.kind`` says which came back.
+    the default; classification data): buffered EOFD (:data:`PRACTICAL_FREE`) at
+    :data:`TUNED_FREE` (K = 1) or :data:`TUNED_FREE_MULTI` (K >= 2), which led LinUCB's recipe on
+    the classification tuning problems. docs/recipes.md has the measurements; ``horizon``,
+    ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out, so that a misspelt keyword is named
+    as ``practical``'s); ``.kind`` says which came back.
     """
     kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S)
     return tuned(

@@ -100,24 +100,17 @@ def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
 
 
 @pytest.mark.parametrize("K", [1, 3])
-def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
-    """``S=None`` (the default): at K = 1 LinUCB, lam from the scaling at TUNED_FREE's S and l,
-    alpha = sqrt(beta); at K >= 2 buffered EOFD at TUNED_FREE_MULTI's point; with a known bound:
-    OFUL where K d <= 32, else robust EOFD, at the caller's S."""
+def test_practical_without_a_known_bound_is_buffered_eofd_at_its_free_point(K):
+    """``S=None`` (the default): buffered EOFD, lam from the scaling at TUNED_FREE's point (K = 1)
+    or TUNED_FREE_MULTI's (K >= 2) and its S, and that point's beta; with a known bound: OFUL
+    where K d <= 32, else robust EOFD, at the caller's S."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
-    if K == 1:
-        ex = recipes.TUNED_FREE[recipes.PRACTICAL_FREE]
-        assert rec.kind == recipes.PRACTICAL_FREE == "linucb"
-        lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
-        np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
-        np.testing.assert_allclose(float(rec.hparams.alpha), math.sqrt(ex.beta), rtol=1e-12)
-    else:
-        ex = recipes.TUNED_FREE_MULTI[recipes.PRACTICAL_FREE_MULTI]
-        assert rec.kind == recipes.PRACTICAL_FREE_MULTI == "eofd-buffered"
-        lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
-        np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
-        assert float(rec.hparams.beta) == ex.beta
+    assert rec.kind == recipes.PRACTICAL_FREE == "eofd-buffered"
+    ex = (recipes.TUNED_FREE if K == 1 else recipes.TUNED_FREE_MULTI)["eofd-buffered"]
+    lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
+    np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)  # S enters through lam
+    assert float(rec.hparams.beta) == ex.beta
     for dim, kind in ((8, "oful"), (11, "oful" if K == 1 else "eofd-robust"), (40, "eofd-robust")):
         known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
         assert known.kind == kind, (K, dim)  # K d <= 32: the full Hessian
