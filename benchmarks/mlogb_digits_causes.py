@@ -15,7 +15,9 @@ same streams (every target class, ``--seeds`` keys per class, one half of the ex
 - **the step size**: the recipe's ``eta`` against eight times it (the paper's ``eta`` grows like
   ``S/2``: the step ``W' = W - eta H~^{-1} g`` is ``eta`` Newton steps);
 - **the reward model**: LinUCB (ridge regression of the reward, with an intercept) at its recipe
-  and greedy; and, written here in plain numpy on streams of their own (paired with each other,
+  and greedy; the library's exact fit (``mlogb.exact``) greedy at the numpy rows' ``lam =``
+  :data:`MLE_LAM` and at its recipe; buffered EOFD at its recipe (what ``mlogb.practical(S=None)``
+  returns); and, written here in plain numpy on streams of their own (paired with each other,
   not with the rows above), greedy ridge regression (``lam = 0.1``) against the greedy *exact*
   ridge-regularised logistic maximum-likelihood estimate, refitted every round by Newton's method
   (no online step, no sketch, no projection, no bonus), at ``lam = 0.1`` and at
@@ -72,11 +74,14 @@ def _examples(half: int) -> tuple[np.ndarray, np.ndarray]:
 def variants(dim: int, T: int) -> list[tuple[str, object, object]]:
     """``(label, learner, hparams)`` of every variant (module docstring)."""
     from bandits_jax import mlogb
+    from bandits_jax.mlogb.exact import exact, exact_hyperparams
 
     rec = mlogb.tuned("eofd-robust", num_outcomes=1, dim=dim, S=None, horizon=T)
     hp = rec.hparams
     robust = dict(num_outcomes=1, dim=dim, regularization="robust")
     lin = mlogb.tuned("linucb", num_outcomes=1, dim=dim, horizon=T)
+    fit = mlogb.tuned("exact", num_outcomes=1, dim=dim, horizon=T)
+    buffered = mlogb.tuned("eofd-buffered", num_outcomes=1, dim=dim, horizon=T)
     return [
         (f"robust EOFD recipe (m = {rec.sketch_size})", rec.learner, hp),
         ("sketch m = 16", mlogb.eofd(sketch_size=16, **robust), hp),
@@ -86,6 +91,11 @@ def variants(dim: int, T: int) -> list[tuple[str, object, object]]:
         ("eta x 8", rec.learner, hp._replace(eta=8.0 * hp.eta)),
         ("LinUCB (recipe)", lin.learner, lin.hparams),
         ("LinUCB greedy", lin.learner, lin.hparams._replace(alpha=0.0 * lin.hparams.alpha)),
+        (f"exact fit, lam {MLE_LAM:g}, greedy", exact(num_outcomes=1, dim=dim, horizon=T),
+         exact_hyperparams(lam=MLE_LAM, beta=0.0)),
+        ("exact fit (recipe)", fit.learner, fit.hparams),
+        (f"buffered EOFD (recipe, m = {buffered.sketch_size})", buffered.learner,
+         buffered.hparams),
     ]  # fmt: skip
 
 
