@@ -81,7 +81,7 @@ SKIP_TUNED |= {("exact", "lowrank-100-1-5-S8"), ("exact", "digits-k4-h1")}
 # synth-15-3-S4 (docs/recipes.md).
 SKIP_TUNED |= {("eofd-buffered", "digits-k4-h1"), ("eofd-buffered", "synth-20-4-S4")}
 # At d = 200 (the heavy-tailed stream) OFUL's, ECOLog's and the exact fit's rounds cost 3 to 15
-# ms a trial (docs/bench/heavy_tail*.json): their 144-run grids would take 20 to 90 minutes each.
+# ms a trial (docs/bench/heavy_tail*.json): their 144-run grids would take 15 to 70 minutes each.
 SKIP_TUNED |= {(k, "heavy-200-1-1-S8") for k in ("oful-tuned", "ecolog", "exact")}
 NOT_TUNABLE = {"uniform"}  # no hyperparameters
 EVAL_SEED = 10_000  # options.EVAL_SEED_OFFSET: the sweep's evaluation seeds
