@@ -82,8 +82,9 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from bandits_jax import checks
 from bandits_jax.checks import check_int, named
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import all_finite, fresh_state, status_of
 from bandits_jax.linalg import sketch
 from bandits_jax.mlogb import bonus, confidence, model
 from bandits_jax.mlogb.exact import (
@@ -104,7 +105,7 @@ from bandits_jax.mlogb.learner import (
     from_score_parts,
     status_property,
 )
-from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
+from bandits_jax.status import CONVERGED, MAX_STEPS, worst
 
 #: Default buffer size B (rounds refitted exactly).
 DEFAULT_BUFFER = 64
@@ -302,7 +303,9 @@ class _Fit(NamedTuple):
 
 
 def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
-    """Damped Newton on eq. (1) from ``W0`` (module docstring): ``(W, derivs, steps)``."""
+    """Damped Newton on eq. (1) from ``W0`` (module docstring): ``(W, derivs, steps, grad_norm,
+    status)``, ``CONVERGED`` where the gradient is below ``sqrt(eps)`` times the problem's scale,
+    else ``MAX_STEPS``."""
     K = W0.shape[0]
     eps = jnp.finfo(W0.dtype).eps
     G = _gram(V, X, K)
@@ -332,7 +335,31 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
 
     start = _Fit(W0, _derivatives(W0, *args, G), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
     f = lax.while_loop(lambda f: (f.steps < newton_steps) & ~f.done, body, start)
-    return f.W, f.d, f.steps
+    gn = norm(f.d.g)
+    scale = 1.0 + norm(b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))
+    status = jnp.where(gn <= jnp.sqrt(eps) * scale, CONVERGED, MAX_STEPS)
+    return f.W, f.d, f.steps, gn, status
+
+
+def _a_matrices(state: EOFDBufferState, actions: jax.Array, half_rho: float) -> jax.Array:
+    """The bonus's ``(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol^{-1} L^T U^T X`` for every
+    action (N, K, K)."""
+    K, d = state.W.shape
+    m, B = state.mu.shape[0], state.X.shape[0]
+    r = m + B * K
+    c = state.hparams.lam + half_rho * state.rho
+    n = actions.shape[0]
+    root_mu = jnp.sqrt(state.mu)
+    Pv = jnp.einsum("kdm,nd->mnk", state.V.reshape(K, d, m), actions)  # V_k^T x
+    xs = state.X @ actions.T  # (B, N): x_s^T x
+    # L^T U^T X: the sketch rows scaled by root_mu; buffer block s is L_s^T (x_s^T x) I_K.
+    Lv = root_mu[:, None, None] * Pv
+    Lx = jnp.einsum("skj,sn->sjnk", state.root_J, xs).reshape(B * K, n, K)
+    v = jnp.concatenate([Lv, Lx], axis=0).reshape(r, n * K)
+    Y = solve_triangular(state.chol, v, lower=True).reshape(r, n, K)
+    xx = jnp.sum(actions * actions, axis=1)
+    A = xx[:, None, None] * jnp.eye(K, dtype=actions.dtype) - jnp.einsum("rni,rnj->nij", Y, Y)
+    return A / c
 
 
 # --- the learner -----------------------------------------------------------------------------
@@ -406,28 +433,13 @@ def eofd_buffered(
         )
         return fresh_state(state)
 
-    def a_matrices(state: EOFDBufferState, actions: jax.Array) -> jax.Array:
-        """``(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol^{-1} L^T U^T X`` for every action
-        (N, K, K)."""
-        c = state.hparams.lam + half_rho * state.rho
-        n = actions.shape[0]
-        root_mu = jnp.sqrt(state.mu)
-        Pv = jnp.einsum("kdm,nd->mnk", state.V.reshape(K, d, m), actions)  # V_k^T x
-        xs = state.X @ actions.T  # (B, N): x_s^T x
-        # L^T U^T X: the sketch rows scaled by root_mu; buffer block s is L_s^T (x_s^T x) I_K.
-        Lv = root_mu[:, None, None] * Pv
-        Lx = jnp.einsum("skj,sn->sjnk", state.root_J, xs).reshape(B * K, n, K)
-        v = jnp.concatenate([Lv, Lx], axis=0).reshape(r, n * K)
-        Y = solve_triangular(state.chol, v, lower=True).reshape(r, n, K)
-        xx = jnp.sum(actions * actions, axis=1)
-        A = xx[:, None, None] * jnp.eye(K, dtype=actions.dtype) - jnp.einsum("rni,rnj->nij", Y, Y)
-        return A / c
-
     def score_parts(state: EOFDBufferState, actions: jax.Array):
         check_actions(actions, d)
         actions = actions.astype(state.W.dtype)
         hp = state.hparams
-        return bonus.parts(state.W, actions, a_matrices(state, actions), hp.rewards, hp.beta)
+        return bonus.parts(
+            state.W, actions, _a_matrices(state, actions, half_rho), hp.rewards, hp.beta
+        )
 
     def update(state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
         check_update_args(x, y, K, d)
@@ -446,23 +458,15 @@ def eofd_buffered(
         filled = state.filled.at[pos].set(True)
         wts = filled.astype(dtype)
         c = hp.lam + half_rho * rho
-        W, der, steps = _fit(
+        W, der, steps, gn, fit_status = _fit(
             state.W, V, mu, b, X, Y, wts, c, newton_steps=N, max_halvings=H
         )  # fmt: skip
-        eps = jnp.finfo(dtype).eps
-        gn = jnp.sqrt(jnp.sum(der.g * der.g))
-        scale = 1.0 + jnp.sqrt(b @ b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))
-        fit_status = jnp.where(gn <= jnp.sqrt(eps) * scale, CONVERGED, MAX_STEPS)
         new = (W, V, mu, rho, b, der.chol, der.root_J, gn)
-        ok = jnp.all(jnp.isfinite(x))
-        for leaf in new:
-            ok = ok & jnp.all(jnp.isfinite(leaf))
         old = (state.W, state.V, state.mu, state.rho, state.b, state.chol, state.root_J,
                state.grad_norm)  # fmt: skip
-        W, V, mu, rho, b, chol, root_J, gn = (
-            jnp.where(ok, n, o) for n, o in zip(new, old, strict=True)
-        )
-        status = jnp.where(ok, worst(fit_status, fd_status), NONFINITE).astype(jnp.int32)
+        ok = all_finite(x, new)
+        W, V, mu, rho, b, chol, root_J, gn = checks.guard(ok, new, old)
+        status = status_of(ok, worst(fit_status, fd_status))
         info = UpdateInfo(
             projected=jnp.zeros((), bool),
             nu=jnp.zeros((), dtype),
