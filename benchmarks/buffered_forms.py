@@ -24,6 +24,7 @@ import shlex
 import sys
 import tempfile
 
+from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER
 from benchmarks._report import finish
 
@@ -36,7 +37,7 @@ SETTINGS = (
 )  # fmt: skip
 SUMMARIES = ("gradient", "anchor")
 SKETCHES = {
-    "section4": lambda K, d: max(1, K * d // 10),
+    "section4": recipes.sketch_size,  # floor(K d / 10), at least 1
     "buffer": lambda K, d: min(K * d, DEFAULT_BUFFER),
 }
 

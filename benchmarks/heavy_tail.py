@@ -9,11 +9,9 @@ spectrum puts 90% of the trace beyond m = 20, more than either heavy tail). ``--
 takes ``lowrank-<r>`` (:func:`bandits_jax.envs.lowrank_mlogb`, noise 0.1), FD's favourable case.
 
 Learners: every kind of :data:`bandits_jax.mlogb.recipes.KINDS` at its known-bound recipe
-(``mlogb.tuned(kind, num_outcomes=1, dim=d, S=S, horizon=T)``; the exact fit, whose learner
-needs ``horizon=``, from ``recipes.make_learner`` and ``recipes.hparams_for`` at its
-``TUNED`` point). The EOFD kinds use Section 4's ``m = floor(K d / 10)`` (20 at d = 200; the
-header's share beyond m is for it), buffered EOFD its own (``recipes.sketch_size``; each row
-records its ``sketch_size``).
+(``mlogb.tuned(kind, num_outcomes=1, dim=d, S=S, horizon=T)``). The EOFD kinds use Section 4's
+``m = floor(K d / 10)`` (20 at d = 200; the header's share beyond m is for it), buffered EOFD its
+own (``recipes.sketch_size``; each row records its ``sketch_size``).
 
 ``--kinds`` also takes ``eofd-robust-grow`` (:data:`EXTRA`): robust EOFD whose rank grows to K d
 to keep ``Delta_t <= 2``, the existing adaptive option without its ``2 m`` cap.
@@ -89,7 +87,6 @@ def make_recipe(kind: str, dim: int, S: float, T: int):
     """``(learner, hparams)`` of a kind's known-bound recipe (:data:`EXTRA`: its base kind's
     hyperparameters with its own learner)."""
     from bandits_jax import mlogb
-    from bandits_jax.mlogb import recipes
     from bandits_jax.mlogb.eofd import eofd
 
     if kind == "eofd-robust-grow":
@@ -98,16 +95,8 @@ def make_recipe(kind: str, dim: int, S: float, T: int):
                        regularization="robust", max_sketch_size=dim, delta_target=2.0)  # fmt: skip
         return learner, rec.hparams
 
-    if kind != "exact":
-        rec = mlogb.tuned(kind, num_outcomes=1, dim=dim, S=S, horizon=T)
-        return rec.learner, rec.hparams
-    ex = recipes.TUNED["exact"]
-    m = recipes.sketch_size(1, dim)
-    learner = recipes.make_learner("exact", num_outcomes=1, dim=dim, sketch_size=m, horizon=T)
-    hp = recipes.hparams_for(
-        "exact", num_outcomes=1, dim=dim, S=S, horizon=T, l=ex.l, e=ex.e, beta=ex.beta
-    )
-    return learner, hp
+    rec = mlogb.tuned(kind, num_outcomes=1, dim=dim, S=S, horizon=T)
+    return rec.learner, rec.hparams
 
 
 def play(learner, hp, env, seeds: list[int], T: int):
@@ -215,7 +204,8 @@ def main(argv: list[str] | None = None) -> dict:
                 robust = bool(np.asarray(state.robust))
             row = summarise(kind, hp, robust, regret, rho, status, rank, a.rounds)
             if sketched(kind):
-                row["sketch_size"] = recipes.sketch_size(1, a.dim, EXTRA.get(kind, (0, kind))[1])
+                base = EXTRA[kind][1] if kind in EXTRA else kind
+                row["sketch_size"] = recipes.sketch_size(1, a.dim, base)
             row["compile_s"] = comp
             row["ms_per_round"] = 1e3 * secs / a.rounds
             extra = ""
