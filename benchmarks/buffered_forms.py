@@ -42,22 +42,26 @@ SKETCHES = {
 }
 
 
-def variants() -> dict:
-    """Command rows ``buffered-<summary>-<sketch>``: buffered EOFD at the registry kind's points
-    (its ``kind``) with the given summary and sketch rule, each with that rule."""
+def variants(summaries=SUMMARIES, sketches=tuple(SKETCHES), buffers=(DEFAULT_BUFFER,)) -> dict:
+    """Command rows ``buffered-<summary>-<sketch>`` (``-B<b>`` where the buffer is not the
+    default): buffered EOFD at the registry kind's points with the given summary, sketch rule
+    and buffer size, each with its sketch rule."""
     from bandits_jax.cli import reproduce
     from bandits_jax.mlogb import eofd_buffered
 
     base = reproduce.LEARNERS["eofd-buffered"]
     rows = {}
-    for summary in SUMMARIES:
-        for sk, rule in SKETCHES.items():
+    for summary in summaries:
+        for sk in sketches:
+            for B in buffers:
+                rule = SKETCHES[sk]
 
-            def factory(K, d, m, horizon=None, summary=summary, rule=rule):
-                return eofd_buffered(num_outcomes=K, dim=d, sketch_size=rule(K, d), summary=summary)
+                def factory(K, d, m, horizon=None, summary=summary, rule=rule, B=B):
+                    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=rule(K, d),
+                                         buffer_size=B, summary=summary)  # fmt: skip
 
-            name = f"buffered-{summary}-{sk}"
-            rows[name] = (base._replace(label=name, legend=name, factory=factory), rule)
+                name = f"buffered-{summary}-{sk}" + ("" if B == DEFAULT_BUFFER else f"-B{B}")
+                rows[name] = (base._replace(label=name, legend=name, factory=factory), rule)
     return rows
 
 
@@ -67,11 +71,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--settings", default=",".join(SETTINGS))
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--rounds", type=int, default=2000)
+    p.add_argument("--summaries", default=",".join(SUMMARIES))
+    p.add_argument("--sketches", default=",".join(SKETCHES))
+    p.add_argument("--buffers", default=str(DEFAULT_BUFFER), help="buffer sizes B")
     a = p.parse_args(argv)
     from bandits_jax.cli import main as cli_main
     from bandits_jax.cli import reproduce
 
-    rows = variants()
+    rows = variants(a.summaries.split(","), a.sketches.split(","),
+                    [int(b) for b in a.buffers.split(",")])  # fmt: skip
     reproduce.LEARNERS.update({n: spec for n, (spec, _) in rows.items()})  # this process only
     work = pathlib.Path(tempfile.mkdtemp(prefix="buffered_forms_"))
     argv_run = ["reproduce", "--settings", a.settings, "--learners", ",".join(rows),

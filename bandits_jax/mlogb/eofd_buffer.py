@@ -64,10 +64,12 @@ factor of a multinomial covariance, :func:`jacobian_root`), so by Woodbury
 ``S = c I + L^T U^T U L`` (Cholesky-factored; ``U^T U`` from ``V^T V``, ``V_k^T x_s`` and
 ``x_s^T x_s'``, once a round). No D x D matrix is formed: a round costs
 O(D m^2 + B K d m + B^2 d) once, O(r^2 K + r^3) per Newton step and O(D m (m + K)) for (2),
-whatever t.
+whatever t. Where ``D <= r`` (small ``K d``, a long buffer) H itself is formed and factored
+instead, O(B K^2 d^2 + D^2 m + D^3) per Newton step (``hessian="auto"``, the default).
 
 Scores: OFUL-MLogB's with the Hessian of (1) at the fit, ``A(x) = X^T H^{-1} X =
-(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol(S)^{-1} L^T U^T X`` (eq. 10/16/19, as
+(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol(S)^{-1} L^T U^T X`` (dense: ``Y^T Y``,
+``Y = chol(H)^{-1} X``) (eq. 10/16/19, as
 :mod:`.exact` with its fixed radius ``beta``): K = 1 ``w^T x + sqrt(beta A(x))``; K >= 2
 ``r^T sigma(W x)`` plus eq. (10)'s two terms.
 """
@@ -111,6 +113,8 @@ from bandits_jax.status import CONVERGED, MAX_STEPS, worst
 DEFAULT_BUFFER = 64
 #: How an evicted round enters the quadratic summary (module docstring, eq. 2 and 3).
 SUMMARIES = ("gradient", "anchor")
+#: How the fit and the bonus solve with the Hessian of eq. (1) (:func:`eofd_buffered`).
+HESSIANS = ("auto", "woodbury", "dense")
 
 
 class EOFDBufferState(NamedTuple):
@@ -121,7 +125,8 @@ class EOFDBufferState(NamedTuple):
       b: (D,) linear term of the evicted rounds' quadratic summary (eq. 2).
       X: (B, d) buffered actions (zero rows unfilled); Y: (B,) int32 outcomes;
       filled: (B,) bool.
-      chol: (r, r) Cholesky factor of the Woodbury core ``S`` of ``H`` at ``W``;
+      chol: (n, n) Cholesky factor of the Woodbury core ``S`` of ``H`` at ``W`` (``n = r``) or,
+        with the dense Hessian, of ``H`` itself (``n = D``);
       root_J: (B, K, K) the factors ``L_s`` (``L_s L_s^T = J_s``, zero on unfilled rows) at ``W``
         (scores).
       grad_norm: ``||grad F_t(W)||`` after the last fit. t: completed updates (int32).
@@ -214,11 +219,23 @@ def _u_l(V, X, root_mu, root_J, y, K):
     return (V @ (root_mu * y[:m])).reshape(K, d) + yx.T @ X
 
 
+def _dense_chol(V, mu, X, root_J, c):
+    """Cholesky factor of ``H = c I + V diag(mu) V^T + sum_s J_s kron x_s x_s^T`` (D x D), the
+    Hessian of eq. (1) formed outright: O(D^2 (m + B K) + D^3), cheaper than the Woodbury core
+    where ``D <= r``."""
+    B, d = X.shape
+    K = root_J.shape[1]
+    J = jnp.einsum("ski,sji->skj", root_J, root_J)  # L_s L_s^T, zero on unfilled rows
+    H = jnp.einsum("skj,si,sl->kijl", J, X, X).reshape(K * d, K * d) + (V * mu) @ V.T
+    H = 0.5 * (H + H.T) + c * jnp.eye(K * d, dtype=H.dtype)
+    return jnp.linalg.cholesky(H)
+
+
 class _Derivs(NamedTuple):
     F: jax.Array
     g: jax.Array  # (K, d)
     root_J: jax.Array  # (B, K, K), zero on unfilled rows
-    chol: jax.Array  # (r, r)
+    chol: jax.Array  # (n, n): the Woodbury core's (n = r) or, where dense, H's (n = D)
 
 
 def _objective(W, V, mu, b, X, Y, wts, c):
@@ -229,8 +246,9 @@ def _objective(W, V, mu, b, X, Y, wts, c):
     return quad + jnp.sum(wts * _row_losses(W, X, Y)[1])
 
 
-def _derivatives(W, V, mu, b, X, Y, wts, c, G) -> _Derivs:
-    """F, its gradient and the Cholesky factor of the Woodbury core of its Hessian at W."""
+def _derivatives(W, V, mu, b, X, Y, wts, c, G, dense) -> _Derivs:
+    """F, its gradient and the Cholesky factor of its Hessian at W (of the Woodbury core, or of
+    H itself where ``dense``)."""
     K, d = W.shape
     z, loss = _row_losses(W, X, Y)
     s = model.sigma(z)
@@ -240,12 +258,16 @@ def _derivatives(W, V, mu, b, X, Y, wts, c, G) -> _Derivs:
     vw = V.T @ w
     F = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w + jnp.sum(wts * loss)
     g = c * W + (V @ (mu * vw) - b).reshape(K, d) + resid.T @ X
-    return _Derivs(F, g, root_J, _core_chol(G, jnp.sqrt(mu), root_J, c))
+    chol = _dense_chol(V, mu, X, root_J, c) if dense else _core_chol(G, jnp.sqrt(mu), root_J, c)
+    return _Derivs(F, g, root_J, chol)
 
 
-def _h_solve(V, X, mu, c, der: _Derivs):
-    """``H^{-1} g = (g - U L S^{-1} L^T U^T g) / c`` (Woodbury)."""
+def _h_solve(V, X, mu, c, der: _Derivs, dense):
+    """``H^{-1} g``: ``(g - U L S^{-1} L^T U^T g) / c`` (Woodbury), or by H's factor where
+    ``dense``."""
     K = der.g.shape[0]
+    if dense:
+        return cho_solve((der.chol, True), der.g.reshape(-1)).reshape(der.g.shape)
     root_mu = jnp.sqrt(mu)
     v = _l_t_u_t(V, X, root_mu, der.root_J, der.g)
     y = cho_solve((der.chol, True), v)
@@ -302,7 +324,7 @@ class _Fit(NamedTuple):
     done: jax.Array
 
 
-def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
+def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings, dense):
     """Damped Newton on eq. (1) from ``W0`` (module docstring): ``(W, derivs, steps, grad_norm,
     status)``, ``CONVERGED`` where the gradient is below ``sqrt(eps)`` times the problem's scale,
     else ``MAX_STEPS``."""
@@ -315,7 +337,7 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
         return jnp.sqrt(jnp.sum(a * a))
 
     def body(f: _Fit) -> _Fit:
-        p = _h_solve(V, X, mu, c, f.d)
+        p = _h_solve(V, X, mu, c, f.d, dense)
         dec = jnp.sum(f.d.g * p)
         full = dec <= ROUNDING * eps * (1.0 + jnp.abs(f.d.F))
 
@@ -331,9 +353,9 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
         _, a, ok = lax.while_loop(ls_cond, ls_body, (jnp.zeros((), jnp.int32), one, False))
         W = jnp.where(ok, f.W - a * p, f.W)
         small = (a == 1.0) & (norm(p) <= jnp.sqrt(eps) * (1.0 + norm(W)))
-        return _Fit(W, _derivatives(W, *args, G), f.steps + 1, ~ok | small)
+        return _Fit(W, _derivatives(W, *args, G, dense), f.steps + 1, ~ok | small)
 
-    start = _Fit(W0, _derivatives(W0, *args, G), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
+    start = _Fit(W0, _derivatives(W0, *args, G, dense), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
     f = lax.while_loop(lambda f: (f.steps < newton_steps) & ~f.done, body, start)
     gn = norm(f.d.g)
     scale = 1.0 + norm(b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))
@@ -341,10 +363,19 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings):
     return f.W, f.d, f.steps, gn, status
 
 
-def _a_matrices(state: EOFDBufferState, actions: jax.Array, half_rho: float) -> jax.Array:
-    """The bonus's ``(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol^{-1} L^T U^T X`` for every
-    action (N, K, K)."""
+def _a_matrices(
+    state: EOFDBufferState, actions: jax.Array, half_rho: float, dense: bool
+) -> jax.Array:
+    """The bonus's ``A(x) = X^T H^{-1} X`` for every action (N, K, K): ``(||x||^2 I_K - Y^T Y) /
+    c`` with ``Y = chol^{-1} L^T U^T X`` (Woodbury), or ``Y^T Y`` with ``Y = chol^{-1} X`` where
+    ``dense``."""
     K, d = state.W.shape
+    if dense:  # X = I_K kron x: column (n, k) holds x in block k
+        n = actions.shape[0]
+        Xa = jnp.einsum("kj,nd->kdnj", jnp.eye(K, dtype=actions.dtype), actions)
+        Y = solve_triangular(state.chol, Xa.reshape(K * d, n * K), lower=True)
+        Y = Y.reshape(K * d, n, K)
+        return jnp.einsum("rni,rnj->nij", Y, Y)
     m, B = state.mu.shape[0], state.X.shape[0]
     r = m + B * K
     c = state.hparams.lam + half_rho * state.rho
@@ -375,6 +406,7 @@ def eofd_buffered(
     summary: str = "gradient",
     newton_steps: int = 5,
     max_halvings: int = 30,
+    hessian: str = "auto",
 ) -> MLogBFunctions:
     """Buffered EOFD-MLogB (module docstring).
 
@@ -388,6 +420,9 @@ def eofd_buffered(
         the estimate kept exact) or ``"anchor"`` (eq. 3: the summary's minimiser kept).
       newton_steps: cap of the Newton steps of each round's fit (warm-started).
       max_halvings: cap of the line search's step halvings.
+      hessian: how the fit and the bonus solve with H: ``"woodbury"`` (the r x r core, module
+        docstring), ``"dense"`` (H formed, D x D) or ``"auto"`` (the default: dense where
+        ``D <= r``, where it costs less; the two agree to rounding).
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
@@ -407,9 +442,12 @@ def eofd_buffered(
         raise ValueError(f"{fn}: summary must be one of {SUMMARIES}, got {summary!r}")
     anchored = summary == "anchor"
     half_rho = 0.5 if robust else 0.0  # c = lam + half_rho rho
+    if hessian not in HESSIANS:
+        raise ValueError(f"{fn}: hessian must be one of {HESSIANS}, got {hessian!r}")
     D = K * d
     m = min(int(sketch_size), D)
     r = m + B * K
+    dense = hessian == "dense" or (hessian == "auto" and D <= r)
 
     def init(hp: ExactHyperparams) -> EOFDBufferState:
         check_hparams(hp, K, ("lam", "beta"))
@@ -424,7 +462,7 @@ def eofd_buffered(
             X=jnp.zeros((B, d), dtype),
             Y=jnp.zeros((B,), jnp.int32),
             filled=jnp.zeros((B,), bool),
-            chol=jnp.sqrt(hp.lam) * jnp.eye(r, dtype=dtype),
+            chol=jnp.sqrt(hp.lam) * jnp.eye(D if dense else r, dtype=dtype),
             root_J=jnp.zeros((B, K, K), dtype),
             grad_norm=jnp.zeros((), dtype),
             t=jnp.zeros((), jnp.int32),
@@ -438,7 +476,7 @@ def eofd_buffered(
         actions = actions.astype(state.W.dtype)
         hp = state.hparams
         return bonus.parts(
-            state.W, actions, _a_matrices(state, actions, half_rho), hp.rewards, hp.beta
+            state.W, actions, _a_matrices(state, actions, half_rho, dense), hp.rewards, hp.beta
         )
 
     def update(state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
@@ -459,7 +497,7 @@ def eofd_buffered(
         wts = filled.astype(dtype)
         c = hp.lam + half_rho * rho
         W, der, steps, gn, fit_status = _fit(
-            state.W, V, mu, b, X, Y, wts, c, newton_steps=N, max_halvings=H
+            state.W, V, mu, b, X, Y, wts, c, newton_steps=N, max_halvings=H, dense=dense
         )  # fmt: skip
         new = (W, V, mu, rho, b, der.chol, der.root_J, gn)
         old = (state.W, state.V, state.mu, state.rho, state.b, state.chol, state.root_J,
@@ -490,4 +528,4 @@ def eofd_buffered(
     )
 
 
-__all__ = ["DEFAULT_BUFFER", "SUMMARIES", "EOFDBufferState", "eofd_buffered"]
+__all__ = ["DEFAULT_BUFFER", "HESSIANS", "SUMMARIES", "EOFDBufferState", "eofd_buffered"]

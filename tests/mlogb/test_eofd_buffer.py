@@ -26,7 +26,8 @@ EPS = np.finfo(np.float64).eps
 T, N = 14, 6
 B, M = 4, 2  # ten rounds leave the ring: ten evictions into a rank-2 sketch
 LAM, BETA = 0.5, 0.3
-# Tolerance: the JAX side solves with H through a Woodbury core of size m + B K and its sketch
+# Tolerance: the JAX side solves with H through a Woodbury core of size m + B K (or H formed,
+# hessian="dense") and its sketch
 # through secular/eigh updates of an (m + K) core; the reference with dense D x D solves and a
 # dense eigh. Both round at ~eps per operation; the Newton solves amplify by cond(H) <= ~1e2
 # here (lam = 0.5, unit actions, at most B + rank-m terms), and the rounds compound it: 1e-9.
@@ -56,9 +57,11 @@ def _stream(K, d, rounds, seed, S=2.0):
 
 
 @functools.cache
-def _learner(K, d, buffer_size=B, sketch_size=M, regularization="paper", summary="gradient"):
+def _learner(K, d, buffer_size=B, sketch_size=M, regularization="paper", summary="gradient",
+             hessian="auto"):  # fmt: skip
     return eofd_buffered(num_outcomes=K, dim=d, sketch_size=sketch_size, buffer_size=buffer_size,
-                         regularization=regularization, summary=summary)  # fmt: skip
+                         regularization=regularization, summary=summary,
+                         hessian=hessian)  # fmt: skip
 
 
 def _rounds(learner):
@@ -79,12 +82,13 @@ def _hp(K, lam=LAM, beta=BETA):
     return exact_hyperparams(lam=lam, beta=beta, rewards=_rewards(K))
 
 
+@pytest.mark.parametrize("hessian", ["woodbury", "dense"])
 @pytest.mark.parametrize("K,d,reg,summary", [
     (1, 5, "robust", "gradient"), (3, 3, "paper", "gradient"), (1, 5, "paper", "anchor"),
     (3, 3, "robust", "anchor"),
 ])  # fmt: skip
-def test_equals_numpy_reference_round_by_round(K, d, reg, summary):
-    learner = _learner(K, d, regularization=reg, summary=summary)
+def test_equals_numpy_reference_round_by_round(K, d, reg, summary, hessian):
+    learner = _learner(K, d, regularization=reg, summary=summary, hessian=hessian)
     data = _stream(K, d, T, seed=100 + 10 * K + d)
     _, out = xla_defaults.jit(_rounds(learner))(learner.init(_hp(K)), *map(jnp.asarray, data))
     out = jax.tree.map(np.asarray, out)
@@ -180,6 +184,7 @@ def test_bad_input_is_a_value_error_naming_the_function_and_argument():
         ({"max_halvings": 1.5}, "eofd_buffered.*max_halvings"),
         ({"regularization": "ridge"}, "eofd_buffered.*regularization"),
         ({"summary": "exact"}, "eofd_buffered.*summary"),
+        ({"hessian": "qr"}, "eofd_buffered.*hessian"),
     ):
         with pytest.raises(ValueError, match=pattern):
             eofd_buffered(**{**good, **kw})
