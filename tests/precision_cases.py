@@ -148,7 +148,9 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
         _ts_hp(mlogb.logistic_ts_hyperparams),
     ),
     "eofd-buffered-k3": (3, 4, lambda: mlogb.eofd_buffered(num_outcomes=3, dim=4, sketch_size=4,
-                                                           buffer_size=5), _exact_hp),
+                                                           buffer_size=5), _exact_hp),  # dense H
+    "eofd-buffered-k1": (1, 8, lambda: mlogb.eofd_buffered(num_outcomes=1, dim=8, sketch_size=3,
+                                                           buffer_size=3), _exact_hp),  # Woodbury
 }  # fmt: skip
 
 

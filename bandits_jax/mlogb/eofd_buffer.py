@@ -355,7 +355,9 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings, dense):
         small = (a == 1.0) & (norm(p) <= jnp.sqrt(eps) * (1.0 + norm(W)))
         return _Fit(W, _derivatives(W, *args, G, dense), f.steps + 1, ~ok | small)
 
-    start = _Fit(W0, _derivatives(W0, *args, G, dense), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
+    start = _Fit(
+        W0, _derivatives(W0, *args, G, dense), jnp.zeros((), jnp.int32), jnp.zeros((), bool)
+    )
     f = lax.while_loop(lambda f: (f.steps < newton_steps) & ~f.done, body, start)
     gn = norm(f.d.g)
     scale = 1.0 + norm(b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))

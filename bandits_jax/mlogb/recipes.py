@@ -61,6 +61,11 @@ ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
 # eofd-buffered's summary of the evicted rounds (eofd_buffer, eq. 2 or 3), K = 1 and K >= 2:
 # measured on the tuning problems of both families (docs/recipes.md).
 BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
+# eofd-buffered's buffer B (rounds refitted exactly), K = 1 and K >= 2: measured on the tuning
+# problems of both families (docs/recipes.md#buffer-size): at K = 1 the longest buffer of the grid
+# (64 to 512) ended level with a known bound and best on the digits with none; at K = 4 the
+# shortest.
+BUFFERED_BUFFER = {1: 512, 2: DEFAULT_BUFFER}
 # eofd-buffered's sketch keeps every direction up to the buffer's size where K d <= this
 # (docs/recipes.md: it helped on every tuning problem of that size; at K d = 260 it did not, and
 # runs of m = 64 there stalled in XLA's CPU runtime), Section 4's floor(K d / 10) above.
@@ -70,6 +75,12 @@ BUFFERED_FULL_MAX = 128
 def _buffered_sketch(K: int, d: int) -> int:
     D = K * d
     return min(D, DEFAULT_BUFFER) if D <= BUFFERED_FULL_MAX else max(1, D // 10)
+
+
+def _buffered(K: int, d: int, m: int, T: int | None) -> MLogBLearner:
+    k = min(K, 2)
+    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=BUFFERED_BUFFER[k],
+                         summary=BUFFERED_SUMMARY[k])  # fmt: skip
 
 
 class Exponents(NamedTuple):
@@ -318,9 +329,7 @@ REGISTRY: dict[str, Kind] = {
     ),
     "eofd-buffered": Kind(
         "EOFD buffered", "EOFD-MLogB buffered (tuned)",
-        lambda K, d, m, T: eofd_buffered(num_outcomes=K, dim=d, sketch_size=m,
-                                         summary=BUFFERED_SUMMARY[min(K, 2)]),
-        _exact_hp, True, sketch=_buffered_sketch,
+        _buffered, _exact_hp, True, sketch=_buffered_sketch,
     ),
     "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
     "uniform": Kind(

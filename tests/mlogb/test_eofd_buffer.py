@@ -113,6 +113,15 @@ def test_equals_numpy_reference_round_by_round(K, d, reg, summary, hessian):
     assert len(set(out["choice"].tolist())) > 1 and np.abs(out["W"][-1]).max() > 0.1
 
 
+def test_auto_hessian_factors_the_smaller_matrix():
+    """``hessian="auto"`` factors H itself (D x D) where ``D = K d <= r = m + B K``, else the
+    Woodbury core (r x r); the numpy comparison above checks both forms' numbers."""
+    for K, d, m, Bs in ((1, 5, 2, 4), (1, 12, 2, 4), (3, 3, 2, 4), (2, 20, 3, 8), (2, 20, 3, 20)):
+        D, r = K * d, m + Bs * K
+        state = _learner(K, d, buffer_size=Bs, sketch_size=m).init(_hp(K))
+        assert state.chol.shape == (min(D, r),) * 2, (K, d, m, Bs)
+
+
 def test_jacobian_root_is_the_cholesky_factor():
     """Against numpy's Cholesky of ``diag(s) - s s^T``, including large logits."""
     rng = np.random.default_rng(3)

@@ -220,12 +220,14 @@ def test_sketch_size_is_the_kinds_own_rule():
 
 
 @pytest.mark.parametrize("K", [1, 2])
-def test_buffered_kind_summarises_by_the_number_of_outcomes(K):
+def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
     """The registry's buffered EOFD: eq. (2)'s summary at K = 1, eq. (3)'s at K >= 2
-    (``recipes.BUFFERED_SUMMARY``), told apart on a stream that evicts into a rank-1 sketch."""
-    from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER, eofd_buffered
+    (``recipes.BUFFERED_SUMMARY``), told apart on a stream that evicts into a rank-1 sketch, with
+    the buffer ``recipes.BUFFERED_BUFFER`` (another buffer evicts other rounds)."""
+    from bandits_jax.mlogb.eofd_buffer import eofd_buffered
 
-    d, T = 3, DEFAULT_BUFFER + 12
+    B = recipes.BUFFERED_BUFFER[min(K, 2)]
+    d, T = 3, B + 12
     rng = np.random.default_rng(K)
     xs = jax.numpy.asarray(rng.normal(size=(T, d)))
     ys = jax.numpy.asarray(rng.integers(0, K + 1, size=T), dtype=jax.numpy.int32)
@@ -240,7 +242,9 @@ def test_buffered_kind_summarises_by_the_number_of_outcomes(K):
 
     registry = final_W(recipes.make_learner("eofd-buffered", num_outcomes=K, dim=d, sketch_size=1))
     by_form = {
-        form: final_W(eofd_buffered(num_outcomes=K, dim=d, sketch_size=1, summary=form))
+        form: final_W(
+            eofd_buffered(num_outcomes=K, dim=d, sketch_size=1, buffer_size=B, summary=form)
+        )
         for form in ("gradient", "anchor")
     }
     chosen = recipes.BUFFERED_SUMMARY[min(K, 2)]
