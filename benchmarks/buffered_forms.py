@@ -1,5 +1,6 @@
-"""Buffered EOFD's summary forms and sketch sizes on the tuning problems: the measurements
-behind the registry's ``eofd-buffered`` row (``recipes.BUFFERED_SUMMARY`` and its ``sketch``).
+"""Buffered EOFD's summary forms, sketch sizes, buffers and Hessian forms on the tuning problems:
+the measurements behind the registry's ``eofd-buffered`` row (``recipes.BUFFERED_SUMMARY``,
+``recipes.BUFFERED_BUFFER`` and its ``sketch``).
 
 :func:`bandits_jax.mlogb.eofd_buffered` summarises the rounds that leave its buffer either with
 their gradient at the estimate kept exact (``summary="gradient"``, eq. 2) or with the summary's
@@ -12,11 +13,15 @@ the across-problems score (mean over the problems of regret over the problem's b
 for K = 1 and K >= 2 separately::
 
     python -m benchmarks.buffered_forms --out docs/bench/buffered_forms.json
+
+``--summaries``, ``--sketches``, ``--buffers`` (B, default 64) and ``--hessians``
+(``eofd_buffered(hessian=)``, default ``auto``) choose the axes; docs/recipes.md has the runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import pathlib
@@ -42,10 +47,13 @@ SKETCHES = {
 }
 
 
-def variants(summaries=SUMMARIES, sketches=tuple(SKETCHES), buffers=(DEFAULT_BUFFER,)) -> dict:
+def variants(
+    summaries=SUMMARIES, sketches=tuple(SKETCHES), buffers=(DEFAULT_BUFFER,), hessians=("auto",)
+) -> dict:
     """Command rows ``buffered-<summary>-<sketch>`` (``-B<b>`` where the buffer is not the
-    default): buffered EOFD at the registry kind's points with the given summary, sketch rule
-    and buffer size, each with its sketch rule."""
+    default, ``-<hessian>`` where the Hessian's form is not ``auto``): buffered EOFD at the
+    registry kind's points with the given summary, sketch rule, buffer size and Hessian form,
+    each with its sketch rule."""
     from bandits_jax.cli import reproduce
     from bandits_jax.mlogb import eofd_buffered
 
@@ -53,14 +61,15 @@ def variants(summaries=SUMMARIES, sketches=tuple(SKETCHES), buffers=(DEFAULT_BUF
     rows = {}
     for summary in summaries:
         for sk in sketches:
-            for B in buffers:
+            for B, h in itertools.product(buffers, hessians):
                 rule = SKETCHES[sk]
 
-                def factory(K, d, m, horizon=None, summary=summary, rule=rule, B=B):
+                def factory(K, d, m, horizon=None, summary=summary, rule=rule, B=B, h=h):
                     return eofd_buffered(num_outcomes=K, dim=d, sketch_size=rule(K, d),
-                                         buffer_size=B, summary=summary)  # fmt: skip
+                                         buffer_size=B, summary=summary, hessian=h)  # fmt: skip
 
-                name = f"buffered-{summary}-{sk}" + ("" if B == DEFAULT_BUFFER else f"-B{B}")
+                name = (f"buffered-{summary}-{sk}" + ("" if B == DEFAULT_BUFFER else f"-B{B}")
+                        + ("" if h == "auto" else f"-{h}"))  # fmt: skip
                 rows[name] = (base._replace(label=name, legend=name, factory=factory), rule)
     return rows
 
@@ -74,12 +83,13 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--summaries", default=",".join(SUMMARIES))
     p.add_argument("--sketches", default=",".join(SKETCHES))
     p.add_argument("--buffers", default=str(DEFAULT_BUFFER), help="buffer sizes B")
+    p.add_argument("--hessians", default="auto", help="eofd_buffered's hessian= forms")
     a = p.parse_args(argv)
     from bandits_jax.cli import main as cli_main
     from bandits_jax.cli import reproduce
 
     rows = variants(a.summaries.split(","), a.sketches.split(","),
-                    [int(b) for b in a.buffers.split(",")])  # fmt: skip
+                    [int(b) for b in a.buffers.split(",")], a.hessians.split(","))  # fmt: skip
     reproduce.LEARNERS.update({n: spec for n, (spec, _) in rows.items()})  # this process only
     work = pathlib.Path(tempfile.mkdtemp(prefix="buffered_forms_"))
     argv_run = ["reproduce", "--settings", a.settings, "--learners", ",".join(rows),

@@ -66,9 +66,10 @@ BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
 # (64 to 512) ended level with a known bound and best on the digits with none; at K = 4 the
 # shortest.
 BUFFERED_BUFFER = {1: 512, 2: DEFAULT_BUFFER}
-# eofd-buffered's sketch keeps every direction up to the buffer's size where K d <= this
-# (docs/recipes.md: it helped on every tuning problem of that size; at K d = 260 it did not, and
-# runs of m = 64 there stalled in XLA's CPU runtime), Section 4's floor(K d / 10) above.
+# eofd-buffered's sketch keeps min(K d, 64) directions (64: DEFAULT_BUFFER, the buffer it was
+# measured with) where K d <= this (docs/recipes.md: it helped on every tuning problem of that
+# size; at K d = 260 it did not, and runs of m = 64 there stalled in XLA's CPU runtime), Section
+# 4's floor(K d / 10) above.
 BUFFERED_FULL_MAX = 128
 
 
