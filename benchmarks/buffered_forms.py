@@ -1,6 +1,6 @@
 """Buffered EOFD's summary forms, sketch sizes, buffers and Hessian forms on the tuning problems:
 the measurements behind the registry's ``eofd-buffered`` row (``recipes.BUFFERED_SUMMARY``,
-``recipes.BUFFERED_BUFFER`` and its ``sketch``).
+``recipes.buffer_size`` and its ``sketch``).
 
 :func:`bandits_jax.mlogb.eofd_buffered` summarises the rounds that leave its buffer either with
 their gradient at the estimate kept exact (``summary="gradient"``, eq. 2) or with the summary's

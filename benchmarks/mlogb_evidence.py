@@ -75,10 +75,11 @@ SKIP_TUNED = {
 # The exact fit's Newton steps run over its whole T-row buffer: 6 ms a round at d = 100, and at
 # K d = 260 its first 200 rounds took over 13 minutes; it is not tuned there.
 SKIP_TUNED |= {("exact", "lowrank-100-1-5-S8"), ("exact", "digits-k4-h1")}
-# Buffered EOFD at K = 4: 6-10 ms a trial-round (a Woodbury core of m + B K = 282 to 320), so
-# the classification grid's 216 runs take over an hour on two cores and the synthetic grid's 144
-# about 45 minutes; its K >= 2 points are tuned on the even half of the digits and on
-# synth-15-3-S4 (docs/recipes.md).
+# Buffered EOFD at K = 4: 6-10 ms a trial-round when measured (a Woodbury core of m + B K = 282
+# to 320; the dense Hessian it now forms there cost 5.6 ms on the K = 4 tuning digits,
+# docs/bench/buffered_buffers_k4.json), so the classification grid's 216 runs take over an hour
+# on two cores and the synthetic grid's 144 about 45 minutes; its K >= 2 points are tuned on the
+# even half of the digits and on synth-15-3-S4 (docs/recipes.md).
 SKIP_TUNED |= {("eofd-buffered", "digits-k4-h1"), ("eofd-buffered", "synth-20-4-S4")}
 # At d = 200 (the heavy-tailed stream) OFUL's, ECOLog's and the exact fit's rounds cost 3 to 15
 # ms a trial (docs/bench/heavy_tail*.json): their 144-run grids would take 15 to 70 minutes each.

@@ -61,11 +61,12 @@ ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
 # eofd-buffered's summary of the evicted rounds (eofd_buffer, eq. 2 or 3), K = 1 and K >= 2:
 # measured on the tuning problems of both families (docs/recipes.md).
 BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
-# eofd-buffered's buffer B (rounds refitted exactly), K = 1 and K >= 2: measured on the tuning
-# problems of both families (docs/recipes.md#buffer-size): at K = 1 the longest buffer of the grid
-# (64 to 512) ended level with a known bound and best on the digits with none; at K = 4 the
-# shortest.
-BUFFERED_BUFFER = {1: 512, 2: DEFAULT_BUFFER}
+# eofd-buffered's buffer B (rounds refitted exactly) at K = 1 where K d <= BUFFERED_FULL_MAX,
+# DEFAULT_BUFFER elsewhere: measured on the tuning problems of both families (docs/recipes.md,
+# "Buffer size"): at K = 1 (d <= 65) the longest buffer of the grid (64 to 512) ended level with
+# a known bound and best on the digits with none; at K >= 2 the shortest. A Newton step costs
+# O(B K^2 d^2), so where no tuning problem measured a benefit (K d > 128) the buffer stays short.
+BUFFERED_LONG = 512
 # eofd-buffered's sketch keeps min(K d, 64) directions (64: DEFAULT_BUFFER, the buffer it was
 # measured with) where K d <= this (docs/recipes.md: it helped on every tuning problem of that
 # size; at K d = 260 it did not, and runs of m = 64 there stalled in XLA's CPU runtime), Section
@@ -78,10 +79,17 @@ def _buffered_sketch(K: int, d: int) -> int:
     return min(D, DEFAULT_BUFFER) if D <= BUFFERED_FULL_MAX else max(1, D // 10)
 
 
+def buffer_size(num_outcomes: int, dim: int) -> int:
+    """The buffer ``B`` of the registry's ``eofd-buffered``: :data:`BUFFERED_LONG` rounds at
+    ``K = 1`` where ``K d <=`` :data:`BUFFERED_FULL_MAX`, else
+    :data:`~bandits_jax.mlogb.eofd_buffer.DEFAULT_BUFFER` (docs/recipes.md, "Buffer size")."""
+    long = num_outcomes == 1 and num_outcomes * dim <= BUFFERED_FULL_MAX
+    return BUFFERED_LONG if long else DEFAULT_BUFFER
+
+
 def _buffered(K: int, d: int, m: int, T: int | None) -> MLogBLearner:
-    k = min(K, 2)
-    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=BUFFERED_BUFFER[k],
-                         summary=BUFFERED_SUMMARY[k])  # fmt: skip
+    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=buffer_size(K, d),
+                         summary=BUFFERED_SUMMARY[min(K, 2)])  # fmt: skip
 
 
 class Exponents(NamedTuple):

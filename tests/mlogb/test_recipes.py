@@ -210,7 +210,9 @@ def test_sketch_size_is_the_kinds_own_rule():
         full = K * d <= recipes.BUFFERED_FULL_MAX
         m = min(K * d, DEFAULT_BUFFER) if full else max(1, K * d // 10)
         assert recipes.sketch_size(K, d, "eofd-buffered") == m
-        assert mlogb.tuned("eofd-buffered", num_outcomes=K, dim=d, horizon=10).sketch_size == m
+        rec = mlogb.tuned("eofd-buffered", num_outcomes=K, dim=d, horizon=10)
+        assert rec.sketch_size == m
+        assert rec.learner.init(rec.hparams).X.shape[0] == recipes.buffer_size(K, d)
         spec = reproduce.LEARNERS["eofd-buffered"]
         assert reproduce.learner_sketch(None, K, d, spec) == m
         assert reproduce.learner_sketch(3, K, d, spec) == 3
@@ -223,11 +225,12 @@ def test_sketch_size_is_the_kinds_own_rule():
 def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
     """The registry's buffered EOFD: eq. (2)'s summary at K = 1, eq. (3)'s at K >= 2
     (``recipes.BUFFERED_SUMMARY``), told apart on a stream that evicts into a rank-1 sketch, with
-    the buffer ``recipes.BUFFERED_BUFFER`` (another buffer evicts other rounds)."""
+    the buffer ``recipes.buffer_size`` (another buffer evicts other rounds)."""
     from bandits_jax.mlogb.eofd_buffer import eofd_buffered
 
-    B = recipes.BUFFERED_BUFFER[min(K, 2)]
-    d, T = 3, B + 12
+    d = 3
+    B = recipes.buffer_size(K, d)
+    T = B + 12
     rng = np.random.default_rng(K)
     xs = jax.numpy.asarray(rng.normal(size=(T, d)))
     ys = jax.numpy.asarray(rng.integers(0, K + 1, size=T), dtype=jax.numpy.int32)
