@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bandits_jax.checks import check_int
+from bandits_jax.checks import check_int, named
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER, eofd_buffered
@@ -83,8 +83,9 @@ def buffer_size(num_outcomes: int, dim: int) -> int:
     """The buffer ``B`` of the registry's ``eofd-buffered``: :data:`BUFFERED_LONG` rounds at
     ``K = 1`` where ``K d <=`` :data:`BUFFERED_FULL_MAX`, else
     :data:`~bandits_jax.mlogb.eofd_buffer.DEFAULT_BUFFER` (docs/recipes.md, "Buffer size")."""
-    long = num_outcomes == 1 and num_outcomes * dim <= BUFFERED_FULL_MAX
-    return BUFFERED_LONG if long else DEFAULT_BUFFER
+    K = named("recipes.buffer_size", check_int, "num_outcomes", num_outcomes, 1)
+    d = named("recipes.buffer_size", check_int, "dim", dim, 1)
+    return BUFFERED_LONG if K == 1 and d <= BUFFERED_FULL_MAX else DEFAULT_BUFFER
 
 
 def _buffered(K: int, d: int, m: int, T: int | None) -> MLogBLearner:

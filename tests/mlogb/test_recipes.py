@@ -231,6 +231,9 @@ def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
     d = 3
     B = recipes.buffer_size(K, d)
     T = B + 12
+    for bad in ({"num_outcomes": 0, "dim": 3}, {"num_outcomes": 1, "dim": 2.5}):
+        with pytest.raises(ValueError, match=r"recipes\.buffer_size: .*(num_outcomes|dim)"):
+            recipes.buffer_size(**bad)
     rng = np.random.default_rng(K)
     xs = jax.numpy.asarray(rng.normal(size=(T, d)))
     ys = jax.numpy.asarray(rng.integers(0, K + 1, size=T), dtype=jax.numpy.int32)
