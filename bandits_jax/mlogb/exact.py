@@ -41,8 +41,9 @@ import numpy as np
 from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from bandits_jax import checks
 from bandits_jax.checks import cast_checked, check_float, check_int, named
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import all_finite, fresh_state, status_of
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
@@ -56,7 +57,7 @@ from bandits_jax.mlogb.learner import (
     from_score_parts,
     status_property,
 )
-from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE
+from bandits_jax.status import CONVERGED, MAX_STEPS
 
 #: The default fixed radius ``beta`` (bonus ``sqrt(beta) ||x||_{H^{-1}}`` for K = 1).
 DEFAULT_BETA = 0.1
@@ -342,30 +343,25 @@ def exact(
         W, H, gn, steps, status = _fit(
             state.W, X, Y, filled, nblocks, hp.lam, B=B, newton_steps=N, max_halvings=M
         )
-        ok = jnp.all(jnp.isfinite(x)) & jnp.all(jnp.isfinite(W)) & jnp.all(jnp.isfinite(H))
-        ok = ok & jnp.isfinite(gn)
-        keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
+        ok = all_finite(x, (W, H, gn))
+        W, H, gn = checks.guard(ok, (W, H, gn), (state.W, state.H, state.grad_norm))
         info = UpdateInfo(
             projected=jnp.zeros((), bool),
             nu=jnp.zeros((), state.W.dtype),
             newton_steps=steps,
-            status=jnp.where(ok, status, NONFINITE).astype(jnp.int32),
+            status=status_of(ok, status),
             beta=hp.beta,
         )
         # The buffers change in one row: a rejected round leaves it as it was (no tree-where
         # over the whole buffer).
         return ExactState(
-            W=keep(W, state.W),
-            H=keep(H, state.H),
-            X=state.X.at[pos].set(keep(x, state.X[pos])),
-            Y=state.Y.at[pos].set(keep(Y[pos], state.Y[pos])),
-            filled=state.filled.at[pos].set(keep(True, state.filled[pos])),
-            grad_norm=keep(gn, state.grad_norm),
-            rho=state.rho,
-            t=keep(state.t + 1, state.t),
-            hparams=hp,
-            info=info,
-        )
+            W=W, H=H,
+            X=state.X.at[pos].set(jnp.where(ok, x, state.X[pos])),
+            Y=state.Y.at[pos].set(jnp.where(ok, Y[pos], state.Y[pos])),
+            filled=state.filled.at[pos].set(ok | state.filled[pos]),
+            grad_norm=gn, rho=state.rho, t=jnp.where(ok, state.t + 1, state.t),
+            hparams=hp, info=info,
+        )  # fmt: skip
 
     scores = functools.partial(bonus.optimistic_reward, K)
     return from_score_parts(
