@@ -93,7 +93,9 @@ from bandits_jax.mlogb.exact import (
     ARMIJO,
     ROUNDING,
     ExactHyperparams,
+    _a_from_factor,
     _row_losses,
+    _write_row,
     exact_hyperparams,
 )
 from bandits_jax.mlogb.learner import (
@@ -330,7 +332,7 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings, dense):
     else ``MAX_STEPS``."""
     K = W0.shape[0]
     eps = jnp.finfo(W0.dtype).eps
-    G = _gram(V, X, K)
+    G = None if dense else _gram(V, X, K)  # U^T U: the Woodbury core's only
     args = (V, mu, b, X, Y, wts, c)
 
     def norm(a):
@@ -372,12 +374,8 @@ def _a_matrices(
     c`` with ``Y = chol^{-1} L^T U^T X`` (Woodbury), or ``Y^T Y`` with ``Y = chol^{-1} X`` where
     ``dense``."""
     K, d = state.W.shape
-    if dense:  # X = I_K kron x: column (n, k) holds x in block k
-        n = actions.shape[0]
-        Xa = jnp.einsum("kj,nd->kdnj", jnp.eye(K, dtype=actions.dtype), actions)
-        Y = solve_triangular(state.chol, Xa.reshape(K * d, n * K), lower=True)
-        Y = Y.reshape(K * d, n, K)
-        return jnp.einsum("rni,rnj->nij", Y, Y)
+    if dense:
+        return _a_from_factor(state.chol, actions, K)
     m, B = state.mu.shape[0], state.X.shape[0]
     r = m + B * K
     c = state.hparams.lam + half_rho * state.rho
@@ -493,9 +491,7 @@ def eofd_buffered(
             state, state.X[pos], state.Y[pos], state.filled[pos], half_rho, anchored
         )
         # The new round in the slot, then the fit.
-        X = state.X.at[pos].set(x)
-        Y = state.Y.at[pos].set(y)
-        filled = state.filled.at[pos].set(True)
+        X, Y, filled = _write_row(state.X, state.Y, state.filled, pos, x, y)
         wts = filled.astype(dtype)
         c = hp.lam + half_rho * rho
         W, der, steps, gn, fit_status = _fit(
@@ -515,13 +511,10 @@ def eofd_buffered(
             beta=hp.beta,
         )
         # The buffers change in one row: a rejected round leaves it as it was.
+        X, Y, filled = _write_row(state.X, state.Y, state.filled, pos, x, y, ok)
         return EOFDBufferState(
-            W=W, V=V, mu=mu, rho=rho, b=b,
-            X=state.X.at[pos].set(jnp.where(ok, x, state.X[pos])),
-            Y=state.Y.at[pos].set(jnp.where(ok, y, state.Y[pos])),
-            filled=state.filled.at[pos].set(ok | state.filled[pos]),
-            chol=chol, root_J=root_J, grad_norm=gn, t=jnp.where(ok, state.t + 1, state.t),
-            hparams=hp, info=info,
+            W=W, V=V, mu=mu, rho=rho, b=b, X=X, Y=Y, filled=filled, chol=chol, root_J=root_J,
+            grad_norm=gn, t=jnp.where(ok, state.t + 1, state.t), hparams=hp, info=info,
         )  # fmt: skip
 
     scores = functools.partial(bonus.optimistic_reward, K)

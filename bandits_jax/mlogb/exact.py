@@ -158,6 +158,22 @@ def _block_rows(X, Y, filled, i, B):
     return Xb, Yb, wb.astype(X.dtype)
 
 
+def _a_from_factor(L: jax.Array, actions: jax.Array, K: int) -> jax.Array:
+    """``(I_K kron x_n)^T (L L^T)^{-1} (I_K kron x_n)`` for every action (N, K, K), ``L`` the lower
+    Cholesky factor of a (K d x K d) Hessian (the bonus's eq. 10/16 matrices)."""
+    n, d = actions.shape
+    Xk = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions)
+    Yk = solve_triangular(L, Xk.reshape(K * d, n * K), lower=True).reshape(K * d, n, K)
+    return jnp.einsum("dni,dnj->nij", Yk, Yk)
+
+
+def _write_row(X, Y, filled, pos, x, y, ok=True):
+    """The ring buffer ``(X, Y, filled)`` with row ``pos`` set to ``(x, y)`` where ``ok``, else
+    as it was (only that row changes: no tree-where over the whole buffer)."""
+    return (X.at[pos].set(jnp.where(ok, x, X[pos])), Y.at[pos].set(jnp.where(ok, y, Y[pos])),
+            filled.at[pos].set(ok | filled[pos]))  # fmt: skip
+
+
 def _row_losses(W, Xb, Yb):
     """``(z, l)``: logits (B, K) and the log-losses (B,) of the rows."""
     z = Xb @ W.T
@@ -317,28 +333,20 @@ def exact(
         )
         return fresh_state(state)
 
-    def a_matrices(state: ExactState, actions: jax.Array) -> jax.Array:
-        """``(I_K kron x_n)^T H_t^{-1} (I_K kron x_n)`` for all actions, (N, K, K)."""
-        n = actions.shape[0]
-        L = jnp.linalg.cholesky(state.H)
-        Xk = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions)
-        Yk = solve_triangular(L, Xk.reshape(D, n * K), lower=True).reshape(D, n, K)
-        return jnp.einsum("dni,dnj->nij", Yk, Yk)
-
     def score_parts(state: ExactState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)
         actions = actions.astype(state.W.dtype)
         hp = state.hparams
-        return bonus.parts(state.W, actions, a_matrices(state, actions), hp.rewards, hp.beta)
+        A = _a_from_factor(jnp.linalg.cholesky(state.H), actions, K)  # eq. 10/16 at H_t
+        return bonus.parts(state.W, actions, A, hp.rewards, hp.beta)
 
     def update(state: ExactState, x: jax.Array, y: jax.Array) -> ExactState:
         check_update_args(x, y, K, d)
         hp = state.hparams
         x = x.astype(state.W.dtype)
+        y = jnp.asarray(y, jnp.int32)
         pos = state.t % T
-        X = state.X.at[pos].set(x)
-        Y = state.Y.at[pos].set(jnp.asarray(y, jnp.int32))
-        filled = state.filled.at[pos].set(True)
+        X, Y, filled = _write_row(state.X, state.Y, state.filled, pos, x, y)
         nblocks = (jnp.minimum(state.t + 1, T) + B - 1) // B
         W, H, gn, steps, status = _fit(
             state.W, X, Y, filled, nblocks, hp.lam, B=B, newton_steps=N, max_halvings=M
@@ -352,16 +360,11 @@ def exact(
             status=status_of(ok, status),
             beta=hp.beta,
         )
-        # The buffers change in one row: a rejected round leaves it as it was (no tree-where
-        # over the whole buffer).
-        return ExactState(
-            W=W, H=H,
-            X=state.X.at[pos].set(jnp.where(ok, x, state.X[pos])),
-            Y=state.Y.at[pos].set(jnp.where(ok, Y[pos], state.Y[pos])),
-            filled=state.filled.at[pos].set(ok | state.filled[pos]),
-            grad_norm=gn, rho=state.rho, t=jnp.where(ok, state.t + 1, state.t),
-            hparams=hp, info=info,
-        )  # fmt: skip
+        # The buffers change in one row: a rejected round leaves it as it was.
+        X, Y, filled = _write_row(state.X, state.Y, state.filled, pos, x, y, ok)
+        return ExactState(W=W, H=H, X=X, Y=Y, filled=filled, grad_norm=gn, rho=state.rho,
+                          t=jnp.where(ok, state.t + 1, state.t), hparams=hp,
+                          info=info)  # fmt: skip
 
     scores = functools.partial(bonus.optimistic_reward, K)
     return from_score_parts(
