@@ -27,8 +27,8 @@ After a change to some learners, ``--base docs/bench/mlogb_evidence.json`` with 
 records the ``run`` that measured it, and penalties and goals are recomputed; ``--rejudge``
 recomputes them from ``--base`` alone (no runs). The goals judge the kind ``mlogb.practical``
 returns on each setting (:func:`recommended`: with the synthetic streams' known bound OFUL where
-``K d <= 32``, else robust EOFD; buffered EOFD on classification data) and record robust EOFD
-against LinUCB everywhere.
+``K d <= 32``, buffered EOFD where ``K d > 128``, else robust EOFD; buffered EOFD on
+classification data) and record robust EOFD against LinUCB everywhere.
 ``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end.
 float64. Cells listed in :data:`SKIP_TUNED` are not tuned (cost; said in the table).
 """

@@ -64,7 +64,7 @@ def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
     assert ev.recommended("synth-20-1-S8") == "oful-tuned"  # K d = 20 <= 32: the full Hessian
     assert ev.recommended("lowrank-100-1-5-S8") == "eofd-robust"
     assert ev.recommended("digits-k4-h1") == "eofd-buffered"  # no bound, K = 4
-    assert ev.recommended("heavy-200-1-1-S8") == "eofd-robust"  # a known bound, K d = 200
+    assert ev.recommended("heavy-200-1-1-S8") == "eofd-buffered"  # a known bound, K d > 128
 
 
 def test_a_cell_keeps_its_own_trials_and_the_table_says_so():

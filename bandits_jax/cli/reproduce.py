@@ -230,7 +230,9 @@ def tuned_point(spec: LearnerSpec, recipe: Recipe) -> Recipe:
         return recipe
     from bandits_jax.mlogb import recipes
 
-    ex, _ = recipes.tuned_point(spec.kind, recipe.S, num_outcomes=recipe.num_outcomes)
+    ex, _ = recipes.tuned_point(
+        spec.kind, recipe.S, num_outcomes=recipe.num_outcomes, dim=recipe.dim
+    )
     return recipe._replace(l=ex.l, e=ex.e, beta=ex.beta)
 
 

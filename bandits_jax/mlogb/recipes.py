@@ -7,7 +7,7 @@ learners close to ``W = 0``. A recipe keeps the scaling (one exponent pair serve
 and a fixed radius ``beta``, and picks one point per learner kind (:data:`KINDS`) on tuning
 problems that are never reported, on tuning seeds only: the point with the least mean regret
 over the problems, each problem's regret divided by the best of the kind's grid on it
-(``bandits-jax sweep --select across``). Two recipes per kind:
+(``bandits-jax sweep --select across``). Two recipes per kind, for some a third:
 
 - :data:`TUNED`, for a known bound ``S`` on ``||W*||_F`` (the caller's ``S``), tuned on a
   low-kappa, a high-kappa, a K = 3 and a low-rank stream::
@@ -26,12 +26,16 @@ over the problems, each problem's regret divided by the best of the kind's grid 
       --l-grid=-4,-3.5,-3,-2.5,-2,-1.5,-1 --e-grid=-1.5,-1,-0.5,0,0.5 --beta-grid 0.01,0.1,1 \\
       --rounds 2000 --trials 10 --eval-trials 0 --select across --out results/tune-free
 
-:func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``)
-and with none buffered EOFD-MLogB. The EOFD kinds use Section 4's
-``m = floor(K d / 10)``, buffered EOFD a sketch as wide as its buffer where ``K d <= 128``
-(:func:`sketch_size`). ``docs/recipes.md``
-has the second stage, the earlier sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks,
-what each kind is and the measurements behind :func:`practical`'s rules.
+- :data:`TUNED_LARGE`, for a known bound where ``K d > 128``, for the kinds whose point differs
+  there, tuned on heavy-tailed, isotropic, low-rank and K = 2 streams of K d = 160 to 200
+  (``docs/recipes.md``).
+
+:func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``,
+buffered EOFD-MLogB where ``K d > 128``) and with none buffered EOFD-MLogB. The EOFD kinds use
+Section 4's ``m = floor(K d / 10)``, buffered EOFD a sketch as wide as its buffer where
+``K d <= 128`` (:func:`sketch_size`). ``docs/recipes.md`` has the second stage, the earlier
+sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks, what each kind is and the
+measurements behind :func:`practical`'s rules.
 """
 
 from __future__ import annotations
@@ -118,6 +122,16 @@ TUNED: dict[str, Exponents] = {
     "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
     "uniform": Exponents(0.0, 0.0, 0.0),
 }
+# With a known bound and K d > LARGE_MIN: the kinds whose point on the large tuning problems
+# (K d = 160 to 200: heavy-tailed, isotropic, low-rank and K = 2 streams) differs from TUNED's,
+# chosen by the same rule (docs/recipes.md, "K d > 128"). The problems of TUNED have K d <= 60;
+# LARGE_MIN is where buffered EOFD switches to the 64-round buffer and Section 4's sketch, the
+# form it was tuned with here.
+TUNED_LARGE: dict[str, Exponents] = {
+    "eofd-robust": Exponents(-0.5, 0.0, 1.0),
+    "eofd-buffered": Exponents(-1.0, -0.5, 0.1),  # e does not enter it
+}
+LARGE_MIN = BUFFERED_FULL_MAX
 # Chosen by the no-known-bound sweep of docs/recipes.md (S is part of the point).
 TUNED_FREE: dict[str, Exponents] = {
     "eofd": Exponents(-1.5, 0.0, 0.1, 16.0),  # the earlier sweep's (docs/recipes.md)
@@ -138,13 +152,17 @@ TUNED_FREE: dict[str, Exponents] = {
 TUNED_FREE_MULTI: dict[str, Exponents] = {
     "eofd-buffered": Exponents(-2.62, 0.0, 0.01, 16.0),
 }
-for _table in (TUNED, TUNED_FREE):  # greedy: the practical recipe minus its bonus
+for _table in (TUNED, TUNED_LARGE, TUNED_FREE):  # greedy: robust EOFD's point minus its bonus
     _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
 # The kinds :func:`practical` returns (docs/recipes.md has the measurements). With a known
-# bound and K d > DENSE_MAX: the cheapest EOFD kind whose tuning score (mean relative regret over
-# the tuning problems) is within 1% of the best EOFD kind's (robust: m columns; adaptive: up to
-# 2 m).
+# bound and DENSE_MAX < K d <= LARGE_MIN: the cheapest EOFD kind whose tuning score (mean
+# relative regret over the tuning problems) is within 1% of the best EOFD kind's (robust: m
+# columns; adaptive: up to 2 m).
 PRACTICAL = "eofd-robust"
+# With a known bound and K d > LARGE_MIN: buffered EOFD at its TUNED_LARGE point, the best
+# score over the large tuning problems at that point (1.17, against LinTS 1.20 and robust EOFD
+# 1.25 at theirs and 1.37 at TUNED's), at 0.5 to 1.4 ms a round there against 0.1 to 0.25.
+PRACTICAL_LARGE = "eofd-buffered"
 # With a known bound and K d <= DENSE_MAX: OFUL-MLogB, the full Hessian. There Section 4's sketch
 # keeps m <= 3 directions and the dense round costs 1.2 to 2.8 times the sketched one.
 PRACTICAL_DENSE = "oful"
@@ -171,22 +189,24 @@ def _check_kind(kind: str) -> str:
     return kind
 
 
-def tuned_point(kind: str, S: float | None, *, num_outcomes: int) -> tuple[Exponents, float]:
-    """A kind's tuned point and the ``S`` it runs with: :data:`TUNED` at the caller's ``S``, or,
-    when ``S`` is ``None`` (no known bound), :data:`TUNED_FREE` with its own ``S``
+def tuned_point(
+    kind: str, S: float | None, *, num_outcomes: int, dim: int
+) -> tuple[Exponents, float]:
+    """A kind's tuned point and the ``S`` it runs with: :data:`TUNED` at the caller's ``S``
+    (:data:`TUNED_LARGE` where it has the kind and ``K d >`` :data:`LARGE_MIN`), or, when ``S``
+    is ``None`` (no known bound), :data:`TUNED_FREE` with its own ``S``
     (:data:`TUNED_FREE_MULTI` where it has the kind and ``num_outcomes >= 2``)."""
     _check_kind(kind)
+    K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
     if S is None:
-        ex = TUNED_FREE[kind]
-        if check_int("num_outcomes", num_outcomes) >= 2:
-            ex = TUNED_FREE_MULTI.get(kind, ex)
+        ex = TUNED_FREE_MULTI.get(kind, TUNED_FREE[kind]) if K >= 2 else TUNED_FREE[kind]
         return ex, float(ex.S)
-    return TUNED[kind], S
+    return (TUNED_LARGE.get(kind, TUNED[kind]) if K * d > LARGE_MIN else TUNED[kind]), S
 
 
 def bound(kind: str, S: float | None, *, num_outcomes: int) -> float:
     """The ``S`` a kind's hyperparameters use: the caller's, else its no-bound point's."""
-    return tuned_point(kind, S, num_outcomes=num_outcomes)[1]
+    return tuned_point(kind, S, num_outcomes=num_outcomes, dim=1)[1]
 
 
 def sketch_size(num_outcomes: int, dim: int, kind: str | None = None) -> int:
@@ -417,7 +437,7 @@ def tuned(
         is none, e.g. on classification data (:data:`TUNED_FREE`, which chooses ``S`` too).
       horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
     """
-    ex, S = tuned_point(kind, S, num_outcomes=num_outcomes)
+    ex, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
     m = sketch_size(num_outcomes, dim, kind)
     learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon)
     hp = hparams_for(
@@ -437,14 +457,15 @@ def tuned(
 
 def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
     """The kind :func:`practical` returns: with no known bound :data:`PRACTICAL_FREE` (buffered
-    EOFD); with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``, else
-    :data:`PRACTICAL` (robust EOFD-MLogB)."""
+    EOFD); with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``,
+    :data:`PRACTICAL_LARGE` (buffered EOFD) when ``K d > LARGE_MIN``, else :data:`PRACTICAL`
+    (robust EOFD-MLogB)."""
     K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
     if S is None:
         return PRACTICAL_FREE
     if K * d <= DENSE_MAX:
         return PRACTICAL_DENSE
-    return PRACTICAL
+    return PRACTICAL_LARGE if K * d > LARGE_MIN else PRACTICAL
 
 
 def practical(
@@ -460,7 +481,9 @@ def practical(
 
     With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
     :data:`TUNED`, or OFUL-MLogB (:data:`PRACTICAL_DENSE`) when ``K d <= DENSE_MAX``, where the
-    full Hessian is cheap and beat the coarse sketch on the tuning problems. With none (``S=None``,
+    full Hessian is cheap and beat the coarse sketch on the tuning problems, or buffered EOFD
+    (:data:`PRACTICAL_LARGE`) at :data:`TUNED_LARGE` when ``K d > LARGE_MIN``, where it led on the
+    large tuning problems. With none (``S=None``,
     the default; classification data): buffered EOFD (:data:`PRACTICAL_FREE`) at
     :data:`TUNED_FREE` (K = 1) or :data:`TUNED_FREE_MULTI` (K >= 2), which led LinUCB's recipe on
     the classification tuning problems. docs/recipes.md has the measurements; ``horizon``,

@@ -103,7 +103,7 @@ def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
 def test_practical_without_a_known_bound_is_buffered_eofd_at_its_free_point(K):
     """``S=None`` (the default): buffered EOFD, lam from the scaling at TUNED_FREE's point (K = 1)
     or TUNED_FREE_MULTI's (K >= 2) and its S, and that point's beta; with a known bound: OFUL
-    where K d <= 32, else robust EOFD, at the caller's S."""
+    where K d <= 32, buffered EOFD where K d > 128, else robust EOFD, at the caller's S."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
     assert rec.kind == recipes.PRACTICAL_FREE == "eofd-buffered"
@@ -111,10 +111,13 @@ def test_practical_without_a_known_bound_is_buffered_eofd_at_its_free_point(K):
     lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)  # S enters through lam
     assert float(rec.hparams.beta) == ex.beta
-    for dim, kind in ((8, "oful"), (11, "oful" if K == 1 else "eofd-robust"), (40, "eofd-robust")):
+    for dim, kind in ((8, "oful"), (11, "oful" if K == 1 else "eofd-robust"), (40, "eofd-robust"),
+                      (129, "eofd-buffered")):  # fmt: skip
         known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
         assert known.kind == kind, (K, dim)  # K d <= 32: the full Hessian
-        np.testing.assert_allclose(float(known.hparams.S), 2.0, rtol=1e-12)
+        ex = (recipes.TUNED_LARGE if K * dim > recipes.LARGE_MIN else recipes.TUNED)[kind]
+        lam, _ = closed_form(K, dim, 2.0, ex.l, ex.e)  # the caller's S, through lam
+        np.testing.assert_allclose(float(known.hparams.lam), lam, rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", sorted(recipes.TUNED_FREE_MULTI))
@@ -135,11 +138,35 @@ def test_no_known_bound_with_several_outcomes_uses_the_multi_point(kind):
     assert recipes.TUNED_FREE_MULTI[kind] != recipes.TUNED_FREE[kind]
 
 
+@pytest.mark.parametrize("kind", recipes.KINDS)
+def test_a_known_bound_above_the_large_size_uses_the_large_point(kind):
+    """With a known bound, ``K d > LARGE_MIN``: TUNED_LARGE's point where it has the kind, else
+    TUNED's; at ``K d == LARGE_MIN`` TUNED's; the command's recipe agrees."""
+    from bandits_jax.cli import reproduce
+
+    T, S = 300, 2.0
+    for K, d in ((1, recipes.LARGE_MIN), (1, recipes.LARGE_MIN + 1), (2, 65)):
+        if K > 1 and kind in recipes.K1_ONLY:
+            continue
+        large = K * d > recipes.LARGE_MIN
+        ex = recipes.TUNED_LARGE.get(kind, recipes.TUNED[kind]) if large else recipes.TUNED[kind]
+        rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=S, horizon=T)
+        if hasattr(rec.hparams, "lam"):
+            lam, _ = closed_form(K, d, S, ex.l, ex.e)
+            np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
+        spec = next(v for v in reproduce.LEARNERS.values() if v.kind == kind)
+        point = reproduce.tuned_point(spec, reproduce.Recipe(K, d, S, T, 0, 0, 0, None, None))
+        assert (point.l, point.e, point.beta) == (ex.l, ex.e, ex.beta), (K, d)
+    assert set(recipes.TUNED_LARGE) <= set(recipes.KINDS)
+    assert all(recipes.TUNED_LARGE[k] != recipes.TUNED[k] for k in recipes.TUNED_LARGE)
+    assert recipes.PRACTICAL_LARGE in recipes.TUNED_LARGE
+
+
 def test_every_kind_has_both_recipes():
     assert set(recipes.TUNED) == set(recipes.TUNED_FREE) == set(recipes.KINDS)
     assert set(recipes.TUNED_FREE_MULTI) <= set(recipes.KINDS)
     assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE_MULTI.values())
-    assert all(ex.S is None for ex in recipes.TUNED.values())
+    assert all(ex.S is None for ex in (*recipes.TUNED.values(), *recipes.TUNED_LARGE.values()))
     assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE.values())
 
 
