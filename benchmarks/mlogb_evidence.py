@@ -75,12 +75,11 @@ SKIP_TUNED = {
 # The exact fit's Newton steps run over its whole T-row buffer: 6 ms a round at d = 100, and at
 # K d = 260 its first 200 rounds took over 13 minutes; it is not tuned there.
 SKIP_TUNED |= {("exact", "lowrank-100-1-5-S8"), ("exact", "digits-k4-h1")}
-# Buffered EOFD at K = 4: 6-10 ms a trial-round when measured (a Woodbury core of m + B K = 282
-# to 320; the dense Hessian it now forms there cost 5.6 ms on the K = 4 tuning digits,
-# docs/bench/buffered_buffers_k4.json), so the classification grid's 216 runs take over an hour
-# on two cores and the synthetic grid's 144 about 45 minutes; its K >= 2 points are tuned on the
-# even half of the digits and on synth-15-3-S4 (docs/recipes.md).
-SKIP_TUNED |= {("eofd-buffered", "digits-k4-h1"), ("eofd-buffered", "synth-20-4-S4")}
+# Buffered EOFD on the K = 4 digits: 5.6 ms a trial-round with the dense Hessian on the K = 4
+# tuning digits (docs/bench/buffered_buffers_k4.json), so the classification grid's 216 runs take
+# over an hour on two cores; its K >= 2 points are tuned on the even half of the digits and on
+# synth-15-3-S4 (docs/recipes.md).
+SKIP_TUNED |= {("eofd-buffered", "digits-k4-h1")}
 # At d = 200 (the heavy-tailed stream) OFUL's, ECOLog's and the exact fit's rounds cost 3 to 15
 # ms a trial (docs/bench/heavy_tail*.json): their 144-run grids would take 15 to 70 minutes each.
 SKIP_TUNED |= {(k, "heavy-200-1-1-S8") for k in ("oful-tuned", "ecolog", "exact")}
@@ -320,6 +319,12 @@ def main(argv: list[str] | None = None) -> dict:
     elif a.merge:
         recipes, tuned_rows = _merge([pathlib.Path(d) for d in a.merge])
     else:
+        from bandits_jax.cli import process
+
+        # XLA's CPU threads as the console script sets them, before JAX starts: ``cli.main(argv)``
+        # keeps its caller's process as it is, and in XLA's multi-threaded default buffered
+        # EOFD's K = 4, m = 64 chunk program never returned (every thread idle).
+        process.configure_threads("auto")
         out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_evidence_"))
         T, trials = (300, 3) if a.quick else (2000, 10)
         trials = a.trials or trials

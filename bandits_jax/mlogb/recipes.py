@@ -161,7 +161,8 @@ for _table in (TUNED, TUNED_LARGE, TUNED_FREE):  # greedy: robust EOFD's point m
 PRACTICAL = "eofd-robust"
 # With a known bound and K d > LARGE_MIN: buffered EOFD at its TUNED_LARGE point, the best
 # score over the large tuning problems at that point (1.17, against LinTS 1.20 and robust EOFD
-# 1.25 at theirs and 1.37 at TUNED's), at 0.5 to 1.4 ms a round there against 0.1 to 0.25.
+# 1.25 at theirs and 1.37 at TUNED's; on ten seeds at the recipes 1.07, robust EOFD 1.13), at
+# 0.5 to 1.3 ms a round there against robust EOFD's 0.1 to 0.25.
 PRACTICAL_LARGE = "eofd-buffered"
 # With a known bound and K d <= DENSE_MAX: OFUL-MLogB, the full Hessian. There Section 4's sketch
 # keeps m <= 3 directions and the dense round costs 1.2 to 2.8 times the sketched one.
@@ -199,14 +200,20 @@ def tuned_point(
     _check_kind(kind)
     K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
     if S is None:
-        ex = TUNED_FREE_MULTI.get(kind, TUNED_FREE[kind]) if K >= 2 else TUNED_FREE[kind]
+        ex = _free_point(kind, K)
         return ex, float(ex.S)
     return (TUNED_LARGE.get(kind, TUNED[kind]) if K * d > LARGE_MIN else TUNED[kind]), S
 
 
+def _free_point(kind: str, K: int) -> Exponents:
+    return TUNED_FREE_MULTI.get(kind, TUNED_FREE[kind]) if K >= 2 else TUNED_FREE[kind]
+
+
 def bound(kind: str, S: float | None, *, num_outcomes: int) -> float:
     """The ``S`` a kind's hyperparameters use: the caller's, else its no-bound point's."""
-    return tuned_point(kind, S, num_outcomes=num_outcomes, dim=1)[1]
+    _check_kind(kind)
+    K = check_int("num_outcomes", num_outcomes)
+    return S if S is not None else float(_free_point(kind, K).S)
 
 
 def sketch_size(num_outcomes: int, dim: int, kind: str | None = None) -> int:
