@@ -321,9 +321,8 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         from bandits_jax.cli import process
 
-        # XLA's CPU threads as the console script sets them, before JAX starts: ``cli.main(argv)``
-        # keeps its caller's process as it is, and in XLA's multi-threaded default buffered
-        # EOFD's K = 4, m = 64 chunk program never returned (every thread idle).
+        # XLA's CPU threads as the console script sets them, before JAX starts (``cli.main(argv)``
+        # keeps its caller's process as it is): the timings are the command's.
         process.configure_threads("auto")
         out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="mlogb_evidence_"))
         T, trials = (300, 3) if a.quick else (2000, 10)

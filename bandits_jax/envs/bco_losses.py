@@ -44,6 +44,7 @@ from jax import lax
 
 from bandits_jax import checks
 from bandits_jax.bco import domains as dom
+from bandits_jax.linalg import lapack
 from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE
 
 Array = jax.Array
@@ -506,7 +507,7 @@ def _lsq_objective(a, y, T):
         g = H @ x - b
         return 0.5 * x @ H @ x - b @ x, g
 
-    return vg, jnp.linalg.eigvalsh(H)[-1]
+    return vg, lapack.eigvalsh(H)[-1]
 
 
 def _logistic_constants(a_max, R, th, noise):
@@ -540,7 +541,7 @@ def _logistic_objective(a, y, T):
         z = a @ x
         return jnp.mean(_logistic_loss(z, y)), a.T @ _logistic_slope(z, y) / T
 
-    return vg, jnp.linalg.eigvalsh(a.T @ a / T)[-1] / 4.0
+    return vg, lapack.eigvalsh(a.T @ a / T)[-1] / 4.0
 
 
 _REGRESSION_KINDS = {

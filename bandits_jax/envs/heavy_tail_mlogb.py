@@ -46,6 +46,7 @@ from bandits_jax.envs.synthetic_mlogb import (
     _check_int,
     _check_number,
 )
+from bandits_jax.linalg import lapack
 
 __all__ = ["HeavyTailState", "action_spectrum", "heavy_tail_mlogb", "shape_spectrum"]
 
@@ -123,7 +124,7 @@ def heavy_tail_mlogb(
 
     def init(key: jax.Array) -> HeavyTailState:
         W = jax.random.normal(key, (c.K, c.d), c.dtype)  # as synthetic_mlogb's
-        Q, _ = jnp.linalg.qr(jax.random.normal(jax.random.fold_in(key, 1), (c.d, c.d), c.dtype))
+        Q, _ = lapack.qr(jax.random.normal(jax.random.fold_in(key, 1), (c.d, c.d), c.dtype))
         return HeavyTailState(W * (c.S / jnp.linalg.norm(W)), jnp.asarray(c.rewards, c.dtype), Q)
 
     def draw_actions(state: HeavyTailState, key: jax.Array) -> jax.Array:

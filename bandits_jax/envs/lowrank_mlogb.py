@@ -28,6 +28,7 @@ from bandits_jax.envs.synthetic_mlogb import (
     _check_int,
     _check_number,
 )
+from bandits_jax.linalg import lapack
 
 __all__ = ["LowRankState", "lowrank_mlogb"]
 
@@ -81,7 +82,7 @@ def lowrank_mlogb(
 
     def init(key: jax.Array) -> LowRankState:
         k_u, k_w = jax.random.split(key)
-        U, _ = jnp.linalg.qr(jax.random.normal(k_u, (c.d, r), c.dtype))
+        U, _ = lapack.qr(jax.random.normal(k_u, (c.d, r), c.dtype))
         W = jax.random.normal(k_w, (c.K, r), c.dtype) @ U.T
         W = W * (c.S / jnp.linalg.norm(W))
         return LowRankState(W, jnp.asarray(c.rewards, c.dtype), U)

@@ -39,7 +39,7 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import is_concrete
-from bandits_jax.linalg import secular
+from bandits_jax.linalg import lapack, secular
 from bandits_jax.linalg.sketch import (
     Extension,
     FDState,
@@ -99,7 +99,7 @@ def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FastFDSt
 def _gram_eigh(S: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Eigenvalues (descending, >= 0) and eigenvectors of ``S^T S``."""
     G = S.T @ S
-    lam, W = jnp.linalg.eigh(0.5 * (G + G.T))
+    lam, W = lapack.eigh(0.5 * (G + G.T))
     return jnp.maximum(lam[::-1], 0.0), W[:, ::-1]
 
 

@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from bandits_jax.linalg import lapack
+
 __all__ = ["eigvalsh", "lambda_max"]
 
 MAX_SWEEPS = 12  # quadratic convergence: 3-6 sweeps as a rule for K <= 8 in float64
@@ -102,7 +104,7 @@ def eigvalsh(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
       (..., K) eigenvalues, ascending.
     """
     if A.shape[-1] > MAX_K:
-        return jnp.linalg.eigvalsh(A, UPLO="U")
+        return lapack.eigvalsh(A)
     return jnp.sort(jnp.stack(_diagonal(A, max_sweeps), axis=-1), axis=-1)
 
 
@@ -110,7 +112,7 @@ def lambda_max(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
     """Largest eigenvalue of symmetric ``A`` (..., K, K): ``eigvalsh(A)[..., -1]`` without the
     sort."""
     if A.shape[-1] > MAX_K:
-        return jnp.linalg.eigvalsh(A, UPLO="U")[..., -1]
+        return lapack.eigvalsh(A)[..., -1]
     d = _diagonal(A, max_sweeps)
     out = d[0]
     for x in d[1:]:

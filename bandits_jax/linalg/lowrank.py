@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from bandits_jax.linalg import lapack
 from bandits_jax.linalg.secular import psd_factor
 
 
@@ -66,7 +67,7 @@ def diag_lowrank_solve(diag: jax.Array, A: jax.Array, J: jax.Array, g: jax.Array
     if k > UNROLL_MAX_K:
         Ad = A / diag[:, None]
         inner = jnp.eye(k, dtype=A.dtype) + J @ (A.T @ Ad)
-        return (g - A @ jnp.linalg.solve(inner, J @ (Ad.T @ g))) / diag
+        return (g - A @ lapack.solve(inner, J @ (Ad.T @ g))) / diag
     AF = A @ psd_factor(J)
     AFd = AF / diag[:, None]
     inner = jnp.eye(k, dtype=A.dtype) + AF.T @ AFd

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from bandits_jax.linalg import secular
+from bandits_jax.linalg import lapack, secular
 
 
 class FDState(NamedTuple):
@@ -123,7 +123,7 @@ def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
     if k == 1:
         g_min = G[0, 0]
     else:
-        ev, Ve = jnp.linalg.eigh(0.5 * (G + G.T))
+        ev, Ve = lapack.eigh(0.5 * (G + G.T))
         g_min = ev[0]
     need = (g_min < 0.25 * jnp.min(x_sq)) | jnp.any(jnp.diag(G) < 0.25 * x_sq)
 
@@ -135,7 +135,7 @@ def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
             s = jnp.sqrt(jnp.sum(R * R))[None]
             Vh = jnp.ones((1, 1), dtype)
         else:
-            _, s, Vh = jnp.linalg.svd(R, full_matrices=False)
+            _, s, Vh = lapack.svd(R)
         return C + C2, s, Vh
 
     def implicit(C):
@@ -247,7 +247,7 @@ def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> secular.SecularEi
     S = core(mu, ext, M)
     sentinel = -(1.0 + jnp.trace(S))
     S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
-    return secular.SecularEigh(*jnp.linalg.eigh(S), converged=jnp.asarray(True))
+    return secular.SecularEigh(*lapack.eigh(S), converged=jnp.asarray(True))
 
 
 def truncate_adaptive(

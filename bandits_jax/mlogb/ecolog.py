@@ -69,7 +69,7 @@ from jax import lax
 
 from bandits_jax.checks import check_float, check_int
 from bandits_jax.learner_base import fresh_state
-from bandits_jax.linalg import roots
+from bandits_jax.linalg import lapack, roots
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
@@ -289,7 +289,7 @@ def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResu
     bracketed Newton on ``1/||theta(nu)|| - 1/S`` (module docstring)."""
     dtype = V.dtype
     zero = jnp.zeros((), dtype)
-    e, Q = jnp.linalg.eigh(V)
+    e, Q = lapack.eigh(V)
     e = jnp.maximum(e, jnp.finfo(dtype).tiny)
     r = Q.T @ x
     p = e * (Q.T @ center)  # Q^T V center

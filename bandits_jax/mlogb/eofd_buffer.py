@@ -82,12 +82,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.linalg import cho_solve, solve_triangular
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import all_finite, fresh_state, status_of
-from bandits_jax.linalg import sketch
+from bandits_jax.linalg import lapack, sketch
 from bandits_jax.mlogb import bonus, confidence, model
 from bandits_jax.mlogb.exact import (
     ARMIJO,
@@ -203,7 +202,7 @@ def _core_chol(G: _Gram, root_mu: jax.Array, root_J: jax.Array, c: jax.Array) ->
     bottom = jnp.concatenate([vx.reshape(m, B * K).T, xx.reshape(B * K, B * K)], axis=1)
     S = jnp.concatenate([top, bottom], axis=0)
     S = 0.5 * (S + S.T) + c * jnp.eye(m + B * K, dtype=S.dtype)
-    return jnp.linalg.cholesky(S)
+    return lapack.cholesky(S)
 
 
 def _l_t_u_t(V, X, root_mu, root_J, Wv):
@@ -230,7 +229,7 @@ def _dense_chol(V, mu, X, root_J, c):
     J = jnp.einsum("ski,sji->skj", root_J, root_J)  # L_s L_s^T, zero on unfilled rows
     H = jnp.einsum("skj,si,sl->kijl", J, X, X).reshape(K * d, K * d) + (V * mu) @ V.T
     H = 0.5 * (H + H.T) + c * jnp.eye(K * d, dtype=H.dtype)
-    return jnp.linalg.cholesky(H)
+    return lapack.cholesky(H)
 
 
 class _Derivs(NamedTuple):
@@ -269,10 +268,10 @@ def _h_solve(V, X, mu, c, der: _Derivs, dense):
     ``dense``."""
     K = der.g.shape[0]
     if dense:
-        return cho_solve((der.chol, True), der.g.reshape(-1)).reshape(der.g.shape)
+        return lapack.cho_solve(der.chol, der.g.reshape(-1)).reshape(der.g.shape)
     root_mu = jnp.sqrt(mu)
     v = _l_t_u_t(V, X, root_mu, der.root_J, der.g)
-    y = cho_solve((der.chol, True), v)
+    y = lapack.cho_solve(der.chol, v)
     return (der.g - _u_l(V, X, root_mu, der.root_J, y, K)) / c
 
 
@@ -283,7 +282,7 @@ def _anchor(V, mu, x, root_J, c, rhs):
     X, R = x[None, :], root_J[None]
     root_mu = jnp.sqrt(mu)
     chol = _core_chol(_gram(V, X, K), root_mu, R, c)
-    y = cho_solve((chol, True), _l_t_u_t(V, X, root_mu, R, rhs))
+    y = lapack.cho_solve(chol, _l_t_u_t(V, X, root_mu, R, rhs))
     return (rhs - _u_l(V, X, root_mu, R, y, K)) / c
 
 
@@ -387,7 +386,7 @@ def _a_matrices(
     Lv = root_mu[:, None, None] * Pv
     Lx = jnp.einsum("skj,sn->sjnk", state.root_J, xs).reshape(B * K, n, K)
     v = jnp.concatenate([Lv, Lx], axis=0).reshape(r, n * K)
-    Y = solve_triangular(state.chol, v, lower=True).reshape(r, n, K)
+    Y = lapack.lower_solve(state.chol, v).reshape(r, n, K)
     xx = jnp.sum(actions * actions, axis=1)
     A = xx[:, None, None] * jnp.eye(K, dtype=actions.dtype) - jnp.einsum("rni,rnj->nij", Y, Y)
     return A / c

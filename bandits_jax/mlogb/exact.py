@@ -39,11 +39,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.linalg import cho_solve, solve_triangular
 
 from bandits_jax import checks
 from bandits_jax.checks import cast_checked, check_float, check_int, named
 from bandits_jax.learner_base import all_finite, fresh_state, status_of
+from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
@@ -163,7 +163,7 @@ def _a_from_factor(L: jax.Array, actions: jax.Array, K: int) -> jax.Array:
     Cholesky factor of a (K d x K d) Hessian (the bonus's eq. 10/16 matrices)."""
     n, d = actions.shape
     Xk = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions)
-    Yk = solve_triangular(L, Xk.reshape(K * d, n * K), lower=True).reshape(K * d, n, K)
+    Yk = lapack.lower_solve(L, Xk.reshape(K * d, n * K)).reshape(K * d, n, K)
     return jnp.einsum("dni,dnj->nij", Yk, Yk)
 
 
@@ -245,8 +245,8 @@ def _fit(W0, X, Y, filled, nblocks, lam, *, B, newton_steps, max_halvings):
         return (f.steps < newton_steps) & ~f.done
 
     def body(f: _Fit) -> _Fit:
-        L = jnp.linalg.cholesky(f.H)
-        p = cho_solve((L, True), f.g.reshape(-1)).reshape(K, d)
+        L = lapack.cholesky(f.H)
+        p = lapack.cho_solve(L, f.g.reshape(-1)).reshape(K, d)
         dec = jnp.sum(f.g * p)  # g^T H^{-1} g >= 0
         full = dec <= ROUNDING * eps * (1.0 + jnp.abs(f.F))
 
@@ -337,7 +337,7 @@ def exact(
         check_actions(actions, d)
         actions = actions.astype(state.W.dtype)
         hp = state.hparams
-        A = _a_from_factor(jnp.linalg.cholesky(state.H), actions, K)  # eq. 10/16 at H_t
+        A = _a_from_factor(lapack.cholesky(state.H), actions, K)  # eq. 10/16 at H_t
         return bonus.parts(state.W, actions, A, hp.rewards, hp.beta)
 
     def update(state: ExactState, x: jax.Array, y: jax.Array) -> ExactState:

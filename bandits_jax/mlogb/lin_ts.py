@@ -51,6 +51,7 @@ from jax import lax
 
 from bandits_jax.checks import cast_checked, check_float, named
 from bandits_jax.learner_base import fresh_state
+from bandits_jax.linalg import lapack
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
@@ -218,7 +219,7 @@ def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
 
     def draw(A_inv, theta, v, key):
         """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
-        L = jnp.linalg.cholesky(A_inv)
+        L = lapack.cholesky(A_inv)
         return theta + v * (L @ standard_normals(key, (D,), theta.dtype))
 
     def init(hp: LinTSHyperparams) -> LinTSState:

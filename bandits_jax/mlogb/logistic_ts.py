@@ -56,10 +56,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.linalg import solve_triangular
 
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import fresh_state
+from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import model
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
@@ -188,7 +188,7 @@ def map_step(
     def body(c):
         steps, u, _ = c
         r, H = residual(u)
-        p = jnp.linalg.solve(eye + H @ C, r)
+        p = lapack.solve(eye + H @ C, r)
         f = psi(u)
         dec = (C @ r) @ p  # grad psi^T p >= 0
         full = dec <= ROUNDING * eps * (1.0 + jnp.abs(f))
@@ -265,7 +265,7 @@ def logistic_ts(
         """``W + v F xi`` (module docstring)."""
         xi = standard_normals(key, (K, d), W.dtype)
         if full:
-            step = solve_triangular(factor, xi.reshape(D), lower=True, trans="T").reshape(K, d)
+            step = lapack.lower_solve_t(factor, xi.reshape(D)).reshape(K, d)
         else:
             step = factor * xi
         return W + v * step
@@ -309,9 +309,9 @@ def logistic_ts(
         y = jnp.asarray(y, jnp.int32)
         B = jnp.einsum("kl,i->kil", jnp.eye(K, dtype=dtype), x).reshape(D, K)  # I_K kron x
         if full:
-            Y = solve_triangular(state.factor, B, lower=True)  # L^{-1} B
+            Y = lapack.lower_solve(state.factor, B)  # L^{-1} B
             C = Y.T @ Y
-            SB = solve_triangular(state.factor, Y, lower=True, trans="T")  # Sigma B
+            SB = lapack.lower_solve_t(state.factor, Y)  # Sigma B
         else:
             SB = (B.reshape(K, d, K) / state.prec[:, :, None]).reshape(D, K)
             C = B.T @ SB
@@ -323,7 +323,7 @@ def logistic_ts(
         if full:
             prec = state.prec + jnp.kron(J, jnp.outer(x, x))
             prec = 0.5 * (prec + prec.T)
-            factor = jnp.linalg.cholesky(prec)
+            factor = lapack.cholesky(prec)
         else:
             prec = state.prec + jnp.diagonal(J)[:, None] * (x * x)[None, :]
             factor = 1.0 / jnp.sqrt(prec)

@@ -18,9 +18,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
-from bandits_jax.linalg import projection
+from bandits_jax.linalg import lapack, projection
 from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
@@ -77,9 +76,9 @@ def _oful_a_matrices(state: OFULState, actions: jax.Array, *, K: int, d: int) ->
     # One Cholesky factor of H_t, then L^{-1} (I_K kron x_n) for all actions at once.
     N = actions.shape[0]
     D = K * d
-    L = jnp.linalg.cholesky(state.H)
+    L = lapack.cholesky(state.H)
     X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions).reshape(D, N * K)
-    Y = solve_triangular(L, X, lower=True).reshape(D, N, K)
+    Y = lapack.lower_solve(L, X).reshape(D, N, K)
     return jnp.einsum("dni,dnj->nij", Y, Y)
 
 
@@ -97,7 +96,7 @@ def _oful_update(
 
     s = model.sigma(state.W @ x)
     H_tilde = state.H + eta * hessian_term(s, x)
-    e, Q = jnp.linalg.eigh(0.5 * (H_tilde + H_tilde.T))
+    e, Q = lapack.eigh(0.5 * (H_tilde + H_tilde.T))
     g = jnp.kron(s - model.onehot(y, K, dtype), x)
     w_prime = w - eta * (Q @ ((Q.T @ g) / e))
 

@@ -73,9 +73,7 @@ BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
 BUFFERED_LONG = 512
 # eofd-buffered's sketch keeps min(K d, 64) directions (64: DEFAULT_BUFFER, the buffer it was
 # measured with) where K d <= this (docs/recipes.md: it helped on every tuning problem of that
-# size; at K d = 260 it did not, and runs of m = 64 there stalled in XLA's CPU runtime, as one at
-# K = 4, d = 20 did under XLA's multi-threaded default and not with one thread), Section 4's
-# floor(K d / 10) above.
+# size; at K d = 260 it did not), Section 4's floor(K d / 10) above.
 BUFFERED_FULL_MAX = 128
 
 
