@@ -22,7 +22,7 @@ import pytest
 from bandits_jax.status import Status, is_failure
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CASE_TIMEOUT = 300  # seconds for one case's compile and run on a loaded 2-core machine
+CASE_TIMEOUT = 900  # seconds for one case: the exact fit at K d = 130 takes minutes
 FAILURES = [s.name.lower() for s in Status if bool(is_failure(int(s)))]
 
 

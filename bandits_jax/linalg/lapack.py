@@ -8,7 +8,9 @@ batched calls wait as the pool has threads, the pieces queue behind them and the
 returns (``docs/xla_cpu_hang.md``: the reproduction, jax 0.10.2). Every library program batches
 its factorizations by ``vmap`` (trials, grids), so each function here, under ``vmap`` on CPU,
 maps over the batch one matrix a call (``lax.map``), and stays one batched call elsewhere (GPU).
-Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name.
+Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name. Forward-mode
+differentiation (``jax.jvp``) goes through them; reverse mode does not (``custom_vmap``), as it
+does not through the learners' bounded ``lax.while_loop`` iterations anyway.
 """
 
 from __future__ import annotations
