@@ -3,7 +3,9 @@ Theorems 1-4 and 8), next to the Chiang et al. 2013 strongly convex rate and the
 baseline (Algorithm 3). The paper has no experiments; this script measures its claims.
 
 Run as ``python -m benchmarks.bco_dimension`` (``--quick`` for a short run, ``--json PATH`` for the
-figures, ``--out DIR`` for the PNG). float64. The studies live in ``bandits_jax.cli.bco`` (the
+figures, ``--out DIR`` for the PNG; ``--rounds``, ``--trials``, ``--dims`` and ``--learners``
+narrow it as in the command: ``--quick --rounds 50 --trials 2 --dims 5 --learners
+alg1_thm3,alg1_thm2`` is a smoke run). float64. The studies live in ``bandits_jax.cli.bco`` (the
 ``bandits-jax bco`` command runs the same ones, with checkpoints, resume and optional honest
 tuning of the step-size scale); this script plays them without checkpoints through the shared
 chunked runner (rounds in ``lax.scan``, seeds and V_T-grid points by ``vmap``); regret is the
@@ -60,11 +62,25 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small d grid, T = 2000, 4 seeds")
     ap.add_argument("--json", default=None, help="write the figures to this JSON file")
     ap.add_argument("--out", default=None, help="directory for bco_dimension.png")
+    ap.add_argument("--rounds", type=int, default=None, help="T (default 10000; quick 2000)")
+    ap.add_argument("--trials", type=int, default=None, help="evaluation seeds (8; quick 4)")
+    ap.add_argument("--dims", default=None, help="d values of the d study (5,10,20,40,80)")
+    ap.add_argument("--learners", default=None, help="comma list (default: all)")
     add_device_option(ap)
     args = ap.parse_args(argv)
     select_device(args)
     cfg = dict(study.QUICK if args.quick else study.FULL)
-    result = study.run_studies(cfg, study.StudyPlan(eval_seeds=list(range(cfg["seeds"]))))
+    if args.rounds is not None:
+        cfg["T"] = args.rounds
+    if args.trials is not None:
+        cfg["seeds"] = args.trials
+    if args.dims is not None:
+        cfg["dims"] = [int(d) for d in args.dims.split(",")]
+    learners = args.learners.split(",") if args.learners else None
+    if learners and set(learners) - set(study.BCO_LEARNERS):
+        ap.error(f"--learners: expected some of {list(study.BCO_LEARNERS)}, got {args.learners}")
+    plan = study.StudyPlan(eval_seeds=list(range(cfg["seeds"])), learners=learners)
+    result = study.run_studies(cfg, plan)
     print(tables.bco_summary(result))
     result = finish(result, None)
     if args.json:

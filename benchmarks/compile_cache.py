@@ -2,6 +2,8 @@
 
 Run as ``python -m benchmarks.compile_cache`` (``--json PATH`` to write the figures, e.g.
 ``docs/bench/compile_cache.json``). It takes a few minutes: the quick reproduction runs twice.
+``--quick`` narrows both runs to one small cell (:data:`QUICK_ARGS`: one setting, one learner,
+T = 20, 2 trials): a check that the benchmark runs, not the figure.
 
 Method. Both runs are fresh subprocesses of ``python -m bandits_jax reproduce --quick --quiet``
 with the same new, empty ``--compile-cache`` directory, each with its own new ``--out``
@@ -36,6 +38,9 @@ HIT = re.compile(r"Persistent compilation cache hit for '(\S+)' with key '(\S+)'
 # the name JAX logs for ChunkFn's program (sharded or not)
 CHUNK_FNS = ("jit(fn)",)
 TARGET = 0.5
+# --quick: the reproduction's arguments for one small cell
+QUICK_ARGS = ["--settings", "synth-20-1-S8", "--learners", "linucb", "--rounds", "20",
+              "--trials", "2"]  # fmt: skip
 
 
 def compile_log(stderr: str) -> dict:
@@ -74,6 +79,7 @@ def _reproduce(out: pathlib.Path, cache: pathlib.Path, data: pathlib.Path, extra
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--json", default=None, help="write the figures here")
+    p.add_argument("--quick", action="store_true", help="one small cell (seconds, not minutes)")
     p.add_argument(
         "--keep", default=None, help="use this directory for cache, data and outputs (kept)"
     )
@@ -81,6 +87,8 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     # The runs are subprocesses of the command: pass the benchmark's device/thread choice on.
     extra = [] if args.threads is None else ["--threads", str(args.threads)]
+    if args.quick:
+        extra += QUICK_ARGS
     if args.device != "auto":
         os.environ["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[args.device]
 
@@ -114,7 +122,7 @@ def main(argv=None) -> dict:
     return finish(
         {
             "benchmark": "compile_cache",
-            "command": "bandits-jax reproduce --quick --quiet --no-plots",
+            "command": " ".join(["bandits-jax reproduce --quick --quiet --no-plots", *extra]),
             "runs": runs,
             "second_over_first": ratio,
             "target": TARGET,

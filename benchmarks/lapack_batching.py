@@ -97,7 +97,7 @@ def _run_case(case, arm, rounds, trials, repeats, timeout):
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="2 cases, 200 rounds, 8 trials")
+    p.add_argument("--quick", action="store_true", help="1 case, 200 rounds, 8 trials")
     p.add_argument("--rounds", type=int, default=1000)
     p.add_argument("--trials", type=int, default=16)
     p.add_argument("--repeats", type=int, default=5)
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(_worker(kind, int(K), int(d), mode, int(rounds), int(trials),
                                  int(repeats))))  # fmt: skip
         return {}
-    cases = CASES[:2] if a.quick else CASES
+    cases = CASES[:1] if a.quick else CASES
     rounds, trials, repeats = (200, 8, 3) if a.quick else (a.rounds, a.trials, a.repeats)
     rows = []
     for case in cases:

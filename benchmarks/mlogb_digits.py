@@ -12,7 +12,8 @@ cumulative regret; plus each recipe's ``(lam, eta, S)``::
 
 The recipes: the robust EOFD recipe at ``S = 1`` (what ``mlogb.practical(S=1)`` runs) and with
 no known bound (``S=None``, the recipe's own S), the plain EOFD recipe at ``S = 1``, and LinUCB
-at its no-known-bound recipe. ``--quick``: T = 300, three classes. float64.
+at its no-known-bound recipe. ``--quick``: T = 300, three classes; ``--rounds`` and ``--targets``
+override T and the classes (``--rounds 20 --targets 1``: a smoke run). float64.
 """
 
 from __future__ import annotations
@@ -89,13 +90,17 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--quick", action="store_true", help="T = 300, classes 0, 1, 8")
+    p.add_argument("--rounds", type=int, default=None, help="T (default 2000; quick 300)")
+    p.add_argument("--targets", default=None, help="comma list of rewarded classes")
     a = p.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     from bandits_jax.envs import classification
 
-    T = 300 if a.quick else 2000
+    T = a.rounds or (300 if a.quick else 2000)
     targets = (0, 1, 8) if a.quick else tuple(range(10))
-    at = sorted({10, 100, T // 4, T})
+    if a.targets is not None:
+        targets = tuple(int(c) for c in a.targets.split(","))
+    at = sorted(t for t in {10, 100, T // 4, T} if 1 <= t <= T)
     raw, labels = classification.load_digits()
     A = classification.normalise_features(raw)
     rows = []

@@ -35,7 +35,8 @@ rounds). float64::
     python -m benchmarks.mlogb_digits_causes --json docs/bench/mlogb_digits_causes.json
     python -m benchmarks.mlogb_digits_causes --half 0 --json docs/bench/mlogb_digits_causes_h0.json
 
-``--quick``: T = 300, one key per class; ``--no-numpy``: skip the (slow) numpy rows;
+``--quick``: T = 300, one key per class (``--rounds`` overrides T: ``--quick --rounds 20`` is a
+smoke run); ``--no-numpy``: skip the (slow) numpy rows;
 ``--mle-lams``: the exact logistic fit at these ridges instead of :data:`NUMPY_ROWS`' logistic
 rows (ridge regression stays).
 """
@@ -183,6 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--quick", action="store_true", help="T = 300, one key per class")
     p.add_argument("--seeds", type=int, default=5, help="keys per target class (default 5)")
+    p.add_argument("--rounds", type=int, default=None, help="T (default 2000; quick 300)")
     p.add_argument("--no-numpy", action="store_true", help="skip the numpy ridge/MLE rows")
     p.add_argument("--mle-lams", default=None,
                    help="comma list: the exact logistic MLE at these ridges instead of the default "
@@ -194,6 +196,7 @@ def main(argv: list[str] | None = None) -> dict:
     from bandits_jax import envs
 
     T, seeds = (300, 1) if a.quick else (2000, a.seeds)
+    T = a.rounds or T
     env = envs.digits(target=0, half=a.half)
     targets = np.repeat(np.arange(env.num_classes), seeds)
     keys = jax.random.split(jax.random.key(SEED), targets.size)

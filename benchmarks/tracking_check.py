@@ -32,6 +32,11 @@ chunks of 250): buffered 0.19-0.24 ms a round in every chunk, the exact fit 0.62
 chunk growing to 1.91 ms in the last::
 
     python -m benchmarks.tracking_check --out docs/bench/tracking_check.json
+
+``--quick``: the grid's chosen point only (:data:`QUICK_GRID`), T = 200, one key per class,
+one K = 4 key, a 200-round profile, no exact-fit rows (``--rounds``, ``--seeds``,
+``--k4-seeds`` and ``--profile-rounds`` still win: ``--quick --rounds 20 --profile-rounds 16``
+is a smoke run).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ TUNING_CLASSES = (0, 1, 2)
 GRID = tuple(itertools.product((1e-4, 1e-2), (0.0, 0.01), (64,), ("paper", "robust"))) + (
     (1e-2, 0.01, 16, "paper"),
 )
+QUICK_GRID = ((1e-2, 0.01, 64, "robust"),)  # the point the full grid chose
 EXACT_LAM = 1e-4
 
 
@@ -109,16 +115,25 @@ def _stats(regret: np.ndarray) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=1000)
-    p.add_argument("--seeds", type=int, default=3, help="keys per class (tuning and reported)")
-    p.add_argument("--k4-seeds", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="one grid point, short runs (below)")
+    p.add_argument("--rounds", type=int, default=None, help="T (default 1000; quick 200)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="keys per class, tuning and reported (default 3; quick 1)")  # fmt: skip
+    p.add_argument("--k4-seeds", type=int, default=None, help="default 3; quick 1")
     p.add_argument("--no-exact", action="store_true", help="skip the exact-fit rows")
     p.add_argument("--k4-exact", action="store_true",
                    help="also the exact fit at K = 4 (O(t K^2 d^2) a round: ~0.4 s a round at "
                         "t = 1000 on one CPU core)")  # fmt: skip
-    p.add_argument("--profile-rounds", type=int, default=2000)
+    p.add_argument("--profile-rounds", type=int, default=None, help="default 2000; quick 200")
     p.add_argument("--out", default=None, help="write the results here (JSON)")
     a = p.parse_args(argv)
+    quick = {"rounds": 200, "seeds": 1, "k4_seeds": 1, "profile_rounds": 200}
+    full = {"rounds": 1000, "seeds": 3, "k4_seeds": 3, "profile_rounds": 2000}
+    for name, value in (quick if a.quick else full).items():
+        if getattr(a, name) is None:
+            setattr(a, name, value)
+    a.no_exact = a.no_exact or a.quick
+    grid = QUICK_GRID if a.quick else GRID
     jax.config.update("jax_enable_x64", True)
     from bandits_jax import envs, mlogb
     from bandits_jax.mlogb.recipes import sketch_size
@@ -143,7 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
     t_targets = np.repeat(np.array(TUNING_CLASSES), a.seeds)
     t_keys = jax.random.split(jax.random.key(SEED), t_targets.size)
     tuning = []
-    for lam, beta, B, reg in GRID:
+    for lam, beta, B, reg in grid:
         regret, _ = play(buffered(1, B, reg), hp_of(lam, beta), env, t_targets, t_keys, T)
         tuning.append({"lam": lam, "beta": beta, "B": B, "reg": reg, **_stats(regret)})
         print(f"tune lam {lam:g} beta {beta:g} B {B} {reg}: {tuning[-1]['mean']:.1f} "
@@ -160,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
     point = (best["lam"], best["beta"], best["B"], best["reg"])
     candidates = [(f"buffered lam {lam:g} beta {beta:g} B {B} {reg}", buffered(1, B, reg),
                    hp_of(lam, beta), (lam, beta, B, reg) == point)
-                  for lam, beta, B, reg in GRID]  # fmt: skip
+                  for lam, beta, B, reg in grid]  # fmt: skip
     for kind in ("linucb", "eofd-robust"):
         rec = mlogb.tuned(kind, num_outcomes=1, dim=d, S=None, horizon=T)
         candidates.append((f"{kind} (recipe, S = None)", rec.learner, rec.hparams, False))
@@ -215,7 +230,7 @@ def main(argv: list[str] | None = None) -> dict:
             "rounds": T,
             "seeds": a.seeds,
             "tuning_classes": list(TUNING_CLASSES),
-            "grid": [list(g) for g in GRID],
+            "grid": [list(g) for g in grid],
             "tuning": tuning,
             "chosen": best,
             "k1": rows,

@@ -2,7 +2,9 @@
 
 Run as ``python -m benchmarks.xla_opt_level`` (``--json PATH`` to write the figures, e.g.
 ``docs/bench/xla_opt_level.json``). It takes several minutes: each configuration runs
-``bandits-jax reproduce`` cold once per repeat.
+``bandits-jax reproduce`` cold once per repeat. ``--quick`` narrows each run to one small cell
+(:data:`QUICK_ARGS`: one setting, one learner, T = 20, 2 trials) and one repeat: a check that the
+benchmark runs, not the figure.
 
 Method. A configuration ``LEVEL:EMITTERS[:SPLIT]`` is the command's ``--xla-opt-level LEVEL``
 (``default``: XLA's own; ``0``: LLVM's ``-O0``), ``--xla-fusion-emitters EMITTERS`` (``on``:
@@ -33,6 +35,10 @@ import tempfile
 from benchmarks._device import add_device_option
 from benchmarks._report import finish, reproduce_compile_wall, run_command
 
+# --quick: the reproduction's arguments for one small cell
+QUICK_ARGS = ["--settings", "synth-20-1-S8", "--learners", "linucb", "--rounds", "20",
+              "--trials", "2"]  # fmt: skip
+
 
 def _run(config: str, root: pathlib.Path, extra: list[str]) -> tuple[float, float, list[dict]]:
     out, cache = root / "out", root / "xla"
@@ -59,12 +65,15 @@ def main(argv=None) -> dict:
         help="configurations LEVEL:EMITTERS[:SPLIT] to compare (LEVEL: default,0,1,2,3; "
         "EMITTERS: on, off; SPLIT: default, auto or N, default when omitted)",
     )
-    p.add_argument("--repeats", type=int, default=2, help="cold runs per configuration")
+    p.add_argument("--repeats", type=int, default=None, help="cold runs per configuration (2)")
     p.add_argument("--rounds", type=int, default=None, help="T (default: --quick's 200)")
     p.add_argument("--trials", type=int, default=None, help="trials (default: --quick's 4)")
+    p.add_argument("--quick", action="store_true", help="one small cell, one repeat")
     add_device_option(p)
     args = p.parse_args(argv)
-    extra = ["--quick"]
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 2
+    extra = ["--quick", *(QUICK_ARGS if args.quick else [])]
     if args.rounds is not None:
         extra += ["--rounds", str(args.rounds)]
     if args.trials is not None:

@@ -57,7 +57,7 @@ def _watch(args: list[str]) -> dict[str, dict]:
     return results
 
 
-@pytest.mark.soak
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
 def test_every_kind_finishes_at_xla_defaults_with_no_failure(x64):
