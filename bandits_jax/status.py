@@ -64,7 +64,7 @@ MESSAGES: dict[Status, str] = {
     Status.NONFINITE: "non-finite input or result; the update was rejected and the state kept",
     Status.INACTIVE: "nothing to solve (e.g. the point already lay in the ball)",
     Status.BAD_OUTCOME: "an outcome outside 0..K or not integer-valued; the update was rejected",
-    Status.INEXACT: "the result left its constraint by more than the dtype's tolerance; put back",
+    Status.INEXACT: "the result left its constraint by more than tolerance and rounding; put back",
     Status.NAN_SCORES: "some valid action scored NaN; it was not chosen",
     Status.EMPTY_MASK: "no valid action; the selected index (0) means nothing",
 }

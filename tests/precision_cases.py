@@ -2,17 +2,22 @@
 
 The float32 side runs as a user's program does: ``python -m tests.precision_cases OUT.npz`` in a
 process with x64 off and no ``XLA_FLAGS`` (XLA's own options; ``tests/test_float32.py`` starts
-it). The float64 side is computed by the test (x64 on, compiled at XLA's defaults,
-``tests/xla_defaults.py``). Each case is a jitted ``lax.scan`` over rounds:
+it). The float64 side is computed by the test: the learner's numpy reference
+(``tests/precision_references.py``) on these inputs and the float32 run's draws, or, for a case
+without one, this module's case in float64 (x64 on). Each case is a jitted ``lax.scan`` over
+rounds:
 
 - MLogB: teacher-forced, so that a near-tie in selection cannot make the precisions play
   different actions: round t updates on a given action ``x_t`` and outcome ``y_t`` (drawn in
   numpy from a multinomial logistic model), then records ``W_t`` and both score parts (estimate,
-  bonus) of a fixed probe set of actions.
+  bonus) of a fixed probe set of actions. Thompson sampling also records the bits of the draw
+  behind its bonus (``draw_bits``), for a float64 reference on the same normals.
 - BCO: the learner's own closed loop on a quadratic loss sequence (``envs.quadratic``). The
   coordinate estimators draw integers (a coordinate and a sign) from the key, the same draws in
   both precisions, so both play the same queries up to rounding; ``delta`` is explicit and above
-  float32's floor, so both use the same exploration radius. Records the played points.
+  float32's floor, so both use the same exploration radius. Records the played points and the
+  values of the losses; a case of :data:`DRAWS` also records its draws and the loss sequence's
+  parameters, for a float64 reference on the run's own draws.
 
 Inputs are made in numpy (float64, ``zlib.crc32`` seeds) and cast: both precisions see the same
 numbers up to one rounding of the inputs.
@@ -20,6 +25,7 @@ numbers up to one rounding of the inputs.
 
 from __future__ import annotations
 
+import functools
 import sys
 import zlib
 from collections.abc import Callable
@@ -82,75 +88,90 @@ def _mlogb_case(name, K, d, make_learner, make_hp) -> Run:
             def body(s, xy):
                 s = learner.update(s, *xy)
                 est, bonus = learner.score_parts(s, probe)
-                return s, (s.W, est, bonus, s.status)
+                out = {"W": s.W, "estimate": est, "bonus": bonus, "status": s.status}
+                if hasattr(s, "key") and hasattr(s, "sample"):  # Thompson sampling
+                    out["draw_bits"] = draw_bits(s.key, s.sample.shape)
+                return s, out
 
             return jax.lax.scan(body, state, (xs, ys))[1]
 
-        W, est, bonus, status = jit(trajectory)(learner.init(hp), xs, ys, probe)
-        return {"W": W, "estimate": est, "bonus": bonus, "status": status}
+        return jit(trajectory)(learner.init(hp), xs, ys, probe)
 
     return run
 
 
-def _hp(K, dtype, **kw):
-    base = {"lam": 0.5, "eta": 1.0, "S": 2.5, "beta": "theory", "beta_scale": 0.05}
-    return mlogb.hyperparams(**{**base, **kw}, rewards=np.linspace(1.0 / K, 1.0, K), dtype=dtype)
+def draw_bits(key_data: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """The bits behind the draw of the round whose key is ``key_data`` (``mlogb.lin_ts``'s
+    chain: ``bits(split(k_t)[1], shape, uint32)``; ``xi_t = sqrt(2) erfinv`` of their top 23 on
+    an even grid): integers, the same in both precisions."""
+    _, sub = jax.random.split(jax.random.wrap_key_data(key_data))
+    return jax.random.bits(sub, shape, jnp.uint32)
+
+
+# The hyperparameters of the cases (each learner family's builder; rewards ``r_k = k / K``).
+MLOGB_HP = {"lam": 0.5, "eta": 1.0, "S": 2.5, "beta": "theory", "beta_scale": 0.05}
+LINUCB_HP = {"lam": 0.5, "alpha": 0.3}
+ECOLOG_HP = {"lam": 0.5, "S": 2.5, "beta_scale": 0.05}  # K = 1, reward 1
+EXACT_HP = {"lam": 0.5, "beta": 0.3}  # exact and buffered EOFD
+TS_HP = {"lam": 0.5, "v": 0.3, "seed": 3}
+
+
+def rewards(K: int) -> np.ndarray:
+    return np.linspace(1.0 / K, 1.0, K)
+
+
+def _hp(K, dtype):
+    return mlogb.hyperparams(**MLOGB_HP, rewards=rewards(K), dtype=dtype)
 
 
 def _linucb_hp(K, dtype):
-    return mlogb.linucb_hyperparams(
-        lam=0.5, alpha=0.3, rewards=np.linspace(1.0 / K, 1.0, K), dtype=dtype
-    )
+    return mlogb.linucb_hyperparams(**LINUCB_HP, rewards=rewards(K), dtype=dtype)
 
 
 def _ecolog_hp(K, dtype):
-    return mlogb.ecolog_hyperparams(lam=0.5, S=2.5, beta_scale=0.05, dtype=dtype)
+    return mlogb.ecolog_hyperparams(**ECOLOG_HP, dtype=dtype)
 
 
 def _exact_hp(K, dtype):
-    rewards = np.linspace(1.0 / K, 1.0, K)
-    return mlogb.exact_hyperparams(lam=0.5, beta=0.3, rewards=rewards, dtype=dtype)
+    return mlogb.exact_hyperparams(**EXACT_HP, rewards=rewards(K), dtype=dtype)
 
 
 def _ts_hp(build):
     """Thompson sampling: its draws are the same in both precisions up to rounding (the key's
     bits, mapped to normals in the state's dtype), so its bonus is compared too."""
-    return lambda K, dtype: build(lam=0.5, v=0.3, seed=3, rewards=np.linspace(1.0 / K, 1.0, K),
-                                  dtype=dtype)  # fmt: skip
+    return lambda K, dtype: build(**TS_HP, rewards=rewards(K), dtype=dtype)
 
 
-def _eofd(K, d, m, **kw):
-    return lambda: mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
+def _mlogb(factory, K, d, **kw):
+    """The case's learner factory: a partial, whose options the numpy references read."""
+    return functools.partial(factory, num_outcomes=K, dim=d, **kw)
 
 
 MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     # name: (K, d, learner factory, hyperparameters (K, dtype))
-    "eofd-k1": (1, 8, _eofd(1, 8, 3), _hp),
-    "eofd-k3": (3, 4, _eofd(3, 4, 4), _hp),
-    "eofd-robust-k1": (1, 8, _eofd(1, 8, 3, regularization="robust"), _hp),
-    "eofd-robust-k3": (3, 4, _eofd(3, 4, 4, regularization="robust"), _hp),
-    "eofd-adaptive": (
-        2, 5, _eofd(2, 5, 2, max_sketch_size=6, delta_target=1.5, regularization="robust"), _hp
-    ),
-    "eofd-fast": (2, 5, _eofd(2, 5, 3, sketch_rule="fast"), _hp),
-    "eofd-deferred": (2, 5, _eofd(2, 5, 3, spare_columns=4), _hp),
-    "oful-k1": (1, 8, lambda: mlogb.oful(num_outcomes=1, dim=8), _hp),
-    "oful-k3": (3, 4, lambda: mlogb.oful(num_outcomes=3, dim=4), _hp),
-    "greedy": (2, 5, lambda: mlogb.greedy(num_outcomes=2, dim=5, sketch_size=3), _hp),
-    "linucb": (2, 5, lambda: mlogb.linucb(num_outcomes=2, dim=5), _linucb_hp),
-    "ecolog": (1, 8, lambda: mlogb.ecolog(dim=8), _ecolog_hp),
-    "exact-k3": (3, 4, lambda: mlogb.exact(num_outcomes=3, dim=4, horizon=T), _exact_hp),
-    "lin-ts": (2, 5, lambda: mlogb.lin_ts(num_outcomes=2, dim=5), _ts_hp(mlogb.lin_ts_hyperparams)),
-    "logistic-ts-k1": (1, 8, lambda: mlogb.logistic_ts(num_outcomes=1, dim=8),
+    "eofd-k1": (1, 8, _mlogb(mlogb.eofd, 1, 8, sketch_size=3), _hp),
+    "eofd-k3": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4), _hp),
+    "eofd-robust-k1": (1, 8, _mlogb(mlogb.eofd, 1, 8, sketch_size=3, regularization="robust"), _hp),
+    "eofd-robust-k3": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4, regularization="robust"), _hp),
+    "eofd-adaptive": (2, 5, _mlogb(mlogb.eofd, 2, 5, sketch_size=2, max_sketch_size=6,
+                                   delta_target=1.5, regularization="robust"), _hp),
+    "eofd-fast": (2, 5, _mlogb(mlogb.eofd, 2, 5, sketch_size=3, sketch_rule="fast"), _hp),
+    "eofd-deferred": (2, 5, _mlogb(mlogb.eofd, 2, 5, sketch_size=3, spare_columns=4), _hp),
+    "oful-k1": (1, 8, _mlogb(mlogb.oful, 1, 8), _hp),
+    "oful-k3": (3, 4, _mlogb(mlogb.oful, 3, 4), _hp),
+    "greedy": (2, 5, _mlogb(mlogb.greedy, 2, 5, sketch_size=3), _hp),
+    "linucb": (2, 5, _mlogb(mlogb.linucb, 2, 5), _linucb_hp),
+    "ecolog": (1, 8, _mlogb(mlogb.ecolog, 1, 8), _ecolog_hp),
+    "exact-k3": (3, 4, _mlogb(mlogb.exact, 3, 4, horizon=T), _exact_hp),
+    "lin-ts": (2, 5, _mlogb(mlogb.lin_ts, 2, 5), _ts_hp(mlogb.lin_ts_hyperparams)),
+    "logistic-ts-k1": (1, 8, _mlogb(mlogb.logistic_ts, 1, 8),
                        _ts_hp(mlogb.logistic_ts_hyperparams)),
-    "logistic-ts-full-k3": (
-        3, 4, lambda: mlogb.logistic_ts(num_outcomes=3, dim=4, covariance="full"),
-        _ts_hp(mlogb.logistic_ts_hyperparams),
-    ),
-    "eofd-buffered-k3": (3, 4, lambda: mlogb.eofd_buffered(num_outcomes=3, dim=4, sketch_size=4,
-                                                           buffer_size=5), _exact_hp),  # dense H
-    "eofd-buffered-k1": (1, 8, lambda: mlogb.eofd_buffered(num_outcomes=1, dim=8, sketch_size=3,
-                                                           buffer_size=3), _exact_hp),  # Woodbury
+    "logistic-ts-full-k3": (3, 4, _mlogb(mlogb.logistic_ts, 3, 4, covariance="full"),
+                            _ts_hp(mlogb.logistic_ts_hyperparams)),
+    "eofd-buffered-k3": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4, buffer_size=5),
+                         _exact_hp),  # dense H
+    "eofd-buffered-k1": (1, 8, _mlogb(mlogb.eofd_buffered, 1, 8, sketch_size=3, buffer_size=3),
+                         _exact_hp),  # Woodbury
 }  # fmt: skip
 
 
@@ -162,9 +183,9 @@ def bco_env(dtype):
     return bco_losses.quadratic(BCO_DIM, base_norm=1.5, amplitude=0.3, omega=0.05, dtype=dtype)
 
 
-def _bco_case(name, make_learner, make_hp, draws=False) -> Run:
-    """``draws``: also record each round's Gaussian draw (the sphere's direction, which depends
-    on the dtype) and the loss sequence's parameters, for a float64 reference on the same draws."""
+def _bco_case(name, make_learner, make_hp, draws=None) -> Run:
+    """``draws``: ``(key, aux, dtype) -> {field: draw}``, the round's draws to record, with the
+    loss sequence's parameters, for a float64 reference on the same draws (:data:`DRAWS`)."""
 
     def run(dtype, jit):
         learner = make_learner()
@@ -180,7 +201,7 @@ def _bco_case(name, make_learner, make_hp, draws=False) -> Run:
                 new_state = learner.update(learner_state, aux, values)
                 out = {"points": pts, "loss": values, "status": new_state.status}
                 if draws:
-                    out["normal"] = jax.random.normal(key, (BCO_DIM,), dtype)
+                    out.update(draws(key, aux, dtype))
                 return new_state, env.step(env_state), out
 
             return rollout(step, state, env_state, key, T)
@@ -231,13 +252,36 @@ BCO: dict[str, tuple[Callable, Callable]] = {
     ),
 }
 
-# Algorithm 3 draws its direction in the state's dtype: its float64 side is the numpy reference
-# on the float32 run's own draws (tests/test_float32.py).
+# Algorithm 3 draws its direction in the state's dtype, so a float64 learner would draw others:
+# only a reference on the float32 run's own draws can be its float64 side.
 SPHERE = ("alg3-sphere", "variance")
+BCO[SPHERE[0]] = _two_point(SPHERE[1], tp.sphere_learner)
+
+
+def _coordinate(key, aux, dtype):  # Algorithms 1 and 6: i_t
+    return {"coord": aux.i}
+
+
+def _coordinate_and_sign(key, aux, dtype):  # Algorithm 4: (i_t, eps_t)
+    return {"coord": aux.coord, "sign": aux.sign}
+
+
+def _normal(key, aux, dtype):  # Algorithm 3: z_t (u_t = z_t / ||z_t||), in the run's dtype
+    return {"normal": jax.random.normal(key, (BCO_DIM,), dtype)}
+
+
+# The draws a case records for its numpy reference (tests/precision_references.py).
+DRAWS: dict[str, Callable] = {
+    "alg1-variance": _coordinate,
+    "alg1-strongly-convex": _coordinate,
+    "alg4-box-ftrl": _coordinate_and_sign,
+    "alg6-universal": _coordinate,
+    SPHERE[0]: _normal,
+}
+
 CASES: dict[str, Run] = {
     **{name: _mlogb_case(name, K, d, f, h) for name, (K, d, f, h) in MLOGB.items()},
-    **{name: _bco_case(name, f, h) for name, (f, h) in BCO.items()},
-    SPHERE[0]: _bco_case(SPHERE[0], *_two_point(SPHERE[1], tp.sphere_learner), draws=True),
+    **{name: _bco_case(name, f, h, DRAWS.get(name)) for name, (f, h) in BCO.items()},
 }
 
 

@@ -1,5 +1,7 @@
-"""The one status space (:mod:`bandits_jax.status`) against tables written out here, and the
-secular solver's step cap reaching the status of the sketch and EOFD updates."""
+"""The one status space (:mod:`bandits_jax.status`) against tables written out here, the
+secular solver's step cap reaching the status of the sketch and EOFD updates, and failure counts
+that mean failure: none on ordinary runs of every registry kind, ``INEXACT`` only beyond
+Lemma 2's rounding (:func:`bandits_jax.linalg.projection.ball_margin`)."""
 
 import itertools
 
@@ -8,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax import mlogb
+from bandits_jax import envs, mlogb, sim
 from bandits_jax.linalg import projection, roots, secular, sketch
-from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb import bonus, recipes
+from bandits_jax.mlogb.learner import into_ball
 from bandits_jax.status import (
     MESSAGES,
     SEVERITY,
@@ -186,3 +189,53 @@ def test_capped_secular_solve_reaches_the_eofd_status(monkeypatch, rule):
     assert last_status() in (Status.CONVERGED, Status.INACTIVE)
     _capped(monkeypatch)
     assert last_status() == Status.MAX_STEPS
+
+
+# --- failure counts that mean failure ------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", recipes.KINDS)
+def test_ordinary_runs_count_no_failure(kind):
+    """Every registry kind at its recipe on Section 4's stream (unit-norm actions), float64, 8
+    vmapped trials as a user plays them: no update or selection status is a failure. At
+    ``S = 1`` the projecting kinds project on many rounds (with the former ``4 eps`` margin,
+    ``eofd`` counted 17 ``INEXACT`` of its 377 here)."""
+    K, d, S, T, trials = (1 if kind in recipes.K1_ONLY else 2), 6, 1.0, 300, 8
+    rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=S, horizon=T)
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S)
+    run = sim.make_rollout(mlogb.interact(rec.learner, env), T, trials=True)
+    keys = jax.random.split(jax.random.key(7), trials)
+    m = run(rec.learner.init(rec.hparams), jax.vmap(env.init)(keys), keys)
+    failed = {
+        f"{what} {name}": n
+        for what, codes in (("update", m.status), ("select", m.select_status))
+        for name, n in count_status(codes).items()
+        if n and bool(is_failure(int(Status[name.upper()])))
+    }
+    assert not failed, f"{kind}: {failed}"
+    if kind in ("eofd", "eofd-robust", "oful", "greedy"):  # the margin is exercised
+        assert int(np.sum(m.projected)) >= 20, kind
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_into_ball_flags_only_what_rounding_does_not_explain(dtype):
+    """Within :func:`~bandits_jax.linalg.projection.ball_margin` of the sphere ``W`` is kept and
+    its status too; beyond it ``W`` is put back on the sphere and ``INEXACT`` (a failure)."""
+    K, d, S = 2, 8, 1.5
+    margin = projection.ball_margin(K * d, dtype)
+    eps = float(jnp.finfo(dtype).eps)
+    assert margin == pytest.approx((8.0 + 4.0 * np.sqrt(K * d)) * eps, rel=1e-12)  # 24 eps
+    hp = mlogb.hyperparams(lam=1.0, eta=1.0, S=S, rewards=[0.5, 1.0], dtype=dtype)
+    state = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=2).init(hp)
+    direction = np.random.default_rng(0).normal(size=(K, d))
+    direction /= np.linalg.norm(direction)
+    for excess, flagged in ((0.0, False), (0.5, False), (0.75, False), (1.5, True), (1e3, True)):
+        W = jnp.asarray(S * (1.0 + excess * margin) * direction, dtype)
+        out = into_ball(state._replace(W=W))
+        norm = np.linalg.norm(np.asarray(out.W, np.longdouble))
+        assert int(out.info.status) == (Status.INEXACT if flagged else Status.CONVERGED), excess
+        assert bool(is_failure(out.info.status)) == flagged
+        if flagged:
+            assert abs(norm / S - 1.0) <= 4 * eps, excess
+        else:
+            np.testing.assert_array_equal(np.asarray(out.W), np.asarray(W))

@@ -19,12 +19,13 @@ not on the relative error of ``nu``, which is tiny when ``w'`` only just leaves 
 
 Feasibility whatever the status: ``psi >= 0`` is the feasible side (``f(nu) <= S^2``). A root that
 is not ``CONVERGED`` (``MAX_STEPS``), or whose own ``psi`` says it lies outside the ball by more
-than the tolerance, is replaced by the bracket's feasible end ``hi``, so the dual variable returned
-always gives ``||w|| <= S`` up to the representation's rounding.
+than the tolerance (:data:`ROOT_TOL` eps), is replaced by the bracket's feasible end ``hi``, so the
+dual variable returned always gives ``||w|| <= S`` up to :func:`ball_margin`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -34,6 +35,26 @@ from jax import lax
 
 from bandits_jax.linalg.roots import RootResult, bracketed_newton
 from bandits_jax.status import CONVERGED, INACTIVE
+
+#: Lemma 2's root is accepted at ``psi(nu) >= -ROOT_TOL eps`` (also the Newton loop's ``ftol``).
+ROOT_TOL = 8.0
+#: Rounding of Lemma 2's representation of ``||w||``, in ``sqrt(K d) eps`` (:func:`ball_margin`).
+ROUNDING_PER_SQRT_DIM = 4.0
+
+
+def ball_margin(size: int, dtype) -> float:
+    """Relative margin by which a projected ``w`` of ``size = K d`` entries may end outside
+    ``||w|| <= S`` through rounding alone: ``(ROOT_TOL + ROUNDING_PER_SQRT_DIM sqrt(K d)) eps``.
+
+    Lemma 2 (He et al., eq. 23-25) represents ``||w(nu)||^2`` as ``f(nu)``, from ``a = Vt^T w'``,
+    ``mu`` and ``||w'||^2``. (i) Newton from ``nu = 0`` on the concave ``psi`` nears the root from
+    the infeasible side and stops at ``psi >= -ROOT_TOL eps``: ``sqrt(f(nu)) <= S (1 + 8 eps)``.
+    (ii) ``f(nu)`` (and so ``psi``), the assembly ``w = alpha w' + Vt c`` (``Vt`` orthonormal to
+    rounding) and the check's own ``||w||`` each sum ``K d`` rounded terms: ``sqrt(K d) eps``
+    relative each (Higham & Mary's probabilistic bound), so ``4 sqrt(K d) eps`` covers (ii)
+    (``tests/linalg/test_projection.py`` checks both shares against long double).
+    """
+    return (ROOT_TOL + ROUNDING_PER_SQRT_DIM * math.sqrt(size)) * float(jnp.finfo(dtype).eps)
 
 
 class DualSolution(NamedTuple):
@@ -90,7 +111,7 @@ def solve_dual(
     zero = jnp.zeros((), dtype)
 
     def newton(hi):
-        tol = dict(ftol=8 * eps, xtol=4 * eps)
+        tol = dict(ftol=ROOT_TOL * eps, xtol=4 * eps)
         return bracketed_newton(psi, zero, hi, zero, max_steps=max_steps, **tol)
 
     def skip(hi):
@@ -102,7 +123,7 @@ def solve_dual(
     res = lax.cond(active, newton, skip, hi)
     # psi(x) = res.fx < 0 means ||w(x)|| > S: keep x only when converged and feasible to the
     # tolerance, else take the feasible end of the bracket (psi(hi) >= 0).
-    good = (res.status == CONVERGED) & (res.fx >= -8 * eps)
+    good = (res.status == CONVERGED) & (res.fx >= -ROOT_TOL * eps)
     nu = jnp.where(active, jnp.where(good, res.x, res.hi), 0.0)
     status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)
     steps = jnp.where(active, res.steps, 0).astype(jnp.int32)

@@ -22,6 +22,7 @@ import numpy as np
 from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
 from bandits_jax.learner_base import compiled, status_of
+from bandits_jax.linalg import projection
 from bandits_jax.mlogb import bonus, confidence
 from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
 from bandits_jax.status import (
@@ -190,14 +191,16 @@ def guard(old, new):
 
 
 def into_ball(state):
-    """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than ``4 eps`` of the
-    dtype (float32 rounding of Lemma 2's representation at ``||x|| >> D``) is rescaled onto the
-    sphere, and the status becomes its :func:`~bandits_jax.status.worst` with ``INEXACT`` (a
-    ``CONVERGED``/``INACTIVE`` one becomes ``INEXACT``, so it stays true)."""
+    """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than
+    :func:`~bandits_jax.linalg.projection.ball_margin` (Lemma 2's root tolerance plus the rounding
+    of its representation, ``(8 + 4 sqrt(K d)) eps`` of the dtype) is rescaled onto the sphere,
+    and the status becomes its :func:`~bandits_jax.status.worst` with ``INEXACT`` (a
+    ``CONVERGED``/``INACTIVE`` one becomes ``INEXACT``): a violation that rounding does not
+    explain (e.g. float32 at ``||x|| >> D``), a failure. Within the margin ``W`` is kept as is."""
     W, S = state.W, state.hparams.S
-    eps = jnp.finfo(W.dtype).eps
+    margin = projection.ball_margin(W.size, W.dtype)
     n = jnp.sqrt(jnp.sum(W * W))
-    out = n > S * (1.0 + 4.0 * eps)
+    out = n > S * (1.0 + margin)
     W = jnp.where(out, W * (S / jnp.where(out, n, 1.0)), W)
     status = state.info.status
     status = jnp.where(out, worst(status, INEXACT), status).astype(jnp.int32)
