@@ -49,7 +49,9 @@ EPS32 = float(np.finfo(np.float32).eps)
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = np.arange(1, pc.T + 1)
 FAILURES = {s.name.lower() for s in Status if bool(is_failure(int(s)))}
-pytestmark = pytest.mark.slow  # a subprocess compiling every learner at XLA's defaults
+# A subprocess compiling every learner at XLA's defaults: minutes of CPU, so CI runs it after
+# the default suite (marker ``long``).
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def _user_process(out: Path, *args: str) -> dict[str, np.ndarray]:

@@ -47,6 +47,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
 def test_reproduce_equals_the_library_for_the_same_seeds(tmp_path, dtype):
     """The command in its own process (no ``XLA_FLAGS`` of the suite's: its own options over

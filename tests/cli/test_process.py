@@ -108,6 +108,7 @@ print(jax.device_count(), os.environ["PJRT_NPROC"], int(jnp.sum(out.regret >= 0)
 """
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 @pytest.mark.slow
 def test_sharded_trials_over_host_devices_do_not_deadlock():
     """EOFD (100, 4, 40), 64 trials sharded over 2 host devices through the library's own

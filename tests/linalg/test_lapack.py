@@ -78,7 +78,14 @@ def test_vmapped_functions_make_one_matrix_calls_on_cpu():
         assert "lapack_" in text and not batched_lapack_calls(text)
 
 
-@pytest.mark.parametrize("K,d", [(1, 10), (4, 20), (2, 65)])
+@pytest.mark.parametrize(
+    "K,d",
+    [
+        pytest.param(1, 10, marks=pytest.mark.long),
+        (4, 20),
+        pytest.param(2, 65, marks=pytest.mark.long),
+    ],
+)
 def test_no_kind_batches_a_lapack_call_in_a_vmapped_rollout(K, d):
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=4.0)
     keys = jax.random.split(jax.random.key(0), 8)

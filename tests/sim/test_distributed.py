@@ -68,6 +68,7 @@ def _one_process():
     return sweep.run_sweep(ns["experiments"](), num_rounds=ns["T"], seeds=ns["SEEDS"])
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 @pytest.mark.slow
 def test_two_processes_equal_one(tmp_path):
     out = str(tmp_path / "table.json")

@@ -32,6 +32,7 @@ def _start(role, ckdir, log):
     )  # fmt: skip
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 @pytest.mark.slow
 def test_sharded_sweeps_match_unsharded_and_a_killed_one_resumes_bit_for_bit(tmp_path):
     """EOFD (K = 1), robust EOFD and OFUL (K = 4) sharded against the same sweep unsharded (the
