@@ -8,6 +8,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from bandits_jax.bco import rounds as bint
 from bandits_jax.cli import bco as study
@@ -45,6 +46,7 @@ def reference_regret(name, d, T, amplitude, noise, seeds, scale=1.0):
     return np.asarray(summ(es, m)).tolist()
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 def test_bco_study_end_to_end_tuned_and_resumed(tmp_path, capsys, bars):
     argv = [
         "bco", "--study", "variation", "--learners", "alg1_thm3", "--rounds", str(T),

@@ -60,6 +60,7 @@ def numbers(cells):
     return {k: {f: c[f] for f in keep} for k, c in cells.items()}
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 @pytest.mark.slow
 def test_kappa_end_to_end_interrupted_resumed_and_refused(tmp_path, capsys, monkeypatch, bars):
     # 1. A reference study, uninterrupted.

@@ -186,6 +186,7 @@ def _kappa_series(names, S=(1.0, 1.5, 2.0, 4.0, 8.0, 16.0)):
     ]  # fmt: skip
 
 
+@pytest.mark.long  # minutes of CPU: CI runs it after the default suite
 @pytest.mark.slow
 def test_every_figure_renders_without_overlapping_text(tmp_path, figures):
     names = LONG[:5] + [NEW]
