@@ -25,8 +25,9 @@ from jax.scipy import linalg as jsl
 
 
 def _one_matrix_a_call(fn: Callable) -> Callable:
-    """``fn`` whose ``vmap`` is ``lax.map`` on CPU and ``vmap`` elsewhere (module docstring);
-    leading axes of its first argument past two are mapped the same way."""
+    """``fn`` whose ``vmap`` is ``lax.map`` on CPU and ``vmap`` elsewhere (module docstring); a
+    one-argument ``fn`` maps leading axes past two the same way (solves take one matrix: vmap
+    them)."""
     mapped = jax.custom_batching.custom_vmap(fn)
 
     @mapped.def_vmap
@@ -43,7 +44,10 @@ def _one_matrix_a_call(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def call(a, *rest):
         if jnp.ndim(a) > 2:  # an explicit batch: as under vmap
-            return jax.vmap(call, in_axes=(0,) + (None,) * len(rest))(a, *rest)
+            if rest:
+                raise ValueError(f"linalg.lapack.{fn.__name__}: a must be one matrix (2-D; vmap "
+                                 f"over a batch), got shape {jnp.shape(a)}")  # fmt: skip
+            return jax.vmap(call)(a)
         return mapped(a, *rest)
 
     return call

@@ -61,6 +61,8 @@ def test_functions_match_numpy_batched_by_vmap_and_by_leading_axes():
     # Leading axes of a one-argument function are a batch, as under vmap.
     np.testing.assert_allclose(lapack.cholesky(jnp.asarray(A)), L, **tol)
     np.testing.assert_allclose(lapack.eigvalsh(jnp.asarray(A)), ev, **tol)
+    with pytest.raises(ValueError, match=r"lapack\.cho_solve: a must be one matrix"):
+        lapack.cho_solve(jnp.asarray(L), jnp.asarray(b))
     # An unbatched argument beside a batched one.
     x = jax.vmap(lapack.lower_solve, in_axes=(0, None))(jnp.asarray(L[0]), jnp.asarray(b[0, 0]))
     np.testing.assert_allclose(
