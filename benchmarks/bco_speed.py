@@ -36,7 +36,6 @@ Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``;
 from __future__ import annotations
 
 import argparse
-import functools
 import statistics
 import time
 
@@ -54,7 +53,7 @@ from bandits_jax.bco import two_point as tp  # noqa: E402
 from bandits_jax.reference import bco_numpy  # noqa: E402
 from bandits_jax.reference.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
 from bandits_jax.sim import sharding as sh  # noqa: E402
-from bandits_jax.sim.runner import make_rollout, rollout  # noqa: E402
+from bandits_jax.sim.runner import make_rollout  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 
@@ -188,13 +187,8 @@ THROUGHPUT_TARGET = 1e7
 
 
 def _kernels(step, learner_state, d, trials, rounds):
-    """Ops in the compiled program (fusions; all instructions), from XLA's optimised HLO.
-
-    ``make_rollout`` returns a plain function (it checks the batch axes, then calls its inner
-    ``jax.jit``), so this lowers the same program, ``jit(vmap(rollout))``, built here."""
-    run = jax.jit(
-        jax.vmap(functools.partial(rollout, step, num_rounds=rounds), in_axes=(None, 0, 0))
-    )
+    """Ops in the compiled program (fusions; all instructions), from XLA's optimised HLO."""
+    run = make_rollout(step, rounds, trials=True)
     es = _env_batch(d, trials, learner_state.hparams.delta.dtype)
     keys = jax.random.split(jax.random.key(0), trials)
     text = run.lower(learner_state, es, keys).compile().as_text() or ""

@@ -10,6 +10,7 @@ naming its case instead of stalling the suite. Failure counts are zero on these 
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
 import queue
@@ -20,6 +21,7 @@ import threading
 import pytest
 
 from bandits_jax.status import Status, is_failure
+from tests.rollout_cases import cases
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CASE_TIMEOUT = 900  # seconds for one case: the exact fit at K d = 130 takes minutes
@@ -61,9 +63,6 @@ def _watch(args: list[str]) -> dict[str, dict]:
 @pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
 def test_every_kind_finishes_at_xla_defaults_with_no_failure(x64):
-    sys.path.insert(0, str(ROOT / "tests"))
-    from rollout_cases import cases
-
     args = ["--rounds", "1000", "--trials", "8"] + (["--x64"] if x64 else [])
     results = _watch(args)
     expected = [f"{k}:{K}:{d}" for k, K, d in cases()]
@@ -72,4 +71,4 @@ def test_every_kind_finishes_at_xla_defaults_with_no_failure(x64):
         bad = {k: r["status"][k] for k in FAILURES if r["status"][k]}
         bad |= {f"select {k}": r["select_status"][k] for k in FAILURES if r["select_status"][k]}
         assert not bad, f"{name} (x64={x64}): failed steps {bad}"
-        assert r["regret"] == r["regret"], name  # finite
+        assert math.isfinite(r["regret"]), name

@@ -220,7 +220,8 @@ SECULAR_MAX_K = 1
 
 def _use_secular(n: int, k: int) -> bool:
     """Static choice of the core's eigensolver: K rank-one secular updates
-    (:mod:`bandits_jax.linalg.secular`) for ``k <= SECULAR_MAX_K``, else ``jnp.linalg.eigh``."""
+    (:mod:`bandits_jax.linalg.secular`) for ``k <= SECULAR_MAX_K``, else
+    :func:`~bandits_jax.linalg.lapack.eigh`."""
     return k <= SECULAR_MAX_K
 
 
@@ -234,7 +235,7 @@ def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> secular.SecularEi
     rounds) that vectorise under ``vmap``, instead of a LAPACK ``eigh`` that becomes a loop of
     small calls there. A degenerate direction has a zero row in ``A``, so the secular solver
     deflates it and returns its sentinel and unit vector exactly. The choice is static
-    (:func:`_use_secular`); ``jnp.linalg.eigh`` counts as converged."""
+    (:func:`_use_secular`); LAPACK's ``eigh`` counts as converged."""
     m = mu.shape[0]
     k = ext.T.shape[0]
     A = ext.coords

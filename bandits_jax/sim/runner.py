@@ -90,6 +90,7 @@ def make_rollout(
 
     ``run`` checks its arguments' leading axes against ``trials`` and ``grid`` first
     (:func:`check_batch_axes`): a ``ValueError`` names the argument and the flag it needs.
+    ``run.lower(...)`` lowers the jitted program, unchecked.
     """
     fn = functools.partial(rollout, step, num_rounds=num_rounds)
     if trials:
@@ -102,6 +103,7 @@ def make_rollout(
         check_batch_axes(learner_state, env_state, key, trials=trials, grid=grid)
         return compiled(learner_state, env_state, key)
 
+    run.lower = compiled.lower  # the compiled program, as a jitted function has it
     return run
 
 

@@ -40,3 +40,10 @@ def test_raw_and_typed_keys_are_both_read():
     raw = run(GRID, ENVS, jax.random.key_data(KEYS))
     np.testing.assert_array_equal(typed.regret, raw.regret)
     assert typed.regret.shape == (2, 3, T)
+
+
+def test_lower_is_the_jitted_program():
+    """``run.lower`` (benchmarks count kernels with it) lowers what ``run`` computes."""
+    run = make_rollout(STEP, T, trials=True)
+    compiled = run.lower(ONE, ENVS, KEYS).compile()
+    np.testing.assert_array_equal(compiled(ONE, ENVS, KEYS).regret, run(ONE, ENVS, KEYS).regret)
