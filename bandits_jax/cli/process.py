@@ -11,7 +11,10 @@ waits for a time slice, so the default (``auto``) is one thread on the least bus
 host device with ``--devices N``, plus N idle pool threads that only run when a device blocks at
 a cross-device rendezvous: :func:`pool_size`). ``python -m benchmarks.cpu_threads`` measures it
 (``docs/bench/cpu_threads.json``). ``--threads N`` (or ``$BANDITS_JAX_THREADS``) asks for N
-threads on N cores. A user's own ``XLA_FLAGS``, ``PJRT_NPROC``/``NPROC`` and ``taskset`` win.
+threads on N cores. LAPACK calls get one BLAS thread (``OPENBLAS_NUM_THREADS=1``): they run
+inside XLA's pool threads, and OpenBLAS's own spinning threads on top of them made OFUL at
+K d = 130 over ten times slower when two runs shared two cores (``docs/xla_cpu_hang.md``). A
+user's own ``XLA_FLAGS``, ``PJRT_NPROC``/``NPROC``, BLAS thread variables and ``taskset`` win.
 
 Compiler options (:func:`configure_xla`): ``--xla-opt-level``, ``--xla-fusion-emitters`` and
 ``--xla-codegen-split`` become ``XLA_FLAGS`` entries, so every program of the run, the
@@ -31,6 +34,7 @@ from typing import NamedTuple
 ENV_VAR = "BANDITS_JAX_THREADS"
 EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
 POOL_VARS = ("PJRT_NPROC", "NPROC")  # read by XLA's CPU client, PJRT_NPROC first
+BLAS_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")  # read by OpenBLAS
 AUTO_THREADS = 1
 
 
@@ -101,7 +105,8 @@ def thread_environment(
 
     A user's own setting always wins: a ``--xla_cpu_multi_thread_eigen`` already in
     ``XLA_FLAGS`` is kept (ours is not added), and so is a ``PJRT_NPROC`` or ``NPROC`` already
-    set; the other ``XLA_FLAGS`` are kept as they are, ours appended.
+    set, and so is a BLAS thread count (:data:`BLAS_VARS`); the other ``XLA_FLAGS`` are kept as
+    they are, ours appended. LAPACK gets one BLAS thread (the module's docstring says why).
 
     Args:
       n: threads for XLA's CPU work.
@@ -118,6 +123,8 @@ def thread_environment(
         out["XLA_FLAGS"] = with_eigen
     if not any(v in environ for v in POOL_VARS):
         out["PJRT_NPROC"] = str(pool_size(n, devices))
+    if not any(v in environ for v in BLAS_VARS):
+        out["OPENBLAS_NUM_THREADS"] = "1"
     return out
 
 

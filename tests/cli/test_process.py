@@ -178,8 +178,15 @@ def test_user_pool_size_wins(var):
 
 
 def test_everything_set_by_the_user_changes_nothing():
-    user = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true", "NPROC": "2"}
+    user = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true", "NPROC": "2", "OMP_NUM_THREADS": "2"}
     assert threads.thread_environment(1, user) == {}
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_lapack_gets_one_blas_thread_unless_the_user_says(n):
+    assert threads.thread_environment(n, {})["OPENBLAS_NUM_THREADS"] == "1"
+    for var in threads.BLAS_VARS:
+        assert "OPENBLAS_NUM_THREADS" not in threads.thread_environment(n, {var: "3"})
 
 
 def test_configure_after_backend_started_warns_and_changes_nothing(monkeypatch):
@@ -218,6 +225,24 @@ def test_configure_in_a_fresh_process_reaches_xla():
         "--xla_cpu_multi_thread_eigen=true",
         "True",  # narrowed to 2 cores where the machine has more (else left alone)
     ]
+
+
+def test_configure_in_a_fresh_process_gives_lapack_one_blas_thread():
+    """The BLAS behind jaxlib's LAPACK calls (scipy's OpenBLAS, loaded at the first call) has one
+    thread (numpy's, loaded at import, keeps the machine's count)."""
+    code = (
+        "import jax.numpy as jnp, threadpoolctl\n"
+        "from bandits_jax.cli import process as threads\n"
+        "threads.configure_threads(2)\n"
+        "jnp.linalg.cholesky(jnp.eye(3)).block_until_ready()\n"
+        "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info()\n"
+        "              if '/scipy.libs/' in p['filepath']}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in threads.BLAS_VARS}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["[1]"]
 
 
 AFFINITY_PROBE = (
