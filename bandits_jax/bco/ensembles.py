@@ -4,64 +4,30 @@
 Paper: BCO with gradient variation, Section 5, Appendix E.1 (eq. E.1-E.4, Lemma 15, Theorem 9,
 Algorithm 5) and Appendix E.2 (eq. E.6-E.9, Table 2, Theorem 10, Algorithm 6).
 
-Both ensembles are two-point learners with the shared protocol (``init``, ``query`` returning
-``(2, d)`` points ``w_t +- delta e_{i_t}`` around the combined decision
-``w_t = sum_i p_{t,i} w_{t,i}``, ``update``, ``hyperparams``). The coordinate estimator of eq.
-(2.2) is computed once per round at ``w_t`` and shared by all base learners. Base learners of one
-kind are stacked along a leading axis and updated with one ``vmap`` of
-:func:`bandits_jax.bco.two_point.oogd_step` (Algorithm 1's update, projected on ``(1 - xi) X``).
+Both are two-point learners of the shared protocol: ``query`` returns ``w_t +- delta e_{i_t}``
+around the combined decision ``w_t = sum_i p_{t,i} w_{t,i}``, the estimator of eq. (2.2) is
+computed once per round at ``w_t`` and shared, and base learners of one kind are stacked and
+updated by one ``vmap`` of :func:`bandits_jax.bco.two_point.oogd_step` (Algorithm 1's update).
 
-Algorithm 5 (dynamic regret). ``N`` Algorithm-1 learners with fixed steps ``eta_i``, combined by
-Optimistic-Hedge (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4)
-``l_{t,i} = <g_t, w_{t,i}> + gamma ||w_{t,i} - w_{t-1,i}||^2`` with the hint
-``m_{t+1,i} = <g~_{t+1}, w_{t+1,i}> + gamma ||w_{t+1,i} - w_{t,i}||^2`` (known at the end of
-round ``t``).
+* Algorithm 5: Algorithm-1 learners with the step pool (E.1) (:func:`theorem_step_pool`,
+  duplicates from the cap removed, errata 16), combined by Optimistic-Hedge
+  (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4) with their hints; Theorem 9's
+  ``gamma`` and ``C0``.
+* Algorithm 6: Table 2's base learners (the strongly convex pool (E.6), a convex and a linear
+  learner, equal as printed: errata 17, ``cvx_offsets`` lets them differ) under
+  Optimistic-Adapt-ML-Prod with the hints (E.8). The hints need ``p_{t+1}``, which needs the
+  hints (errata 17): ``optimism="fixed_point"`` (default) solves the scalar consistency equation
+  ``psi(u) = u - sum_j p_j(u) a_j = 0`` by :mod:`bandits_jax.linalg.roots`; ``"lagged"`` puts
+  this round's weights on the new base iterates.
+* ``preset="practical"``: pool ``1e-3 * 2^k`` (``k < 10``), ``gamma`` and ``C0`` scaled by 0.01,
+  meta scale 30 (the paper's values freeze the meta-weights).
 
-* Pool (E.1): ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``.
-  The cap makes several pool entries equal (errata 16): duplicates are removed (the pool keeps the
-  entries below the cap, and the cap once if some entry reaches it; the min is taken entry by
-  entry, so when every entry is below the cap the cap is not in the pool). ``log d = 0`` at
-  ``d = 1`` (and ``log dT`` can be 0) would divide by zero: both logs are floored at 1
-  (unchanged for ``d >= 3``).
-* Theorem 9: ``gamma = 5 L sqrt(d^3 log dT)``, ``C0 = 16 R^2 L sqrt(d^3 log dT ln N)``
-  (``ln N`` floored at ``ln 2``).
-* Practical preset (``preset="practical"``): pool ``1e-3 * 2^k``, ``k < 10``, and ``gamma``,
-  ``C0`` scaled by 0.01 (the paper's values freeze the meta-weights).
-
-Algorithm 6 (universal regret). Base learners (Table 2), all Algorithm-1 style OOGD:
-
-* strongly convex pool (E.6) ``lambda_i = 2^{i-1} / T``, ``i <= ceil(log2 T) + 1``: surrogate
-  ``h_{t,i}(x) = <g_t, x> + lambda_i/4 ||x - w_t||^2`` (gradient ``g_t + lambda_i/2 (x - w_t)``
-  at ``w_{t,i}``), hint ``g~_{t+1} + lambda_i/2 (w_{t,i} - w_t)`` (Appendix E.2's ``M_t``), step
-  ``4 / (lambda_i t)`` (``schedules`` kind ``strongly_convex``, scale 4);
-* a convex and a linear learner: surrogate ``<g_t, x>``, hint ``g~_{t+1}``, step
-  ``2R / sqrt(d^2 + Vbar_{t-1})`` (kind ``convex``, scale 2, offset ``d^2``). As printed in Table
-  2 the two coincide (errata 17); both are kept (stacked, so the meta-learner sees N experts as
-  in the paper) and ``cvx_offsets`` lets them differ.
-
-Meta-learner: Optimistic-Adapt-ML-Prod on ``l_{t,i} = s <g_t, w_{t,i}> + 1/2`` with
-``s = meta_scale / (2 sqrt(10) d G R)`` (``meta_scale = 1`` is the paper's normalisation into
-``[0, 1]``; the practical preset uses 30), so ``r_{t,i} = s <g_t, w_t - w_{t,i}>``; hints (E.8)
-``m_{t+1,i} = 0`` for the strongly convex learners and ``s <g~_{t+1}, w_{t+1} - w_{t+1,i}>`` for
-the convex/linear ones. ``w_{t+1}`` depends on ``p_{t+1}``, which depends on ``m_{t+1}``
-(errata 17). With ``a_j = s <g~_{t+1}, w_{t+1,j}>`` and ``u = s <g~_{t+1}, w_{t+1}>`` the hints
-are ``m_i = u - a_i`` and the consistency condition is the scalar equation
-
-    psi(u) = u - sum_j p_j(u) a_j = 0,     p(u) = E.7's weights for the hints m(u),
-
-with ``psi(min a) <= 0 <= psi(max a)`` (``sum_j p_j a_j`` is a convex combination of the
-``a_j``). ``optimism="fixed_point"`` (default) solves it with the bounded bracketed Newton
-iteration of :mod:`bandits_jax.linalg.roots` (derivative by ``jax.jvp``; the bisection fallback
-keeps the sign change even where ``psi`` is not monotone) and surfaces its status in
-``state.status``; ``optimism="lagged"`` uses the documented lagged variant
-``w_{t+1} ~ sum_j p_{t,j} w_{t+1,j}`` (this round's weights on the new base iterates).
-
-Failures: a round whose observations or new iterates are not finite leaves the state unchanged
-and sets ``status = NONFINITE``; ``num_failures`` counts rounds whose status was a failure
-(:func:`bandits_jax.status.is_failure`: a capped fixed-point solve, ``MAX_STEPS``, counts).
-``init(hparams)`` is deterministic and takes no key (:mod:`bandits_jax.protocols`).
-Hyperparameter constructors take arrays for their scalar arguments and broadcast them into a grid
-(points whose pools differ in size cannot be stacked and raise ``ValueError``).
+Failures: a round whose observations or new iterates are not finite keeps the state and sets
+``status = NONFINITE``; ``num_failures`` counts failed rounds
+(:func:`bandits_jax.status.is_failure`, a capped fixed-point solve included). ``init(hparams)``
+takes no key. Hyperparameter constructors broadcast array arguments into a grid (pools of
+different sizes raise ``ValueError``). Each surrogate, hint and the fixed point's bracket in
+full: ``docs/evidence.md``, "bco.ensembles".
 """
 
 from __future__ import annotations
@@ -163,7 +129,11 @@ def _pool_steps(kind: str, d: int, pool, sched, sched_next) -> tuple[Array, Arra
 
 
 def theorem_step_pool(d: int, horizon, smoothness=1.0, radius=1.0) -> np.ndarray:
-    """Step-size pool (E.1), duplicates from the cap removed (module docstring)."""
+    """Step-size pool (E.1), duplicates from the cap removed (module docstring).
+
+    ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``; the cap
+    makes several entries equal (errata 16), so the pool keeps the entries below the cap and the
+    cap once if some entry reaches it. Both logs are floored at 1 (:func:`_logs`)."""
     T = float(horizon)
     L = max(float(smoothness), 1.0)
     log_d, log_dT = _logs(d, T)

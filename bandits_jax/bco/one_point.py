@@ -9,47 +9,25 @@ Log-barrier FTRL on ``X = prod_i [a_i, b_i]`` with the buffer estimator of eq. (
     g_t  = d (<l_t, x_t> - z_t) eps_t lam_{t,i_t}^{1/2} e_{i_t} + g~_t,   z_t = r_{i_t}^{(eps_t)},
     x_t  = w_t + eps_t lam_{t,i_t}^{-1/2} e_{i_t},
 
-and ``w_{t+1}`` from the ``d`` independent scalar equations ``F_{t,i}(w_{t+1,i}) = 0`` of eq. (D.4),
+and ``w_{t+1}`` from the ``d`` scalar equations ``F_{t,i}(w_{t+1,i}) = 0`` of eq. (D.4),
+``F_{t,i}(x) = eta (S_{t,i} + c_i sqrt(f_i''(x))) + f_i'(x)`` with
+``c_i = (r_i^{(+1)} - r_i^{(-1)})/2``, solved inside ``jit`` by
+:func:`bandits_jax.linalg.roots.bracketed_newton` (vmapped over i) in the coordinate
+``x = m_i + h_i tanh(theta)`` (box centre and half-width), where ``h_i F_{t,i}`` is
 
-    F_{t,i}(x) = eta (S_{t,i} + c_i sqrt(f_i''(x))) + f_i'(x),  c_i = (r_i^{(+1)} - r_i^{(-1)}) / 2,
+    phi(theta) = kappa + gamma sqrt(2 cosh 2 theta) cosh theta + sinh 2 theta,
+    kappa = eta S_{t,i} h_i,  gamma = eta c_i,
 
-solved inside ``jit`` with :func:`bandits_jax.linalg.roots.bracketed_newton` (vmapped over i).
+increasing for ``|gamma| < 1`` (Lemma 11), with an explicit bracket (:func:`theta_bracket`) and
+face distances exact in relative precision (:func:`face_distances`); ``w_1`` is the box centre
+(errata 15), iterates stay one ulp inside the faces (why: ``docs/evidence.md``, "bco.one_point").
 
-Numerics (why the code does not solve in ``x`` directly):
-  * Each equation is solved in the natural coordinate ``theta`` with
-    ``x = m_i + h_i tanh(theta)`` (``m_i, h_i`` the box centre and half-width). Multiplying
-    ``F_{t,i}`` by ``h_i`` gives
-
-        phi(theta) = kappa + gamma sqrt(2 cosh 2 theta) cosh theta + sinh 2 theta,
-        kappa = eta S_{t,i} h_i,  gamma = eta c_i,
-
-    which has the same root, is increasing when ``|gamma| < 1`` (Lemma 11) and has an explicit
-    bracket ``|theta| <= log(4 (2 + |kappa|) / (1 - |gamma|)) / 2`` (from
-    ``sqrt(2 cosh 2t) cosh t <= 1 + cosh 2t``). The distances to the faces are
-    ``x - a = 2 h sigmoid(2 theta)`` and ``b - x = 2 h sigmoid(-2 theta)``, exact in relative
-    precision even when ``w`` is one ulp from a face, so ``lam = f''`` never loses precision.
-  * Start (errata 15): ``w_1`` is the barrier's minimiser, the box centre (``theta = 0``), not the
-    paper's ``w_1 = 0`` (which needs ``a_i < 0 < b_i``).
-  * Iterates stay strictly inside: ``w`` is clipped to ``[nextafter(a, b), nextafter(b, a)]``,
-    which changes it only when the root is within an ulp of a face. Queries are clipped to
-    ``[a, b]``, a no-op in exact arithmetic (``lam^{-1/2} < min(x - a, b - x)``).
-
-Lemma 11 failure (``|eta c_i| >= 1``): ``F_{t,i}`` may then have no root or two. We cap the
-optimism: the buffer difference is shrunk towards the buffer mean,
-``c_i -> clip(c_i, -cap / eta, cap / eta)`` with ``cap < 1`` (hyperparameter ``optimism_cap``,
-default 0.9), and the same shrunk buffers are used for ``z_t`` in eq. (4.2)
-(``z_t = (r^+ + r^-)/2 + eps_t c_eff``), so ``E[g_t] = l_t`` still holds exactly (the argument of
-Appendix D.2 only needs ``E[d z eps lam^{1/2} e_i] = g~_t``); only ``||g_t - g~_t||`` grows for a
-capped coordinate. With Theorem 5's step size ``|eta c_i| <= 1 / (16 d^2 ...) << 1`` and the cap
-never binds; ``state.num_capped`` counts the rounds where it did.
-
-Failures: ``state.status`` is the worst (:func:`bandits_jax.status.worst_of`) root status of the
-last update (``NONFINITE`` also when the observed value is not finite: the update is then skipped
-and the state kept); ``state.num_failures`` counts updates whose status is a failure
-(:func:`bandits_jax.status.is_failure`). The start is
-deterministic (``init(hparams)`` takes no key, see ``bandits_jax.protocols``). A coordinate
-whose root is not finite keeps its previous iterate; a ``MAX_STEPS`` root (still inside the
-bracket) is used.
+Lemma 11 failure (``|eta c_i| >= 1``): the optimism is capped, ``c_i -> clip(c_i, -cap/eta,
+cap/eta)`` (``optimism_cap < 1``, default 0.9), and the same shrunk buffers give ``z_t`` in
+eq. (4.2), so ``E[g_t] = l_t`` still holds exactly (Appendix D.2); ``state.num_capped`` counts
+the rounds where it bound. Failures: ``state.status`` is the worst root status of the last
+update (``NONFINITE`` also for a non-finite observation: the update is skipped; a non-finite
+root keeps its coordinate); ``state.num_failures`` counts failed updates; no key in ``init``.
 """
 
 from __future__ import annotations

@@ -9,10 +9,9 @@
 
 A round needs four things of the environment (:class:`bandits_jax.protocols.BCOEnv`):
 ``init``, ``step``, ``loss`` and ``domain``. The analysis quantities
-(:class:`bandits_jax.protocols.BCOAnalysis`: ``comparator``, ``grad_variation``,
-``min_loss_plus``, ``best_fixed_point``, ``grad_variance``) are optional: the round records the
-first three when the environment has them (every family of :mod:`bandits_jax.envs.bco_losses`
-does), NaN otherwise, and only :func:`summarize` reads them.
+(:class:`bandits_jax.protocols.BCOAnalysis`) are optional: the round records ``comparator``,
+``grad_variation`` and ``min_loss_plus`` when the environment has them (every family of
+:mod:`bandits_jax.envs.bco_losses` does), NaN otherwise, and only :func:`summarize` reads them.
 
 Per-round metrics (:class:`BCOMetrics`, each a scalar per round):
 

@@ -1,9 +1,8 @@
 """Loss sequences for two-point BCO with knobs for the gradient variation (BCO paper, eq. 1.1).
 
-Every family is an oblivious sequence ``f_t`` given as a pure function of ``(t, x, env state)``:
-the per-round data (centre ``c_t``, loss vector ``l_t``, regression pair ``(a_t, y_t)``) is a
-deterministic function of the round index and the state's PRNG key (``fold_in(key, t)``), so the
-whole sequence can be re-evaluated offline (best fixed point in hindsight, ``W_T``, ``F_T``).
+Every family is an oblivious sequence ``f_t``, a pure function of ``(t, x, env state)``: the
+round's data is a function of ``t`` and the state's key (``fold_in(key, t)``), so the whole
+sequence can be re-evaluated offline (best fixed point in hindsight, ``W_T``, ``F_T``).
 
 Drift pattern shared by the families (``t`` is 0-based): a base vector ``b`` (random direction,
 norm ``base_norm``) plus ``amplitude * p_t`` plus ``noise * z_t`` with ``z_t ~ N(0, I)`` i.i.d.:
@@ -19,8 +18,7 @@ Families (``X`` is a ball of radius ``R`` unless a box is given):
 * :func:`quadratic`: ``f_t(x) = lam/2 ||x - c_t||^2`` with ``c_t`` the drift; with
   ``base_norm > R`` the centre lies outside the ball, so the constrained optimum has a non-zero
   gradient (the regime where gradient variation separates the methods).
-* :func:`linear`: ``f_t(x) = <l_t, x>`` with ``l_t`` the drift (``L = 0``; learners use
-  ``L >= 1``).
+* :func:`linear`: ``f_t(x) = <l_t, x>``, ``l_t`` the drift (``L = 0``; learners use ``L >= 1``).
 * :func:`regression`: online least squares ``1/2 (a_t.x - y_t)^2`` or logistic
   ``log(1 + exp(-y_t a_t.x))`` with ``a_t ~ N(0, I/d)`` and a drifting parameter ``theta_t`` (the
   drift without noise; ``noise`` is the label noise of least squares). Ball only.

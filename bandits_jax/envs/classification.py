@@ -3,41 +3,31 @@
 The protocol of Cesa-Bianchi et al. (2013) that section 4 uses for MNIST: every round the learner
 sees ``num_candidates`` examples with distinct labels, one drawn uniformly from each of the
 classes shown, in a random order; choosing the example of the target class pays 1, any other
-pays 0 (K = 1, rewards ``[1]``). The target class and the candidate count are parameters; with
-fewer candidates than classes, the target class is always shown and the others are a uniformly
-random subset.
+pays 0 (K = 1, rewards ``[1]``). With fewer candidates than classes, the target class is always
+shown and the others are a uniformly random subset.
 
-Normalisation (the paper only says "normalized features" plus a bias): each raw feature vector
-``x`` is scaled to unit Euclidean norm, a bias coordinate 1 is appended, and the result is divided
-by ``sqrt(2)``::
+Normalisation (the paper only says "normalized features" plus a bias)::
 
     a = [x / ||x||_2, 1] / sqrt(2),      so that ||a||_2 = 1 and a[-1] = 1/sqrt(2)
 
-(an all-zero ``x`` gives ``a = [0, ..., 0, 1/sqrt(2)]``). The division by ``sqrt(2)`` keeps
-actions in the unit ball that the analysis assumes (||x|| <= 1); it rescales W* by a constant and
-changes nothing else. ``d`` is the number of raw features plus one: 65 for scikit-learn's 8x8
-digits, 785 for MNIST.
+(an all-zero ``x`` gives ``a = [0, ..., 0, 1/sqrt(2)]``): actions in the unit ball the analysis
+assumes; the division rescales W* by a constant and changes nothing else. ``d`` is the number of
+raw features plus one: 65 for scikit-learn's 8x8 digits, 785 for MNIST.
 
-Multinomial variant (K >= 2, of this library's design, so that the K >= 2 learners meet real
-features): the classes are grouped into K + 1 outcome levels by ``outcome_of_class`` (default for
-digits with K = 4: digit ``c`` has level ``c // 2``, so {0,1} -> 0, ..., {8,9} -> 4). Choosing an
-example of class ``c`` yields outcome ``y = outcome_of_class[c]`` with probability
-``1 - label_noise`` and a uniformly random outcome in {0..K} otherwise, paying ``rewards[y-1]``
-(0 for y = 0). Its expected reward, used for regret, is
+Multinomial variant (K >= 2, of this library's design): the classes are grouped into K + 1
+outcome levels by ``outcome_of_class`` (default for digits with K = 4: digit ``c`` has level
+``c // 2``). Choosing an example of class ``c`` yields ``y = outcome_of_class[c]`` with
+probability ``1 - label_noise`` and a uniformly random outcome in {0..K} otherwise, paying
+``rewards[y-1]`` (0 for y = 0); the expected reward, used for regret, is
 ``(1 - label_noise) * r[outcome_of_class[c]] + label_noise * mean(r_0..r_K)`` with ``r_0 = 0``.
-The binary protocol is the special case ``outcome_of_class = 1[c == target]``, ``rewards = [1]``,
-``label_noise = 0``.
+The binary protocol is ``outcome_of_class = 1[c == target]``, ``rewards = [1]``, no noise.
 
-The environment follows the MLogB environment protocol of ``bandits_jax.envs`` (a NamedTuple of
-pure functions ``init``, ``observe``, ``outcome``, ``expected_rewards``); the data set is closed
-over as a constant (uint8 pixels where possible). The state holds the current candidates and, as
-data rather than compile-time constants, each class's outcome level and the always-shown classes:
-``init_target(key, c)`` starts the binary protocol with target ``c`` (a traced int32 is fine), so
-one compiled program serves every target class (e.g. ``jax.vmap`` over targets).
-
-Besides digits and MNIST, scikit-learn's other bundled classification sets (no download) are
-available with the binary protocol: :func:`wine` (13 features, 3 classes), :func:`iris` (4, 3)
-and :func:`breast_cancer` (30, 2); ``d`` is the number of features plus one.
+The environment follows the MLogB environment protocol of ``bandits_jax.envs``; the data set is
+closed over as a constant (uint8 pixels where possible) and the state holds, as data, each
+class's outcome level and the always-shown classes: ``init_target(key, c)`` starts the binary
+protocol with target ``c`` (a traced int32 is fine), so one compiled program serves every target
+class. Besides digits and MNIST, scikit-learn's bundled :func:`wine`, :func:`iris` and
+:func:`breast_cancer` (no download) are available with the binary protocol.
 """
 
 from __future__ import annotations

@@ -14,30 +14,19 @@ plain ``jnp`` so that a batch vectorises:
    of ``z`` onto its first member, and (numerically) zero components of ``z`` are deflated;
 4. every root of the secular equation ``1 + sum_j z_j^2 / (d_j - lam) = 0`` is found at once,
    each relative to its nearer pole, by a bracketed two-pole rational interpolation (the
-   "middle way" of Li 1993, as in LAPACK ``dlaed4``) with bisection as a safeguard, in one
-   bounded ``lax.while_loop``;
-5. the eigenvectors use Gu & Eisenstat's (1994) recomputed ``z_hat`` (a Loewner-type product
-   formula from the computed roots), which makes them numerically orthogonal however close
-   the roots are.
+   "middle way" of Li 1993, LAPACK Working Note 89, as in ``dlaed4``) with bisection as a
+   safeguard, in one bounded ``lax.while_loop``;
+5. the eigenvectors use Gu & Eisenstat's (1994, SIAM J. Matrix Anal. Appl. 15) recomputed
+   ``z_hat`` (a Loewner-type product formula from the computed roots), which makes them
+   numerically orthogonal however close the roots are.
 
-Nothing needs the diagonal sorted: the next pole of each root, the tie groups and the final
-ascending order come from pairwise comparisons (n x n masks and reductions), the order is applied
-as a one-hot permutation to the (n,)-vectors that define the eigenvectors, and the n x n sums of
-each root step are one variadic reduction. So there is no sort, gather or scatter, which XLA's
-CPU backend runs elementwise, and the K updates chain without re-sorting.
-
-Cost per rank-one update: O(n^2) per root step for all n roots together (1 + ``UNROLLED`` steps
-as a rule), an n x n product for the tie reflection (skipped by a ``lax.cond`` when no group is
-reflected) and, for K > 1, one for the basis ``Q``; no LAPACK call. The n x n reductions are
-padded to a multiple of ``LANES`` and reduced in ``LANES``-wide chunks, so that XLA's CPU backend
-vectorises them under IEEE semantics. ``docs/eofd.md`` has the comparison with LAPACK ``eigh``.
-
-References:
-  J. R. Bunch, C. P. Nielsen, D. C. Sorensen, "Rank-one modification of the symmetric
-  eigenproblem", Numer. Math. 31 (1978). M. Gu, S. C. Eisenstat, "A stable and efficient
-  algorithm for the rank-one modification of the symmetric eigenproblem", SIAM J. Matrix Anal.
-  Appl. 15 (1994). R.-C. Li, "Solving secular equations stably and efficiently", LAPACK Working
-  Note 89 (1993).
+Nothing needs the diagonal sorted: next poles, tie groups and the final order come from pairwise
+comparisons (n x n masks and reductions), the order is applied as a one-hot permutation, and the
+n x n sums of a root step are one variadic reduction, padded to a multiple of ``LANES``. So there
+is no sort, gather or scatter (which XLA's CPU backend runs elementwise) and no LAPACK call; the
+K updates chain without re-sorting. Cost per update: O(n^2) per root step for all roots (1 +
+``UNROLLED`` steps as a rule), an n x n product for the tie reflection (skipped when no group is
+reflected) and, for K > 1, one for ``Q``. ``docs/eofd.md`` compares it with LAPACK ``eigh``.
 """
 
 from __future__ import annotations
@@ -213,8 +202,8 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
 
     def sums(origin, tau):
         # Everything from 1-D inputs into one variadic reduction, so that XLA computes the
-        # n x n terms once, in one loop, with no n x n temporaries (2-3x faster under vmap
-        # than four separate sums).
+        # n x n terms once, in one loop, with no n x n temporaries (faster under vmap than
+        # four separate sums).
         den = (d[None, :] - origin[:, None]) - tau[:, None]  # d_j - lam_i
         r = jnp.where(wpos[None, :], 1.0 / jnp.where(wpos[None, :], den, 1.0), 0.0)
         terms = w[None, :] * r

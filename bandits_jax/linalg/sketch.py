@@ -4,33 +4,29 @@ EOFD-MLogB (He et al.), Algorithm 1, eq. (12)-(15), Lemmas 3-4 (Appendix A). The
 ``V diag(mu) V^T`` (V: D x m orthonormal, mu >= 0) approximating ``M_t = sum_s B_s B_s^T`` with
 ``V diag(mu) V^T <= M_t <= V diag(mu) V^T + rho I``.
 
-How the SVD of ``[V mu^{1/2}, B]^T`` (eq. 14) is obtained: not by a full SVD of the (m+k) x D
-matrix as in the paper, but exactly and more cheaply by
+The SVD of ``[V mu^{1/2}, B]^T`` (eq. 14), exactly and without the paper's full SVD:
 
 1. projecting the new block's column space ``X`` (``B = X G``) on ``V``: ``C = V^T X``;
-2. orthonormalising the residual ``R = X - V C`` through its k x k Gram matrix (or, when ``X``
-   is close to ``span V``, explicitly with one re-orthogonalisation pass and a thin SVD), which
-   gives ``Q`` (D x k, kept implicit as ``(X - V C) T_pinv``) with ``[V, Q]`` orthonormal and
-   ``X = V C + Q T``;
+2. orthonormalising the residual ``R = X - V C`` through its k x k Gram matrix (near
+   ``span V``: one re-orthogonalisation pass and a thin SVD): ``Q`` (D x k, kept implicit as
+   ``(X - V C) T_pinv``) with ``[V, Q]`` orthonormal and ``X = V C + Q T``;
 3. an eigendecomposition of the small (m+k) x (m+k) core
    ``S = diag(mu, 0) + [C; T] G G^T [C; T]^T``, whose eigenvalues are the squared singular values
    of eq. (14) and whose eigenvectors, mapped by ``[V, Q]``, are its right singular vectors.
 
-Steps 1-2 depend only on ``V`` and ``X``; EOFD-MLogB reuses one :class:`Extension` for both
-low-rank terms of a round (the surrogate at ``W_t`` and the sketch term at ``W_{t+1}``; both lie in
-the span of ``I_K kron x_t``) and never forms the surrogate's eigenvectors as a D x (m+K) matrix.
+Steps 1-2 depend only on ``V`` and ``X``: EOFD-MLogB reuses one :class:`Extension` for both
+low-rank terms of a round (both lie in the span of ``I_K kron x_t``) and never forms the
+surrogate's eigenvectors as a D x (m+K) matrix.
 
-Degenerate residual directions (``X`` already in the span of ``V``, always the case when
-``m >= D``) have no orthonormal completion: they are flagged, their columns of ``Q`` and rows of
-``T`` are zeroed (so coordinates ``[V, Q]^T w`` never see a spurious direction) and they get a
-negative sentinel eigenvalue in the core so that they are always among the discarded directions.
-With ``m >= D`` (``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
+Degenerate residual directions (``X`` already in ``span V``, always so when ``m >= D``) have
+no orthonormal completion: they are flagged, their columns of ``Q`` and rows of ``T`` zeroed and
+their core eigenvalue set to a negative sentinel, so they are always discarded. With ``m >= D``
+(``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
 
 Sketch rules (:class:`SketchRule`): EOFD-MLogB's round takes the sketch as data, a NamedTuple of
-pure functions it calls in order (``extend`` after pass 1, ``absorb``, ``commit`` as pass 2), in
-the manner of optax's transformations. This module gives Algorithm 1 every round
-(:func:`per_round_rule`: V formed every round) and with a deferred basis rotation
-(:func:`deferred_rule`: ``V = basis @ R``, V formed once the spare columns run out);
+pure functions it calls in order (``extend`` after pass 1, ``absorb``, ``commit`` as pass 2).
+Here: Algorithm 1 every round (:func:`per_round_rule`) and with a deferred basis rotation
+(:func:`deferred_rule`: ``V = basis @ R``, formed once the spare columns run out);
 :func:`bandits_jax.linalg.fast_fd.spectral_rule` gives Fast FD.
 """
 

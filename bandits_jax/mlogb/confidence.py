@@ -14,26 +14,17 @@ Readings that the text leaves open, chosen and tested here:
 
 Robust regularisation (``regularization="robust"``, Robust Frequent Directions, Luo et al. 2019):
 ``Z_t = (lam + rho_{1:t-1}/2) I + G_t`` with ``G_t = V_t diag(mu_t) V_t^T`` instead of
-``lam I + G_t``. With ``H_t = lam I + M_t`` and FD's ``G_t <= M_t <= G_t + rho I``
-(``rho = rho_{1:t-1}``) the sketch error becomes two-sided,
-``Z_t - rho/2 I <= H_t <= Z_t + rho/2 I``, and in the proof of Theorem 1 (Appendix B.2):
-
-1. Lemma 5/12 (``Z_s^{-1} <= Delta H_s^{-1}``): ``H <= G + (lam + rho) I <= Delta_Z Z`` with
-   ``Delta_Z = (lam + rho)/(lam + rho/2) < 2`` (the worst direction is ``G = 0``). ``Delta_Z``
-   replaces ``Delta`` in front of eq. (36)'s third line and of eq. (27).
-2. Lemma 6/13 bound ``log det`` of H, not of Z: ``Kd ln Delta^{lam/2} + m ln(...)`` is unchanged.
-3. Lemma 9 uses only ``Z_s >= lam I``, which still holds: the eq. (36) increment keeps
-   ``24 eta K d / lam``, and its norm is the robust ``Z_s`` the step was taken in (the Z of round s,
-   ``alpha_s = rho_{1:s-1}/2``, before that round's truncation).
-4. The telescoping step after (34) used FD's ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})``. Now
-   ``Z_{t+1} - Z_t - grad^2 l_t = sigma2_t/2 I - E_t`` with ``0 <= E_t <= sigma2_t I`` (the mass
-   the truncation removes), so the step loses at most ``sigma2_t/2 ||W_* - W_{t+1}||^2
-   <= 2 S^2 sigma2_t`` (both in the S-ball): the theory radius gains ``+ 2 S^2 rho_{1:n}``.
-   The order form reads this as ``+ 2 rho/lam`` (eq. 27 drops ``lam S^2 = O(1)``).
-
-So the robust analogue of ``Delta_t = 1 + rho/lam`` (paper: ``Z <= H <= Delta Z``) is
-``Delta_t = 1 + rho/(2 lam)``: ``Z <= Delta H`` and ``H <= Delta_Z Z <= Delta Z``
-(:func:`delta_factor`; the adaptive sketch size of EOFD-MLogB keeps it below a target).
+``lam I + G_t``. With ``H_t = lam I + M_t`` and FD's ``G_t <= M_t <= G_t + rho I`` the sketch
+error becomes two-sided, ``Z_t - rho/2 I <= H_t <= Z_t + rho/2 I``, and in the proof of
+Theorem 1 (Appendix B.2): Lemma 5/12's factor is ``Delta_Z = (lam + rho)/(lam + rho/2) < 2``
+in front of eq. (36)'s third line and of eq. (27); Lemma 6/13's ``log det H`` terms are
+unchanged; Lemma 9 uses only ``Z_s >= lam I``, so the eq. (36) increment keeps
+``24 eta K d / lam`` with the norm of the robust ``Z_s`` the step was taken in (before that
+round's truncation); the telescoping after (34) loses at most ``2 S^2 sigma2_t`` a step, so the
+theory radius gains ``+ 2 S^2 rho_{1:n}`` (order form ``+ 2 rho/lam``). The robust
+``Delta_t = 1 + rho/(2 lam)`` (:func:`delta_factor`) satisfies ``Z <= Delta H`` and
+``H <= Delta Z``. Each step derived: ``beta`` of
+:class:`bandits_jax.reference.eofd_variants_numpy.NumpyEOFDVariant`.
 """
 
 from __future__ import annotations

@@ -12,49 +12,20 @@ code (``louisfaury/logistic_bandit``, ``logbexp/algorithms/ecolog.py``, class ``
                                            + 1/2 ||theta - theta_{t+1}||^2_{V_t},
     L_{t+1} = L_t + 2 (1 + S) (l(x_t^T theta_bar_t, y_t) - l(x_t^T theta_{t+1}, y_t))
                   - 1/2 ||theta_{t+1} - theta_bar_t||^2_{V_t},
-    V_{t+1} = V_t + mu'(x_t^T theta_{t+1}) x_t x_t^T,
 
-and selection after ``n`` completed updates uses (their ``update_ucb_bonus``, ``ctr = n + 1``)
-
-    gamma_n = sqrt(lam)/2 + 2/sqrt(lam) ln(2 sqrt(1 + (n+1)/(4 lam)) / delta),
-    beta_n = beta_scale * max(0, 2 lam S^2 + (1 + S)^2 gamma_n + L_n)       (beta="theory"),
-    index(x) = r_1 mu(x^T theta) + r_1 sqrt(beta_n) ||x||_{V_n^{-1}}        (estimate + bonus).
-
-A fixed ``beta`` (a float) replaces ``beta_n`` (used as ``sqrt(beta)``, as ``beta`` of
-:func:`bandits_jax.mlogb.hyperparams`). The reward ``r_1`` (default 1) scales both parts, so the
-selected action is the paper's for any ``r_1 > 0``.
-
-The inner problems are solved exactly (to rounding), not by the authors' fixed number of projected
-gradient steps in the ``V^{1/2}``-whitened space. Both have the form
-``min_{||theta|| <= S} w l~(x^T theta) + 1/2 ||theta - c||^2_V`` with ``d l~/dz = mu(z) - y'``
-(``(w, y') = (1, y_t)`` and ``(2, 1/2)``). Without the ball, the minimiser is
-``c - w (mu(z) - y') V^{-1} x`` with the scalar ``z = x^T theta`` the root of the increasing
-``z - x^T c + q w (mu(z) - y')``, ``q = ||x||^2_{V^{-1}}``, bracketed by ``x^T c +- q w``: a
-bracketed Newton (:func:`bandits_jax.linalg.roots.bracketed_newton`), O(d^2) per round. When that
-point leaves the ball, the KKT conditions add one multiplier ``nu >= 0``: with
-``V = Q diag(e) Q^T`` (one ``eigh``, O(d^3), only in such rounds outside ``vmap``; ``lax.cond``
-becomes a select under ``vmap``), ``theta(nu) = (V + nu I)^{-1}(V c - w (mu(z) - y') x)``, the
-same scalar equation with ``x^T (V + nu I)^{-1} x`` gives ``z(nu)``, and ``nu`` is the root of
-the increasing ``1/||theta(nu)|| - 1/S`` on ``[0, (||V c|| + w ||x||)/S]`` (a second bracketed
-Newton, same rules as ``roots.bracketed_newton`` but written out so that each iteration runs one
-inner root, warm-started; its derivative by implicit differentiation of ``z(nu)``). Every loop is
-capped at ``max_steps``; a capped loop reports ``MAX_STEPS``, otherwise ``CONVERGED``; the
-update's status is the :func:`bandits_jax.status.worst` of its loops'.
+and selection after ``n`` updates uses ``index(x) = r_1 mu(x^T theta) + r_1 sqrt(beta_n)
+||x||_{V_n^{-1}}`` with ``beta_n = beta_scale * max(0, 2 lam S^2 + (1 + S)^2 gamma_n + L_n)``,
+``gamma_n = sqrt(lam)/2 + 2/sqrt(lam) ln(2 sqrt(1 + (n+1)/(4 lam)) / delta)`` (their
+``update_ucb_bonus``), or a fixed ``beta`` (a float). The inner problems are solved exactly, to
+rounding (bracketed Newton in the scalar ``x^T theta``, one ``eigh`` only when the ball binds),
+not by the code's fixed number of gradient steps; every loop is capped at ``max_steps`` and the
+update's status is the worst of its loops'. ``V^{-1}`` is kept by Sherman-Morrison.
 
 Deviations from the public code (each tested against :mod:`bandits_jax.reference.ecolog_numpy`):
-
-- The discrepancy term is ``1/2 ||theta_{t+1} - theta_bar_t||^2_{V_t}`` (squared, the strong
-  convexity gap of theta_bar's objective, commensurate with the loss differences); the public code
-  subtracts ``1/2 ||.||_{V_t}`` unsquared. ``discrepancy="code"`` reproduces the code.
-- ``beta_n`` is clipped at 0 (the code takes the square root of a possibly negative sum).
-- The code raises when ``mu'(x^T theta_bar) / mu'(x^T theta_{t+1}) > 2`` (the data-dependent
-  condition of the analysis); under ``jit`` this cannot raise: the state counts such rounds
-  (``violations``) and the update proceeds.
-- ``lam`` is a hyperparameter (the code fixes ``l2reg = 1``); no warm-up (as the ada code).
-
-Numerics: ``V`` is an exact running sum and ``V^{-1}`` is kept by Sherman-Morrison (re-symmetrised,
-squared norms clamped at 0), as in LinUCB; the projection's ``eigh`` uses ``V``. A projected
-iterate is rescaled onto the sphere when rounding leaves it outside (within the solve tolerance).
+the discrepancy term is squared (``discrepancy="code"`` reproduces the code's unsquared norm);
+``beta_n`` is clipped at 0; the code's ``mu'`` ratio check cannot raise under ``jit``, so the
+state counts such rounds (``violations``); ``lam`` is a hyperparameter (the code fixes 1); no
+warm-up. The solve and each deviation in full: ``docs/evidence.md``, "mlogb.ecolog".
 """
 
 from __future__ import annotations

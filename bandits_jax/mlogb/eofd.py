@@ -20,10 +20,9 @@ The update's status (``info.status``) is the :func:`bandits_jax.status.worst` of
 and step 3's eigensolve, or ``NONFINITE`` when the update is rejected.
 
 The state holds ``V = basis @ R`` (:class:`EOFDState`). Sketch rules: Algorithm 1 with V formed
-every round (``spare_columns=0``); Algorithm 1 with a deferred basis rotation (``basis`` has
-spare columns, ``R`` is small and ``basis @ R`` is formed once every ``c / K`` rounds; the
-default from K d = ``DEFER_MIN_DIM`` on); ``sketch_rule="fast"``, Fast Frequent Directions
-(Ghashami, Liberty, Phillips & Woodruff 2016). Options beyond Algorithm 2, off by default:
+every round (``spare_columns=0``) or with a deferred basis rotation (``basis @ R`` formed once
+every ``c / K`` rounds; the default from K d = ``DEFER_MIN_DIM`` on); ``sketch_rule="fast"``,
+Fast Frequent Directions (Ghashami, Liberty, Phillips & Woodruff 2016). Options, off by default:
 ``regularization="robust"`` (Robust FD, Luo, Chen, Zhang & Zhang 2019:
 ``Z_t = (lam + rho_{1:t-1}/2) I + V diag(mu) V^T`` wherever Z is used) and an adaptive sketch
 size (``max_sketch_size``, ``delta_target``: the rank grows to keep ``Delta_t <= tau``; the
@@ -353,7 +352,7 @@ def eofd(
     """EOFD-MLogB (Algorithm 2), optionally robust, with an adaptive sketch size, or with the
     fast sketch rule (module docstring).
 
-    What it computes:
+    Args:
       num_outcomes: K >= 1 (K = 1 is the logistic bandit with decision rule eq. 16).
       dim: action dimension d.
       sketch_size: m >= 1; ``m_eff = min(m, K d)`` (errata 1: m >= K d reproduces OFUL-MLogB).
@@ -365,20 +364,13 @@ def eofd(
       delta_target: ``tau >= 1``: the active rank grows so that ``Delta_t <= tau`` while it can
         (``inf``: never grows; ``1``: grows whenever mass would be discarded).
       max_newton_steps: cap of the Lemma 2 root loop.
-
-    Which sketch:
       sketch_rule: ``"per_round"`` (Algorithm 1, the paper) or ``"fast"`` (Fast FD: it keeps
         m to c directions, so it discards less; not with an adaptive sketch size).
       buffer_size: capacity ``c`` of the fast rule (default ``2 m``, Ghashami et al., or
-        ``m + K`` when K > m; capped at K d), ``c >= m + K`` (room for one round between
-        shrinks); needs ``sketch_rule="fast"``.
-
-    How fast (same result to rounding):
-      spare_columns: spare basis columns ``c >= K`` of the per-round rule's deferred rotation:
-        V is formed once every ``c / K`` rounds, and every pass over the basis reads ``m + c``
-        columns; ``0``: no deferral (V formed every round). Default
-        :func:`default_spare_columns`: 0 below K d = ``DEFER_MIN_DIM``, else about ``m / 4``.
-        Needs ``sketch_rule="per_round"``.
+        ``m + K`` when K > m; capped at K d), ``c >= m + K``; needs ``sketch_rule="fast"``.
+      spare_columns: (speed only, same result to rounding) spare basis columns ``c >= K`` of
+        the per-round rule's deferred rotation, V formed once every ``c / K`` rounds; ``0``:
+        V formed every round; default :func:`default_spare_columns`. Needs ``"per_round"``.
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBFunctions`.
@@ -422,12 +414,8 @@ def default_spare_columns(m: int, K: int, D: int) -> int:
     ``K d (m + c) m`` once every ``c / K`` rounds, so the per-round cost is about
     ``a (m + c) + b (m + c) m K / c`` (``a`` a pass, ``b`` a product, per basis entry), least
     at ``c = m sqrt(b K / a)``; the deferral also adds small fixed work per round (a second
-    extension in basis coordinates, the rotation of R, scores through R). Measured on one CPU
-    core, float64, full rounds of ``benchmarks.mlogb_speed`` (30 actions scored, then the
-    update; ``spare_columns=0`` against the default): the optimum c was broad, between
-    ``m / 8`` and ``m / 4``; the deferral was slower than forming V every round at K d = 400
-    (``(100, 4, 40)``, ``(400, 1, 40)``), equal at ``(785, 1, 78)`` and faster from K d = 1600
-    on: hence the threshold."""
+    extension in basis coordinates, the rotation of R, scores through R). The measurements
+    behind ``m / 4`` and ``DEFER_MIN_DIM``: ``docs/evidence.md``, "mlogb.eofd"."""
     if D < DEFER_MIN_DIM:
         return 0
     if m >= D:

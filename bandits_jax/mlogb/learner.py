@@ -1,6 +1,6 @@
 """What EOFD-MLogB and OFUL-MLogB share: the learner protocol, update diagnostics, validation.
 
-A learner (DESIGN.md) is a NamedTuple of pure functions closed over static choices:
+A learner (docs/design.md) is a NamedTuple of pure functions closed over static choices:
 ``init(hparams) -> state``, ``scores(state, actions) -> (N,)`` optimistic rewards R_t(x),
 ``score_parts(state, actions) -> (estimate, bonus)``, ``select(state, actions, mask) -> index``,
 ``update(state, x, y) -> state``, and ``hyperparams(...)``, the learner's hyperparameter builder

@@ -22,33 +22,10 @@ the eq. 36 increment, the Hessian at ``W_{t+1}``) is :class:`~.mlogb_numpy.Numpy
   m directions, so ``c >= m + K`` leaves room for one round between shrinks. The radius rank is
   ``max(rank, 1)``.
 
-The robust radius (Theorem 1, eq. 36 and 27), derived here. Write ``M`` for the sum of the
-absorbed Hessians, ``H = lam I + M`` (what the self-normalised bound of Lemma 6/13 controls),
-``G = V diag(mu) V^T`` and ``rho = rho_{1:t-1}``. Frequent Directions gives
-``G <= M <= G + rho I``, so with ``Z = (lam + rho/2) I + G``:
-
-1. ``Z - rho/2 I <= H <= Z + rho/2 I`` (two-sided, where the paper's ``Z <= H <= Z + rho I``
-   is one-sided).
-2. Lemma 5/12 needs the least ``c`` with ``H <= c Z``. In any direction ``v`` (unit),
-   ``v^T H v <= lam + rho + g`` and ``v^T Z v = lam + rho/2 + g`` with ``g = v^T G v >= 0``; the
-   ratio ``(lam + rho + g) / (lam + rho/2 + g)`` decreases in ``g``, so the factor is its value
-   at ``g = 0``, ``Delta_Z = (lam + rho)/(lam + rho/2) < 2``. It replaces the paper's
-   ``Delta = 1 + rho/lam`` in front of eq. (36)'s third line and of eq. (27).
-3. Lemma 6/13 bound ``log det H``, which does not involve Z: the terms
-   ``K d ln Delta^{lam/2} + m ln(1 + 2 D^2 n/(m lam))`` (``ln Delta^{lam/2}`` read as
-   ``ln(1 + 2 rho/lam)``, as in ``NumpyEOFD.beta``) and eq. (27)'s ``K d ln Delta`` stay.
-4. The telescoping after eq. (34) used ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})``. A truncation
-   that discards ``sigma2_t`` gives ``G_{t+1} = G_t + grad^2 l_t - E_t`` with
-   ``0 <= E_t <= sigma2_t I``, and the robust ridge grows by ``sigma2_t/2``, so
-   ``Z_{t+1} - Z_t - grad^2 l_t = sigma2_t/2 I - E_t <= sigma2_t/2 I``: each step loses at most
-   ``sigma2_t/2 ||W_* - W_{t+1}||^2 <= sigma2_t/2 (2 S)^2 = 2 S^2 sigma2_t`` (both points in the
-   S-ball), in all ``+ 2 S^2 rho_{1:n}`` to the theory radius. Eq. (27) is eq. (36) with
-   ``lam S^2 = O(1)``, i.e. ``S^2 = O(1/lam)``: the order form gains ``+ 2 rho/lam``.
-
-The distortion factor that an adaptive size keeps below its target is the least ``Delta`` with
-``Z <= Delta H`` and ``H <= Delta Z``: paper ``1 + rho/lam`` (``H <= Z + rho I`` and
-``Z >= lam I``); robust ``1 + rho/(2 lam)`` (``Z <= H + rho/2 I`` and ``H >= lam I``, which is
-also ``>= Delta_Z``).
+The robust radius (Theorem 1, eq. 36 and 27) is derived in :meth:`NumpyEOFDVariant.beta`'s
+docstring: ``Z - rho/2 I <= H <= Z + rho/2 I``, the factor ``Delta_Z = (lam + rho)/(lam + rho/2)``
+in front of the sketch terms, and ``+ 2 S^2 rho_{1:n}`` (order form ``+ 2 rho/lam``) from the
+telescoping; the distortion ``Delta`` in :meth:`NumpyEOFDVariant.delta_factor`'s.
 
 Conventions as in :mod:`.mlogb_numpy` (``vec(W) = W.reshape(-1)``, outcomes ``0..K``).
 """
@@ -138,7 +115,11 @@ class NumpyEOFDVariant(NumpyEOFD):
 
     def delta_factor(self, rho: float) -> float:
         """The distortion ``Delta`` (module docstring): ``1 + rho/lam``; robust
-        ``1 + rho/(2 lam)``."""
+        ``1 + rho/(2 lam)``.
+
+        The least ``Delta`` with ``Z <= Delta H`` and ``H <= Delta Z``: paper ``1 + rho/lam``
+        (``H <= Z + rho I`` and ``Z >= lam I``); robust ``1 + rho/(2 lam)`` (``Z <= H + rho/2 I``
+        and ``H >= lam I``, which is also ``>= Delta_Z``, :meth:`beta`)."""
         return 1.0 + rho / (2.0 * self.lam if self.robust else self.lam)
 
     def front_factor(self, rho: float) -> float:
@@ -167,7 +148,29 @@ class NumpyEOFDVariant(NumpyEOFD):
     def beta(self) -> float:
         """``beta`` after ``n`` updates: eq. (36) ("theory") or eq. (27) ("order") read as
         :meth:`NumpyEOFD.beta`, with ``front_factor`` in front of the sketch terms and, robust,
-        ``+ 2 S^2 rho`` (theory) or ``+ 2 rho/lam`` (order); scaled by ``beta_scale``."""
+        ``+ 2 S^2 rho`` (theory) or ``+ 2 rho/lam`` (order); scaled by ``beta_scale``.
+
+        The robust radius (Theorem 1, eq. 36 and 27), derived. ``M`` is the sum of the absorbed
+        Hessians, ``H = lam I + M`` (what Lemma 6/13's self-normalised bound controls),
+        ``G = V diag(mu) V^T``, ``rho = rho_{1:t-1}``; FD gives ``G <= M <= G + rho I``, so with
+        ``Z = (lam + rho/2) I + G``:
+
+        1. ``Z - rho/2 I <= H <= Z + rho/2 I`` (the paper's ``Z <= H <= Z + rho I`` is one-sided).
+        2. Lemma 5/12 needs the least ``c`` with ``H <= c Z``. In a unit direction ``v``,
+           ``v^T H v <= lam + rho + g`` and ``v^T Z v = lam + rho/2 + g`` (``g = v^T G v >= 0``);
+           the ratio decreases in ``g``, so ``c`` is its value at ``g = 0``,
+           ``Delta_Z = (lam + rho)/(lam + rho/2) < 2``. It replaces the paper's
+           ``Delta = 1 + rho/lam`` in front of eq. (36)'s third line and of eq. (27).
+        3. Lemma 6/13 bound ``log det H``, which does not involve Z: the terms
+           ``K d ln Delta^{lam/2} + m ln(1 + 2 D^2 n/(m lam))`` (``ln Delta^{lam/2}`` read as
+           ``ln(1 + 2 rho/lam)``, as in ``NumpyEOFD.beta``) and eq. (27)'s ``K d ln Delta`` stay.
+        4. The telescoping after eq. (34) used ``Z_{t+1} <= Z_t + grad^2 l_t(W_{t+1})``. A
+           truncation that discards ``sigma2_t`` gives ``G_{t+1} = G_t + grad^2 l_t - E_t`` with
+           ``0 <= E_t <= sigma2_t I`` and the robust ridge grows by ``sigma2_t/2``, so
+           ``Z_{t+1} - Z_t - grad^2 l_t <= sigma2_t/2 I``: each step loses at most
+           ``sigma2_t/2 ||W_* - W_{t+1}||^2 <= 2 S^2 sigma2_t`` (both points in the S-ball), in
+           all ``+ 2 S^2 rho_{1:n}`` to the theory radius. Eq. (27) is eq. (36) with
+           ``lam S^2 = O(1)``, i.e. ``S^2 = O(1/lam)``: the order form gains ``+ 2 rho/lam``."""
         if self.beta_mode == "fixed":
             return self.beta_value
         K, d, n, lam, rho = self.K, self.d, self.n, self.lam, self.rho

@@ -14,23 +14,16 @@ before ``jax`` is imported::
 
 (the CLI's ``--devices N`` sets it for you).
 
-Multi-host use (several machines, e.g. a GPU cluster). Start the same script on every host and
-call, before anything else touches JAX::
-
-    import jax
-    jax.distributed.initialize(
-        coordinator_address="host0:1234",  # one host's address, reachable from all
-        num_processes=N,                   # number of hosts
-        process_id=i,                      # this host's rank, 0..N-1
-    )                                      # (on Slurm / Cloud TPU the arguments are inferred)
-
-Then ``jax.devices()`` lists the devices of all hosts and :func:`run_mesh` builds the mesh over
-them. Every host builds the same full (padded) batch of initial states from the same seeds -- the
-states are small, so this is cheap -- and :func:`shard_runs` turns it into global arrays with
-``jax.make_array_from_callback``, each host materialising only the slices its own devices hold.
-Read results with ``jax.experimental.multihost_utils.process_allgather(metrics)`` (every host gets
-the full array) and let only ``jax.process_index() == 0`` write files. Checkpoints are then per
-host: save ``metrics.addressable_shards`` or gather first.
+Multi-host use (several machines): start the same script on every host and call
+``jax.distributed.initialize(coordinator_address=..., num_processes=N, process_id=i)`` before
+anything else touches JAX (:mod:`bandits_jax.sim.distributed` shows the launch; on
+Slurm / Cloud TPU the arguments are inferred). Then ``jax.devices()`` lists the devices of all
+hosts and :func:`run_mesh` builds the mesh over them. Every host builds the same full (padded)
+batch of initial states from the same seeds (they are small) and :func:`shard_runs` turns it into
+global arrays with ``jax.make_array_from_callback``, each host materialising only the slices its
+own devices hold. Read results with ``jax.experimental.multihost_utils.process_allgather`` and
+let only ``jax.process_index() == 0`` write files; checkpoints are then per host (save
+``metrics.addressable_shards`` or gather first).
 """
 
 from __future__ import annotations

@@ -11,30 +11,23 @@ runs), optionally sharded over a device mesh (:mod:`.sharding`) and chunked with
 checkpoints.
 
 Memory (:func:`run_sweep`'s ``max_bytes``): before playing, the chunk function is compiled for
-the whole batch of runs and XLA's static memory figures of that executable are read (argument +
-output + temp - aliased bytes per device: :func:`bandits_jax.sim.chunks.memory_figures`). When
-they exceed the budget (``max_bytes``, or ``"auto"``: the device's ``bytes_limit`` or, on CPU, a
-fraction of physical memory), the runs are played in consecutive batches of equal width (one
-compiled function; the last batch padded by repeating a run), and the batches' metrics are
-concatenated. Each run depends only on its seed and grid point, so the split table is the one-batch
-table up to how XLA rounds: its CPU kernels block sums by the batch width, so with one ``vmap``
-over all runs a narrower batch agrees to about 1e-15 relative in float64 (bit for bit at the small
-sizes of the tests; at d = 40, K = 2 a 4-batch split of 294 runs moved final regrets by 5e-16
-relative and flipped 5 of 5880 update statuses between converged and inexact). With
-``microbatch=w`` every run is computed by the same ``w``-wide code (``lax.map`` over ``vmap``-ed
-slices), and a split table equals the one-batch table bit for bit. An out-of-memory error at run
-time halves the batch and plays the sweep again (at most ``max_retries`` times). The figures, the
-plan and any retry are in ``SweepResult.memory`` and in each experiment's table rows
-(``peak_bytes``, ``bytes_per_run``).
+the whole batch of runs and XLA's static memory figures of that executable are read
+(:func:`bandits_jax.sim.chunks.memory_figures`). When they exceed the budget (``max_bytes``, or
+``"auto"``: the device's ``bytes_limit`` or, on CPU, a fraction of physical memory), the runs are
+played in consecutive batches of equal width (one compiled function; the last batch padded by
+repeating a run) and the batches' metrics are concatenated. Each run depends only on its seed and
+grid point, so the split table is the one-batch table up to how XLA rounds: its CPU kernels block
+sums by the batch width, so a narrower ``vmap`` sums the same terms in another order (float64:
+agreement to rounding; a status decided by a tolerance may flip). With ``microbatch=w`` every
+run is computed by the same ``w``-wide code and a split table equals the one-batch table bit for
+bit. An out-of-memory error at run time halves the batch and plays the sweep again (at most
+``max_retries`` times); the figures, the plan and any retry are in ``SweepResult.memory``.
 
-Honest tuning (:func:`tune_and_evaluate`): the best grid point of each experiment is chosen by
-mean final regret on *tuning* seeds, and the number reported is its regret on disjoint
-*evaluation* seeds, never the minimum over the grid on the seeds it was chosen on.
-
-Tables (:func:`table`): per grid point the final regret's mean and spread over trials, the status
-counts and the memory figures, plus the caller's own columns (``columns=``; MLogB's exploration
-diagnostic is :func:`bandits_jax.mlogb.exploration.exploration_columns`). The metric fields a
-sweep keeps are the caller's (``fields=``; default: every field the steps report).
+Honest tuning (:func:`tune_and_evaluate`): the best grid point is chosen by mean final regret on
+*tuning* seeds and reported by its regret on disjoint *evaluation* seeds. Tables
+(:func:`table`): per grid point the final regret's mean and spread, the status counts and the
+memory figures, plus the caller's ``columns=`` (MLogB's exploration diagnostic:
+:func:`bandits_jax.mlogb.exploration.exploration_columns`); ``fields=`` picks the metrics kept.
 """
 
 from __future__ import annotations
@@ -345,17 +338,14 @@ def run_sweep(
         steps report (e.g. :data:`bandits_jax.mlogb.exploration.SWEEP_FIELDS` keeps what
         MLogB's tables read).
       progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`
-        (the bar counts trial-rounds: its total should include ``num_rounds`` x the runs, grid
-        points x seeds summed over experiments; padding runs and the rounds an out-of-memory
-        retry replays are added to it).
+        (the bar counts trial-rounds: ``num_rounds`` x the runs, grid points x seeds summed over
+        experiments, plus padding runs and the rounds an out-of-memory retry replays).
       max_bytes: memory budget per device of one compiled call (:func:`memory_budget`): a byte
         count, ``"auto"`` or ``None`` (never split). Runs that do not fit are played in batches.
       max_retries: out-of-memory errors at run time answered by halving the batch.
       microbatch: play each device's runs as slices of this many (``ChunkFn``'s ``microbatch``;
         widths are padded to a multiple). A split sweep equals the one-call sweep bit for bit
-        only with a microbatch: XLA's CPU kernels block their sums by the batch width, so with
-        one ``vmap`` over all runs (``None``) different widths agree to rounding (about 1e-15
-        relative in float64), and a branch on a tolerance may then flip.
+        only with a microbatch (module docstring); without, widths agree to rounding.
 
     Checkpoints: ``checkpoint_dir/plan.json`` records the batch plan; a split sweep keeps batch
     ``b`` in ``checkpoint_dir/batch_<b>`` (one batch: in ``checkpoint_dir`` itself), each batch's
