@@ -18,8 +18,8 @@ Shared conventions
   takes no key, in either family (an environment's ``init(key)`` is where a run's randomness
   starts).
 * Every learner state of both families has ``state.status`` (:class:`LearnerState`): the int32
-  scalar :class:`bandits_jax.status.Status` of its last update (re-exported here with
-  ``count_status``, ``raise_on_failure`` and the code sets). BCO states hold it as a field; MLogB
+  scalar :class:`bandits_jax.status.Status` of its last update (the codes, ``count_status`` and
+  ``raise_on_failure`` live in :mod:`bandits_jax.status`). BCO states hold it as a field; MLogB
   states keep it in ``state.info.status`` with the rest of the update's diagnostics and expose it
   as the read-only property ``status``. A rejected update keeps the previous state. BCO states
   also count failed updates (``status.is_failure``) in ``num_failures``.
@@ -36,18 +36,6 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import jax
-
-# The status codes and their helpers live in :mod:`bandits_jax.status`; re-exported here.
-from bandits_jax.status import (
-    OK_CODES,
-    REJECTED_CODES,
-    Status,
-    StatusError,
-    count_status,
-    raise_on_failure,
-    status_name,
-    status_table,
-)
 
 Array = jax.Array
 PyTree = Any
@@ -199,12 +187,4 @@ __all__ = [
     "LearnerState",
     "MLogBEnv",
     "MLogBLearner",
-    "OK_CODES",
-    "REJECTED_CODES",
-    "Status",
-    "StatusError",
-    "count_status",
-    "raise_on_failure",
-    "status_name",
-    "status_table",
 ]

@@ -54,9 +54,9 @@ def run(T: int, lams, alphas, tune_seeds, eval_seeds) -> dict:
     import jax.numpy as jnp
 
     from bandits_jax import envs, mlogb
-    from bandits_jax.protocols import REJECTED_CODES
     from bandits_jax.reference import linucb_numpy
     from bandits_jax.sim import make_rollout, sweep
+    from bandits_jax.status import REJECTED_CODES
 
     env = envs.synthetic_mlogb(num_outcomes=K, dim=DIM, S=S)
     lam_g, alpha_g = (a.ravel() for a in np.meshgrid(lams, alphas, indexing="ij"))

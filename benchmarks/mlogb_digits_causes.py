@@ -17,9 +17,10 @@ same streams (every target class, ``--seeds`` keys per class, one half of the ex
 - **the reward model**: LinUCB (ridge regression of the reward, with an intercept) at its recipe
   and greedy; the library's exact fit (``mlogb.exact``) greedy at the numpy rows' ``lam =``
   :data:`MLE_LAM` and at its recipe; buffered EOFD at its recipe (what ``mlogb.practical(S=None)``
-  returns); and, written here in plain numpy on streams of their own (paired with each other,
-  not with the rows above), greedy ridge regression (``lam = 0.1``) against the greedy *exact*
-  ridge-regularised logistic maximum-likelihood estimate, refitted every round by Newton's method
+  returns); and, in plain numpy (``bandits_jax.reference.logistic_numpy``) on streams of their
+  own (paired with each other, not with the rows above), greedy ridge regression (``lam = 0.1``)
+  against the greedy *exact* ridge-regularised logistic maximum-likelihood estimate, refitted
+  every round by Newton's method
   (no online step, no sketch, no projection, no bonus), at ``lam = 0.1`` and at
   :data:`MLE_LAM` ``= 1e-4``, the best of ``{1e-4, 1e-3, 1e-2, 0.1}`` for it on the tuning
   half (``--half 0 --mle-lams 1e-4,1e-3,1e-2,0.1``: mean regret 61.9, 64.2, 66.5 and 84.0, each
@@ -50,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.reference.logistic_numpy import numpy_greedy
 from benchmarks._report import finish
 
 SEED = 10_000
@@ -113,57 +115,6 @@ def play(learner, hp, env, targets: np.ndarray, keys: jax.Array, T: int):
         return metrics.regret.sum()
 
     return np.asarray(jax.jit(jax.vmap(one))(keys, jnp.asarray(targets, jnp.int32)))
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free
-
-
-def logistic_mle(
-    X: np.ndarray, r: np.ndarray, lam: float, w: np.ndarray, steps: int = 50
-) -> np.ndarray:
-    """argmin of the summed log-loss + ``lam/2 ||w||^2`` by damped Newton steps from ``w`` (at
-    most ``steps``; ``steps=1``: one step on the whole history)."""
-
-    def objective(v: np.ndarray) -> float:
-        z = X @ v
-        return float(np.sum(np.logaddexp(0.0, z) - r * z) + 0.5 * lam * v @ v)
-
-    f = objective(w)
-    for _ in range(steps):
-        p = _sigmoid(X @ w)
-        H = (X * (p * (1.0 - p))[:, None]).T @ X + lam * np.eye(w.size)
-        step = np.linalg.solve(H, X.T @ (p - r) + lam * w)
-        t, f_prev = 1.0, f
-        while (f := objective(w - t * step)) > f_prev and t > 1e-8:
-            t *= 0.5
-        w = w - t * step
-        if f_prev - f <= 1e-10 * max(1.0, abs(f)):
-            break
-    return w
-
-
-def numpy_greedy(model: str, actions: np.ndarray, labels: np.ndarray, target: int, T: int,
-                 seed: int, lam: float = 0.1) -> float:  # fmt: skip
-    """Regret of greedy ridge (``"ridge"``), greedy exact logistic MLE (``"mle"``) or greedy
-    logistic fit by one damped Newton step a round on the whole history (``"newton1"``), numpy."""
-    rng = np.random.default_rng(seed)
-    by_class = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
-    d = actions.shape[1]
-    w, G, b, X, r = np.zeros(d), lam * np.eye(d), np.zeros(d), np.zeros((T, d)), np.zeros(T)
-    regret = 0.0
-    for t in range(T):
-        shown = np.array([rng.choice(ix) for ix in by_class])
-        i = int(np.argmax(actions[shown] @ w + 1e-12 * rng.standard_normal(shown.size)))
-        x, reward = actions[shown[i]], float(labels[shown[i]] == target)
-        regret += 1.0 - reward
-        if model == "ridge":
-            G, b = G + np.outer(x, x), b + reward * x
-            w = np.linalg.solve(G, b)
-        else:
-            X[t], r[t] = x, reward
-            w = logistic_mle(X[: t + 1], r[: t + 1], lam, w, steps=1 if model == "newton1" else 50)
-    return regret
 
 
 def _row(label: str, regret: np.ndarray, targets: np.ndarray, seconds: float) -> dict:

@@ -1,6 +1,7 @@
 """benchmarks.batched_throughput: a tiny run (BCO learner, trials 1 and 2, 3 rounds, float32)
 whose JSON is consistent: learner-rounds/s is trials * rounds over the median seconds per call,
-the speedup is that rate over trials = 1's, and the best batch follows the 10% rule."""
+the speedup is that rate over trials = 1's, and the best batch follows the 10% rule. The script
+runs in a subprocess, as a user runs it; the test imports nothing of it."""
 
 import json
 import os
@@ -10,8 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
-from benchmarks import batched_throughput as bt
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -55,18 +54,11 @@ def test_json_numbers_are_consistent(result):
         assert c["speedup_base_trials"] == 1
         assert c["speedup"] == pytest.approx(rate / base, rel=1e-9)
         assert c["compile_s"] > 0 and c["calls_per_repeat"] >= 1
-    rates = {c["trials_per_device"]: c["learner_rounds_per_s"] for c in cases}
-    assert data["best_batch"] == {"bco": {"float32": bt.best_batch(rates)}}
+    # The best batch: the smallest that no larger one beats by more than 10% (two batches here:
+    # 2 where it is more than 1.1 times as fast as 1).
+    r1, r2 = (c["learner_rounds_per_s"] for c in cases)
+    assert data["best_batch"] == {"bco": {"float32": 2 if r2 > 1.1 * r1 else 1}}
     assert data["platform"] == "cpu" and data["backend"] == "cpu"
     assert data["jax"] and data["cpu_count"] >= 1 and len(data["loadavg_start"]) == 3
     assert data["workers"][0]["x64"] is False
     assert "best batch" in stdout and "BCO Alg. 1" in stdout
-
-
-def test_best_batch_rule():
-    # Stops at the first batch that no larger one beats by more than 10% ...
-    assert bt.best_batch({1: 1.0, 4: 3.0, 16: 3.2, 64: 3.3}) == 4
-    # ... not at a plateau that a larger batch leaves behind.
-    assert bt.best_batch({1: 1.0, 4: 1.05, 16: 3.0, 64: 3.1}) == 16
-    assert bt.best_batch({1: 5.0, 4: 2.0}) == 1
-    assert bt.rounds_for(4096, 100, 16384, 4) == 4 and bt.rounds_for(64, 100, 16384, 4) == 100

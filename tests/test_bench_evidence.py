@@ -1,83 +1,89 @@
-"""benchmarks.mlogb_evidence: a re-run of some learners merged over an earlier table (--base)."""
+"""benchmarks.mlogb_evidence, run as a user runs it (``python -m benchmarks.mlogb_evidence
+--base JSON --rejudge``, a subprocess: it runs no learner): an earlier table's transfer penalties
+and goals are recomputed, each cell keeps its own trials, and the table prints them. The
+expected figures are computed here from the cells."""
 
 import json
+import os
+import pathlib
+import subprocess
+import sys
 
-from benchmarks import mlogb_evidence as ev
-
-
-def _recipes(setting: str, means: dict[str, float]) -> dict:
-    learners = {
-        label: {"final_regret_mean": m, "final_regret_std": 2.0, "seconds_per_round_mean": 1e-4,
-                "l": -1.0, "e": 0.0, "beta": 0.1}
-        for label, m in means.items()
-    }  # fmt: skip
-    return {"trials": 4, "settings": {setting: {"title": setting, "learners": learners}}}
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LABELS = {"eofd-robust": "EOFD robust", "linucb": "LinUCB", "ecolog": "ECOLog",
+          "eofd-buffered": "EOFD buffered", "oful-tuned": "OFUL-MLogB (tuned)"}  # fmt: skip
 
 
-def _tuned(setting: str, label: str, mean: float) -> dict:
-    return {"env": setting, "learner": label, "final_regret_mean": mean, "final_regret_std": 2.0,
-            "trials": 4, "l": -1.0, "e": 0.0, "beta": 0.1, "split": "evaluation"}  # fmt: skip
+def _cell(mean: float, se: float = 1.0, trials: int = 4, run: str = "first") -> dict:
+    return {"mean": mean, "se": se, "ms_per_round": 0.1, "trials": trials, "run": run,
+            "point": {"l": -1.0, "e": 0.0, "beta": 0.1, "S": None}}  # fmt: skip
 
 
-def test_base_cells_stand_where_the_new_run_has_none():
-    s = "digits-all-h1"
-    first = ev.assemble(
-        _recipes(s, {"EOFD robust": 100.0, "LinUCB": 50.0, "ECOLog": 80.0, "EOFD buffered": 55.0}),
-        [_tuned(s, "LinUCB", 40.0), _tuned(s, "EOFD robust", 90.0)],
-        run="first",
+def _setting(recipe: dict[str, float], tuned: dict[str, float]) -> dict:
+    cells = {k: {"label": LABELS[k], "recipe": _cell(m)} for k, m in recipe.items()}
+    for k, m in tuned.items():
+        cells.setdefault(k, {"label": LABELS[k]})["tuned"] = _cell(m)
+    return {"title": "t", "best_tuned": None, "cells": cells, "goals": {}}  # judged by no rule
+
+
+def _rejudge(tmp_path, settings: dict) -> tuple[dict, str]:
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"rounds": 100, "trials": 4, "dtype": "float64",
+                                "settings": settings}))  # fmt: skip
+    out = tmp_path / "new.json"
+    argv = ["--base", str(base), "--rejudge", "--json", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.mlogb_evidence", *argv],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
-    # ECOLog is not tuned on this setting (SKIP_TUNED): a base cell tuned there is dropped.
-    first[s]["cells"]["ecolog"]["tuned"] = {"mean": 1.0, "se": 0.0}
-    second = ev.assemble(_recipes(s, {"EOFD robust": 60.0}), [], base=first, run="second")
-    cells = second[s]["cells"]
-    assert cells["eofd-robust"]["recipe"]["mean"] == 60.0
-    assert cells["eofd-robust"]["recipe"]["run"] == "second"
-    assert cells["eofd-robust"]["tuned"]["mean"] == 90.0  # from the base run
-    assert cells["linucb"]["recipe"]["run"] == "first"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())["settings"], proc.stdout
+
+
+def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
+    digits = _setting(
+        {"eofd-robust": 60.0, "linucb": 48.0, "ecolog": 80.0, "eofd-buffered": 55.0},
+        {"linucb": 40.0, "eofd-robust": 90.0, "ecolog": 1.0},
+    )
+    digits["cells"]["linucb"]["recipe"].update(trials=50, se=0.3)  # a re-run over 50 trials
+    settings = {
+        "digits-all-h1": digits,
+        "synth-40-1-S8": _setting({"eofd-robust": 43.0, "linucb": 50.0}, {"linucb": 40.0}),
+        "synth-20-1-S8": _setting({"linucb": 50.0}, {}),
+        "lowrank-100-1-5-S8": _setting({"linucb": 50.0}, {}),
+        "digits-k4-h1": _setting({"linucb": 50.0}, {}),
+        "heavy-200-1-1-S8": _setting({"linucb": 50.0}, {}),
+    }
+    table, stdout = _rejudge(tmp_path, settings)
+    # ECOLog is not tuned on digits-all-h1 (SKIP_TUNED): its base tuned cell is dropped, so the
+    # best tuned is LinUCB's 40 (not ECOLog's 1).
+    cells = table["digits-all-h1"]["cells"]
     assert "tuned" not in cells["ecolog"]
-    # Penalties and goals are recomputed over the merged cells (best tuned: LinUCB, 40).
-    assert second[s]["best_tuned"] == "linucb"
+    assert table["digits-all-h1"]["best_tuned"] == "linucb"
     assert cells["eofd-robust"]["transfer_penalty"] == 60.0 / 40.0
+    assert cells["eofd-robust"]["tuned"]["mean"] == 90.0
     # On classification data mlogb.practical recommends buffered EOFD (no known bound).
-    goals = second[s]["goals"]
+    goals = table["digits-all-h1"]["goals"]
     assert goals["recommended"] == "eofd-buffered"
     assert goals["recommended_over_best_tuned"] == 55.0 / 40.0
-    assert goals["recommended_over_linucb"] == 55.0 / 50.0
+    assert goals["recommended_over_linucb"] == 55.0 / 48.0
     assert goals["within_10pct_of_best_tuned"] is False
-    assert goals["eofd_robust_over_linucb"] == 60.0 / 50.0
-
-
-def test_rejudge_recomputes_goals_of_a_base_table_without_running(tmp_path):
-    s = "synth-40-1-S8"  # K d = 40 > 32: robust EOFD
-    table = ev.assemble(
-        _recipes(s, {"EOFD robust": 43.0, "LinUCB": 50.0}), [_tuned(s, "LinUCB", 40.0)]
-    )
-    table[s]["goals"] = {}  # as if judged by an older rule
-    base = tmp_path / "base.json"
-    base.write_text(json.dumps({"rounds": 100, "trials": 4, "dtype": "float64", "settings": table}))
-    out = ev.main(["--base", str(base), "--rejudge", "--json", str(tmp_path / "new.json")])
-    goals = out["settings"][s]["goals"]
-    assert goals["recommended"] == "eofd-robust"  # a known bound, K d > 32
+    assert goals["eofd_robust_over_linucb"] == 60.0 / 48.0
+    # K d = 40 > 32 with a known bound: robust EOFD, within 10% of the best tuned (43 / 40).
+    goals = table["synth-40-1-S8"]["goals"]
+    assert goals["recommended"] == "eofd-robust"
     assert goals["recommended_over_best_tuned"] == 43.0 / 40.0
     assert goals["within_10pct_of_best_tuned"] is True
-    assert out["settings"][s]["cells"]["linucb"]["tuned"]["mean"] == 40.0
-    assert ev.recommended("synth-20-1-S8") == "oful-tuned"  # K d = 20 <= 32: the full Hessian
-    assert ev.recommended("lowrank-100-1-5-S8") == "eofd-robust"
-    assert ev.recommended("digits-k4-h1") == "eofd-buffered"  # no bound, K = 4
-    assert ev.recommended("heavy-200-1-1-S8") == "eofd-buffered"  # a known bound, K d > 128
-
-
-def test_a_cell_keeps_its_own_trials_and_the_table_says_so():
-    """A re-run over more trials (``--trials 50`` on the digits: 5 per rewarded class) over a
-    10-trial base: each cell records its ``trials``, its SE uses them, the table prints ``n``."""
-    s = "digits-all-h1"
-    first = ev.assemble(_recipes(s, {"LinUCB": 50.0, "EOFD robust": 70.0}), [], run="first")
-    more = {**_recipes(s, {"LinUCB": 48.0}), "trials": 50}
-    table = ev.assemble(more, [], base=first, run="second")
-    cells = table[s]["cells"]
-    assert cells["linucb"]["recipe"]["trials"] == 50
-    assert cells["linucb"]["recipe"]["se"] == 2.0 / 50**0.5
-    assert cells["eofd-robust"]["recipe"]["trials"] == 4
-    text = ev.markdown(table, ["eofd-robust", "linucb"], trials=4)
-    assert "48.0 ± 0.3 (0.10 ms; n = 50)" in text
-    assert "70.0 ± 1.0 (0.10 ms) |" in text
+    recommended = {s: table[s]["goals"]["recommended"] for s in settings}
+    assert recommended["synth-20-1-S8"] == "oful-tuned"  # K d = 20 <= 32: the full Hessian
+    assert recommended["lowrank-100-1-5-S8"] == "eofd-robust"
+    assert recommended["digits-k4-h1"] == "eofd-buffered"  # no bound, K = 4
+    assert recommended["heavy-200-1-1-S8"] == "eofd-buffered"  # a known bound, K d > 128
+    # A cell measured over other than the table's 4 trials says its n.
+    assert "48.0 ± 0.3 (0.10 ms; n = 50)" in stdout
+    assert "60.0 ± 1.0 (0.10 ms) |" in stdout

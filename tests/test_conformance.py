@@ -26,6 +26,7 @@ from bandits_jax.bco import ensembles as ens
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco import two_point as tp
 from bandits_jax.sim import checkpoint
+from bandits_jax.status import Status, StatusError, count_status, raise_on_failure
 
 D, K, N_ACTIONS, ROUNDS = 3, 2, 5, 2
 
@@ -389,7 +390,7 @@ def test_dtype_kept(any_case, dtype):
     if dtype == jnp.float64:
         state = _jit_round(case.name)(state0, KEY)
         assert np.all(np.isfinite(np.asarray(state.w if case.family == "bco" else state.W)))
-        protocols.raise_on_failure(_status(case, state))
+        raise_on_failure(_status(case, state))
 
 
 def test_init_gives_distinct_buffers_and_a_donated_round_the_same_state(case):
@@ -553,18 +554,18 @@ def test_status_names_wrap_roots_codes():
     from bandits_jax.linalg import roots
 
     for name in ("CONVERGED", "MAX_STEPS", "NONFINITE", "INACTIVE", "INEXACT"):
-        assert int(protocols.Status[name]) == getattr(roots, name)
+        assert int(Status[name]) == getattr(roots, name)
     assert not hasattr(roots, "BAD_OUTCOME")  # no bandit words in linalg
 
 
 def test_count_status_and_raise_on_failure():
-    S = protocols.Status
+    S = Status
     codes = np.array([[S.CONVERGED, S.INACTIVE, S.NONFINITE], [S.CONVERGED, S.MAX_STEPS, 99]])
-    counts = protocols.count_status(codes)
+    counts = count_status(codes)
     expected = {s.name.lower(): int(np.sum(codes == int(s))) for s in S}
     expected["other"] = 1
     assert counts == expected
-    protocols.raise_on_failure(np.array([S.CONVERGED, S.INACTIVE]))
+    raise_on_failure(np.array([S.CONVERGED, S.INACTIVE]))
     # MAX_STEPS, NONFINITE and the unknown 99 are failures: 3 of the 6 codes.
-    with pytest.raises(protocols.StatusError, match="3 of 6 updates failed: .*NONFINITE=1"):
-        protocols.raise_on_failure(codes)
+    with pytest.raises(StatusError, match="3 of 6 updates failed: .*NONFINITE=1"):
+        raise_on_failure(codes)

@@ -28,7 +28,7 @@ Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's sett
   convex two-point step ``R / (G sqrt(dT))`` [Shamir 2017] for the sphere baseline.
 
 Presets: :data:`PRESETS` maps the one set of preset names (``"alg1_thm3"``, ``"sphere"``, ...,
-shared by the library's ``two_point.from_preset`` and the command's ``--learners``) to a
+shared by the library's ``bco.from_preset`` and the command's ``--learners``) to a
 :class:`Preset` (learner, kind, scale, offset, loss family).
 
 optax. :func:`stateful` returns the schedule as an optax stateful schedule
@@ -80,7 +80,7 @@ class Preset(NamedTuple):
     family: str
 
 
-# The one name set of step-size presets: the library (``two_point.from_preset``) and the command
+# The one name set of step-size presets: the library (``bco.from_preset``) and the command
 # (``bandits-jax bco --learners``, ``sweep``) both use these names.
 PRESETS: dict[str, Preset] = {
     "alg1_thm3": Preset("alg1", VARIANCE, 1.0, None, "convex"),  # R / sqrt(d^2 + Vbar), Thm 3/4
@@ -90,27 +90,17 @@ PRESETS: dict[str, Preset] = {
     "chiang2013": Preset("alg1", CHIANG, 1.0, None, "strongly_convex"),  # reconstruction
     "sphere_thm8": Preset("alg3", STRONGLY_CONVEX, 1.0, None, "strongly_convex"),  # Thm 8
 }
-# Earlier names of the library's presets (0.x), still accepted by :func:`preset`.
-PRESET_ALIASES: dict[str, str] = {
-    "theorem1": "alg1_thm1",
-    "theorem2": "alg1_thm2",
-    "theorem3": "alg1_thm3",
-    "practical_convex": "alg1_thm3",  # Theorem 1's form with offset d^2 is Theorem 3's step
-    "practical_strongly_convex": "alg1_thm2",
-    "sphere_convex": "sphere",
-}
 
 
 def preset(name: str) -> Preset:
-    """The preset called ``name`` (:data:`PRESETS`, or an old name of :data:`PRESET_ALIASES`).
+    """The preset called ``name`` (:data:`PRESETS`).
 
     Raises:
-      ValueError: naming ``name`` when it is neither.
+      ValueError: naming ``name`` when it is not one.
     """
-    key = PRESET_ALIASES.get(name, name) if isinstance(name, str) else None
-    if key not in PRESETS:
+    if not isinstance(name, str) or name not in PRESETS:
         raise ValueError(f"name: expected one of {tuple(PRESETS)}, got {name!r}")
-    return PRESETS[key]
+    return PRESETS[name]
 
 
 class ScheduleParams(NamedTuple):

@@ -199,11 +199,10 @@ def test_presets_build():
         np.testing.assert_array_equal(two_rounds(learner, hp), two_rounds(direct, hp_direct))
         if p.kind == sch.CONVEX:
             assert np.isclose(float(hp.schedule.offset), sch.theorem1_offset(4, 1.0, 1.0, 100))
-    # The old names still build the same preset; an unknown name is a ValueError naming ``name``.
-    for old, new in sch.PRESET_ALIASES.items():
-        assert sch.preset(old) == sch.PRESETS[new]
-    with pytest.raises(ValueError, match="name"):
-        tp.from_preset("fastest", dim=4, domain=dom.ball(1.0), horizon=100)
+    # The old names (0.1's aliases) and unknown names are a ValueError naming ``name``.
+    for old in ("theorem1", "theorem3", "practical_convex", "sphere_convex", "fastest"):
+        with pytest.raises(ValueError, match="name"):
+            tp.from_preset(old, dim=4, domain=dom.ball(1.0), horizon=100)
 
 
 def test_command_learners_are_the_library_presets():

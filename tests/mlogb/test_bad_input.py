@@ -19,7 +19,7 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.mlogb import bonus
-from bandits_jax.protocols import REJECTED_CODES, Status
+from bandits_jax.status import REJECTED_CODES, Status
 
 K, D, N = 2, 3, 4
 REWARDS = [0.5, 1.0]

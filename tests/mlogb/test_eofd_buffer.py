@@ -18,8 +18,8 @@ from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.eofd_buffer import eofd_buffered, jacobian_root
 from bandits_jax.mlogb.exact import exact_hyperparams
 from bandits_jax.reference.eofd_buffer_numpy import NumpyEOFDBuffered
+from bandits_jax.reference.logistic_numpy import logistic_mle
 from bandits_jax.status import Status
-from benchmarks.mlogb_digits_causes import logistic_mle
 from tests import xla_defaults
 
 EPS = np.finfo(np.float64).eps

@@ -1,10 +1,10 @@
-"""benchmarks.mlogb_digits_causes: the numpy logistic fit against scikit-learn's, and the greedy
-baselines on a few rounds."""
+"""bandits_jax.reference.logistic_numpy: the numpy logistic fit against scikit-learn's and a
+Newton step written out, and its greedy learners on a few rounds."""
 
 import numpy as np
 import pytest
 
-from benchmarks import mlogb_digits_causes as causes
+from bandits_jax.reference import logistic_numpy as lr
 
 sklearn = pytest.importorskip("sklearn.linear_model")
 
@@ -16,7 +16,7 @@ def test_logistic_mle_equals_scikit_learns_l2_fit(lam):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 5))
     r = (X @ np.array([2.0, -1.0, 0.5, 0.0, 3.0]) + rng.standard_normal(60) > 0).astype(float)
-    ours = causes.logistic_mle(X, r, lam, np.zeros(5))
+    ours = lr.logistic_mle(X, r, lam, np.zeros(5))
     ref = sklearn.LogisticRegression(C=1.0 / lam, fit_intercept=False, tol=1e-12, max_iter=10_000)
     ref.fit(X, r)
     np.testing.assert_allclose(ours, ref.coef_[0], rtol=1e-5, atol=1e-6)
@@ -27,8 +27,8 @@ def test_numpy_greedy_stops_paying_once_it_has_seen_the_target(model):
     """One-hot classes: the first reward makes the target's weight the only positive one, so the
     regret is the number of rounds before it, whatever the horizon after that."""
     actions, labels = np.eye(10), np.arange(10)
-    short = causes.numpy_greedy(model, actions, labels, target=3, T=40, seed=0)
-    long = causes.numpy_greedy(model, actions, labels, target=3, T=200, seed=0)
+    short = lr.numpy_greedy(model, actions, labels, target=3, T=40, seed=0)
+    long = lr.numpy_greedy(model, actions, labels, target=3, T=200, seed=0)
     assert 0 <= short < 40 and short == long
 
 
@@ -43,5 +43,5 @@ def test_one_step_is_a_newton_step_on_the_regularised_log_loss():
     grad = X.T @ (p - r) + lam * w0
     hess = X.T @ np.diag(p * (1 - p)) @ X + lam * np.eye(4)
     np.testing.assert_allclose(
-        causes.logistic_mle(X, r, lam, w0, steps=1), w0 - np.linalg.solve(hess, grad), rtol=1e-10
+        lr.logistic_mle(X, r, lam, w0, steps=1), w0 - np.linalg.solve(hess, grad), rtol=1e-10
     )
