@@ -1,6 +1,6 @@
 """Buffered EOFD's summary forms, sketch sizes, buffers and Hessian forms on the tuning problems:
-the measurements behind the registry's ``eofd-buffered`` row (``recipes.BUFFERED_SUMMARY``,
-``recipes.buffer_size`` and its ``sketch``).
+the measurements behind the registry's ``eofd-buffered`` rows of ``recipes.RULES`` (summary,
+buffer and sketch).
 
 :func:`bandits_jax.mlogb.eofd_buffered` summarises the rounds that leave its buffer either with
 their gradient at the estimate kept exact (``summary="gradient"``, eq. 2) or with the summary's
@@ -54,10 +54,9 @@ def variants(
     default, ``-<hessian>`` where the Hessian's form is not ``auto``): buffered EOFD at the
     registry kind's points with the given summary, sketch rule, buffer size and Hessian form,
     each with its sketch rule."""
-    from bandits_jax.cli import reproduce
-    from bandits_jax.mlogb import eofd_buffered
+    from bandits_jax.mlogb import eofd_buffered, recipes
 
-    base = reproduce.LEARNERS["eofd-buffered"]
+    base = recipes.REGISTRY["eofd-buffered"]
     rows = {}
     for summary in summaries:
         for sk in sketches:
@@ -86,11 +85,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--hessians", default="auto", help="eofd_buffered's hessian= forms")
     a = p.parse_args(argv)
     from bandits_jax.cli import main as cli_main
-    from bandits_jax.cli import reproduce
+    from bandits_jax.mlogb import recipes
 
     rows = variants(a.summaries.split(","), a.sketches.split(","),
                     [int(b) for b in a.buffers.split(",")], a.hessians.split(","))  # fmt: skip
-    reproduce.LEARNERS.update({n: spec for n, (spec, _) in rows.items()})  # this process only
+    # this process only: each variant a registry kind with buffered EOFD's rules
+    recipes.REGISTRY.update({n: row for n, (row, _) in rows.items()})
+    recipes.RULES += tuple(r._replace(kind=n) for n in rows for r in recipes.RULES
+                           if r.kind == "eofd-buffered")  # fmt: skip
+    recipes.KINDS = tuple(recipes.REGISTRY)
     work = pathlib.Path(tempfile.mkdtemp(prefix="buffered_forms_"))
     argv_run = ["reproduce", "--settings", a.settings, "--learners", ",".join(rows),
                 "--rounds", str(a.rounds), "--trials", str(a.trials), "--seed", "0",

@@ -42,6 +42,7 @@ import pathlib
 import tempfile
 import time
 
+from bandits_jax.cli.reproduce import DEFAULT_LEARNERS as LEARNERS
 from benchmarks._report import finish
 
 # ``reproduce``'s default settings first (a run of the first three alone is that command's
@@ -56,11 +57,10 @@ SETTINGS = (
     "digits-k4-h1",
     "heavy-200-1-1-S8",
 )
-LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 GRID = {"l": "-1.5,-1,-0.5,0", "e": "-0.5,0,0.5,1", "beta": "0.01,0.1,1"}
 S_GRID = "8,16,32"  # classification data: S is a modelling choice, tuned too
-# The classification grid reaches the small lam the no-known-bound recipes chose
-# (recipes.TUNED_FREE); it is smaller than the synthetic one (cost: the K = 4 sketch at d = 65).
+# The classification grid reaches the small lam the no-known-bound recipes chose (their no-bound
+# rows in recipes.RULES); it is smaller than the synthetic one (cost: the K = 4 sketch at d = 65).
 CLASS_GRID = {"l": "-4,-3,-2,-1.5", "e": "-1,-0.5,0", "beta": "0.01,0.1", "S": S_GRID}
 QUICK_GRID = {"l": "-1,0", "e": "0", "beta": "0.1"}
 # (learner, setting) cells not tuned (cost on two shared cores): OFUL keeps the dense K d x K d
@@ -69,8 +69,7 @@ QUICK_GRID = {"l": "-1,0", "e": "0", "beta": "0.1"}
 # d x d matrix in every round whose ball constraint is active (about 4 ms a round at d = 100,
 # 2.4 ms on the digits).
 SKIP_TUNED = {
-    ("oful-tuned", s)
-    for s in ("lowrank-100-1-5-S8", "synth-20-4-S4", "digits-all-h1", "digits-k4-h1")
+    ("oful", s) for s in ("lowrank-100-1-5-S8", "synth-20-4-S4", "digits-all-h1", "digits-k4-h1")
 } | {("ecolog", "lowrank-100-1-5-S8"), ("ecolog", "digits-all-h1")}
 # The exact fit's Newton steps run over its whole T-row buffer: 6 ms a round at d = 100, and at
 # K d = 260 its first 200 rounds took over 13 minutes; it is not tuned there.
@@ -82,7 +81,7 @@ SKIP_TUNED |= {("exact", "lowrank-100-1-5-S8"), ("exact", "digits-k4-h1")}
 SKIP_TUNED |= {("eofd-buffered", "digits-k4-h1")}
 # At d = 200 (the heavy-tailed stream) OFUL's, ECOLog's and the exact fit's rounds cost 3 to 15
 # ms a trial (docs/bench/heavy_tail*.json): their 144-run grids would take 15 to 70 minutes each.
-SKIP_TUNED |= {(k, "heavy-200-1-1-S8") for k in ("oful-tuned", "ecolog", "exact")}
+SKIP_TUNED |= {(k, "heavy-200-1-1-S8") for k in ("oful", "ecolog", "exact")}
 NOT_TUNABLE = {"uniform"}  # no hyperparameters
 EVAL_SEED = 10_000  # options.EVAL_SEED_OFFSET: the sweep's evaluation seeds
 TUNING_TRIALS = 3
@@ -98,7 +97,6 @@ def recommended(setting: str) -> str:
     """The learner (registry key) ``mlogb.practical`` returns on a setting: the synthetic streams'
     known bound and (K, d) from the name; no known bound on classification data."""
     from bandits_jax.cli.options import parse_setting
-    from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
     from bandits_jax.mlogb.recipes import practical_kind
 
     if _classification(setting):  # digits-k4: K = 4, the others K = 1
@@ -107,7 +105,7 @@ def recommended(setting: str) -> str:
     else:
         name = parse_setting(setting)
         kind = practical_kind(num_outcomes=name.K, dim=name.D, S=name.S or 1.0)
-    return next(k for k in (*LEARNERS, *REGISTRY) if REGISTRY[k].kind == kind)
+    return kind
 
 
 def run_recipes(
@@ -191,7 +189,7 @@ def assemble(recipes: dict, tuned_rows: list, base: dict | None = None, run: str
 def collect_cells(recipes: dict, tuned_rows: list, run: str = "") -> dict:
     """Per setting, per learner key: ``{"label", "recipe"?, "tuned"?}`` from one run (each
     tagged ``run``)."""
-    from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
+    from bandits_jax.mlogb.recipes import REGISTRY
 
     key_of = {v.label: k for k, v in REGISTRY.items()}
     out: dict = {}
@@ -340,7 +338,7 @@ def main(argv: list[str] | None = None) -> dict:
         recipes, tuned_rows, base and base["settings"], a.run or time.strftime("%Y-%m-%d")
     )
     default_trials = base["trials"] if base else recipes["trials"]
-    from bandits_jax.cli.reproduce import LEARNERS as REGISTRY
+    from bandits_jax.mlogb.recipes import REGISTRY
 
     present = {k for t in table.values() for k in t["cells"]}
     order = [k for k in dict.fromkeys((*LEARNERS, *REGISTRY)) if k in present]

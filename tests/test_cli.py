@@ -24,7 +24,8 @@ def test_help_lists_subcommands():
 def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
     argv = [
         "reproduce", "--quick", "--settings", "synth-5-2", "--rounds", "8", "--trials", "2",
-        "--chunk", "4", "--out", str(tmp_path), "--quiet", "--learners", "eofd,oful,uniform",
+        "--chunk", "4", "--out", str(tmp_path), "--quiet",
+        "--learners", "eofd-paper,oful-paper,uniform",
     ]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -45,7 +46,7 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
             stats["cumulative_regret_mean"][-1], np.mean(per_trial), rtol=rounds * 2.3e-16
         )
         assert stats["seconds_per_round_mean"] > 0
-    ratio = entry["eofd_over_oful"]["final_regret"]
+    ratio = entry["eofd-paper_over_oful-paper"]["final_regret"]
     eofd, oful = entry["learners"]["EOFD"], entry["learners"]["OFUL"]
     assert ratio == eofd["final_regret_mean"] / oful["final_regret_mean"]
     with open(tmp_path / "reproduce.csv") as f:
@@ -53,7 +54,7 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
     assert [r["learner"] for r in rows] == ["EOFD", "OFUL", "random"]
     summary = (tmp_path / "reproduce_summary.txt").read_text()
     assert "EOFD/OFUL final regret" in summary and "bonus_ratio" in summary
-    batch = tmp_path / "checkpoints" / "synth-5-2" / "eofd" / "trials_000-001"  # one batch
+    batch = tmp_path / "checkpoints" / "synth-5-2" / "eofd-paper" / "trials_000-001"  # one batch
     assert (batch / "state.npz").is_file()
 
     # Everything is checkpointed: --resume replays nothing and reports the same numbers.
@@ -71,7 +72,7 @@ def test_reproduce_quick_tiny_writes_files_and_resumes(tmp_path, capsys):
 def test_sweep_from_config_file(tmp_path):
     cfg = {
         "settings": ["synth-4-1"],
-        "learners": ["eofd"],
+        "learners": ["eofd-paper"],
         "l-grid": [0.0, 1.0],
         "e_grid": [0.5],
         "beta_grid": ["theory"],
@@ -104,7 +105,7 @@ def test_sweep_heatmaps_draw_every_S_and_beta_block(tmp_path, monkeypatch):
         plotting, "heatmap_figure", lambda panels, *a, **k: drawn.setdefault(len(drawn), panels)
     )
     argv = [
-        "sweep", "--settings", "synth-4-1", "--learners", "eofd", "--l-grid", "0,1",
+        "sweep", "--settings", "synth-4-1", "--learners", "eofd-paper", "--l-grid", "0,1",
         "--e-grid", "0.5", "--beta-grid", "0.1,1", "--S-grid", "2,4", "--rounds", "4",
         "--trials", "1", "--eval-trials", "0", "--select", "across", "--quiet",
         "--compile-cache", "off", "--out", str(tmp_path),

@@ -44,7 +44,7 @@ tuning sets ``wine-all``, ``iris-all``, ``cancer-all``; ``digits-k4`` (its multi
 variant), ``mnist`` (d = 785; files via ``--mnist`` or the cache directory, see
 ``bandits_jax.envs.mnist``); for BCO sweeps ``bco-linear-D`` and ``bco-quadratic-D``. On
 classification data the learners get no bound S unless ``--S`` is given: each recipe chooses its
-own (``bandits_jax.mlogb.recipes.TUNED_FREE``).
+own (its no-bound row of ``bandits_jax.mlogb.recipes.RULES``).
 """
 
 from __future__ import annotations
@@ -72,12 +72,11 @@ from bandits_jax.cli.options import (
     join_negative_values,
     value_options,
 )
-from bandits_jax.cli.reproduce import LEARNERS, Setting, make_setting
+from bandits_jax.cli.reproduce import Setting, make_setting
 
 __all__ = [
     "main",
     "build_parser",
-    "LEARNERS",
     "PAPER_GRID",
     "DEFAULT_SETTINGS",
     "EVAL_SEED_OFFSET",

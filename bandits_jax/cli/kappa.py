@@ -3,13 +3,13 @@
 The EOFD-MLogB paper (Remark 1) says the leading term of its regret does not grow with kappa,
 which grows like ``exp(S)`` with the bound ``S = ||W*||_F`` (the binary logit's
 ``1 / sigma'(S) = 2 + e^S + e^-S``), unlike a linear baseline's. This study plays every learner of
-``reproduce``'s registry (:data:`~bandits_jax.cli.reproduce.LEARNERS`) on Section 4's synthetic
+the library's registry (:data:`~bandits_jax.mlogb.recipes.REGISTRY`) on Section 4's synthetic
 stream (``envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S)``) for each S of ``--S-grid`` in two
 modes:
 
-* ``recipe`` (out of the box): the learner's tuned default point
-  (:func:`~bandits_jax.cli.reproduce.tuned_point`: its :data:`~bandits_jax.mlogb.recipes.TUNED`
-  entry, or Section 4's ``(l, e, beta) = (0.75, 0.75, theory)`` for a row without one);
+* ``recipe`` (out of the box): the kind's known-bound point in
+  :data:`~bandits_jax.mlogb.recipes.RULES` (the paper's kinds: Section 4's ``(0.75, 0.75,
+  theory)``);
 * ``tuned`` (per S, honestly): the (l, e, beta) grid point with the least mean final regret on
   the tuning seeds (``--seed`` ...), reported on the evaluation seeds
   (``--seed + EVAL_SEED_OFFSET`` ...), with :func:`bandits_jax.sim.sweep.tune_and_evaluate`.
@@ -50,13 +50,12 @@ import numpy as np
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import output
 from bandits_jax.cli import reproduce as rep
+from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, exploration_columns
 
-DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
 L_GRID = (-1.0, -0.5, 0.0)
 E_GRID = (-0.5, 0.0, 0.5)
 BETA_GRID = (0.01, 0.1, 1.0)
-SECTION4_POINT = (0.75, 0.75, "theory")  # (l, e, beta) of a registry row without a tuned point
 FULL = {"T": 2000, "tune_trials": 4, "eval_trials": 10, "S_grid": (1.0, 2.0, 4.0, 8.0)}
 QUICK = {"T": 300, "tune_trials": 2, "eval_trials": 3, "S_grid": (1.0, 4.0, 8.0)}
 MODES = ("recipe", "tuned")
@@ -91,7 +90,7 @@ def add_arguments(k: argparse.ArgumentParser) -> None:
     k.add_argument(
         "--learners",
         default=None,
-        help=f"comma list of {', '.join(rep.LEARNERS)} (default {','.join(DEFAULT_LEARNERS)})",
+        help=f"comma list of {', '.join(recipes.KINDS)} (default {','.join(rep.DEFAULT_LEARNERS)})",
     )
     # --no-tune first: a --config key "tune" then maps to --tune (true: tuned column on).
     k.add_argument("--no-tune", dest="tune", action="store_false", help="recipe column only")
@@ -152,15 +151,11 @@ def validate(args: argparse.Namespace) -> None:
     learners = opt.split_list(args.learners) if args.learners is not None else None
     if learners is not None and not learners:
         errors.append("--learners: expected a non-empty comma list")
-    for name in learners or []:
-        if name not in rep.LEARNERS:
-            errors.append(
-                f"--learners: unknown learner {name!r}, expected one of {list(rep.LEARNERS)}"
-            )
+    rep.check_learners(errors, learners or [])
     _unique(errors, learners or [], "--learners")
     K = args.num_outcomes if isinstance(args.num_outcomes, int) else 1
     for name in learners or []:
-        if name in rep.LEARNERS and not rep.supports(rep.LEARNERS[name], K):
+        if name in recipes.KINDS and not rep.supports(name, K):
             errors.append(f"--learners: {name} is defined for K = 1 only (--num-outcomes {K})")
     ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
     es = opt.check_float_list(errors, args.e_grid, "--e-grid")
@@ -181,7 +176,7 @@ def validate(args: argparse.Namespace) -> None:
         "K": args.num_outcomes,
         "S_grid": [float(s) for s in S_grid],
         "learners": learners
-        or [n for n in DEFAULT_LEARNERS if rep.supports(rep.LEARNERS[n], args.num_outcomes)],
+        or [n for n in rep.DEFAULT_LEARNERS if rep.supports(n, args.num_outcomes)],
         "modes": list(MODES) if args.tune else ["recipe"],
         "grid": {"l": ls, "e": es, "beta": betas},
         "tuning_seeds": list(range(args.seed, args.seed + tune_n)),
@@ -207,10 +202,9 @@ def cell_dir(root: pathlib.Path, S: float, learner: str, mode: str) -> pathlib.P
     return root / f"S{float(S)!r}" / learner / mode
 
 
-def recipe_point(spec: rep.LearnerSpec, S: float) -> tuple[float, float, Any]:
-    """The (l, e, beta) a registry row runs out of the box at the known bound ``S``."""
-    l_, e_, b_ = SECTION4_POINT
-    p = rep.tuned_point(spec, rep.Recipe(1, 1, float(S), 1, l_, e_, b_, None, None))
+def recipe_point(name: str, S: float) -> tuple[float, float, Any]:
+    """The (l, e, beta) a registry kind runs out of the box at the known bound ``S``."""
+    p, _ = recipes.tuned_point(name, float(S), num_outcomes=1, dim=1)
     return float(p.l), float(p.e), p.beta if isinstance(p.beta, str) else float(p.beta)
 
 
@@ -221,8 +215,7 @@ def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None
     cells = []
     for S in plan["S_grid"]:
         for name in plan["learners"]:
-            spec = rep.LEARNERS[name]
-            m = rep.learner_sketch(sketch, K, d, spec)
+            m = rep.learner_sketch(sketch, K, d, name)
             for mode in plan["modes"]:
                 ident: dict[str, Any] = {
                     "version": VERSION,
@@ -233,12 +226,12 @@ def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None
                     "chunk": plan["chunk"],
                     "dtype": dtype,
                     "learner": name,
-                    "sketch": m if spec.sketched else None,
+                    "sketch": m if rep.learner_row(name).sketched else None,
                     "mode": mode,
                     "eval_seeds": plan["eval_seeds"],
                 }
                 if mode == "recipe":
-                    ident["point"] = list(recipe_point(spec, S))
+                    ident["point"] = list(recipe_point(name, S))
                 else:
                     ident["grid"] = plan["grid"]
                     ident["tuning_seeds"] = plan["tuning_seeds"]
@@ -300,7 +293,7 @@ def _atomic_json(path: pathlib.Path, obj: Any) -> None:
 class _Learner(NamedTuple):
     """A registry learner with its compiled-once step (shared by every S and mode)."""
 
-    spec: rep.LearnerSpec
+    kind: str
     learner: Any
     step: Any
 
@@ -319,15 +312,14 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
     K, d = plan["K"], plan["dim"]
     out = {}
     for name in plan["learners"]:
-        spec = rep.LEARNERS[name]
-        m = rep.learner_sketch(sketch, K, d, spec)
-        key = (name, spec, K, d, m, plan["T"], jnp.dtype(dtype).name)
+        m = rep.learner_sketch(sketch, K, d, name)
+        key = (name, K, d, m, plan["T"], jnp.dtype(dtype).name)
         if key not in _GAMES:
             if len(_GAMES) >= 32:
                 _GAMES.pop(next(iter(_GAMES)))
             env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
-            learner = spec.factory(K, d, m, plan["T"])
-            _GAMES[key] = _Learner(spec, learner, mlogb.interact(learner, env))
+            learner = rep.make_learner(name, K, d, m, plan["T"])
+            _GAMES[key] = _Learner(name, learner, mlogb.interact(learner, env))
         out[name] = _GAMES[key]
     return out
 
@@ -369,15 +361,21 @@ def play_cell(
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
     t0 = time.perf_counter()
-    how = (_recipe_play if cell.mode == "recipe" else _tuned_play)(cell, game.spec, plan, dtype)
+    how = (_recipe_play if cell.mode == "recipe" else _tuned_play)(cell, game.kind, plan, dtype)
     label = f"synth-{d}-{K} S={S:g}"
     exp = sweep.Experiment(
-        game.spec.label, label, game.step, game.learner.init, how.hparams, how.grid, env.init
+        rep.learner_row(game.kind).label,
+        label,
+        game.step,
+        game.learner.init,
+        how.hparams,
+        how.grid,
+        env.init,
     )
     with Progress(how.runs * T, _cell_name(cell), enabled=show_progress) as bar:  # trial-rounds
         played = how.play([exp], num_rounds=T, config=cell.identity, progress=bar, **common)
     ev, compile_s, point, tuning = how.read(played)
-    return _cell_record(cell, game.spec, T, ev, point, tuning, compile_s, t0)
+    return _cell_record(cell, game.kind, T, ev, point, tuning, compile_s, t0)
 
 
 def _cell_name(cell: Cell) -> str:
@@ -397,7 +395,7 @@ class _CellPlay(NamedTuple):
     read: Callable
 
 
-def _recipe_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _CellPlay:
+def _recipe_play(cell: Cell, kind: str, plan: dict, dtype: Any) -> _CellPlay:
     """The recipe mode: the learner's out-of-the-box point on the evaluation seeds."""
     import jax
     import jax.numpy as jnp
@@ -405,8 +403,8 @@ def _recipe_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _
     from bandits_jax.sim import sweep
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
-    l_, e_, b_ = recipe_point(spec, S)
-    hp = spec.hparams(rep.Recipe(K, d, S, T, l_, e_, b_, None, dtype))
+    l_, e_, b_ = recipe_point(kind, S)
+    hp = rep.learner_hparams(kind, rep.Recipe(K, d, S, T, l_, e_, b_, None, dtype))
     hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
     grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
     play = functools.partial(
@@ -421,7 +419,7 @@ def _recipe_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _
     )
 
 
-def _tuned_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _CellPlay:
+def _tuned_play(cell: Cell, kind: str, plan: dict, dtype: Any) -> _CellPlay:
     """The tuned mode: the grid's distinct points tuned on the tuning seeds, the best one
     reported on the evaluation seeds (:func:`bandits_jax.sim.sweep.tune_and_evaluate`)."""
     import jax
@@ -432,7 +430,7 @@ def _tuned_play(cell: Cell, spec: rep.LearnerSpec, plan: dict, dtype: Any) -> _C
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     pg = plan["grid"]
     g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
-    hp = spec.hparams(rep.Recipe(K, d, S, T, g["l"], g["e"], g["beta"], None, dtype))
+    hp = rep.learner_hparams(kind, rep.Recipe(K, d, S, T, g["l"], g["e"], g["beta"], None, dtype))
     first, uniq = _distinct(hp)
     hp_u = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
     grid_u = {k: np.asarray(v)[uniq] for k, v in g.items()}
@@ -470,9 +468,7 @@ def _tuned_outcome(g: dict, first: list[int], uniq: list[int], res: Any) -> tupl
     return ev, compile_s, point, tuning
 
 
-def _cell_record(
-    cell: Cell, spec: rep.LearnerSpec, T: int, ev, point, tuning, compile_s, t0: float
-) -> dict:
+def _cell_record(cell: Cell, kind: str, T: int, ev, point, tuning, compile_s, t0: float) -> dict:
     """A played cell's record (``result.json``): its evaluation regrets and their summary,
     timings (chunk times recorded in its checkpoints), update status and tuning."""
     from bandits_jax.sim import sweep
@@ -487,7 +483,7 @@ def _cell_record(
         "identity": cell.identity,
         "S": cell.S,
         "learner": cell.learner,
-        "label": spec.label,
+        "label": rep.learner_row(kind).label,
         "mode": cell.mode,
         "point": point,
         "final_regret": final.tolist(),
@@ -608,14 +604,15 @@ def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
     """The figure's curves: per learner and mode, S ascending, with the registry's colour."""
     series = []
     for name in learners:
-        spec = rep.LEARNERS[name]
+        row = rep.learner_row(name)
         for mode in MODES:
             mine = sorted((c for c in cells if c["learner"] == name and c["mode"] == mode),
                           key=lambda c: c["S"])  # fmt: skip
             if mine:
                 series.append(
                     {
-                        "label": spec.legend,
+                        "label": row.legend,
+                        "color": row.color,
                         "mode": mode,
                         "S": [c["S"] for c in mine],
                         "mean": [c["final_regret_mean"] for c in mine],
@@ -729,7 +726,7 @@ def _report(args, plan: dict, results: list[dict], mesh, dtype_name: str, t_star
             "grid": plan["grid"],
             "tuning_seeds": plan["tuning_seeds"],
             "eval_seeds": plan["eval_seeds"],
-            "sketch": args.sketch or rep.sketch_size(plan["K"], plan["dim"]),
+            "sketch": args.sketch or recipes.sketch_size(plan["K"], plan["dim"]),
             "backend": jax.default_backend(),
             "devices": 1 if mesh is None else mesh.size,
             "wall_seconds": time.perf_counter() - t_start,

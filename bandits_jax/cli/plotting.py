@@ -12,7 +12,7 @@
 * :func:`kappa_figure` -- the kappa study: final regret vs the parameter bound S (log S), out of
   the box (solid) and tuned per S (dashed), and its growth beside the kappa bound.
 
-A learner has one colour in every figure (:func:`learner_color`); a caller's colour wins.
+A learner has one colour in every figure (:func:`learner_color`, by kind); a caller's colour wins.
 matplotlib is an optional dependency (extra ``plot``); it is imported when a figure is drawn.
 """
 
@@ -36,43 +36,33 @@ __all__ = [
     "kappa_figure",
     "draw_kappa",
     "learner_color",
-    "LEARNER_COLORS",
+    "BCO_COLORS",
 ]
 
-# One colour per learner in every figure, under each name that reaches a figure: the registry's
-# label and legend (bandits_jax.cli.reproduce.LEARNERS) and the BCO learners' names.
-_REGISTERED = (
-    ("EOFD", "EOFD-MLogB", "tab:blue"),
-    ("OFUL", "OFUL-MLogB", "tab:orange"),
-    ("EOFD tuned", "EOFD-MLogB (tuned)", "tab:cyan"),
-    ("EOFD robust", "EOFD-MLogB robust (tuned)", "tab:green"),
-    ("EOFD adaptive", "EOFD-MLogB adaptive (tuned)", "tab:olive"),
-    ("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red"),
-    ("greedy", "greedy (robust EOFD estimate)", "tab:purple"),
-    ("LinUCB", "LinUCB (tuned)", "tab:brown"),
-    ("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink"),
-    ("random", "uniform random", "tab:gray"),
-    ("exact", "exact MLE refit, O(t) a round", "black"),
-    ("EOFD buffered", "EOFD-MLogB buffered (tuned)", "#e6194b"),
-    ("LinTS", "linear Thompson sampling (tuned)", "#911eb4"),
-    ("logistic TS", "Laplace logistic Thompson sampling (tuned)", "#000075"),
-    ("alg1_thm3", "#0804f9"),
-    ("alg1_thm1", "#9a6200"),
-    ("sphere", "#005249"),
-    ("alg1_thm2", "#750851"),
-    ("chiang2013", "#3c4d03"),
-    ("sphere_thm8", "#ff0789"),
-)
-LEARNER_COLORS: dict[str, str] = {n: row[-1] for row in _REGISTERED for n in row[:-1]}
-# Unregistered learners: one of these (far from the tab10 colours above in CIELAB), chosen by a
-# hash of the name, so the same in every figure.
+# The BCO learners' colours by name (an MLogB kind's is its registry row's colour).
+BCO_COLORS: dict[str, str] = {
+    "alg1_thm3": "#0804f9",
+    "alg1_thm1": "#9a6200",
+    "sphere": "#005249",
+    "alg1_thm2": "#750851",
+    "chiang2013": "#3c4d03",
+    "sphere_thm8": "#ff0789",
+}
+# Other learners: one of these (far from the tab10 colours in CIELAB), chosen by a hash of the
+# name, so the same in every figure.
 _BY_NAME = ("#0804f9", "#ff08e8", "#3c4d03", "#ff0789", "#8fb67b", "#750851", "#9a6200", "#005249")
 
 
 def learner_color(name: str) -> str:
-    """The colour of learner ``name`` in every figure: :data:`LEARNER_COLORS`, else a colour
-    drawn from the name itself (not from the draw order)."""
-    return LEARNER_COLORS.get(name) or _BY_NAME[zlib.crc32(name.encode()) % len(_BY_NAME)]
+    """The colour of learner ``name`` in every figure: a registry kind's
+    (:data:`bandits_jax.mlogb.recipes.REGISTRY`), a BCO learner's (:data:`BCO_COLORS`), else a
+    colour drawn from the name itself (not from the draw order)."""
+    from bandits_jax.mlogb.recipes import REGISTRY
+
+    row = REGISTRY.get(name)
+    if row is not None:
+        return row.color
+    return BCO_COLORS.get(name) or _BY_NAME[zlib.crc32(name.encode()) % len(_BY_NAME)]
 
 
 def _plt():

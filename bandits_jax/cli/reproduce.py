@@ -1,9 +1,9 @@
 """``bandits-jax reproduce``: the EOFD-MLogB paper's Figures 1 and 2 (section 4).
 
-The learners come from one registry, :data:`LEARNERS` (key -> :class:`LearnerSpec`: label,
-factory, hyperparameter builder): a new row adds a learner to ``--learners``, the figures, the
-CSV/JSON tables and the summary; :data:`RATIO_PAIRS` lists the (numerator, denominator) pairs
-whose final-regret and time ratios the summary reports when both are run.
+The learners are the kinds of the library's registry (:data:`bandits_jax.mlogb.recipes.REGISTRY`):
+a new row there adds a learner to ``--learners``, the figures, the CSV/JSON tables and the
+summary; :data:`RATIO_PAIRS` lists the (numerator, denominator) pairs whose final-regret and time
+ratios the summary reports when both are run.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import output, tables
+from bandits_jax.mlogb import recipes
 
 # ----------------------------------------------------------------------------- settings
 
@@ -141,106 +142,59 @@ class Recipe(NamedTuple):
     dtype: Any
 
 
-class LearnerSpec(NamedTuple):
-    """One row of the learner registry.
-
-    Attributes:
-      label: short name in tables and JSON (e.g. ``"EOFD"``).
-      legend: name in figure legends (e.g. ``"EOFD-MLogB"``).
-      factory: ``(K, d, m, **opts) -> MLogBLearner`` (``m``: sketch size, ignored by learners
-        without a sketch).
-      hparams: ``Recipe -> hyperparameters`` for the learner's ``init``.
-      sketched: whether ``m`` applies (shown in the ``m`` column).
-      kind: for a tuned learner, its :data:`bandits_jax.mlogb.recipes.TUNED` entry: ``reproduce``
-        runs it at that tuned point instead of ``--l/--e/--beta`` (``sweep`` uses its grid).
-    """
-
-    label: str
-    legend: str
-    factory: Callable[..., Any]
-    hparams: Callable[[Recipe], Any]
-    sketched: bool = False
-    kind: str | None = None
-
-    @property
-    def color(self) -> str:
-        """Its colour in every figure (:func:`bandits_jax.cli.plotting.learner_color`)."""
-        from bandits_jax.cli.plotting import learner_color
-
-        return learner_color(self.legend)
+def learner_sketch(sketch: int | None, K: int, d: int, kind: str) -> int:
+    """The sketch size a learner runs with: ``--sketch``, else its kind's default
+    (:func:`bandits_jax.mlogb.recipes.sketch_size`)."""
+    return sketch or recipes.sketch_size(K, d, kind)
 
 
-def sketch_size(K: int, d: int, kind: str | None = None) -> int:
-    """The default ``--sketch``: a registry kind's own
-    (:func:`bandits_jax.mlogb.recipes.sketch_size`), else Section 4's ``m = floor(K d / 10)``
-    (at least 1)."""
-    from bandits_jax.mlogb.recipes import sketch_size as kind_m
-
-    return kind_m(K, d, kind)
+def make_learner(kind: str, K: int, d: int, m: int, horizon: int | None = None) -> Any:
+    """The registry kind's learner (:func:`bandits_jax.mlogb.recipes.make_learner`)."""
+    return recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m, horizon=horizon)
 
 
-def learner_sketch(sketch: int | None, K: int, d: int, spec: LearnerSpec) -> int:
-    """The sketch size a learner runs with: ``--sketch``, else its kind's default."""
-    return sketch or sketch_size(K, d, spec.kind)
+def learner_hparams(kind: str, r: Recipe) -> Any:
+    """The registry kind's hyperparameters at ``r`` (:func:`.recipes.hparams_for`)."""
+    return recipes.hparams_for(kind, **r._asdict())
 
 
-def _spec(kind: str, untuned: tuple[str, str] | None = None) -> LearnerSpec:
-    """The command's row of a :data:`bandits_jax.mlogb.recipes.REGISTRY` kind: at its tuned
-    point, or with ``untuned = (label, legend)`` at ``--l/--e/--beta``."""
-    from bandits_jax.mlogb import recipes
-
-    row = recipes.REGISTRY[kind]
-
-    def factory(K: int, d: int, m: int, horizon: int | None = None) -> Any:
-        return recipes.make_learner(kind, num_outcomes=K, dim=d, sketch_size=m, horizon=horizon)
-
-    def hparams(r: Recipe) -> Any:
-        return recipes.hparams_for(kind, **r._asdict())
-
-    label, legend = untuned or (row.label, row.legend)
-    return LearnerSpec(label, legend, factory, hparams, row.sketched, None if untuned else kind)
+def learner_row(name: str) -> recipes.Kind:
+    """The registry's row of ``name`` (:data:`bandits_jax.mlogb.recipes.REGISTRY`)."""
+    return recipes.REGISTRY[name]
 
 
-def _registry() -> dict[str, LearnerSpec]:
-    """Every registry kind at its tuned point (``eofd`` and ``oful`` as ``eofd-tuned`` and
-    ``oful-tuned``), after the paper's two learners at ``--l/--e/--beta``."""
-    from bandits_jax.mlogb import recipes
-
-    untuned = {"eofd": ("EOFD", "EOFD-MLogB"), "oful": ("OFUL", "OFUL-MLogB")}
-    rows = {k: _spec(k, names) for k, names in untuned.items()}
-    rows.update({k + "-tuned" * (k in untuned): _spec(k) for k in recipes.KINDS})
-    return rows
-
-
-LEARNERS: dict[str, LearnerSpec] = _registry()
-DEFAULT_LEARNERS = ("eofd-robust", "eofd-tuned", "oful-tuned", "ecolog", "linucb", "uniform")
+DEFAULT_LEARNERS = ("eofd-robust", "eofd", "oful", "ecolog", "linucb", "uniform")
 RATIO_PAIRS: tuple[tuple[str, str], ...] = (
+    ("eofd-paper", "oful-paper"),
     ("eofd", "oful"),
-    ("eofd-tuned", "oful-tuned"),
-    ("eofd-robust", "oful-tuned"),
-    ("eofd-adaptive", "oful-tuned"),
+    ("eofd-robust", "oful"),
+    ("eofd-adaptive", "oful"),
     ("eofd-robust", "linucb"),
 )
 
 
-def tuned_point(spec: LearnerSpec, recipe: Recipe) -> Recipe:
+def tuned_point(name: str, recipe: Recipe) -> Recipe:
     """The recipe a learner runs with in ``reproduce``: its tuned point (for the known bound
-    ``recipe.S``, or with no known bound when it is ``None``), else ``--l/--e/--beta``."""
-    if spec.kind is None:
+    ``recipe.S``, or with no known bound when it is ``None``); the paper's kinds
+    ``--l/--e/--beta``."""
+    if learner_row(name).paper:
         return recipe
-    from bandits_jax.mlogb import recipes
-
-    ex, _ = recipes.tuned_point(
-        spec.kind, recipe.S, num_outcomes=recipe.num_outcomes, dim=recipe.dim
-    )
+    ex, _ = recipes.tuned_point(name, recipe.S, num_outcomes=recipe.num_outcomes, dim=recipe.dim)
     return recipe._replace(l=ex.l, e=ex.e, beta=ex.beta)
 
 
-def supports(spec: LearnerSpec, num_outcomes: int) -> bool:
-    """Whether a registry learner runs with K outcomes (ECOLog: K = 1 only)."""
-    from bandits_jax.mlogb.recipes import K1_ONLY
+def check_learners(errors: list[str], names: list[str]) -> None:
+    """One error line for each name of ``--learners`` that is not a registry kind."""
+    for name in names:
+        if name not in recipes.KINDS:
+            errors.append(
+                f"--learners: unknown learner {name!r}, expected one of {list(recipes.KINDS)}"
+            )
 
-    return num_outcomes == 1 or spec.kind not in K1_ONLY
+
+def supports(name: str, num_outcomes: int) -> bool:
+    """Whether a registry kind runs with K outcomes (ECOLog: K = 1 only)."""
+    return num_outcomes == 1 or not learner_row(name).k1_only
 
 
 def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
@@ -249,7 +203,7 @@ def learner_bound(args: argparse.Namespace, setting: Setting) -> float | None:
     return args.S if args.S is not None else setting.S
 
 
-# CPU: learner-rounds/s level off by 16-64 vmapped trials (docs/bench/batched_throughput_cpu.json)
+# CPU throughput levels off here (docs/bench/batched_throughput_cpu.json)
 AUTO_BATCH = 16
 AUTO_BATCH_HELP = "all trials, at most 16 a call"
 KEPT = ("regret", "bonus_spread", "estimate_spread", "explored", "status", "select_status")
@@ -277,7 +231,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--learners",
         default=None,
-        help=f"comma list of {', '.join(LEARNERS)} (default {','.join(DEFAULT_LEARNERS)})",
+        help=f"comma list of {', '.join(recipes.KINDS)} (default {','.join(DEFAULT_LEARNERS)})",
     )
     r.add_argument(
         "--batch",
@@ -315,9 +269,7 @@ def validate(args: argparse.Namespace) -> None:
     learners = opt.split_list(args.learners) if args.learners is not None else None
     if learners is not None and not learners:
         errors.append("--learners: expected a non-empty comma list")
-    for name in learners or []:
-        if name not in LEARNERS:
-            errors.append(f"--learners: unknown learner {name!r}, expected one of {list(LEARNERS)}")
+    check_learners(errors, learners or [])
     settings = opt.split_list(args.settings) if args.settings is not None else None
     if settings is not None and not settings:
         errors.append("--settings: expected a non-empty comma list")
@@ -397,11 +349,13 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     K, d = setting.num_outcomes, setting.dim
     recipe = Recipe(K, d, learner_bound(args, setting), plan["T"], args.l, args.e,
                     opt.beta_arg(args.beta), env_rewards(setting), dtype)  # fmt: skip
-    playing = [n for n in plan["learners"] if supports(LEARNERS[n], K)]
+    playing = [n for n in plan["learners"] if supports(n, K)]
     for n in plan["learners"]:
         if n not in playing:
-            plan["notes"].append(f"{LEARNERS[n].label} skipped on {name}: defined for K = 1 only.")
-    m = args.sketch or sketch_size(K, d)
+            plan["notes"].append(
+                f"{learner_row(n).label} skipped on {name}: defined for K = 1 only."
+            )
+    m = args.sketch or recipes.sketch_size(K, d)
     env_keys, run_keys = sweep.seed_keys([args.seed + i for i in range(plan["trials"])])
     if setting.init_env_trial is None:
         envs = jax.jit(jax.vmap(setting.env.init))(env_keys)
@@ -455,11 +409,10 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
     from bandits_jax.sim.runner import RunState
 
     plan, setting, recipe = args.plan, p.setting, p.recipe
-    spec = LEARNERS[lname]
-    m = learner_sketch(args.sketch, setting.num_outcomes, setting.dim, spec)
-    learner = spec.factory(setting.num_outcomes, setting.dim, m, plan["T"])
-    point = tuned_point(spec, recipe)
-    hp = spec.hparams(point)
+    m = learner_sketch(args.sketch, setting.num_outcomes, setting.dim, lname)
+    learner = make_learner(lname, setting.num_outcomes, setting.dim, m, plan["T"])
+    point = tuned_point(lname, recipe)
+    hp = learner_hparams(lname, point)
     state = jax.jit(learner.init)(hp)
     chunk_fn = ChunkFn(mlogb.interact(learner, setting.env), batched=True)
     config = {
@@ -521,7 +474,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
 
 def _row(setting: Setting, lname: str, m: int, played: _Played, plan: dict) -> dict[str, Any]:
     """One learner's line of ``reproduce.csv``."""
-    spec, st, p = LEARNERS[lname], played.stats, played.point
+    spec, st, p = learner_row(lname), played.stats, played.point
     return {
         "setting": setting.name,
         "learner": spec.label,
@@ -558,7 +511,7 @@ def _play_setting(args: argparse.Namespace, p: _Prepared, bar: Any) -> tuple[dic
     played, rows, by_key = {}, [], {}
     bar.describe(setting.name)
     for lname in p.playing:
-        spec = LEARNERS[lname]
+        spec = learner_row(lname)
         pl = _play_learner(args, p, lname, bar)
         entry["learners"][spec.label] = {
             **pl.stats, "l": pl.point.l, "e": pl.point.e, "beta": pl.point.beta, "S": pl.S,
@@ -624,14 +577,15 @@ def run(args: argparse.Namespace) -> int:
 
     written = []
     if args.plots:
-        plotting.regret_figure(regret_panels, out / "reproduce_regret.png")
-        plotting.time_figure(time_panels, out / "reproduce_time.png")
+        colors = {learner_row(n).legend: learner_row(n).color for n in plan["learners"]}
+        plotting.regret_figure(regret_panels, out / "reproduce_regret.png", colors=colors)
+        plotting.time_figure(time_panels, out / "reproduce_time.png", colors=colors)
         written += [out / "reproduce_regret.png", out / "reproduce_time.png"]
     report["compile_cache"] = compile_cache_report(args)
     report["wall_seconds"] = time.perf_counter() - t0
     output.write_json(out / "reproduce.json", report)
     output.write_csv(out / "reproduce.csv", rows)
-    labels = {k: v.label for k, v in LEARNERS.items()}
+    labels = {k: learner_row(k).label for k in recipes.KINDS}
     summary = tables.reproduce_summary(report, rows, plan["notes"], labels)
     summary += compile_cache_text(report["compile_cache"])
     (out / "reproduce_summary.txt").write_text(summary)

@@ -22,6 +22,7 @@ from bandits_jax.cli import bco as bco_cmd
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import output, tables
 from bandits_jax.cli import reproduce as rep
+from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, bonus_ratio, exploration_columns
 
 
@@ -35,9 +36,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--learners",
-        default="eofd",
-        help=f"comma list of {', '.join(rep.LEARNERS)} and the BCO learners "
-        f"{', '.join(bco_cmd.BCO_LEARNERS)} (default eofd)",
+        default="eofd-paper",
+        help=f"comma list of {', '.join(recipes.KINDS)} and the BCO learners "
+        f"{', '.join(bco_cmd.BCO_LEARNERS)} (default eofd-paper)",
     )
     grid = ",".join(f"{v:g}" for v in opt.PAPER_GRID)
     s.add_argument("--l-grid", default=grid, help=f"l values (default the paper's {grid})")
@@ -105,7 +106,7 @@ def _family(setting: str) -> str:
 
 
 def _learner_family(name: str) -> str:
-    return "mlogb" if name in rep.LEARNERS else bco_cmd.BCO_LEARNERS[name].family
+    return "mlogb" if name in recipes.KINDS else bco_cmd.BCO_LEARNERS[name].family
 
 
 def validate(args: argparse.Namespace) -> None:
@@ -127,7 +128,7 @@ def validate(args: argparse.Namespace) -> None:
     learners = opt.split_list(args.learners)
     if not learners:
         errors.append("--learners: expected a non-empty comma list")
-    known = [*rep.LEARNERS, *bco_cmd.BCO_LEARNERS]
+    known = [*recipes.KINDS, *bco_cmd.BCO_LEARNERS]
     for name in learners:
         if name not in known:
             errors.append(f"--learners: unknown learner {name!r}, expected one of {known}")
@@ -218,11 +219,10 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
             settings[sname] = rep.make_setting(sname, S=args.S, dtype=dtype, mnist_path=args.mnist)
         setting = settings[sname]
         K, d = setting.num_outcomes, setting.dim
-        spec = rep.LEARNERS[lname]
-        if not rep.supports(spec, K):
+        if not rep.supports(lname, K):
             continue  # ECOLog: K = 1 only (the summary's chosen points list what ran)
         bounds = [rep.learner_bound(args, setting) if S is None else S for S in plan["bounds"]]
-        recipes = [
+        points = [
             rep.Recipe(
                 K, d, S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting), dtype
             )  # fmt: skip
@@ -230,9 +230,10 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
             for b in betas
         ]
         hp = jax.tree_util.tree_map(
-            lambda *xs: jnp.concatenate(xs, axis=0), *[spec.hparams(r) for r in recipes]
+            lambda *xs: jnp.concatenate(xs, axis=0),
+            *[rep.learner_hparams(lname, r) for r in points],
         )
-        m_ = rep.learner_sketch(args.sketch, K, d, spec)
+        m_ = rep.learner_sketch(args.sketch, K, d, lname)
         n_lg, n_b = lg["l"].size, len(betas)
         grid = {
             "l": np.tile(lg["l"], n_b * len(bounds)),
@@ -241,10 +242,10 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
         }
         if plan["bounds"] != [None]:
             grid["S"] = np.repeat(np.asarray(bounds, float), n_b * n_lg)
-        learner = spec.factory(K, d, m_, T)
+        learner = rep.make_learner(lname, K, d, m_, T)
         exps.append(
             sweep.Experiment(
-                spec.label,
+                rep.learner_row(lname).label,
                 sname,
                 mlogb.interact(learner, setting.env),
                 learner.init,

@@ -24,7 +24,7 @@ from bandits_jax.mlogb.logistic_ts import (
     logistic_ts_hyperparams,
 )
 from bandits_jax.mlogb.oful import OFULState, oful
-from bandits_jax.mlogb.recipes import TUNED, Tuned, practical, tuned
+from bandits_jax.mlogb.recipes import Tuned, practical, tuned
 from bandits_jax.mlogb.uniform import (
     UniformHyperparams,
     UniformState,
@@ -50,7 +50,6 @@ __all__ = [
     "MLogBMetrics",
     "OFULState",
     "Section4",
-    "TUNED",
     "Tuned",
     "UniformHyperparams",
     "UniformState",

@@ -1,46 +1,22 @@
-"""Tuned recipes: every MLogB learner with hyperparameters chosen by an honest sweep.
+"""Tuned recipes: the registry of MLogB learner kinds and the rules that tune them.
 
-Section 4 of He et al., "Efficient Multinomial Logistic Bandit via Frequent Directions"
-(:func:`~bandits_jax.mlogb.hparams.section4`), scales ``lam = (sqrt(K) d)^l lam0`` and
-``eta = (sqrt(K) d)^e eta0`` with ``(l, e) = (0.75, 0.75)``; at T <= 2000 that lam keeps the
-learners close to ``W = 0``. A recipe keeps the scaling (one exponent pair serves every (K, d))
-and a fixed radius ``beta``, and picks one point per learner kind (:data:`KINDS`) on tuning
-problems that are never reported, on tuning seeds only: the point with the least mean regret
-over the problems, each problem's regret divided by the best of the kind's grid on it
-(``bandits-jax sweep --select across``). Two recipes per kind, for some a third:
-
-- :data:`TUNED`, for a known bound ``S`` on ``||W*||_F`` (the caller's ``S``), tuned on a
-  low-kappa, a high-kappa, a K = 3 and a low-rank stream::
-
-    bandits-jax sweep --settings synth-30-1-S1,synth-30-1-S8,synth-15-3-S4,lowrank-60-1-4-S8 \\
-      --learners eofd-tuned,eofd-robust,oful-tuned,linucb,ecolog \\
-      --l-grid=-1.5,-1,-0.5,0 --e-grid=-0.5,0,0.5,1 --beta-grid 0.01,0.1,1 \\
-      --rounds 2000 --trials 3 --eval-trials 0 --select across --out results/tune
-
-- :data:`TUNED_FREE`, for no known bound (``S=None``, classification data), which fixes ``S``
-  too, tuned on ``wine-all``, ``iris-all``, ``cancer-all`` and ``digits-all-h0`` (then, around
-  the best points, with ``digits-k4-h0``)::
-
-    bandits-jax sweep --settings wine-all,iris-all,cancer-all,digits-all-h0 \\
-      --learners eofd-robust,eofd-tuned --S-grid 8,16,32,64 \\
-      --l-grid=-4,-3.5,-3,-2.5,-2,-1.5,-1 --e-grid=-1.5,-1,-0.5,0,0.5 --beta-grid 0.01,0.1,1 \\
-      --rounds 2000 --trials 10 --eval-trials 0 --select across --out results/tune-free
-
-- :data:`TUNED_LARGE`, for a known bound where ``K d > 128``, for the kinds whose point differs
-  there, tuned on heavy-tailed, isotropic, low-rank and K = 2 streams of K d = 160 to 200
-  (``docs/recipes.md``).
-
-:func:`practical` returns robust EOFD-MLogB with a known bound (OFUL-MLogB where ``K d <= 32``,
-buffered EOFD-MLogB where ``K d > 128``) and with none buffered EOFD-MLogB. The EOFD kinds use
-Section 4's ``m = floor(K d / 10)``, buffered EOFD a sketch as wide as its buffer where
-``K d <= 128`` (:func:`sketch_size`). ``docs/recipes.md`` has the second stage, the earlier
-sweep whose points OFUL, LinUCB and ECOLog keep, the re-checks, what each kind is and the
-measurements behind :func:`practical`'s rules.
+:data:`REGISTRY` is the one table of learners (kind -> label, legend, colour, factory,
+hyperparameter builder); every command, table, figure and benchmark reads it. :data:`RULES` is
+the one table of recipes: a row maps a problem regime (a known bound ``S`` on ``||W*||_F`` or
+none; ranges of ``K`` and ``K d``) and a kind to a tuned point (``l``, ``e``, ``beta`` and, with
+no known bound, ``S``) in Section 4's scaling ``lam = (sqrt(K) d)^l lam0``,
+``eta = (sqrt(K) d)^e eta0`` of He et al., "Efficient Multinomial Logistic Bandit via Frequent
+Directions" (:func:`~bandits_jax.mlogb.hparams.section4`), a sketch size (Section 4's
+``floor(K d / 10)`` or ``min(K d, cap)``), buffered EOFD's buffer and summary, whether
+:func:`practical` returns that kind there, and the ``docs/recipes.md`` section whose command
+chose it. :func:`tuned` and :func:`practical` read the first row that matches;
+:func:`rules_markdown` renders the table that ``docs/recipes.md`` shows. The paper's own
+learners (``eofd-paper``, ``oful-paper``) run at Section 4's point ``(0.75, 0.75, theory)``.
 """
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -49,7 +25,7 @@ import numpy as np
 from bandits_jax.checks import check_int, named
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
-from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER, eofd_buffered
+from bandits_jax.mlogb.eofd_buffer import eofd_buffered
 from bandits_jax.mlogb.exact import exact, exact_hyperparams
 from bandits_jax.mlogb.greedy import greedy
 from bandits_jax.mlogb.hparams import section4
@@ -60,118 +36,117 @@ from bandits_jax.mlogb.oful import oful
 from bandits_jax.mlogb.uniform import uniform, uniform_hyperparams
 from bandits_jax.protocols import MLogBLearner
 
-ADAPTIVE_CAPACITY = 2  # eofd-adaptive: m_max = 2 m
-ADAPTIVE_TARGET = 2.0  # eofd-adaptive: Delta_t <= 2
-# eofd-buffered's summary of the evicted rounds (eofd_buffer, eq. 2 or 3), K = 1 and K >= 2:
-# measured on the tuning problems of both families (docs/recipes.md).
-BUFFERED_SUMMARY = {1: "gradient", 2: "anchor"}
-# eofd-buffered's buffer B (rounds refitted exactly) at K = 1 where K d <= BUFFERED_FULL_MAX,
-# DEFAULT_BUFFER elsewhere: measured on the tuning problems of both families (docs/recipes.md,
-# "Buffer size"): at K = 1 (d <= 65) the longest buffer of the grid (64 to 512) ended level with
-# a known bound and best on the digits with none; at K >= 2 the shortest. A Newton step costs
-# O(B K^2 d^2), so where no tuning problem measured a benefit (K d > 128) the buffer stays short.
-BUFFERED_LONG = 512
-# eofd-buffered's sketch keeps min(K d, 64) directions (64: DEFAULT_BUFFER, the buffer it was
-# measured with) where K d <= this (docs/recipes.md: it helped on every tuning problem of that
-# size; at K d = 260 it did not), Section 4's floor(K d / 10) above.
-BUFFERED_FULL_MAX = 128
-
-
-def _buffered_sketch(K: int, d: int) -> int:
-    D = K * d
-    return min(D, DEFAULT_BUFFER) if D <= BUFFERED_FULL_MAX else max(1, D // 10)
-
-
-def buffer_size(num_outcomes: int, dim: int) -> int:
-    """The buffer ``B`` of the registry's ``eofd-buffered``: :data:`BUFFERED_LONG` rounds at
-    ``K = 1`` where ``K d <=`` :data:`BUFFERED_FULL_MAX`, else
-    :data:`~bandits_jax.mlogb.eofd_buffer.DEFAULT_BUFFER` (docs/recipes.md, "Buffer size")."""
-    K = named("recipes.buffer_size", check_int, "num_outcomes", num_outcomes, 1)
-    d = named("recipes.buffer_size", check_int, "dim", dim, 1)
-    return BUFFERED_LONG if K == 1 and d <= BUFFERED_FULL_MAX else DEFAULT_BUFFER
-
-
-def _buffered(K: int, d: int, m: int, T: int | None) -> MLogBLearner:
-    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=buffer_size(K, d),
-                         summary=BUFFERED_SUMMARY[min(K, 2)])  # fmt: skip
-
 
 class Exponents(NamedTuple):
-    """A tuned point: ``lam = (sqrt(K) d)^l lam0``, ``eta = (sqrt(K) d)^e eta0``, fixed ``beta``;
-    ``S``: the parameter bound the point uses when the caller knows none (:data:`TUNED_FREE`),
-    ``None`` in :data:`TUNED` (the caller's ``S``)."""
+    """A tuned point: ``lam = (sqrt(K) d)^l lam0``, ``eta = (sqrt(K) d)^e eta0``, the radius
+    ``beta`` (a number, or ``"theory"``: Theorem 1's); ``S``: the bound the point uses where the
+    caller knows none, ``None`` where the caller's ``S`` is used."""
 
     l: float  # noqa: E741
     e: float
-    beta: float
+    beta: float | str
     S: float | None = None
 
 
-# Chosen by the known-bound sweep of docs/recipes.md (tuning seeds 0-2, T = 2000).
-TUNED: dict[str, Exponents] = {
-    "eofd": Exponents(-1.0, -0.5, 0.01),
-    "eofd-robust": Exponents(-1.0, 0.0, 1.0),
-    "eofd-adaptive": Exponents(0.0, -0.5, 0.1),  # from the earlier S = 1 sweep (not re-swept)
-    "oful": Exponents(-1.0, 0.0, 1.0),
-    "linucb": Exponents(-1.0, 0.0, 0.1),  # e does not enter LinUCB
-    "ecolog": Exponents(-1.5, 0.0, 0.01),  # e does not enter ECOLog
-    "exact": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (the grid's edge; greedy)
-    "eofd-buffered": Exponents(-1.5, 0.0, 0.0),  # docs/recipes.md (its own sketch size)
-    "lin-ts": Exponents(-0.5, 0.0, 0.01),  # docs/recipes.md (beta: the grid's edge)
-    "logistic-ts": Exponents(-1.5, 0.0, 0.01),  # docs/recipes.md (the grid's corner)
-    "uniform": Exponents(0.0, 0.0, 0.0),
-}
-# With a known bound and K d > LARGE_MIN: the kinds whose point on the large tuning problems
-# (K d = 160 to 200: heavy-tailed, isotropic, low-rank and K = 2 streams) differs from TUNED's,
-# chosen by the same rule (docs/recipes.md, "K d > 128"). The problems of TUNED have K d <= 60;
-# LARGE_MIN is where buffered EOFD switches to the 64-round buffer and Section 4's sketch, the
-# form it was tuned with here.
-TUNED_LARGE: dict[str, Exponents] = {
-    "eofd-robust": Exponents(-0.5, 0.0, 1.0),
-    "eofd-buffered": Exponents(-1.0, -0.5, 0.1),  # e does not enter it
-}
-LARGE_MIN = BUFFERED_FULL_MAX
-# Chosen by the no-known-bound sweep of docs/recipes.md (S is part of the point).
-TUNED_FREE: dict[str, Exponents] = {
-    "eofd": Exponents(-1.5, 0.0, 0.1, 16.0),  # the earlier sweep's (docs/recipes.md)
-    "eofd-robust": Exponents(-4.0, -0.5, 0.01, 16.0),
-    "eofd-adaptive": Exponents(-1.5, 0.0, 0.1, 16.0),  # not swept: eofd's point
-    "oful": Exponents(-1.0, 0.5, 0.1, 16.0),
-    "linucb": Exponents(-1.5, 0.0, 0.01, 2.0),  # only lam (through S and l) and alpha enter
-    "ecolog": Exponents(-1.5, 0.0, 0.01, 8.0),
-    "exact": Exponents(-5.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge; greedy)
-    "eofd-buffered": Exponents(-6.0, 0.0, 0.0, 16.0),  # docs/recipes.md (the grid's edge)
-    "lin-ts": Exponents(-4.0, 0.0, 0.01, 2.0),  # docs/recipes.md (the grid's corner)
-    "logistic-ts": Exponents(-4.0, 0.0, 0.01, 16.0),  # docs/recipes.md (the grid's corner)
-    "uniform": Exponents(0.0, 0.0, 0.0, 1.0),
-}
-# With no known bound and K >= 2, for the kinds whose K = 1 point fails at K >= 2: chosen on the
-# K = 4 tuning digits (digits-k4-h0), the one classification tuning problem with K >= 2
-# (docs/recipes.md). Every other kind keeps its TUNED_FREE point for every K.
-TUNED_FREE_MULTI: dict[str, Exponents] = {
-    "eofd-buffered": Exponents(-2.62, 0.0, 0.01, 16.0),
-}
-for _table in (TUNED, TUNED_LARGE, TUNED_FREE):  # greedy: robust EOFD's point minus its bonus
-    _table["greedy"] = _table["eofd-robust"]._replace(beta=0.0)
-# The kinds :func:`practical` returns (docs/recipes.md has the measurements). With a known
-# bound and DENSE_MAX < K d <= LARGE_MIN: the cheapest EOFD kind whose tuning score (mean
-# relative regret over the tuning problems) is within 1% of the best EOFD kind's (robust: m
-# columns; adaptive: up to 2 m).
-PRACTICAL = "eofd-robust"
-# With a known bound and K d > LARGE_MIN: buffered EOFD at its TUNED_LARGE point, the best
-# score over the large tuning problems at that point (1.17, against LinTS 1.20 and robust EOFD
-# 1.25 at theirs and 1.37 at TUNED's; on ten seeds at the recipes 1.07, robust EOFD 1.13), at
-# 0.5 to 1.3 ms a round there against robust EOFD's 0.1 to 0.25.
-PRACTICAL_LARGE = "eofd-buffered"
-# With a known bound and K d <= DENSE_MAX: OFUL-MLogB, the full Hessian. There Section 4's sketch
-# keeps m <= 3 directions and the dense round costs 1.2 to 2.8 times the sketched one.
-PRACTICAL_DENSE = "oful"
-DENSE_MAX = 32
-# With no known bound (classification data): buffered EOFD at its TUNED_FREE point (K = 1) or
-# TUNED_FREE_MULTI point (K >= 2), by the across-problems rule over the five classification
-# tuning problems against LinUCB's recipe (docs/recipes.md): 0.1 to 1.3 times LinUCB's regret
-# there, at 0.1 to 6 ms a round against LinUCB's 0.002 to 0.02.
-PRACTICAL_FREE = "eofd-buffered"
+class Rule(NamedTuple):
+    """One row of :data:`RULES`: in the regime (``known``: whether the caller knows ``S``; ``K``
+    and ``Kd``: inclusive ranges, ``None`` unbounded above) the kind runs at ``point``, with the
+    sketch ``min(K d, sketch)`` (``None``: Section 4's ``max(1, floor(K d / 10))``) and, for
+    buffered EOFD, ``buffer`` rounds and the eviction ``summary``; ``practical``: what
+    :func:`practical` returns there; ``section``: the ``docs/recipes.md`` heading with the
+    command that chose it."""
+
+    kind: str
+    known: bool
+    K: tuple[int, int | None]
+    Kd: tuple[int, int | None]
+    point: Exponents
+    section: str
+    sketch: int | None = None
+    buffer: int | None = None
+    summary: str | None = None
+    practical: bool = False
+
+
+_E = Exponents
+_ANY, _K1, _K2 = (1, None), (1, 1), (2, None)
+_DENSE, _MID, _SMALL, _LARGE = (1, 32), (33, 128), (1, 128), (129, None)
+_SCALING = "The scaling and the selection rule"
+_KNOWN = "A known bound on `||W*||_F`"
+_OFUL = "OFUL-MLogB where K d <= 32"
+_BIG = "K d > 128: buffered EOFD with a bonus"
+_FREE = "No known bound (classification data)"
+_FREE_BUF = "With no known bound: buffered EOFD, earlier LinUCB"
+_EXACT, _TS, _BUF = "The exact-fit reference", "Thompson sampling", "Buffered EOFD"
+
+
+def _rows(known: bool, K: tuple, Kd: tuple, section: str, points: dict, **kw: Any) -> list[Rule]:
+    return [Rule(k, known, K, Kd, p, section, **kw) for k, p in points.items()]
+
+
+def _buffered_rows(known: bool, section: str, *points: Exponents) -> list[Rule]:
+    """Buffered EOFD's rows at one bound: ``points`` for K = 1 and K >= 2 where ``K d <= 128``,
+    then where ``K d > 128`` (:func:`practical`'s kind there, and everywhere with no bound)."""
+    big = _BIG if known else section
+    return [
+        Rule(
+            "eofd-buffered", known, _K1, _SMALL, points[0], section, 64, 512, "gradient", not known
+        ),
+        Rule("eofd-buffered", known, _K2, _SMALL, points[1], section, 64, 64, "anchor", not known),
+        Rule("eofd-buffered", known, _K1, _LARGE, points[2], big, None, 64, "gradient", True),
+        Rule("eofd-buffered", known, _K2, _LARGE, points[3], big, None, 64, "anchor", True),
+    ]
+
+
+_PAPER = _E(0.75, 0.75, "theory")
+RULES: tuple[Rule, ...] = (
+    *_rows(True, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER, "oful-paper": _PAPER}),
+    Rule("oful", True, _ANY, _DENSE, _E(-1.0, 0.0, 1.0), _OFUL, practical=True),
+    Rule("eofd-robust", True, _ANY, _MID, _E(-1.0, 0.0, 1.0), _KNOWN, practical=True),
+    *_rows(True, _ANY, _LARGE, _BIG, {"eofd-robust": _E(-0.5, 0.0, 1.0),
+                                      "greedy": _E(-0.5, 0.0, 0.0)}),
+    *_rows(True, _ANY, _ANY, _KNOWN, {
+        "eofd": _E(-1.0, -0.5, 0.01), "eofd-robust": _E(-1.0, 0.0, 1.0),
+        "eofd-adaptive": _E(0.0, -0.5, 0.1), "oful": _E(-1.0, 0.0, 1.0),
+        "greedy": _E(-1.0, 0.0, 0.0), "linucb": _E(-1.0, 0.0, 0.1), "ecolog": _E(-1.5, 0.0, 0.01),
+        "uniform": _E(0.0, 0.0, 0.0),
+    }),
+    Rule("exact", True, _ANY, _ANY, _E(-1.5, 0.0, 0.0), _EXACT),
+    *_rows(True, _ANY, _ANY, _TS, {"lin-ts": _E(-0.5, 0.0, 0.01),
+                                   "logistic-ts": _E(-1.5, 0.0, 0.01)}),
+    *_buffered_rows(True, _BUF, *(_E(-1.5, 0.0, 0.0),) * 2, *(_E(-1.0, -0.5, 0.1),) * 2),
+    *_rows(False, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER._replace(S=16.0),
+                                         "oful-paper": _PAPER._replace(S=16.0)}),
+    *_buffered_rows(False, _FREE_BUF, *(_E(-6.0, 0.0, 0.0, 16.0), _E(-2.62, 0.0, 0.01, 16.0)) * 2),
+    *_rows(False, _ANY, _ANY, _FREE, {
+        "eofd": _E(-1.5, 0.0, 0.1, 16.0), "eofd-robust": _E(-4.0, -0.5, 0.01, 16.0),
+        "eofd-adaptive": _E(-1.5, 0.0, 0.1, 16.0), "oful": _E(-1.0, 0.5, 0.1, 16.0),
+        "greedy": _E(-4.0, -0.5, 0.0, 16.0), "linucb": _E(-1.5, 0.0, 0.01, 2.0),
+        "ecolog": _E(-1.5, 0.0, 0.01, 8.0), "uniform": _E(0.0, 0.0, 0.0, 1.0),
+    }),
+    Rule("exact", False, _ANY, _ANY, _E(-5.0, 0.0, 0.0, 16.0), _EXACT),
+    *_rows(False, _ANY, _ANY, _TS, {"lin-ts": _E(-4.0, 0.0, 0.01, 2.0),
+                                    "logistic-ts": _E(-4.0, 0.0, 0.01, 16.0)}),
+)  # fmt: skip
+
+
+def _within(x: int, span: tuple[int, int | None]) -> bool:
+    return span[0] <= x and (span[1] is None or x <= span[1])
+
+
+def _matches(r: Rule, known: bool, K: int, d: int) -> bool:
+    return r.known == known and _within(K, r.K) and _within(K * d, r.Kd)
+
+
+def rule(kind: str, *, num_outcomes: int, dim: int, S: float | None) -> Rule:
+    """The first row of :data:`RULES` for ``kind`` in the regime ``(K, d, S)`` (``S=None``: no
+    known bound)."""
+    _check_kind(kind)
+    K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
+    found = next((r for r in RULES if r.kind == kind and _matches(r, S is not None, K, d)), None)
+    if found is None:
+        raise ValueError(f"no rule for kind {kind!r} at K = {K}, d = {d}, S = {S!r}")
+    return found
 
 
 class Tuned(NamedTuple):
@@ -192,35 +167,31 @@ def _check_kind(kind: str) -> str:
 def tuned_point(
     kind: str, S: float | None, *, num_outcomes: int, dim: int
 ) -> tuple[Exponents, float]:
-    """A kind's tuned point and the ``S`` it runs with: :data:`TUNED` at the caller's ``S``
-    (:data:`TUNED_LARGE` where it has the kind and ``K d >`` :data:`LARGE_MIN`), or, when ``S``
-    is ``None`` (no known bound), :data:`TUNED_FREE` with its own ``S``
-    (:data:`TUNED_FREE_MULTI` where it has the kind and ``num_outcomes >= 2``)."""
-    _check_kind(kind)
-    K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
-    if S is None:
-        ex = _free_point(kind, K)
-        return ex, float(ex.S)
-    return (TUNED_LARGE.get(kind, TUNED[kind]) if K * d > LARGE_MIN else TUNED[kind]), S
-
-
-def _free_point(kind: str, K: int) -> Exponents:
-    return TUNED_FREE_MULTI.get(kind, TUNED_FREE[kind]) if K >= 2 else TUNED_FREE[kind]
-
-
-def bound(kind: str, S: float | None, *, num_outcomes: int) -> float:
-    """The ``S`` a kind's hyperparameters use: the caller's, else its no-bound point's."""
-    _check_kind(kind)
-    K = check_int("num_outcomes", num_outcomes)
-    return S if S is not None else float(_free_point(kind, K).S)
+    """A kind's tuned point (:func:`rule`) and the ``S`` it runs with: the caller's, or where
+    ``S`` is ``None`` (no known bound) the point's own."""
+    ex = rule(kind, num_outcomes=num_outcomes, dim=dim, S=S).point
+    return ex, (S if S is not None else float(ex.S))
 
 
 def sketch_size(num_outcomes: int, dim: int, kind: str | None = None) -> int:
-    """A kind's default sketch size: its :class:`Kind` ``sketch`` rule where it has one, else
-    Section 4's ``m = max(1, floor(K d / 10))``."""
+    """A kind's default sketch size: ``min(K d, cap)`` where its rule has a cap, else Section 4's
+    ``m = max(1, floor(K d / 10))`` (also for ``kind=None``)."""
     K, d = int(num_outcomes), int(dim)
-    rule = None if kind is None else REGISTRY[_check_kind(kind)].sketch
-    return rule(K, d) if rule is not None else max(1, (K * d) // 10)
+    cap = None if kind is None else rule(kind, num_outcomes=K, dim=d, S=1.0).sketch
+    return min(K * d, cap) if cap is not None else max(1, (K * d) // 10)
+
+
+def buffer_size(num_outcomes: int, dim: int) -> int:
+    """The buffer ``B`` of ``eofd-buffered`` (its :data:`RULES` row)."""
+    K = named("recipes.buffer_size", check_int, "num_outcomes", num_outcomes, 1)
+    d = named("recipes.buffer_size", check_int, "dim", dim, 1)
+    return int(rule("eofd-buffered", num_outcomes=K, dim=d, S=1.0).buffer)
+
+
+def _buffered(K: int, d: int, m: int, T: int | None) -> MLogBLearner:
+    r = rule("eofd-buffered", num_outcomes=K, dim=d, S=1.0)
+    return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=r.buffer,
+                         summary=r.summary)  # fmt: skip
 
 
 class Kind(NamedTuple):
@@ -229,23 +200,24 @@ class Kind(NamedTuple):
     Attributes:
       label: short name in tables and JSON (e.g. ``"LinUCB"``).
       legend: name in figure legends (e.g. ``"LinUCB (tuned)"``).
+      color: its matplotlib colour in every figure.
       factory: ``(K, d, m, horizon) -> MLogBLearner`` (``m``: sketch size, ignored by learners
         without a sketch; ``horizon``: T, for learners that preallocate a buffer).
       hparams: ``(num_outcomes=, dim=, S=, horizon=, l=, e=, beta=, rewards=, dtype=) ->
         hyperparameters`` at a point (``l``, ``e``, a numeric ``beta``: arrays of one shape, the
         grid axes; ``S`` and ``rewards`` resolved by :func:`hparams_for`).
       sketched: whether ``m`` applies. k1_only: defined for K = 1 only.
-      sketch: ``(K, d) -> m``, the kind's default sketch size (:func:`sketch_size`); ``None``:
-        Section 4's.
+      paper: the paper's learner as written: the command runs it at ``--l/--e/--beta``.
     """
 
     label: str
     legend: str
+    color: str
     factory: Callable[[int, int, int, int | None], MLogBLearner]
     hparams: Callable[..., Any]
     sketched: bool = False
     k1_only: bool = False
-    sketch: Callable[[int, int], int] | None = None
+    paper: bool = False
 
 
 def _section4_hp(*, beta: Any, dtype: Any, l: Any, e: Any, **kw: Any) -> Any:  # noqa: E741
@@ -320,57 +292,42 @@ def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  
     return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
 
 
+def _eofd(**kw: Any) -> Callable[[int, int, int, int | None], MLogBLearner]:
+    return lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
+
+
 # kind -> Kind. A new learner joins every command (``--learners``, tables, figures, sweeps) with
-# one row here and its points in TUNED and TUNED_FREE (TUNED_FREE_MULTI where K >= 2 differs).
+# one row here and its rows in RULES.
 REGISTRY: dict[str, Kind] = {
-    "eofd": Kind(
-        "EOFD tuned", "EOFD-MLogB (tuned)",
-        lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m), _section4_hp, True,
-    ),
-    "eofd-robust": Kind(
-        "EOFD robust", "EOFD-MLogB robust (tuned)",
-        lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
-        _section4_hp, True,
-    ),
-    "eofd-adaptive": Kind(
-        "EOFD adaptive", "EOFD-MLogB adaptive (tuned)",
-        lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m,
-                                max_sketch_size=ADAPTIVE_CAPACITY * m,
-                                delta_target=ADAPTIVE_TARGET),
-        _section4_hp, True,
-    ),
-    "oful": Kind(
-        "OFUL tuned", "OFUL-MLogB (tuned)", lambda K, d, m, T: oful(num_outcomes=K, dim=d),
-        _section4_hp,
-    ),
-    "greedy": Kind(
-        "greedy", "greedy (robust EOFD estimate)",
-        lambda K, d, m, T: greedy(num_outcomes=K, dim=d, sketch_size=m, regularization="robust"),
-        _greedy_hp, True,
-    ),
-    "linucb": Kind(
-        "LinUCB", "LinUCB (tuned)", lambda K, d, m, T: linucb(num_outcomes=K, dim=d), _linucb_hp
-    ),
-    "ecolog": Kind(
-        "ECOLog", "ada-OFU-ECOLog (tuned)", lambda K, d, m, T: ecolog(num_outcomes=K, dim=d),
-        _ecolog_hp, k1_only=True,
-    ),
-    "lin-ts": Kind(
-        "LinTS", "linear Thompson sampling (tuned)",
-        lambda K, d, m, T: lin_ts(num_outcomes=K, dim=d), _ts_hp(lin_ts_hyperparams),
-    ),
-    "logistic-ts": Kind(
-        "logistic TS", "Laplace logistic Thompson sampling (tuned)",
-        lambda K, d, m, T: logistic_ts(num_outcomes=K, dim=d), _ts_hp(logistic_ts_hyperparams),
-    ),
-    "eofd-buffered": Kind(
-        "EOFD buffered", "EOFD-MLogB buffered (tuned)",
-        _buffered, _exact_hp, True, sketch=_buffered_sketch,
-    ),
-    "exact": Kind("exact", "exact MLE refit, O(t) a round", _exact, _exact_hp),
-    "uniform": Kind(
-        "random", "uniform random", lambda K, d, m, T: uniform(num_outcomes=K, dim=d), _uniform_hp
-    ),
+    "eofd-paper": Kind("EOFD", "EOFD-MLogB", "tab:blue", _eofd(), _section4_hp, True, paper=True),
+    "oful-paper": Kind("OFUL", "OFUL-MLogB", "tab:orange",
+                       lambda K, d, m, T: oful(num_outcomes=K, dim=d), _section4_hp, paper=True),
+    "eofd": Kind("EOFD tuned", "EOFD-MLogB (tuned)", "tab:cyan", _eofd(), _section4_hp, True),
+    "eofd-robust": Kind("EOFD robust", "EOFD-MLogB robust (tuned)", "tab:green",
+                        _eofd(regularization="robust"), _section4_hp, True),
+    "eofd-adaptive": Kind("EOFD adaptive", "EOFD-MLogB adaptive (tuned)", "tab:olive",
+                          lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m,
+                                                  max_sketch_size=2 * m, delta_target=2.0),
+                          _section4_hp, True),
+    "oful": Kind("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red",
+                 lambda K, d, m, T: oful(num_outcomes=K, dim=d), _section4_hp),
+    "greedy": Kind("greedy", "greedy (robust EOFD estimate)", "tab:purple",
+                   lambda K, d, m, T: greedy(num_outcomes=K, dim=d, sketch_size=m,
+                                             regularization="robust"), _greedy_hp, True),
+    "linucb": Kind("LinUCB", "LinUCB (tuned)", "tab:brown",
+                   lambda K, d, m, T: linucb(num_outcomes=K, dim=d), _linucb_hp),
+    "ecolog": Kind("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink",
+                   lambda K, d, m, T: ecolog(num_outcomes=K, dim=d), _ecolog_hp, k1_only=True),
+    "lin-ts": Kind("LinTS", "linear Thompson sampling (tuned)", "#911eb4",
+                   lambda K, d, m, T: lin_ts(num_outcomes=K, dim=d), _ts_hp(lin_ts_hyperparams)),
+    "logistic-ts": Kind("logistic TS", "Laplace logistic Thompson sampling (tuned)", "#000075",
+                        lambda K, d, m, T: logistic_ts(num_outcomes=K, dim=d),
+                        _ts_hp(logistic_ts_hyperparams)),
+    "eofd-buffered": Kind("EOFD buffered", "EOFD-MLogB buffered (tuned)", "#e6194b", _buffered,
+                          _exact_hp, True),
+    "exact": Kind("exact", "exact MLE refit, O(t) a round", "black", _exact, _exact_hp),
+    "uniform": Kind("random", "uniform random", "tab:gray",
+                    lambda K, d, m, T: uniform(num_outcomes=K, dim=d), _uniform_hp),
 }  # fmt: skip
 KINDS = tuple(REGISTRY)
 K1_ONLY = frozenset(k for k, v in REGISTRY.items() if v.k1_only)  # kinds defined for K = 1 only
@@ -398,10 +355,10 @@ def hparams_for(
 ) -> Any:
     """Hyperparameters of a kind at exponents ``(l, e)`` and radius ``beta`` (arrays give a grid;
     ``beta`` may also be ``"theory"``/``"order"`` for the online-Newton kinds). ``S=None``: no
-    known bound, the kind's :data:`TUNED_FREE` ``S``. The grid axes of ``l``, ``e`` and a
+    known bound, the ``S`` of the kind's no-bound rule. The grid axes of ``l``, ``e`` and a
     numeric ``beta`` broadcast together, so every field has them (a grid is a batch of states:
     ``jax.vmap(learner.init)``)."""
-    S = bound(kind, S, num_outcomes=num_outcomes)
+    _, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
     K = int(num_outcomes)
     if not isinstance(beta, str):
         shape = np.broadcast(np.asarray(l), np.asarray(e), np.asarray(beta)).shape
@@ -434,44 +391,28 @@ def tuned(
     rewards: Any = None,
     dtype: Any = None,
 ) -> Tuned:
-    """A kind's learner with its tuned hyperparameters.
+    """A kind's learner with its tuned hyperparameters (its :func:`rule`).
 
     Args:
       kind: one of :data:`KINDS`.
       num_outcomes, dim: K and d.
-      S: the known bound on ``||W*||_F`` (:data:`TUNED` at that ``S``), or ``None`` when there
-        is none, e.g. on classification data (:data:`TUNED_FREE`, which chooses ``S`` too).
+      S: the known bound on ``||W*||_F``, or ``None`` when there is none, e.g. on classification
+        data (the rule's point chooses ``S`` too).
       horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
     """
     ex, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
     m = sketch_size(num_outcomes, dim, kind)
     learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon)
-    hp = hparams_for(
-        kind,
-        num_outcomes=num_outcomes,
-        dim=dim,
-        S=S,
-        horizon=horizon,
-        l=ex.l,
-        e=ex.e,
-        beta=ex.beta,
-        rewards=rewards,
-        dtype=dtype,
-    )
+    hp = hparams_for(kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, l=ex.l,
+                     e=ex.e, beta=ex.beta, rewards=rewards, dtype=dtype)  # fmt: skip
     return Tuned(kind, learner, hp, m)
 
 
 def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
-    """The kind :func:`practical` returns: with no known bound :data:`PRACTICAL_FREE` (buffered
-    EOFD); with one, :data:`PRACTICAL_DENSE` (OFUL-MLogB) when ``K d <= DENSE_MAX``,
-    :data:`PRACTICAL_LARGE` (buffered EOFD) when ``K d > LARGE_MIN``, else :data:`PRACTICAL`
-    (robust EOFD-MLogB)."""
+    """The kind :func:`practical` returns: that of the first :data:`RULES` row marked
+    ``practical`` for the regime."""
     K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
-    if S is None:
-        return PRACTICAL_FREE
-    if K * d <= DENSE_MAX:
-        return PRACTICAL_DENSE
-    return PRACTICAL_LARGE if K * d > LARGE_MIN else PRACTICAL
+    return next(r.kind for r in RULES if r.practical and _matches(r, S is not None, K, d))
 
 
 def practical(
@@ -483,19 +424,10 @@ def practical(
     rewards: Any = None,
     dtype: Any = None,
 ) -> Tuned:
-    """The recommended learner for the problem described, with its tuned hyperparameters.
-
-    With a known bound ``S`` on ``||W*||_F``: robust EOFD-MLogB (:data:`PRACTICAL`) at
-    :data:`TUNED`, or OFUL-MLogB (:data:`PRACTICAL_DENSE`) when ``K d <= DENSE_MAX``, where the
-    full Hessian is cheap and beat the coarse sketch on the tuning problems, or buffered EOFD
-    (:data:`PRACTICAL_LARGE`) at :data:`TUNED_LARGE` when ``K d > LARGE_MIN``, where it led on the
-    large tuning problems. With none (``S=None``,
-    the default; classification data): buffered EOFD (:data:`PRACTICAL_FREE`) at
-    :data:`TUNED_FREE` (K = 1) or :data:`TUNED_FREE_MULTI` (K >= 2), which led LinUCB's recipe on
-    the classification tuning problems. docs/recipes.md has the measurements; ``horizon``,
-    ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out, so that a misspelt keyword is named
-    as ``practical``'s); ``.kind`` says which came back.
-    """
+    """The recommended learner for the problem described (:func:`practical_kind`) with its tuned
+    hyperparameters; ``S``: the known bound on ``||W*||_F`` or ``None`` (the default, e.g.
+    classification data); ``horizon``, ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out,
+    so that a misspelt keyword is named as ``practical``'s); ``.kind`` says which came back."""
     kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S)
     return tuned(
         kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, rewards=rewards,
@@ -503,9 +435,38 @@ def practical(
     )  # fmt: skip
 
 
-def lam_eta(num_outcomes: int, dim: int, S: float, ex: Exponents, action_bound: float = 1.0):
-    """``(lam, eta)`` of Section 4's scaling at a tuned point (for reports)."""
-    K = int(num_outcomes)
-    alpha = 2.0 * (1.0 + S * action_bound) + math.log(K + 1)
-    base = math.sqrt(K) * dim
-    return base**ex.l * math.sqrt(K) * alpha * S, base**ex.e * (S / 2.0 + math.log(K + 1) / 4.0)
+def _span(name: str, span: tuple[int, int | None]) -> str:
+    lo, hi = span
+    if hi is None:
+        return "any" if lo == 1 else f"> {lo - 1}"
+    return f"{lo}" if lo == hi else (f"<= {hi}" if lo == 1 else f"{lo - 1} < {name} <= {hi}")
+
+
+def _anchor(heading: str) -> str:
+    return re.sub(r"[^a-z0-9 _-]", "", heading.lower()).replace(" ", "-")
+
+
+def _escape(heading: str) -> str:
+    return heading.replace("|", "\\|")
+
+
+def rules_markdown() -> str:
+    """:data:`RULES` as the markdown table ``docs/recipes.md`` shows (a test keeps them equal)."""
+    lines = [
+        "| kind | S known | K | K d | l | e | beta | S | sketch | buffer | summary | practical "
+        "| chosen in |",
+        "|" + " --- |" * 13,
+    ]
+    for r in RULES:
+        p = r.point
+        sketch = "-" if not REGISTRY[r.kind].sketched else (
+            "K d / 10" if r.sketch is None else f"min(K d, {r.sketch})")  # fmt: skip
+        cells = [
+            f"`{r.kind}`", "yes" if r.known else "no", _span("K", r.K), _span("K d", r.Kd),
+            f"{p.l:g}", f"{p.e:g}", f"{p.beta:g}" if not isinstance(p.beta, str) else p.beta,
+            "caller's" if p.S is None else f"{p.S:g}", sketch,
+            "-" if r.buffer is None else str(r.buffer), r.summary or "-",
+            "yes" if r.practical else "", f"[{_escape(r.section)}](#{_anchor(r.section)})",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -110,7 +110,7 @@ def test_sweep_takes_bco_learners(tmp_path):
 
 def test_reproduce_rows_carry_status_and_checkpoint_mismatch_is_one_line(tmp_path, capsys):
     argv = [
-        "reproduce", "--settings", "synth-3-1", "--learners", "eofd", "--rounds", "4",
+        "reproduce", "--settings", "synth-3-1", "--learners", "eofd-paper", "--rounds", "4",
         "--trials", "1", "--chunk", "2", "--out", str(tmp_path), "--quiet", "--no-plots",
     ]  # fmt: skip
     assert main(argv) == 0

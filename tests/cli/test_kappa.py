@@ -93,7 +93,7 @@ def test_kappa_end_to_end_interrupted_resumed_and_refused(tmp_path, capsys, monk
     tuning, evaluation = indep[:, :2], indep[:, 2:]
 
     # The recipe cell equals the independent run of its point on the evaluation seeds.
-    ex = recipes.TUNED["eofd-robust"]
+    ex, _ = recipes.tuned_point("eofd-robust", 2.0, num_outcomes=1, dim=1)
     assert c["point"] == {"l": ex.l, "e": ex.e, "beta": ex.beta}
     points = list(zip(g["beta"], g["l"], g["e"], strict=True))
     at = points.index((ex.beta, ex.l, ex.e))  # the grid holds the recipe's point
@@ -195,7 +195,7 @@ def test_help_lists_only_accepted_options_and_the_grids(tmp_path):
     for flag in ("--S-grid", "--tune", "--no-tune", "--quick", "--resume", "--sketch"):
         assert flag in listed and flag in text
     unwrapped = "".join(text.split())  # argparse wraps long lists at spaces and hyphens
-    for values in ("1,2,4,8", "-1,-0.5,0", "-0.5,0,0.5", "0.01,0.1,1", "eofd-robust,eofd-tuned"):
+    for values in ("1,2,4,8", "-1,-0.5,0", "-0.5,0,0.5", "0.01,0.1,1", "eofd-robust,eofd,oful"):
         assert values in unwrapped
     # every listed option is accepted by the command's validation
     args = opt.apply_config(

@@ -314,7 +314,7 @@ def _kappa_colors(fig):
 
 
 def test_a_learner_has_one_colour_in_every_figure(tmp_path, figures):
-    from bandits_jax.cli.reproduce import LEARNERS
+    from bandits_jax.mlogb.recipes import REGISTRY
 
     plotting.regret_figure(_regret_panels([NEW, LONG[0], LONG[4]]), tmp_path / "r.png")
     regret = _regret_colors(figures[-1])
@@ -324,13 +324,9 @@ def test_a_learner_has_one_colour_in_every_figure(tmp_path, figures):
     kappa = _kappa_colors(figures[-1])
     assert regret[NEW] == time[NEW] == kappa[NEW]  # first, last and third drawn
     assert regret[LONG[4]] == time[LONG[4]] == kappa[LONG[4]]
-    # every registry learner has a registered colour of its own, under its label and legend
-    registered = {s.legend: to_rgba(plotting.LEARNER_COLORS[s.legend]) for s in LEARNERS.values()}
-    assert len(set(registered.values())) == len(LEARNERS)
-    assert all(plotting.LEARNER_COLORS[s.label] == plotting.LEARNER_COLORS[s.legend]
-               for s in LEARNERS.values())  # fmt: skip
-    for colors in (regret, time, kappa):
-        assert all(colors[n] == registered[n] for n in colors if n in LONG)
+    # every registry kind has a colour of its own, keyed by kind; a kind's name draws it
+    assert len({to_rgba(s.color) for s in REGISTRY.values()}) == len(REGISTRY)
+    assert all(plotting.learner_color(k) == s.color for k, s in REGISTRY.items())
     # a caller's colour wins
     plotting.regret_figure(_regret_panels([LONG[0]]), tmp_path / "c.png", colors={LONG[0]: "k"})
     assert _regret_colors(figures[-1])[LONG[0]] == to_rgba("k")

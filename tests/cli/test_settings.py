@@ -193,8 +193,8 @@ def test_reproduce_trial_i_gets_target_i_mod_C(tmp_path, monkeypatch):
 
 
 def test_classification_settings_let_the_recipe_choose_S_unless_given(tmp_path):
-    """On classification data the learners get no bound (each recipe's TUNED_FREE S) unless --S
-    is given; a synthetic setting gives its own S to the learners."""
+    """On classification data the learners get no bound (the S of each kind's no-bound rule)
+    unless --S is given; a synthetic setting gives its own S to the learners."""
     import json
 
     from bandits_jax.cli import main
@@ -208,7 +208,10 @@ def test_classification_settings_let_the_recipe_choose_S_unless_given(tmp_path):
         return json.loads((out / "reproduce.json").read_text())["settings"]
 
     free = run([], tmp_path / "a")
-    assert free["iris-all"]["learners"]["EOFD robust"]["S"] == recipes.TUNED_FREE["eofd-robust"].S
+    assert (
+        free["iris-all"]["learners"]["EOFD robust"]["S"]
+        == recipes.rule("eofd-robust", num_outcomes=1, dim=4, S=None).point.S
+    )
     assert free["synth-4-1-S3"]["learners"]["EOFD robust"]["S"] == 3.0
     given = run(["--S", "2.5"], tmp_path / "b")
     assert given["iris-all"]["learners"]["EOFD robust"]["S"] == 2.5

@@ -22,7 +22,8 @@ def closed_form(K, d, S, l, e):  # noqa: E741
 @pytest.mark.parametrize("kind", ["eofd", "eofd-robust", "eofd-adaptive", "oful", "greedy"])
 @pytest.mark.parametrize("K,d", [(1, 20), (3, 7)])
 def test_online_newton_kinds_follow_the_scaling(kind, K, d):
-    S, ex = 2.0, recipes.TUNED[kind]
+    S = 2.0
+    ex = recipes.rule(kind, num_outcomes=K, dim=d, S=S).point
     rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=S, horizon=500)
     lam, eta = closed_form(K, d, S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
@@ -58,7 +59,7 @@ def test_bad_kind_and_beta():
                             beta="theory")  # fmt: skip
 
 
-@pytest.mark.parametrize("d,kind", [(20, recipes.PRACTICAL_DENSE), (40, recipes.PRACTICAL)])
+@pytest.mark.parametrize("d,kind", [(20, "oful"), (40, "eofd-robust")])
 def test_practical_learns(d, kind):
     """The practical recipe on a Section 4 stream with ||W*|| = 4 (with S = 1 the reward gaps are
     too small for the regret per round to fall visibly in 600 rounds), the full Hessian at
@@ -83,31 +84,35 @@ def test_practical_learns(d, kind):
 
 @pytest.mark.parametrize("kind", ["eofd", "eofd-robust", "oful", "greedy"])
 def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
-    """``S=None`` (classification data): the TUNED_FREE point, with its own S in the scaling."""
+    """``S=None`` (classification data): the no-bound rule's point, with its own S in the
+    scaling."""
     K, d, T = 1, 12, 300
-    ex = recipes.TUNED_FREE[kind]
+    ex = recipes.rule(kind, num_outcomes=K, dim=d, S=None).point
     rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=None, horizon=T)
     lam, eta = closed_form(K, d, ex.S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
     np.testing.assert_allclose(float(rec.hparams.eta), eta, rtol=1e-12)
     np.testing.assert_allclose(float(rec.hparams.S), ex.S, rtol=1e-12)
     assert float(rec.hparams.beta) == (0.0 if kind == "greedy" else ex.beta)
-    # A known bound keeps TUNED at the caller's S.
+    # A known bound keeps its rule's point at the caller's S.
     known = mlogb.tuned(kind, num_outcomes=K, dim=d, S=3.0, horizon=T)
-    lam3, _ = closed_form(K, d, 3.0, recipes.TUNED[kind].l, recipes.TUNED[kind].e)
+    ex3 = recipes.rule(kind, num_outcomes=K, dim=d, S=3.0).point
+    lam3, _ = closed_form(K, d, 3.0, ex3.l, ex3.e)
     np.testing.assert_allclose(float(known.hparams.lam), lam3, rtol=1e-12)
     np.testing.assert_allclose(float(known.hparams.S), 3.0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("K", [1, 3])
 def test_practical_without_a_known_bound_is_buffered_eofd_at_its_free_point(K):
-    """``S=None`` (the default): buffered EOFD, lam from the scaling at TUNED_FREE's point (K = 1)
-    or TUNED_FREE_MULTI's (K >= 2) and its S, and that point's beta; with a known bound: OFUL
-    where K d <= 32, buffered EOFD where K d > 128, else robust EOFD, at the caller's S."""
+    """``S=None`` (the default): buffered EOFD, lam from the scaling at its no-bound point (K = 1
+    and K >= 2 differ) and its S, and that point's beta; with a known bound: OFUL where
+    K d <= 32, buffered EOFD where K d > 128, else robust EOFD, at the caller's S."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
-    assert rec.kind == recipes.PRACTICAL_FREE == "eofd-buffered"
-    ex = (recipes.TUNED_FREE if K == 1 else recipes.TUNED_FREE_MULTI)["eofd-buffered"]
+    assert rec.kind == "eofd-buffered"
+    ex = (
+        recipes.Exponents(-6.0, 0.0, 0.0, 16.0) if K == 1 else recipes.Exponents(-2.62, 0, 0.01, 16)
+    )
     lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)  # S enters through lam
     assert float(rec.hparams.beta) == ex.beta
@@ -115,59 +120,87 @@ def test_practical_without_a_known_bound_is_buffered_eofd_at_its_free_point(K):
                       (129, "eofd-buffered")):  # fmt: skip
         known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
         assert known.kind == kind, (K, dim)  # K d <= 32: the full Hessian
-        ex = (recipes.TUNED_LARGE if K * dim > recipes.LARGE_MIN else recipes.TUNED)[kind]
+        ex = recipes.rule(kind, num_outcomes=K, dim=dim, S=2.0).point
         lam, _ = closed_form(K, dim, 2.0, ex.l, ex.e)  # the caller's S, through lam
         np.testing.assert_allclose(float(known.hparams.lam), lam, rtol=1e-12)
 
 
-@pytest.mark.parametrize("kind", sorted(recipes.TUNED_FREE_MULTI))
-def test_no_known_bound_with_several_outcomes_uses_the_multi_point(kind):
-    """``S=None`` and K >= 2: TUNED_FREE_MULTI's point where it has the kind; K = 1 keeps
-    TUNED_FREE's; the command's recipe agrees."""
+def test_no_known_bound_with_several_outcomes_uses_the_multi_point():
+    """``S=None``: buffered EOFD's point at K >= 2 is not its K = 1 point; the command's recipe
+    agrees with the library's."""
     from bandits_jax.cli import reproduce
 
-    d, T = 6, 300
-    for K, ex in ((1, recipes.TUNED_FREE[kind]), (3, recipes.TUNED_FREE_MULTI[kind])):
+    kind, d, T = "eofd-buffered", 6, 300
+    points = []
+    for K in (1, 3):
+        ex = recipes.rule(kind, num_outcomes=K, dim=d, S=None).point
         rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=None, horizon=T)
         lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
         np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
         assert float(rec.hparams.beta) == ex.beta
-        spec = reproduce.LEARNERS[kind]
-        point = reproduce.tuned_point(spec, reproduce.Recipe(K, d, None, T, 0, 0, 0, None, None))
+        point = reproduce.tuned_point(kind, reproduce.Recipe(K, d, None, T, 0, 0, 0, None, None))
         assert (point.l, point.e, point.beta) == (ex.l, ex.e, ex.beta)
-    assert recipes.TUNED_FREE_MULTI[kind] != recipes.TUNED_FREE[kind]
+        points.append(ex)
+    assert points[0] != points[1]
 
 
 @pytest.mark.parametrize("kind", recipes.KINDS)
 def test_a_known_bound_above_the_large_size_uses_the_large_point(kind):
-    """With a known bound, ``K d > LARGE_MIN``: TUNED_LARGE's point where it has the kind, else
-    TUNED's; at ``K d == LARGE_MIN`` TUNED's; the command's recipe agrees."""
+    """With a known bound, ``K d > 128``: robust EOFD, greedy and buffered EOFD change point,
+    the other kinds keep theirs; the command's recipe agrees (the paper's kinds run at
+    ``--l/--e/--beta``)."""
     from bandits_jax.cli import reproduce
 
     T, S = 300, 2.0
-    for K, d in ((1, recipes.LARGE_MIN), (1, recipes.LARGE_MIN + 1), (2, 65)):
+    small = recipes.rule(kind, num_outcomes=1, dim=128, S=S).point
+    changes = kind in ("eofd-robust", "greedy", "eofd-buffered")
+    for K, d in ((1, 128), (1, 129), (2, 65)):
         if K > 1 and kind in recipes.K1_ONLY:
             continue
-        large = K * d > recipes.LARGE_MIN
-        ex = recipes.TUNED_LARGE.get(kind, recipes.TUNED[kind]) if large else recipes.TUNED[kind]
+        ex = recipes.rule(kind, num_outcomes=K, dim=d, S=S).point
+        assert (ex == small) == (K * d <= 128 or not changes), (K, d)
         rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=S, horizon=T)
         if hasattr(rec.hparams, "lam"):
             lam, _ = closed_form(K, d, S, ex.l, ex.e)
             np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)
-        spec = next(v for v in reproduce.LEARNERS.values() if v.kind == kind)
-        point = reproduce.tuned_point(spec, reproduce.Recipe(K, d, S, T, 0, 0, 0, None, None))
-        assert (point.l, point.e, point.beta) == (ex.l, ex.e, ex.beta), (K, d)
-    assert set(recipes.TUNED_LARGE) <= set(recipes.KINDS)
-    assert all(recipes.TUNED_LARGE[k] != recipes.TUNED[k] for k in recipes.TUNED_LARGE)
-    assert recipes.PRACTICAL_LARGE in recipes.TUNED_LARGE
+        point = reproduce.tuned_point(kind, reproduce.Recipe(K, d, S, T, 0, 0, 0, None, None))
+        want = (0, 0, 0) if recipes.REGISTRY[kind].paper else (ex.l, ex.e, ex.beta)
+        assert (point.l, point.e, point.beta) == want, (K, d)
 
 
-def test_every_kind_has_both_recipes():
-    assert set(recipes.TUNED) == set(recipes.TUNED_FREE) == set(recipes.KINDS)
-    assert set(recipes.TUNED_FREE_MULTI) <= set(recipes.KINDS)
-    assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE_MULTI.values())
-    assert all(ex.S is None for ex in (*recipes.TUNED.values(), *recipes.TUNED_LARGE.values()))
-    assert all(ex.S is not None and ex.S > 0 for ex in recipes.TUNED_FREE.values())
+@pytest.mark.parametrize("K", [1, 2, 4])
+@pytest.mark.parametrize("d", [1, 5, 32, 33, 65, 128, 129, 300])
+def test_every_kind_has_a_rule_in_every_regime(K, d):
+    """Every kind has a known-bound rule (the caller's S) and a no-bound rule (its own S > 0);
+    buffered EOFD's sketch, buffer and summary do not depend on the bound; :func:`practical`
+    has exactly one kind per regime."""
+    for kind in recipes.KINDS:
+        known = recipes.rule(kind, num_outcomes=K, dim=d, S=1.0)
+        free = recipes.rule(kind, num_outcomes=K, dim=d, S=None)
+        assert known.point.S is None and free.point.S > 0
+        assert (known.sketch, known.buffer, known.summary) == (
+            free.sketch,
+            free.buffer,
+            free.summary,
+        )
+    for S in (1.0, None):
+        regime = [
+            r for r in recipes.RULES if r.practical and recipes._matches(r, S is not None, K, d)
+        ]
+        assert len(regime) == 1, (K, d, S)
+
+
+def test_recipes_doc_shows_the_rules_table():
+    """docs/recipes.md holds exactly the table :func:`recipes.rules_markdown` renders, between
+    its markers, and every row's section is a heading of that page."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "recipes.md").read_text()
+    begin, end = "<!-- rules: begin -->\n", "<!-- rules: end -->"
+    assert text.count(begin) == 1 and text.count(end) == 1
+    assert text[text.index(begin) + len(begin) : text.index(end)] == recipes.rules_markdown()
+    headings = {line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")}
+    assert {r.section for r in recipes.RULES} <= headings
 
 
 @pytest.mark.parametrize(
@@ -226,7 +259,7 @@ def test_tuned_builds_every_kind(kind):
 
 def test_sketch_size_is_the_kinds_own_rule():
     """Section 4's ``floor(K d / 10)`` for every sketched kind but buffered EOFD, whose sketch is
-    as wide as its buffer (``min(K d, B)``) where ``K d <= BUFFERED_FULL_MAX``; ``tuned`` and the
+    as wide as its buffer (``min(K d, B)``) where ``K d <= 128``; ``tuned`` and the
     command use the same rule, and ``--sketch`` overrides it."""
     from bandits_jax.cli import reproduce
     from bandits_jax.mlogb.eofd_buffer import DEFAULT_BUFFER
@@ -234,24 +267,21 @@ def test_sketch_size_is_the_kinds_own_rule():
     for K, d in ((1, 20), (1, 65), (4, 65), (3, 5), (4, 20), (1, 200)):
         assert recipes.sketch_size(K, d) == max(1, K * d // 10)
         assert recipes.sketch_size(K, d, "eofd-robust") == max(1, K * d // 10)
-        full = K * d <= recipes.BUFFERED_FULL_MAX
+        full = K * d <= 128
         m = min(K * d, DEFAULT_BUFFER) if full else max(1, K * d // 10)
         assert recipes.sketch_size(K, d, "eofd-buffered") == m
         rec = mlogb.tuned("eofd-buffered", num_outcomes=K, dim=d, horizon=10)
         assert rec.sketch_size == m
         assert rec.learner.init(rec.hparams).X.shape[0] == recipes.buffer_size(K, d)
-        spec = reproduce.LEARNERS["eofd-buffered"]
-        assert reproduce.learner_sketch(None, K, d, spec) == m
-        assert reproduce.learner_sketch(3, K, d, spec) == 3
-        assert reproduce.learner_sketch(None, K, d, reproduce.LEARNERS["eofd"]) == max(
-            1, K * d // 10
-        )
+        assert reproduce.learner_sketch(None, K, d, "eofd-buffered") == m
+        assert reproduce.learner_sketch(3, K, d, "eofd-buffered") == 3
+        assert reproduce.learner_sketch(None, K, d, "eofd") == max(1, K * d // 10)
 
 
 @pytest.mark.parametrize("K", [1, 2])
 def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
     """The registry's buffered EOFD: eq. (2)'s summary at K = 1, eq. (3)'s at K >= 2
-    (``recipes.BUFFERED_SUMMARY``), told apart on a stream that evicts into a rank-1 sketch, with
+    (its :data:`recipes.RULES` rows), told apart on a stream that evicts into a rank-1 sketch, with
     the buffer ``recipes.buffer_size`` (another buffer evicts other rounds)."""
     from bandits_jax.mlogb.eofd_buffer import eofd_buffered
 
@@ -280,6 +310,6 @@ def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
         )
         for form in ("gradient", "anchor")
     }
-    chosen = recipes.BUFFERED_SUMMARY[min(K, 2)]
+    chosen = "gradient" if K == 1 else "anchor"
     np.testing.assert_array_equal(registry, by_form[chosen])
     assert np.abs(by_form["gradient"] - by_form["anchor"]).max() > 1e-6

@@ -229,14 +229,14 @@ def test_fast_matches_reference(reg):
 
 @pytest.mark.slow
 def test_robust_eofd_at_paper_scale_matches_robust_reference():
-    """Robust EOFD at K = 4, d = 100 (m = 40, default spare columns) at ``recipes.TUNED``'s point,
-    the one ``mlogb.practical`` uses for it where 32 < K d <= 128 (at this size its recipe is
-    ``TUNED_LARGE``'s, whose larger lam leaves rho below 2 lam), over 200 rounds against the
-    robust numpy reference."""
+    """Robust EOFD at K = 4, d = 100 (m = 40, default spare columns) at its known-bound point
+    (``recipes.RULES``), the one ``mlogb.practical`` uses for it where 32 < K d <= 128 (at this
+    size its recipe is the large point, whose larger lam leaves rho below 2 lam), over 200 rounds
+    against the robust numpy reference."""
     K, d, T, N, S = 4, 100, 200, 10, 2.0
     tuned = mlogb.tuned("eofd-robust", num_outcomes=K, dim=d, S=S, horizon=T)
     assert tuned.sketch_size == 40
-    ex = recipes.TUNED["eofd-robust"]
+    ex, _ = recipes.tuned_point("eofd-robust", S, num_outcomes=1, dim=d)  # K d <= 128
     hp = recipes.hparams_for("eofd-robust", num_outcomes=K, dim=d, S=S, horizon=T, l=ex.l,
                              e=ex.e, beta=ex.beta)  # fmt: skip
     state = tuned.learner.init(hp)

@@ -65,7 +65,7 @@ def _experiments() -> list[sweep.Experiment]:
     ]  # fmt: skip
     env4 = envs.synthetic_mlogb(num_outcomes=K4, dim=D4, S=S4, min_actions=3, max_actions=6)
     for kind, label in (("eofd-robust", "EOFD robust"), ("oful", "OFUL")):
-        point = recipes.TUNED[kind]
+        point, _ = recipes.tuned_point(kind, S4, num_outcomes=K4, dim=D4)
         ls = np.array([point.l, point.l + 0.5])
         hp = recipes.hparams_for(
             kind, num_outcomes=K4, dim=D4, S=S4, horizon=T, l=ls, e=point.e, beta=point.beta
