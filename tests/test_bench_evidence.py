@@ -11,7 +11,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LABELS = {"eofd-robust": "EOFD robust", "linucb": "LinUCB", "ecolog": "ECOLog",
-          "eofd-buffered": "EOFD buffered", "oful-tuned": "OFUL-MLogB (tuned)"}  # fmt: skip
+          "eofd-buffered": "EOFD buffered", "oful": "OFUL-MLogB (tuned)"}  # fmt: skip
 
 
 def _cell(mean: float, se: float = 1.0, trials: int = 4, run: str = "first") -> dict:
@@ -80,7 +80,7 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
     assert goals["recommended_over_best_tuned"] == 43.0 / 40.0
     assert goals["within_10pct_of_best_tuned"] is True
     recommended = {s: table[s]["goals"]["recommended"] for s in settings}
-    assert recommended["synth-20-1-S8"] == "oful-tuned"  # K d = 20 <= 32: the full Hessian
+    assert recommended["synth-20-1-S8"] == "oful"  # K d = 20 <= 32: the full Hessian
     assert recommended["lowrank-100-1-5-S8"] == "eofd-robust"
     assert recommended["digits-k4-h1"] == "eofd-buffered"  # no bound, K = 4
     assert recommended["heavy-200-1-1-S8"] == "eofd-buffered"  # a known bound, K d > 128
