@@ -227,3 +227,17 @@ def test_out_in_use_by_another_process(tmp_path, capsys):
     (tmp_path / ".bandits-jax.lock").write_text(str(os.getpid()))  # a live process holds it
     rc, lines = run_bad(["reproduce", "--out", str(tmp_path)], capsys)
     assert rc == 2 and len(lines) == 1 and "in use by process" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["reproduce", "kappa", "sweep"])
+def test_learners_are_exactly_the_registry_kinds(command, tmp_path, capsys):
+    """``--learners`` takes the registry's kinds and nothing else (no old name, no alias): one
+    line per unknown name, listing the accepted kinds (exit status 2, nothing created)."""
+    from bandits_jax.mlogb.recipes import KINDS
+
+    rc, lines = run_bad([command, "--learners", "eofd-tuned,eofd,oful-tuned",
+                         "--out", str(tmp_path / "o"), "--quiet"], capsys)  # fmt: skip
+    assert rc == 2 and len(lines) == 2, lines
+    for line, name in zip(lines, ("eofd-tuned", "oful-tuned"), strict=True):
+        assert f"unknown learner {name!r}" in line and str(list(KINDS))[:-1] in line
+    assert not (tmp_path / "o").exists()
