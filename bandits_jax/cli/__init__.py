@@ -1,50 +1,32 @@
-"""``bandits-jax``: reproduce the EOFD-MLogB paper's experiments, run the BCO paper's studies,
-sweeps and benchmarks.
+"""``bandits-jax``: the EOFD-MLogB paper's experiments, the BCO paper's studies, sweeps, benchmarks.
 
 Subcommands (each writes PNG figures, JSON/CSV numbers and a text summary to ``--out DIR``,
 default ``./results``, and prints where):
 
 * ``reproduce`` (:mod:`.reproduce`) -- the paper's Figures 1 and 2 (section 4): cumulative regret
-  with one-std bands over trials and per-round time bars for the learners of its registry
-  (EOFD-MLogB and OFUL-MLogB by default), on the synthetic (d, K) = (100, 4) and (400, 1)
-  streams and on the digits data (MNIST too when its files are found). ``--quick`` is a reduced
-  run of a minute or two on a laptop CPU.
-* ``sweep`` (:mod:`.sweep`) -- learners x grid x trials x settings in one compiled call (sharded
-  over all devices), tuned honestly: best configuration on tuning seeds, reported on separate
-  evaluation seeds; the exploration diagnostic and update status per configuration. MLogB
-  learners take the (l, e, beta) grid, BCO learners the step-size ``--scale-grid``.
+  with one-std bands over trials and per-round time bars for the kinds of the library's registry
+  (``--learners``, :data:`bandits_jax.mlogb.recipes.KINDS`) on the settings (docs/command.md);
+  ``--quick`` is a reduced run of a minute or two on a laptop CPU.
+* ``sweep`` (:mod:`.sweep`) -- learners x grid x trials x settings in one compiled call, tuned
+  honestly (best on tuning seeds, reported on separate evaluation seeds).
 * ``bco`` (:mod:`.bco`) -- the BCO paper's studies: regret vs d and vs the gradient variation.
-* ``kappa`` (:mod:`.kappa`) -- final regret vs the parameter bound S (kappa ~ exp(S)) on the
-  synthetic stream, per learner out of the box and tuned per S (honestly), with its growth from
-  the smallest to the largest S.
-* ``bench`` (:mod:`.bench`) -- the speed benchmarks (``python -m benchmarks.mlogb_speed`` and
-  ``benchmarks.bco_speed``) from a source checkout, collected into ``bench.csv``.
+* ``kappa`` (:mod:`.kappa`) -- final regret vs the parameter bound S (kappa ~ exp(S)), per
+  learner out of the box and tuned per S.
+* ``bench`` (:mod:`.bench`) -- the speed benchmarks of a source checkout, into ``bench.csv``.
 
 Every option is validated before any work starts (:mod:`.options`): one line per problem on
 stderr (``bandits-jax: error: ...``), exit status 2. Runs are played in chunks of rounds with a
 progress bar and a checkpoint after each chunk (``DIR/checkpoints``); ``--resume`` continues an
 interrupted run bit-identically; a checkpoint that does not match is one error line too.
 
-Compiling is most of a short run, so compiled chunks go to JAX's persistent compilation cache
-(``--compile-cache DIR|off``, :func:`.options.compile_cache_dir`), in a subdirectory keyed by
-this checkout's source and JAX's version (:func:`.options.source_key`); each summary and the last
-line on stderr say where it is, its entries and size, and how to clear it or turn it off.
+Compiled chunks go to JAX's persistent compilation cache (``--compile-cache DIR|off``,
+:func:`.options.compile_cache_dir`, keyed by :func:`.options.source_key`); the process settings
+(:mod:`.process`: ``--threads``, ``--xla-*`` as ``XLA_FLAGS``) apply once before JAX starts;
+docs/command.md has both.
 
-Process settings (:mod:`.process`), applied once before JAX starts: XLA's CPU threads
-(``--threads N|auto``; by default one thread kept on the least busy core, one per host device with
-``--devices N``) and the XLA compiler options (``--xla-opt-level``, ``--xla-fusion-emitters``,
-``--xla-codegen-split``, as ``XLA_FLAGS``).
-
-Settings: ``synth-D-K`` (section 4's synthetic stream with dimension D and K outcomes, e.g.
-``synth-100-4``; ``||W*||_F`` is ``--S``, default 1) and ``synth-D-K-S<s>`` (``||W*||_F = s``, e.g.
-``synth-20-1-S8``: high kappa); ``lowrank-D-K-R[-S<s>]`` (actions near a random rank-R subspace,
-``W*`` in it); ``digits`` (the classification protocol on scikit-learn's digits, d = 65, class 1
-rewarded), ``digits-C`` (class C rewarded), ``digits-all`` (trial i rewards class i mod 10), and the
-tuning sets ``wine-all``, ``iris-all``, ``cancer-all``; ``digits-k4`` (its multinomial K = 4
-variant), ``mnist`` (d = 785; files via ``--mnist`` or the cache directory, see
-``bandits_jax.envs.mnist``); for BCO sweeps ``bco-linear-D`` and ``bco-quadratic-D``. On
-classification data the learners get no bound S unless ``--S`` is given: each recipe chooses its
-own (its no-bound row of ``bandits_jax.mlogb.recipes.RULES``).
+Settings: :data:`.options.SETTINGS_HELP` and docs/command.md. On classification data the learners
+get no bound S unless ``--S`` is given: each kind's no-bound rule
+(:data:`bandits_jax.mlogb.recipes.RULES`) chooses its own.
 """
 
 from __future__ import annotations

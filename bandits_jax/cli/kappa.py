@@ -24,11 +24,9 @@ Every (S, learner, mode) cell is a resumable unit in ``DIR/checkpoints/kappa/S<S
 <mode>``: ``identity.json`` (the options that define it, written first), the chunk checkpoints of
 its sweeps and, once done, ``result.json``. ``--resume`` reuses finished cells, continues an
 interrupted one from its last chunk, and refuses (one error line, exit status 2, before any work)
-a cell made with other options: a resumed run is the run it claims to be, or it is refused.
-Learners or S values added on a resume are new cells.
+a cell made with other options; learners or S values added on a resume are new cells.
 
-Outputs: ``kappa.png`` (:func:`.plotting.kappa_figure`), ``kappa.json``, ``kappa.csv``
-and ``kappa_summary.txt`` (the table and, per learner, ``regret(S_max) / regret(S_min)``).
+Outputs: ``kappa.png``, ``kappa.json``, ``kappa.csv``, ``kappa_summary.txt``.
 """
 
 from __future__ import annotations
