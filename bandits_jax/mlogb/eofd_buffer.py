@@ -1,78 +1,32 @@
 """Buffered EOFD-MLogB: a sketched fit corrected by damped Newton steps on a ring buffer.
 
-The measured gap (``benchmarks/tracking_causes.py``, digits): robust EOFD-MLogB's online step
-(He et al., Algorithm 2, eq. 8 and 20-25) uses the last round's gradient only, so its estimate
-never closes the distance to the regularised MLE of its own history (``F(W_t) - min F`` of
-tens of nats, a step covering ~1e-5 of the way), and Lemma 2's ball keeps ``||W|| <= S`` while
-that MLE's norm is 4-20 S (median 8 S). This learner keeps EOFD's sketch (Algorithm 1,
-eq. 12-15) but as the quadratic summary of the rounds that left a bounded buffer, and refits
-the estimate each round by damped Newton (the steps of :mod:`bandits_jax.mlogb.exact`) on
+EOFD's sketch (He et al., Algorithm 1, eq. 12-15) as the quadratic summary of the rounds that left
+a bounded buffer, and the estimate refitted each round by damped Newton
+(:func:`~bandits_jax.mlogb.newton.minimise`) on, in ``w = vec(W)`` (``D = K d``, ``X_s = I_K kron
+x_s``, ``l_s`` eq. 1's log-loss of round s),
 
-    F_t(W) = (c/2) ||w||^2 + (1/2) w^T V diag(mu) V^T w - b^T w + sum_{s in buffer} l_s(W),
-    l_s(W) = log(1 + sum_k exp(w_k^T x_s)) - w_{y_s}^T x_s,                          (1)
+    F_t(W) = (c/2) ||w||^2 + (1/2) w^T V diag(mu) V^T w - b^T w + sum_{s in buffer} l_s(W).   (1)
 
-in ``w = vec(W)`` (``W.reshape(-1)``, ``D = K d``; ``X_s = I_K kron x_s``). The buffer holds the
-``B`` most recent rounds (a ring, slot ``t mod B``). When round t overwrites the slot of round
-``s = t - B``, that round's loss is replaced by its second-order expansion at the current
-estimate ``W_t`` (``z = W_t x_s``, ``J = diag(sigma(z)) - sigma(z) sigma(z)^T``):
+The buffer holds the ``B`` most recent rounds (slot ``t mod B``). When round t overwrites the slot
+of round ``s = t - B``, ``l_s`` is replaced by its second-order expansion at ``W_t`` (``z = W_t
+x_s``, ``J = diag(sigma(z)) - sigma(z) sigma(z)^T``): ``Z = V diag(mu) V^T <- FD(Z + X_s J X_s^T)``
+(Algorithm 1; ``rho`` += the discarded eigenvalue, eq. 15) and, with ``Q = Z + (c - lam) I``,
 
-    Z = V diag(mu) V^T  <-  Z' = FD(Z + X_s J X_s^T)    (Algorithm 1: m_eff = min(m, D)
-                         directions, rho += the discarded eigenvalue, eq. 15),
-    b  <-  b + (Q' - Q) w_t - X_s (sigma(z) - e_{y_s}),                              (2)
+    b <- b + (Q' - Q) w_t - X_s (sigma(z) - e_{y_s})                 (2, summary="gradient")
 
-(``e_0 = 0``, ``w_t = vec(W_t)``, ``Q = Z + (c - lam) I``). ``c = lam + rho/2``
-(``regularization="robust"``, the default: Robust FD, Luo et al. 2019, as EOFD's
-``regularization="robust"``) or ``c = lam`` (``"paper"``: the discarded mass is dropped, as
-Algorithm 2's Z). The summary ``q(w) = w^T Q w / 2 - b^T w`` gains the second-order expansion of
-``l_s`` at ``w_t`` with its gradient there kept exact, ``grad q'(w_t) = grad q(w_t) +
-grad l_s(w_t)``. Without shrinkage ``Q' - Q = X_s J X_s^T`` and b's increment is ``H w_t - g``
-of ``l_s``. Adding that increment whatever the sketch discarded (0.2.0's first form) left in b
-the pull of curvature no longer in Q, and the fit ran off along the discarded directions
-(``|W|`` past 1e4, most updates rejected as non-finite on the K = 4 digits). The evicted
-gradients along the discarded directions still pull linearly with only the ridge against them:
-at K = 1 the robust fit stays near the whole history's ridge MLE, at K >= 2 with a small sketch
-it overshoots (``tests/mlogb/test_eofd_buffer.py``).
+(the summary's gradient at ``w_t`` kept exact), or with ``A = c I + Z``, ``H_s = X_s J X_s^T``
 
-``summary="anchor"`` keeps the summary's minimiser instead of its gradient at ``w_t``: with
-``A = c I + Z`` (so that ``(c/2)||w||^2 + q(w) = (1/2) (w - a)^T A (w - a) + const``,
-``a = A^{-1} b``) and ``H_s = X_s J X_s^T``,
+    a' = (A + H_s)^{-1} (b + H_s w_t - X_s (sigma(z) - e_{y_s})),  b <- A' a'   (3, "anchor")
 
-    a' = (A + H_s)^{-1} (b + H_s w_t - X_s (sigma(z) - e_{y_s})),   b <- A' a',        (3)
-
-``A`` before and ``A'`` after the sketch's update: ``a'`` minimises the summary plus the evicted
-round's expansion before any curvature is discarded, and the discarded curvature then no longer
-pulls at all (along those directions only ``c`` pulls, towards ``a'`` rather than 0). Where
-nothing is discarded (``m >= D``) eq. (2) and (3) are the same update. The solve is a Woodbury
-core of size ``m + K`` (:func:`_anchor`), O(D (m + K) + (m + K)^3). On the tuning problems
-eq. (2) did better at K = 1 and eq. (3) at K >= 2, the registry's choice
-(``benchmarks/buffered_forms.py``, ``docs/recipes.md``).
-
-The fit (after writing ``(x_t, y_t)``): from ``W_t``, at most ``newton_steps`` damped Newton
-steps ``w <- w - a H^{-1} g`` on (1), ``g = c w + V (mu * V^T w) - b + sum_s X_s (sigma(z_s) -
-e_{y_s})``, ``H = c I + V diag(mu) V^T + sum_s X_s J_s X_s^T``, ``a`` the first of ``1, 1/2,
-..., 2^(1 - max_halvings)`` with ``F(w - a p) <= F(w) - 1e-4 a g^T p`` (no ``a`` passes: w
-stays, the steps stop), ``a = 1`` untested once ``g^T p <= 64 eps (1 + |F|)``; the steps stop
-after a full step with ``||p|| <= sqrt(eps) (1 + ||w||)``. ``CONVERGED`` if then
-``||g|| <= sqrt(eps) (1 + ||b|| + sum_s ||x_s||)``, else ``MAX_STEPS`` (the iterate kept),
-``worst`` with the FD eigensolve's status; a non-finite update is rejected (``NONFINITE``, the
-previous state kept). No ball: the ridge ``c`` keeps (1) strictly convex.
-
-H is ``c I + U L L^T U^T`` with ``U = [V, X_1 .. X_B]`` (D x r, ``r = m + B K``) and
-``L = blockdiag(diag(mu)^{1/2}, L_1 .. L_B)``, ``L_s L_s^T = J_s`` (the closed-form Cholesky
-factor of a multinomial covariance, :func:`jacobian_root`), so by Woodbury
-``H^{-1} v = (v - U L S^{-1} L^T U^T v) / c`` with the r x r core
-``S = c I + L^T U^T U L`` (Cholesky-factored; ``U^T U`` from ``V^T V``, ``V_k^T x_s`` and
-``x_s^T x_s'``, once a round). No D x D matrix is formed: a round costs
-O(D m^2 + B K d m + B^2 d) once, O(r^2 K + r^3) per Newton step and O(D m (m + K)) for (2),
-whatever t. Where ``D <= r`` (small ``K d``, a long buffer) H itself is formed and factored
-instead, O(B K^2 d^2 + D^2 m + D^3) per Newton step (``hessian="auto"``, the default).
-
-Scores: OFUL-MLogB's with the Hessian of (1) at the fit, ``A(x) = X^T H^{-1} X =
-(||x||^2 I_K - Y^T Y) / c`` with ``Y = chol(S)^{-1} L^T U^T X`` (dense: ``Y^T Y``,
-``Y = chol(H)^{-1} X``) (eq. 10/16/19, as
-:mod:`.exact` with its fixed radius ``beta``): K = 1 ``w^T x + sqrt(beta A(x))``; K >= 2
-``r^T sigma(W x)`` plus eq. (10)'s two terms.
-"""
+(its minimiser kept: discarded curvature then no longer pulls). ``c = lam + rho/2``
+(``regularization="robust"``: Robust FD, Luo et al. 2019) or ``c = lam`` (``"paper"``).
+``CONVERGED`` if the fit ends with ``||g|| <= sqrt(eps) (1 + ||b|| + sum_s ||x_s||)`` (worst with
+the FD eigensolve's status), else ``MAX_STEPS``; a non-finite update is rejected (``NONFINITE``).
+H is ``c I + U L L^T U^T``, ``U = [V, X_1 .. X_B]`` (``r = m + B K`` columns), ``L =
+blockdiag(diag(mu)^{1/2}, L_1 .. L_B)``, ``L_s L_s^T = J_s`` (:func:`jacobian_root`), solved by
+Woodbury through the r x r core ``S = c I + L^T U^T U L``, or formed where ``D <= r``
+(``hessian="auto"``). Scores: OFUL-MLogB's with ``A(x) = X^T H^{-1} X`` (eq. 10/16/19, as
+:mod:`.exact` with its fixed radius ``beta``)."""
 
 from __future__ import annotations
 
@@ -81,22 +35,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import all_finite, fresh_state, status_of
 from bandits_jax.linalg import lapack, sketch
-from bandits_jax.mlogb import bonus, confidence, model
-from bandits_jax.mlogb.exact import (
-    ARMIJO,
-    ROUNDING,
-    ExactHyperparams,
-    _a_from_factor,
-    _row_losses,
-    _write_row,
-    exact_hyperparams,
-)
+from bandits_jax.mlogb import bonus, confidence, model, newton
+from bandits_jax.mlogb.exact import ExactHyperparams, exact_hyperparams
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     UpdateInfo,
@@ -108,7 +53,7 @@ from bandits_jax.mlogb.learner import (
     from_score_parts,
     status_property,
 )
-from bandits_jax.status import CONVERGED, MAX_STEPS, worst
+from bandits_jax.status import CONVERGED, worst
 
 #: Default buffer size B (rounds refitted exactly).
 DEFAULT_BUFFER = 64
@@ -232,47 +177,38 @@ def _dense_chol(V, mu, X, root_J, c):
     return lapack.cholesky(H)
 
 
-class _Derivs(NamedTuple):
-    F: jax.Array
-    g: jax.Array  # (K, d)
-    root_J: jax.Array  # (B, K, K), zero on unfilled rows
-    chol: jax.Array  # (n, n): the Woodbury core's (n = r) or, where dense, H's (n = D)
-
-
 def _objective(W, V, mu, b, X, Y, wts, c):
     """``F_t(W)`` of eq. (1) (``wts``: 1 on filled rows)."""
     w = W.reshape(-1)
     vw = V.T @ w
     quad = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w
-    return quad + jnp.sum(wts * _row_losses(W, X, Y)[1])
+    return quad + jnp.sum(wts * newton.row_losses(W, X, Y)[1])
 
 
-def _derivatives(W, V, mu, b, X, Y, wts, c, G, dense) -> _Derivs:
-    """F, its gradient and the Cholesky factor of its Hessian at W (of the Woodbury core, or of
-    H itself where ``dense``)."""
+def _derivatives(W, V, mu, b, X, Y, wts, c, G, dense):
+    """``(F, g (K, d), (root_J, chol))`` at W: ``root_J`` (B, K, K) zero on unfilled rows,
+    ``chol`` the Cholesky factor of the Woodbury core (r x r) or, where ``dense``, of H."""
     K, d = W.shape
-    z, loss = _row_losses(W, X, Y)
-    s = model.sigma(z)
-    resid = (s - jax.nn.one_hot(Y - 1, K, dtype=W.dtype)) * wts[:, None]  # y = 0: zero row
+    loss, grad, z, _ = newton.rows_loss_grad(W, X, Y, wts)
     root_J = jacobian_root(z) * wts[:, None, None]
     w = W.reshape(-1)
     vw = V.T @ w
-    F = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w + jnp.sum(wts * loss)
-    g = c * W + (V @ (mu * vw) - b).reshape(K, d) + resid.T @ X
+    F = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w + loss
+    g = c * W + (V @ (mu * vw) - b).reshape(K, d) + grad
     chol = _dense_chol(V, mu, X, root_J, c) if dense else _core_chol(G, jnp.sqrt(mu), root_J, c)
-    return _Derivs(F, g, root_J, chol)
+    return F, g, (root_J, chol)
 
 
-def _h_solve(V, X, mu, c, der: _Derivs, dense):
+def _h_solve(V, X, mu, c, it: newton.Newton, dense):
     """``H^{-1} g``: ``(g - U L S^{-1} L^T U^T g) / c`` (Woodbury), or by H's factor where
     ``dense``."""
-    K = der.g.shape[0]
+    K = it.g.shape[0]
+    root_J, chol = it.aux
     if dense:
-        return lapack.cho_solve(der.chol, der.g.reshape(-1)).reshape(der.g.shape)
+        return lapack.cho_solve(chol, it.g.reshape(-1)).reshape(it.g.shape)
     root_mu = jnp.sqrt(mu)
-    v = _l_t_u_t(V, X, root_mu, der.root_J, der.g)
-    y = lapack.cho_solve(der.chol, v)
-    return (der.g - _u_l(V, X, root_mu, der.root_J, y, K)) / c
+    y = lapack.cho_solve(chol, _l_t_u_t(V, X, root_mu, root_J, it.g))
+    return (it.g - _u_l(V, X, root_mu, root_J, y, K)) / c
 
 
 def _anchor(V, mu, x, root_J, c, rhs):
@@ -318,52 +254,18 @@ def _evict(state, x_old, y_old, evict, half_rho, anchored):
             pick(b_new, state.b), pick(fd_status, CONVERGED))  # fmt: skip
 
 
-class _Fit(NamedTuple):
-    W: jax.Array
-    d: _Derivs
-    steps: jax.Array
-    done: jax.Array
-
-
 def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings, dense):
-    """Damped Newton on eq. (1) from ``W0`` (module docstring): ``(W, derivs, steps, grad_norm,
-    status)``, ``CONVERGED`` where the gradient is below ``sqrt(eps)`` times the problem's scale,
-    else ``MAX_STEPS``."""
-    K = W0.shape[0]
-    eps = jnp.finfo(W0.dtype).eps
-    G = None if dense else _gram(V, X, K)  # U^T U: the Woodbury core's only
+    """Damped Newton on eq. (1) from ``W0``: ``(iterate, grad_norm, status)``."""
+    G = None if dense else _gram(V, X, W0.shape[0])  # U^T U: the Woodbury core's only
     args = (V, mu, b, X, Y, wts, c)
-
-    def norm(a):
-        return jnp.sqrt(jnp.sum(a * a))
-
-    def body(f: _Fit) -> _Fit:
-        p = _h_solve(V, X, mu, c, f.d, dense)
-        dec = jnp.sum(f.d.g * p)
-        full = dec <= ROUNDING * eps * (1.0 + jnp.abs(f.d.F))
-
-        def ls_body(carry):
-            j, a, _ = carry
-            ok = full | (_objective(f.W - a * p, *args) <= f.d.F - ARMIJO * a * dec)
-            return j + 1, jnp.where(ok, a, 0.5 * a), ok
-
-        def ls_cond(carry):
-            return (carry[0] < max_halvings) & ~carry[2]
-
-        one = jnp.ones((), W0.dtype)
-        _, a, ok = lax.while_loop(ls_cond, ls_body, (jnp.zeros((), jnp.int32), one, False))
-        W = jnp.where(ok, f.W - a * p, f.W)
-        small = (a == 1.0) & (norm(p) <= jnp.sqrt(eps) * (1.0 + norm(W)))
-        return _Fit(W, _derivatives(W, *args, G, dense), f.steps + 1, ~ok | small)
-
-    start = _Fit(
-        W0, _derivatives(W0, *args, G, dense), jnp.zeros((), jnp.int32), jnp.zeros((), bool)
-    )
-    f = lax.while_loop(lambda f: (f.steps < newton_steps) & ~f.done, body, start)
-    gn = norm(f.d.g)
-    scale = 1.0 + norm(b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))
-    status = jnp.where(gn <= jnp.sqrt(eps) * scale, CONVERGED, MAX_STEPS)
-    return f.W, f.d, f.steps, gn, status
+    it = newton.minimise(
+        W0, lambda W: _derivatives(W, *args, G, dense), lambda W: _objective(W, *args),
+        lambda it: _h_solve(V, X, mu, c, it, dense),
+        newton_steps=newton_steps, max_halvings=max_halvings,
+    )  # fmt: skip
+    gn = newton.norm(it.g)
+    scale = 1.0 + newton.norm(b) + jnp.sum(wts * jnp.sqrt(jnp.sum(X * X, axis=1)))
+    return it, gn, newton.converged(gn, scale)
 
 
 def _a_matrices(
@@ -374,7 +276,7 @@ def _a_matrices(
     ``dense``."""
     K, d = state.W.shape
     if dense:
-        return _a_from_factor(state.chol, actions, K)
+        return newton.a_matrices(state.chol, actions, K)
     m, B = state.mu.shape[0], state.X.shape[0]
     r = m + B * K
     c = state.hparams.lam + half_rho * state.rho
@@ -393,6 +295,77 @@ def _a_matrices(
 
 
 # --- the learner -----------------------------------------------------------------------------
+
+
+class _Options(NamedTuple):
+    K: int
+    d: int
+    m: int  # m_eff = min(m, K d)
+    B: int  # buffer rows
+    newton_steps: int
+    max_halvings: int
+    half_rho: float  # c = lam + half_rho rho
+    anchored: bool  # eq. (3), else eq. (2)
+    dense: bool  # H formed (D x D), else the Woodbury core (r x r)
+
+
+def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
+    check_hparams(hp, opt.K, ("lam", "beta"))
+    dtype = hp.lam.dtype
+    K, d, B = opt.K, opt.d, opt.B
+    fd = sketch.init(K * d, opt.m, dtype)
+    n = K * d if opt.dense else opt.m + B * K
+    state = EOFDBufferState(
+        W=jnp.zeros((K, d), dtype), V=fd.V, mu=fd.mu, rho=fd.rho, b=jnp.zeros((K * d,), dtype),
+        X=jnp.zeros((B, d), dtype), Y=jnp.zeros((B,), jnp.int32), filled=jnp.zeros((B,), bool),
+        chol=jnp.sqrt(hp.lam) * jnp.eye(n, dtype=dtype), root_J=jnp.zeros((B, K, K), dtype),
+        grad_norm=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
+        info=empty_info(dtype),
+    )  # fmt: skip
+    return fresh_state(state)
+
+
+def _score_parts(opt: _Options, state: EOFDBufferState, actions: jax.Array):
+    """OFUL-MLogB's ``(estimate, bonus)`` with ``A(x)`` from H at the fit (eq. 10/16)."""
+    check_actions(actions, opt.d)
+    actions = actions.astype(state.W.dtype)
+    hp = state.hparams
+    A = _a_matrices(state, actions, opt.half_rho, opt.dense)
+    return bonus.parts(state.W, actions, A, hp.rewards, hp.beta)
+
+
+def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
+    """Evicts the slot's round (eq. 2 or 3), writes round t there and refits eq. (1)."""
+    check_update_args(x, y, opt.K, opt.d)
+    hp = state.hparams
+    dtype = state.W.dtype
+    x = x.astype(dtype)
+    y = jnp.asarray(y, jnp.int32)
+    pos = state.t % opt.B
+    V, mu, rho, b, fd_status = _evict(
+        state, state.X[pos], state.Y[pos], state.filled[pos], opt.half_rho, opt.anchored
+    )
+    X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y)
+    wts = filled.astype(dtype)
+    c = hp.lam + opt.half_rho * rho
+    it, gn, fit_status = _fit(
+        state.W, V, mu, b, X, Y, wts, c,
+        newton_steps=opt.newton_steps, max_halvings=opt.max_halvings, dense=opt.dense,
+    )  # fmt: skip
+    root_J, chol = it.aux
+    new = (it.x, V, mu, rho, b, chol, root_J, gn)
+    old = (state.W, state.V, state.mu, state.rho, state.b, state.chol, state.root_J,
+           state.grad_norm)  # fmt: skip
+    ok = all_finite(x, new)
+    W, V, mu, rho, b, chol, root_J, gn = checks.guard(ok, new, old)
+    status = status_of(ok, worst(fit_status, fd_status))
+    info = empty_info(dtype)._replace(newton_steps=it.steps, status=status, beta=hp.beta)
+    # The buffers change in one row: a rejected round leaves it as it was.
+    X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
+    return EOFDBufferState(
+        W=W, V=V, mu=mu, rho=rho, b=b, X=X, Y=Y, filled=filled, chol=chol, root_J=root_J,
+        grad_norm=gn, t=jnp.where(ok, state.t + 1, state.t), hparams=hp, info=info,
+    )  # fmt: skip
 
 
 def eofd_buffered(
@@ -435,91 +408,20 @@ def eofd_buffered(
     K, d = named(fn, check_static, num_outcomes, dim, sketch_size)
     B = named(fn, check_int, "buffer_size", buffer_size, 1)
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
-    H = named(fn, check_int, "max_halvings", max_halvings, 1)
+    M = named(fn, check_int, "max_halvings", max_halvings, 1)
     robust = named(fn, confidence.check_regularization, regularization)
     if summary not in SUMMARIES:
         raise ValueError(f"{fn}: summary must be one of {SUMMARIES}, got {summary!r}")
-    anchored = summary == "anchor"
-    half_rho = 0.5 if robust else 0.0  # c = lam + half_rho rho
     if hessian not in HESSIANS:
         raise ValueError(f"{fn}: hessian must be one of {HESSIANS}, got {hessian!r}")
-    D = K * d
-    m = min(int(sketch_size), D)
-    r = m + B * K
-    dense = hessian == "dense" or (hessian == "auto" and D <= r)
-
-    def init(hp: ExactHyperparams) -> EOFDBufferState:
-        check_hparams(hp, K, ("lam", "beta"))
-        dtype = hp.lam.dtype
-        fd = sketch.init(D, m, dtype)
-        state = EOFDBufferState(
-            W=jnp.zeros((K, d), dtype),
-            V=fd.V,
-            mu=fd.mu,
-            rho=fd.rho,
-            b=jnp.zeros((D,), dtype),
-            X=jnp.zeros((B, d), dtype),
-            Y=jnp.zeros((B,), jnp.int32),
-            filled=jnp.zeros((B,), bool),
-            chol=jnp.sqrt(hp.lam) * jnp.eye(D if dense else r, dtype=dtype),
-            root_J=jnp.zeros((B, K, K), dtype),
-            grad_norm=jnp.zeros((), dtype),
-            t=jnp.zeros((), jnp.int32),
-            hparams=hp,
-            info=empty_info(dtype),
-        )
-        return fresh_state(state)
-
-    def score_parts(state: EOFDBufferState, actions: jax.Array):
-        check_actions(actions, d)
-        actions = actions.astype(state.W.dtype)
-        hp = state.hparams
-        return bonus.parts(
-            state.W, actions, _a_matrices(state, actions, half_rho, dense), hp.rewards, hp.beta
-        )
-
-    def update(state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
-        check_update_args(x, y, K, d)
-        hp = state.hparams
-        dtype = state.W.dtype
-        x = x.astype(dtype)
-        y = jnp.asarray(y, jnp.int32)
-        pos = state.t % B
-        # Eviction (eq. 2 or 3) of the slot's round at the current estimate, when the ring is full.
-        V, mu, rho, b, fd_status = _evict(
-            state, state.X[pos], state.Y[pos], state.filled[pos], half_rho, anchored
-        )
-        # The new round in the slot, then the fit.
-        X, Y, filled = _write_row(state.X, state.Y, state.filled, pos, x, y)
-        wts = filled.astype(dtype)
-        c = hp.lam + half_rho * rho
-        W, der, steps, gn, fit_status = _fit(
-            state.W, V, mu, b, X, Y, wts, c, newton_steps=N, max_halvings=H, dense=dense
-        )  # fmt: skip
-        new = (W, V, mu, rho, b, der.chol, der.root_J, gn)
-        old = (state.W, state.V, state.mu, state.rho, state.b, state.chol, state.root_J,
-               state.grad_norm)  # fmt: skip
-        ok = all_finite(x, new)
-        W, V, mu, rho, b, chol, root_J, gn = checks.guard(ok, new, old)
-        status = status_of(ok, worst(fit_status, fd_status))
-        info = UpdateInfo(
-            projected=jnp.zeros((), bool),
-            nu=jnp.zeros((), dtype),
-            newton_steps=steps,
-            status=status,
-            beta=hp.beta,
-        )
-        # The buffers change in one row: a rejected round leaves it as it was.
-        X, Y, filled = _write_row(state.X, state.Y, state.filled, pos, x, y, ok)
-        return EOFDBufferState(
-            W=W, V=V, mu=mu, rho=rho, b=b, X=X, Y=Y, filled=filled, chol=chol, root_J=root_J,
-            grad_norm=gn, t=jnp.where(ok, state.t + 1, state.t), hparams=hp, info=info,
-        )  # fmt: skip
-
-    scores = functools.partial(bonus.optimistic_reward, K)
+    m = min(int(sketch_size), K * d)
+    dense = hessian == "dense" or (hessian == "auto" and K * d <= m + B * K)
+    opt = _Options(K, d, m, B, N, M, 0.5 if robust else 0.0, summary == "anchor", dense)
     return from_score_parts(
-        K, d, init, score_parts, update, scores=scores, hyperparams=exact_hyperparams
-    )
+        K, d, functools.partial(_init, opt), functools.partial(_score_parts, opt),
+        functools.partial(_update, opt), scores=functools.partial(bonus.optimistic_reward, K),
+        hyperparams=exact_hyperparams,
+    )  # fmt: skip
 
 
 __all__ = ["DEFAULT_BUFFER", "HESSIANS", "SUMMARIES", "EOFDBufferState", "eofd_buffered"]

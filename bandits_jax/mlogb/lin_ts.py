@@ -1,40 +1,26 @@
 """Linear Thompson sampling: LinUCB's ridge posterior sampled once a round (a standard baseline).
 
 Agrawal and Goyal (2013), "Thompson sampling for contextual bandits with linear payoffs"
-(Algorithm 1, with one shared parameter), as Open Bandit Pipeline's ``LinTS`` has it. The model
-is :mod:`.linucb`'s: the outcome ``y`` becomes the scalar reward ``r_y`` (``rewards[y-1]`` for
-``y >= 1``, 0 for ``y = 0``) and the features are ``z = [x, 1]`` (``intercept=True``, the
-default) or ``z = x``. With ``D = len(z)``,
+(Algorithm 1, with one shared parameter), as Open Bandit Pipeline's ``LinTS`` has it, on the ridge
+state of :mod:`.ridge` (``z = [x, 1]`` with ``intercept=True``, the default, or ``z = x``;
+``D = len(z)``; the outcome ``y`` becomes the scalar reward ``r_y``):
 
-    A_t = lam I + sum_{s<t} z_s z_s^T,   b_t = sum_{s<t} r_{y_s} z_s,   theta_t = A_t^{-1} b_t,
     theta~_t = theta_t + v L_t xi_t,   L_t L_t^T = A_t^{-1} (lower Cholesky),  xi_t ~ N(0, I_D),
 
-so ``theta~_t ~ N(theta_t, v^2 A_t^{-1})``, one draw a round shared by every action. The round's
-score of an action is ``theta~_t^T z``, split as the protocol's ``(estimate, bonus)`` into
-``(theta_t^T z, (theta~_t - theta_t)^T z)``: the runner's argmax of ``estimate + bonus`` is the
-Thompson choice. ``v`` (>= 0; 0 is greedy ridge regression) scales the posterior as LinUCB's
-``alpha`` scales its bonus.
+so ``theta~_t ~ N(theta_t, v^2 A_t^{-1})``, one draw a round shared by every action (``L_t`` a
+Cholesky factorisation each update, O(D^3 / 3)). The score ``theta~_t^T z`` is split as
+``(theta_t^T z, (theta~_t - theta_t)^T z)``: the runner's argmax of their sum is the Thompson
+choice. ``v`` (>= 0; 0 is greedy ridge regression) scales the posterior as LinUCB's ``alpha``.
 
-The draws. The protocol's ``select`` takes no key, so the state carries one (as
-:mod:`.uniform`'s): ``state.key`` is raw key data, first ``jax.random.key(seed)``. The sample
-``theta~_t`` is drawn when the state is made (by ``init`` for round 1, by each accepted
-``update`` after it) and kept in the state (``state.sample``), so ``select`` and ``scores`` called
-twice on one state agree. Round t's draw: with ``k_1 = key(seed)`` and
+The draws. ``select`` takes no key, so the state carries one (``state.key``, raw key data, first
+``jax.random.key(seed)``); the sample is drawn by ``init`` and each accepted ``update`` and kept
+(``state.sample``), so ``select`` and ``scores`` called twice on one state agree. With
 ``k_{t+1} = split(k_t)[0]``, ``m`` the top 23 bits of ``bits(split(k_t)[1], (D,), uint32)`` and
-``w = (2 m + 1 - 2^23) 2^-23`` (a point of an even grid on (-1, 1), exact in float32 and float64),
-``xi_t = sqrt(2) erfinv(w)`` in the state's dtype. So a float32 and a float64 run of one seed draw
-the same normals up to float32's rounding and take the same decisions up to rounding
-(``tests/precision_cases.py`` compares them), and a float64 run's draws do not move with XLA's
-compiler options beyond float64's rounding (a float32 ``jax.random.normal`` moves by an ulp between
-optimisation levels). The grid resolves ``xi`` to about ``3e-7`` and stops at ``|xi| = 5.3``,
-nothing any run here can notice. A rejected update keeps the previous state, its key and sample
-included.
-
-Cost. ``A_t^{-1}`` is kept by Sherman-Morrison as in :mod:`.linucb` (O(D^2), re-symmetrised);
-the sampling factor ``L_t`` is a Cholesky factorisation of ``A_t^{-1}`` each update, O(D^3 / 3)
-(D = 65 on digits: about 1e5 flops, small against nothing else in the round). A cheaper correct
-scheme would carry a Cholesky factor of ``A_t`` updated by rank one (O(D^2), but a loop of D
-dependent steps, slow inside ``lax.scan``; see :mod:`.linucb`).
+``w = (2 m + 1 - 2^23) 2^-23`` (an even grid on (-1, 1), exact in float32 and float64),
+``xi_t = sqrt(2) erfinv(w)`` in the state's dtype: a float32 and a float64 run of one seed draw
+the same normals up to float32's rounding (``tests/precision_cases.py``), and a float64 run's
+draws do not move with XLA's compiler options. A rejected update keeps the previous state, its
+key and sample included.
 
 What ``W`` means: row 0 holds the d feature weights of ``theta_t`` and the other rows are 0
 (``state.theta``); ``state.bias`` is the intercept (0 without one), as in :mod:`.linucb`.
@@ -42,6 +28,7 @@ What ``W`` means: row 0 holds the d feature weights of ``theta_t`` and the other
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -52,6 +39,7 @@ from jax import lax
 from bandits_jax.checks import cast_checked, check_float, named
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.linalg import lapack
+from bandits_jax.mlogb import ridge
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
@@ -117,7 +105,7 @@ class LinTSState(NamedTuple):
         return self.W[..., 0, :]
 
 
-def check_seed(fn: str, seed) -> np.ndarray:
+def check_seed(fn: str, seed: object) -> np.ndarray:
     """An int (or int array) in ``[0, 2**32)`` as a numpy array; bools and floats are refused."""
     s = np.asarray(seed)
     if (
@@ -145,7 +133,9 @@ def lin_ts_hyperparams(*, lam, v=1.0, seed=0, rewards=None, dtype=None) -> LinTS
     return LinTSHyperparams(**ts_fields("lin_ts_hyperparams", lam, v, seed, rewards, dtype))
 
 
-def ts_fields(fn: str, lam, v, seed, rewards, dtype) -> dict:
+def ts_fields(
+    fn: str, lam: object, v: object, seed: object, rewards: object, dtype: object
+) -> dict:
     """The Thompson-sampling hyperparameters ``lam``, ``v``, ``seed``, ``rewards`` of builder
     ``fn``, validated eagerly and broadcast to their common grid axes (errors name ``fn``)."""
     dtype = named(fn, state_dtype, dtype)
@@ -189,6 +179,49 @@ def _info(v: jax.Array) -> UpdateInfo:
     return empty_info(v.dtype)._replace(beta=v)
 
 
+def _draw(A_inv: jax.Array, theta: jax.Array, v: jax.Array, key: jax.Array) -> jax.Array:
+    """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
+    L = lapack.cholesky(A_inv)
+    return theta + v * (L @ standard_normals(key, theta.shape, theta.dtype))
+
+
+def _init(K: int, d: int, intercept: bool, hp: LinTSHyperparams) -> LinTSState:
+    check_hparams(hp, K, ("lam", "v", "seed"))
+    dtype = hp.lam.dtype
+    A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
+    key = jax.random.key_data(jax.random.key(hp.seed))
+    state = LinTSState(
+        W=jnp.zeros((K, d), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
+        sample=_draw(A_inv, jnp.zeros_like(b), hp.v, key), key=key, rho=jnp.zeros((), dtype),
+        t=jnp.zeros((), jnp.int32), hparams=hp, info=_info(jnp.zeros((), dtype)),
+    )  # fmt: skip
+    return fresh_state(state)
+
+
+def _score_parts(d: int, intercept: bool, state: LinTSState, actions: jax.Array):
+    """``(theta_t^T z, (theta~_t - theta_t)^T z)``."""
+    check_actions(actions, d)
+    Z = ridge.features(actions.astype(state.W.dtype), intercept)
+    theta = jnp.concatenate([state.W[0], state.bias[None]]) if intercept else state.W[0]
+    return Z @ theta, Z @ (state.sample - theta)
+
+
+def _update(K: int, intercept: bool, state: LinTSState, x: jax.Array, y: jax.Array):
+    """The ridge state's rank-one update by ``(z, r_y)``, then the next round's draw."""
+    check_update_args(x, y, K, state.W.shape[-1])
+    hp = state.hparams
+    z = ridge.features(x.astype(state.W.dtype), intercept)
+    (A_inv, b), theta = ridge.update(
+        ridge.Ridge(state.A_inv, state.b), z, ridge.reward(hp.rewards, y)
+    )
+    W, bias = ridge.rows(theta, state.W, state.bias)
+    key = next_key(state.key)
+    sample = _draw(A_inv, theta, hp.v, key)
+    new = LinTSState(W=W, bias=bias, A_inv=A_inv, b=b, sample=sample, key=key, rho=state.rho,
+                     t=state.t + 1, hparams=hp, info=_info(hp.v))  # fmt: skip
+    return guard(state, new)
+
+
 def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunctions:
     """Linear Thompson sampling on the action features with scalar rewards ``r_y``.
 
@@ -205,73 +238,9 @@ def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
     Raises:
       ValueError: naming ``lin_ts`` and the offending argument.
     """
-    fn = "lin_ts"
-    K, d = named(fn, check_static, num_outcomes, dim)
-    if not isinstance(intercept, bool | np.bool_):
-        raise ValueError(f"{fn}: intercept must be a bool, got {intercept!r}")
-    intercept = bool(intercept)
-    D = d + 1 if intercept else d
-
-    def features(X: jax.Array) -> jax.Array:
-        if not intercept:
-            return X
-        return jnp.concatenate([X, jnp.ones(X.shape[:-1] + (1,), X.dtype)], axis=-1)
-
-    def draw(A_inv, theta, v, key):
-        """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
-        L = lapack.cholesky(A_inv)
-        return theta + v * (L @ standard_normals(key, (D,), theta.dtype))
-
-    def init(hp: LinTSHyperparams) -> LinTSState:
-        check_hparams(hp, K, ("lam", "v", "seed"))
-        dtype = hp.lam.dtype
-        A_inv = jnp.eye(D, dtype=dtype) / hp.lam
-        key = jax.random.key_data(jax.random.key(hp.seed))
-        state = LinTSState(
-            W=jnp.zeros((K, d), dtype),
-            bias=jnp.zeros((), dtype),
-            A_inv=A_inv,
-            b=jnp.zeros((D,), dtype),
-            sample=draw(A_inv, jnp.zeros((D,), dtype), hp.v, key),
-            key=key,
-            rho=jnp.zeros((), dtype),
-            t=jnp.zeros((), jnp.int32),
-            hparams=hp,
-            info=_info(jnp.zeros((), dtype)),
-        )
-        return fresh_state(state)
-
-    def score_parts(state: LinTSState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
-        X = actions.astype(state.W.dtype)
-        Z = features(X)
-        theta = jnp.concatenate([state.W[0], state.bias[None]]) if intercept else state.W[0]
-        return Z @ theta, Z @ (state.sample - theta)
-
-    def update(state: LinTSState, x: jax.Array, y: jax.Array) -> LinTSState:
-        check_update_args(x, y, K, d)
-        dtype = state.W.dtype
-        z = features(x.astype(dtype))
-        hp = state.hparams
-        r = jnp.concatenate([jnp.zeros((1,), dtype), hp.rewards])[y]
-        u = state.A_inv @ z
-        A_inv = state.A_inv - jnp.outer(u, u) / (1.0 + z @ u)
-        A_inv = 0.5 * (A_inv + A_inv.T)
-        b = state.b + r * z
-        theta = A_inv @ b
-        key = next_key(state.key)
-        new = LinTSState(
-            W=jnp.zeros_like(state.W).at[0].set(theta[:d]),
-            bias=theta[d] if intercept else state.bias,
-            A_inv=A_inv,
-            b=b,
-            sample=draw(A_inv, theta, hp.v, key),
-            key=key,
-            rho=state.rho,
-            t=state.t + 1,
-            hparams=hp,
-            info=_info(hp.v),
-        )
-        return guard(state, new)
-
-    return from_score_parts(K, d, init, score_parts, update, hyperparams=lin_ts_hyperparams)
+    K, d = named("lin_ts", check_static, num_outcomes, dim)
+    icpt = ridge.check_intercept("lin_ts", intercept)
+    return from_score_parts(
+        K, d, functools.partial(_init, K, d, icpt), functools.partial(_score_parts, d, icpt),
+        functools.partial(_update, K, icpt), hyperparams=lin_ts_hyperparams,
+    )  # fmt: skip

@@ -3,31 +3,14 @@
 Li, Chu, Langford and Schapire (2010), "A contextual-bandit approach to personalized news article
 recommendation" (LinUCB with one shared parameter, i.e. the ``A = lam I + sum x x^T`` form of
 Abbasi-Yadkori, Pal and Szepesvari 2011, OFUL for linear bandits). The model ignores the
-multinomial structure: the observed outcome ``y`` becomes the scalar reward ``r_y``
-(``rewards[y-1]`` for ``y >= 1``, 0 for ``y = 0``). With ``z = [x, 1]`` (``intercept=True``, the
-default: an appended constant feature, regularised by ``lam`` like the others, as a standard
-LinUCB with a constant column does) or ``z = x`` (``intercept=False``),
+multinomial structure: the observed outcome ``y`` becomes the scalar reward ``r_y``. With
+``z = [x, 1]`` (``intercept=True``, the default: an appended constant feature, as a standard
+LinUCB with a constant column has it) or ``z = x`` and the ridge state of :mod:`.ridge`,
 
-    A_t = lam I + sum_{s<t} z_s z_s^T,   b_t = sum_{s<t} r_{y_s} z_s,   theta_t = A_t^{-1} b_t,
-    index(x) = theta_t^T z + alpha ||z||_{A_t^{-1}}   (estimate + bonus).
+    index(x) = theta_t^T z + alpha ||z||_{A_t^{-1}}   (estimate + bonus),
 
-Without the intercept the ridge estimate is biased wherever the mean reward is far from 0 (a
-logistic stream's is near 1/2). Measured on Section 4's K = 1, d = 20 stream, T = 2000, 10
-evaluation seeds (``benchmarks/linucb_standard.py``): final regret averaged over a 8 x 7
-(lam, alpha) grid 99.3 with the intercept, 121.2 without; at the points tuned on 3 seeds
-106.1 +- 6.8 and 113.1 +- 8.3 (tuning on 3 seeds is noisy). With the intercept the choices
-equal those of a standard numpy LinUCB on ``[x, 1]`` in every round.
-
-``A_t^{-1}`` is kept by Sherman-Morrison, ``A^{-1} - u u^T / (1 + x^T u)`` with ``u = A^{-1} x``:
-O(d^2) per round with matrix-vector products only, where a rank-one Cholesky update is also
-O(d^2) but a loop of d dependent steps (slow inside ``lax.scan``). The recursion is that of
-recursive least squares with no forgetting, whose rounding errors do not grow geometrically; the
-state is re-symmetrised each round and the squared norm clamped at 0. ``theta`` is recomputed as
-``A^{-1} b`` (b is an exact running sum), so it carries no error of its own recursion. Measured
-drift in float32 against a float64 dense solve (unit-norm actions with anisotropic scales, up to
-d = 50, T = 5000, cond(A) up to 1e5): relative errors of ``A^{-1}``, ``theta`` and the squared
-bonus at most 2e-6, i.e. rounding level, and ``A^{-1}`` stays positive definite; prefer float64
-when cond(A) approaches 1/eps(float32) ~ 1e7.
+the squared norm clamped at 0. Without the intercept the ridge estimate is biased wherever the
+mean reward is far from 0 (a logistic stream's is near 1/2).
 
 What ``W`` means here: the protocol's ``W`` is (K, d). LinUCB has one parameter vector for every
 K, so ``W[0]`` holds the d feature weights of ``theta`` and the other rows are 0
@@ -36,6 +19,7 @@ K, so ``W[0]`` holds the d feature weights of ``theta`` and the other rows are 0
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -44,6 +28,7 @@ import numpy as np
 
 from bandits_jax.checks import check_float
 from bandits_jax.learner_base import fresh_state
+from bandits_jax.mlogb import ridge
 from bandits_jax.mlogb.hparams import check_rewards
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
@@ -130,6 +115,42 @@ def _info(beta: jax.Array) -> UpdateInfo:
     return empty_info(beta.dtype)._replace(beta=beta)
 
 
+def _init(K: int, d: int, intercept: bool, hp: LinUCBHyperparams) -> LinUCBState:
+    check_hparams(hp, K, ("lam", "alpha"))
+    dtype = hp.lam.dtype
+    A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
+    state = LinUCBState(
+        W=jnp.zeros((K, d), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
+        rho=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
+        info=_info(jnp.zeros((), dtype)),
+    )  # fmt: skip
+    return fresh_state(state)
+
+
+def _score_parts(d: int, intercept: bool, state: LinUCBState, actions: jax.Array):
+    """``(theta^T z, alpha ||z||_{A^{-1}})``."""
+    check_actions(actions, d)
+    X = actions.astype(state.W.dtype)
+    Z = ridge.features(X, intercept)
+    sq = jnp.sum((Z @ state.A_inv) * Z, axis=1)
+    est = X @ state.W[0] + state.bias if intercept else X @ state.W[0]
+    return est, state.hparams.alpha * jnp.sqrt(jnp.maximum(sq, 0.0))
+
+
+def _update(K: int, intercept: bool, state: LinUCBState, x: jax.Array, y: jax.Array):
+    """The ridge state's rank-one update by ``(z, r_y)``."""
+    check_update_args(x, y, K, state.W.shape[-1])
+    hp = state.hparams
+    z = ridge.features(x.astype(state.W.dtype), intercept)
+    (A_inv, b), theta = ridge.update(
+        ridge.Ridge(state.A_inv, state.b), z, ridge.reward(hp.rewards, y)
+    )
+    W, bias = ridge.rows(theta, state.W, state.bias)
+    new = LinUCBState(W=W, bias=bias, A_inv=A_inv, b=b, rho=state.rho, t=state.t + 1,
+                      hparams=hp, info=_info(hp.alpha))  # fmt: skip
+    return guard(state, new)
+
+
 def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunctions:
     """LinUCB on the action features with scalar rewards ``r_y``.
 
@@ -144,61 +165,8 @@ def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
       with ``z = [x, 1]`` (or ``x``); ``scores`` their sum (the optimistic reward).
     """
     K, d = check_static(num_outcomes, dim)
-    if not isinstance(intercept, bool | np.bool_):
-        raise ValueError(f"intercept must be a bool, got {intercept!r}")
-    intercept = bool(intercept)
-    D = d + 1 if intercept else d
-
-    def features(X: jax.Array) -> jax.Array:
-        """``[X, 1]`` (rows, or one vector) with the intercept, else ``X``."""
-        if not intercept:
-            return X
-        return jnp.concatenate([X, jnp.ones(X.shape[:-1] + (1,), X.dtype)], axis=-1)
-
-    def init(hp: LinUCBHyperparams) -> LinUCBState:
-        check_hparams(hp, K, ("lam", "alpha"))
-        dtype = hp.lam.dtype
-        state = LinUCBState(
-            W=jnp.zeros((K, d), dtype),
-            bias=jnp.zeros((), dtype),
-            A_inv=jnp.eye(D, dtype=dtype) / hp.lam,
-            b=jnp.zeros((D,), dtype),
-            rho=jnp.zeros((), dtype),
-            t=jnp.zeros((), jnp.int32),
-            hparams=hp,
-            info=_info(jnp.zeros((), dtype)),
-        )
-        return fresh_state(state)
-
-    def score_parts(state: LinUCBState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
-        X = actions.astype(state.W.dtype)
-        Z = features(X)
-        sq = jnp.sum((Z @ state.A_inv) * Z, axis=1)
-        est = X @ state.W[0] + state.bias if intercept else X @ state.W[0]
-        return est, state.hparams.alpha * jnp.sqrt(jnp.maximum(sq, 0.0))
-
-    def update(state: LinUCBState, x: jax.Array, y: jax.Array) -> LinUCBState:
-        check_update_args(x, y, K, d)
-        dtype = state.W.dtype
-        z = features(x.astype(dtype))
-        hp = state.hparams
-        r = jnp.concatenate([jnp.zeros((1,), dtype), hp.rewards])[y]
-        u = state.A_inv @ z
-        A_inv = state.A_inv - jnp.outer(u, u) / (1.0 + z @ u)
-        A_inv = 0.5 * (A_inv + A_inv.T)
-        b = state.b + r * z
-        theta = A_inv @ b
-        new = LinUCBState(
-            W=jnp.zeros_like(state.W).at[0].set(theta[:d]),
-            bias=theta[d] if intercept else state.bias,
-            A_inv=A_inv,
-            b=b,
-            rho=state.rho,
-            t=state.t + 1,
-            hparams=hp,
-            info=_info(hp.alpha),
-        )
-        return guard(state, new)
-
-    return from_score_parts(K, d, init, score_parts, update, hyperparams=linucb_hyperparams)
+    icpt = ridge.check_intercept("linucb", intercept)
+    return from_score_parts(
+        K, d, functools.partial(_init, K, d, icpt), functools.partial(_score_parts, d, icpt),
+        functools.partial(_update, K, icpt), hyperparams=linucb_hyperparams,
+    )  # fmt: skip

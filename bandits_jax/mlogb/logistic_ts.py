@@ -1,66 +1,43 @@
 """Logistic Thompson sampling with an online Laplace posterior (a standard baseline).
 
-Chapelle and Li (2011), "An empirical evaluation of Thompson sampling", Algorithm 3 (regularised
-logistic regression, one observation a batch), as Open Bandit Pipeline's ``LogisticTS`` has it,
-for the multinomial logistic model of eq. (1) (He et al.; K = 1 is the logistic bandit). The
-parameter is ``W`` (K, d), ``vec(W) = W.reshape(-1)`` (``D = K d``), with the loss of round t
-
-    l(W; x, y) = log(1 + sum_k exp(w_k^T x)) - w_y^T x     (``w_0 = 0``).
-
-The posterior after round t-1 is ``N(W_t, P_t^{-1})``, ``P_1 = lam I`` (the prior ``N(0, I/lam)``).
-Round t's Laplace step (an online MAP update on the new observation, the prior being the last
-posterior):
+Chapelle and Li (2011), Algorithm 3 (regularised logistic regression, one observation a batch),
+as Open Bandit Pipeline's ``LogisticTS`` has it, for the multinomial logistic model of He et al.'s
+eq. (1) (K = 1 is the logistic bandit), ``W`` (K, d), ``D = K d``, ``l`` eq. (1)'s log-loss. The
+posterior after round t-1 is ``N(W_t, P_t^{-1})``, ``P_1 = lam I``; round t's Laplace step is
 
     W_{t+1} = argmin_W  1/2 vec(W - W_t)^T P_t vec(W - W_t) + l(W; x_t, y_t),
     P_{t+1} = P_t + grad sigma(z*) kron x_t x_t^T,   z* = W_{t+1} x_t,
 
-with ``covariance="full"`` (the Hessian of the loss at the MAP point added whole, O(D^2) memory,
-a Cholesky factorisation of ``P`` each round, O(D^3 / 3): for small K d), or
-``covariance="diagonal"`` (Chapelle and Li's form: ``P_t = diag(q_t)`` and only the diagonal is
-added, ``q_{t+1}[k, i] = q_t[k, i] + grad sigma(z*)[k, k] x_{t,i}^2``, O(K d) a round).
+with ``covariance="full"`` (the whole precision, a Cholesky factorisation each round: small K d)
+or ``"diagonal"`` (Chapelle and Li's ``P_t = diag(q_t)``, only the diagonal added, O(K d)).
 
-The MAP point in K dimensions. With ``Sigma = P_t^{-1}``, ``B = I_K kron x`` (D x K),
-``C = B^T Sigma B`` (K x K) and ``a = W_t x``, stationarity gives
-``vec(W_{t+1}) = vec(W_t) - Sigma B u`` with ``u = g(a - C u)``, ``g(z) = sigma(z) - e_y``
-(``e_0 = 0``), the minimiser of the strictly convex (C is positive definite for x != 0)
+The MAP point in K dimensions. With ``Sigma = P_t^{-1}``, ``B = I_K kron x``, ``C = B^T Sigma B``
+and ``a = W_t x``, stationarity gives ``vec(W_{t+1}) = vec(W_t) - Sigma B u`` with ``u`` the
+minimiser of the strictly convex ``psi(u) = 1/2 u^T C u + l(a - C u)`` (:func:`map_step`: damped
+Newton, :func:`~bandits_jax.mlogb.newton.minimise`, from ``u = 0``, gradient ``C r`` with the
+residual ``r = u - (sigma(z) - e_y)``, ``z = a - C u``, step ``(I + grad sigma(z) C)^{-1} r``).
+``CONVERGED`` when then ``||r|| <= sqrt(eps) (1 + ||u||)``, else ``MAX_STEPS``; a non-finite
+result is rejected (``NONFINITE``, the previous state kept).
 
-    psi(u) = 1/2 u^T C u + l(a - C u),
-
-found by at most ``newton_steps`` damped Newton steps from ``u = 0``: with the residual
-``r = u - g(z)``, ``z = a - C u``, the step ``p = (I + H C)^{-1} r`` (``H = grad sigma(z)``; it
-is the Newton step of psi, a descent direction: ``grad psi^T p = r^T C (I + H C)^{-1} r > 0``),
-``u <- u - s p`` with the first ``s`` in ``1, 1/2, ..., 2^(1 - max_halvings)`` meeting Armijo's
-``psi(u - s p) <= psi(u) - 1e-4 s grad psi^T p``, and ``s = 1`` untested once
-``grad psi^T p <= 64 eps (1 + |psi|)``. The steps stop after a full step with
-``||p|| <= sqrt(eps) (1 + ||u||)``; the update is ``CONVERGED`` when then
-``||r|| <= sqrt(eps) (1 + ||u||)``, else ``MAX_STEPS`` (the iterate kept). A non-finite result is
-rejected (``NONFINITE``, the previous state kept). The loop is K-dimensional: the O(D) and O(D^2)
-work (``Sigma B``, ``C``) is done once a round.
-
-The draw and the scores. Each round draws ``W~_t = W_t + v F_t xi_t``, ``xi_t`` (K, d) standard
-normals, ``F_t`` the posterior's factor: ``diag(q_t)^{-1/2}`` (diagonal) or ``L_t^{-T}`` with
-``P_t = L_t L_t^T`` (lower Cholesky, full), so ``W~_t ~ N(W_t, v^2 P_t^{-1})``. The round's score
-of an action is ``r^T sigma(W~_t x)``, split as the protocol's ``(estimate, bonus)`` into
-``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``: the runner's argmax of their sum is
-the Thompson choice. The key and the draws are :mod:`.lin_ts`'s (``k_1 = key(seed)``,
-``k_{t+1} = split(k_t)[0]``, ``xi_t = sqrt(2) erfinv(w)`` on the even grid ``w`` drawn from
-``bits(split(k_t)[1], (K, d), uint32)``: the same normals in float32 and float64 up to
-float32's rounding), the sample made by ``init`` and by each accepted ``update`` and kept in the
-state (``state.sample``).
+The draw: ``W~_t = W_t + v F_t xi_t``, ``F_t`` the posterior's factor (``diag(q_t)^{-1/2}``, or
+``L_t^{-T}`` with ``P_t = L_t L_t^T``), so ``W~_t ~ N(W_t, v^2 P_t^{-1})``; the keys and normals
+are :mod:`.lin_ts`'s, drawn by ``init`` and each accepted ``update`` (``state.sample``). The
+score ``r^T sigma(W~_t x)`` is split as ``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t
+x))``: the runner's argmax of their sum is the Thompson choice.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import fresh_state
 from bandits_jax.linalg import lapack
-from bandits_jax.mlogb import model
+from bandits_jax.mlogb import model, newton
 from bandits_jax.mlogb.learner import (
     MLogBFunctions,
     UpdateInfo,
@@ -68,16 +45,12 @@ from bandits_jax.mlogb.learner import (
     check_hparams,
     check_static,
     check_update_args,
+    empty_info,
     from_score_parts,
     guard,
     status_property,
 )
-from bandits_jax.mlogb.lin_ts import (
-    next_key,
-    standard_normals,
-    ts_fields,
-)
-from bandits_jax.status import CONVERGED, MAX_STEPS
+from bandits_jax.mlogb.lin_ts import next_key, standard_normals, ts_fields
 
 __all__ = [
     "COVARIANCES",
@@ -88,8 +61,6 @@ __all__ = [
 ]
 
 COVARIANCES = ("diagonal", "full")
-ARMIJO = 1e-4  # sufficient-decrease constant of the line search
-ROUNDING = 64.0  # eps multiples of 1 + |psi| below which a full step is taken untested
 
 
 class LogisticTSHyperparams(NamedTuple):
@@ -165,64 +136,111 @@ def map_step(
     """The minimiser ``u`` of ``psi(u) = 1/2 u^T C u + l(a - C u)`` by damped Newton (module
     docstring): ``(u, steps, status)``."""
     K = a.shape[0]
-    dtype = a.dtype
-    eps = jnp.finfo(dtype).eps
-    e_y = model.onehot(y, K, dtype)
-    eye = jnp.eye(K, dtype=dtype)
+    e_y = model.onehot(y, K, a.dtype)
 
     def psi(u):
         return 0.5 * u @ (C @ u) + _loss(a - C @ u, y)
 
-    def residual(u):
-        z = a - C @ u
-        s = model.sigma(z)
-        return u - (s - e_y), model.jacobian(s)
+    def derivatives(u):
+        s = model.sigma(a - C @ u)
+        r = u - (s - e_y)
+        return psi(u), C @ r, (r, model.jacobian(s))
 
-    def norm(w):
-        return jnp.sqrt(jnp.sum(w * w))
+    def direction(it: newton.Newton) -> jax.Array:
+        r, H = it.aux
+        return lapack.solve(jnp.eye(K, dtype=a.dtype) + H @ C, r)
 
-    def cond(c):
-        steps, _, done = c
-        return (steps < newton_steps) & ~done
+    it = newton.minimise(
+        jnp.zeros((K,), a.dtype), derivatives, psi, direction,
+        newton_steps=newton_steps, max_halvings=max_halvings,
+    )  # fmt: skip
+    return it.x, it.steps, newton.converged(newton.norm(it.aux[0]), 1.0 + newton.norm(it.x))
 
-    def body(c):
-        steps, u, _ = c
-        r, H = residual(u)
-        p = lapack.solve(eye + H @ C, r)
-        f = psi(u)
-        dec = (C @ r) @ p  # grad psi^T p >= 0
-        full = dec <= ROUNDING * eps * (1.0 + jnp.abs(f))
 
-        def ls_cond(ls):
-            j, _, ok = ls
-            return (j < max_halvings) & ~ok
-
-        def ls_body(ls):
-            j, s, _ = ls
-            ok = full | (psi(u - s * p) <= f - ARMIJO * s * dec)
-            return j + 1, jnp.where(ok, s, 0.5 * s), ok
-
-        one = jnp.ones((), dtype)
-        _, s, ok = lax.while_loop(ls_cond, ls_body, (jnp.zeros((), jnp.int32), one, False))
-        u_new = jnp.where(ok, u - s * p, u)
-        small = (s == 1.0) & (norm(p) <= jnp.sqrt(eps) * (1.0 + norm(u_new)))
-        return steps + 1, u_new, ~ok | small
-
-    start = (jnp.zeros((), jnp.int32), jnp.zeros((K,), dtype), jnp.zeros((), bool))
-    steps, u, _ = lax.while_loop(cond, body, start)
-    r, _ = residual(u)
-    ok = norm(r) <= jnp.sqrt(eps) * (1.0 + norm(u))
-    return u, steps, jnp.where(ok, CONVERGED, MAX_STEPS).astype(jnp.int32)
+class _Options(NamedTuple):
+    K: int
+    d: int
+    full: bool  # covariance="full"
+    newton_steps: int
+    max_halvings: int
 
 
 def _info(v: jax.Array, steps: jax.Array, status: jax.Array) -> UpdateInfo:
-    return UpdateInfo(
-        projected=jnp.zeros((), bool),
-        nu=jnp.zeros((), v.dtype),
-        newton_steps=jnp.asarray(steps, jnp.int32),
-        status=jnp.asarray(status, jnp.int32),
-        beta=v,
+    return empty_info(v.dtype)._replace(newton_steps=steps, status=status, beta=v)
+
+
+def _draw(opt: _Options, W, factor, v, key) -> jax.Array:
+    """``W + v F xi`` (module docstring)."""
+    xi = standard_normals(key, (opt.K, opt.d), W.dtype)
+    if opt.full:
+        return W + v * lapack.lower_solve_t(factor, xi.reshape(-1)).reshape(W.shape)
+    return W + v * (factor * xi)
+
+
+def _init(opt: _Options, hp: LogisticTSHyperparams) -> LogisticTSState:
+    check_hparams(hp, opt.K, ("lam", "v", "seed"))
+    dtype = hp.lam.dtype
+    K, d, D = opt.K, opt.d, opt.K * opt.d
+    if opt.full:
+        prec = hp.lam * jnp.eye(D, dtype=dtype)
+        factor = jnp.sqrt(hp.lam) * jnp.eye(D, dtype=dtype)
+    else:
+        prec = jnp.full((K, d), hp.lam, dtype)
+        factor = jnp.full((K, d), 1.0 / jnp.sqrt(hp.lam), dtype)
+    key = jax.random.key_data(jax.random.key(hp.seed))
+    W = jnp.zeros((K, d), dtype)
+    state = LogisticTSState(
+        W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
+        rho=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
+        info=empty_info(dtype),
+    )  # fmt: skip
+    return fresh_state(state)
+
+
+def _score_parts(opt: _Options, state: LogisticTSState, actions: jax.Array):
+    """``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``."""
+    check_actions(actions, opt.d)
+    X = actions.astype(state.W.dtype)
+    r = state.hparams.rewards
+    est = model.expected_reward(state.W, X, r)
+    return est, model.expected_reward(state.sample, X, r) - est
+
+
+def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -> LogisticTSState:
+    """The Laplace step (module docstring), then the next round's draw."""
+    K, d = opt.K, opt.d
+    check_update_args(x, y, K, d)
+    dtype = state.W.dtype
+    hp = state.hparams
+    x = x.astype(dtype)
+    y = jnp.asarray(y, jnp.int32)
+    B = jnp.einsum("kl,i->kil", jnp.eye(K, dtype=dtype), x).reshape(K * d, K)  # I_K kron x
+    if opt.full:
+        Y = lapack.lower_solve(state.factor, B)  # L^{-1} B
+        C = Y.T @ Y
+        SB = lapack.lower_solve_t(state.factor, Y)  # Sigma B
+    else:
+        SB = (B.reshape(K, d, K) / state.prec[:, :, None]).reshape(K * d, K)
+        C = B.T @ SB
+    C = 0.5 * (C + C.T)
+    u, steps, status = map_step(
+        state.W @ x, C, y, newton_steps=opt.newton_steps, max_halvings=opt.max_halvings
     )
+    W = state.W - (SB @ u).reshape(K, d)
+    J = model.jacobian(model.sigma(W @ x))
+    if opt.full:
+        prec = state.prec + jnp.kron(J, jnp.outer(x, x))
+        prec = 0.5 * (prec + prec.T)
+        factor = lapack.cholesky(prec)
+    else:
+        prec = state.prec + jnp.diagonal(J)[:, None] * (x * x)[None, :]
+        factor = 1.0 / jnp.sqrt(prec)
+    key = next_key(state.key)
+    new = LogisticTSState(
+        W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
+        rho=state.rho, t=state.t + 1, hparams=hp, info=_info(hp.v, steps, status),
+    )  # fmt: skip
+    return guard(state, new)
 
 
 def logistic_ts(
@@ -240,8 +258,8 @@ def logistic_ts(
       covariance: ``"diagonal"`` (Chapelle and Li's diagonal precision, O(K d) a round) or
         ``"full"`` (the whole precision, a Cholesky factorisation of the (K d, K d) matrix each
         round: for small K d).
-      newton_steps: cap of the MAP step's damped Newton iterations (K-dimensional; from the
-        last mean they reach rounding in a few).
+      newton_steps: cap of the MAP step's damped Newton iterations (K-dimensional, warm-started
+        at the last mean).
       max_halvings: cap of the line search's step halvings.
 
     Returns:
@@ -257,88 +275,10 @@ def logistic_ts(
     if not isinstance(covariance, str) or covariance not in COVARIANCES:
         raise ValueError(f"{fn}: covariance must be one of {COVARIANCES}, got {covariance!r}")
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
-    M = named(fn, check_int, "max_halvings", max_halvings, 1)
-    full = covariance == "full"
-    D = K * d
-
-    def draw(W, factor, v, key):
-        """``W + v F xi`` (module docstring)."""
-        xi = standard_normals(key, (K, d), W.dtype)
-        if full:
-            step = lapack.lower_solve_t(factor, xi.reshape(D)).reshape(K, d)
-        else:
-            step = factor * xi
-        return W + v * step
-
-    def init(hp: LogisticTSHyperparams) -> LogisticTSState:
-        check_hparams(hp, K, ("lam", "v", "seed"))
-        dtype = hp.lam.dtype
-        if full:
-            prec = hp.lam * jnp.eye(D, dtype=dtype)
-            factor = jnp.sqrt(hp.lam) * jnp.eye(D, dtype=dtype)
-        else:
-            prec = jnp.full((K, d), hp.lam, dtype)
-            factor = jnp.full((K, d), 1.0 / jnp.sqrt(hp.lam), dtype)
-        key = jax.random.key_data(jax.random.key(hp.seed))
-        W = jnp.zeros((K, d), dtype)
-        state = LogisticTSState(
-            W=W,
-            prec=prec,
-            factor=factor,
-            sample=draw(W, factor, hp.v, key),
-            key=key,
-            rho=jnp.zeros((), dtype),
-            t=jnp.zeros((), jnp.int32),
-            hparams=hp,
-            info=_info(jnp.zeros((), dtype), 0, CONVERGED),
-        )
-        return fresh_state(state)
-
-    def score_parts(state: LogisticTSState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
-        X = actions.astype(state.W.dtype)
-        r = state.hparams.rewards
-        est = model.expected_reward(state.W, X, r)
-        return est, model.expected_reward(state.sample, X, r) - est
-
-    def update(state: LogisticTSState, x: jax.Array, y: jax.Array) -> LogisticTSState:
-        check_update_args(x, y, K, d)
-        dtype = state.W.dtype
-        hp = state.hparams
-        x = x.astype(dtype)
-        y = jnp.asarray(y, jnp.int32)
-        B = jnp.einsum("kl,i->kil", jnp.eye(K, dtype=dtype), x).reshape(D, K)  # I_K kron x
-        if full:
-            Y = lapack.lower_solve(state.factor, B)  # L^{-1} B
-            C = Y.T @ Y
-            SB = lapack.lower_solve_t(state.factor, Y)  # Sigma B
-        else:
-            SB = (B.reshape(K, d, K) / state.prec[:, :, None]).reshape(D, K)
-            C = B.T @ SB
-        C = 0.5 * (C + C.T)
-        a = state.W @ x
-        u, steps, status = map_step(a, C, y, newton_steps=N, max_halvings=M)
-        W = state.W - (SB @ u).reshape(K, d)
-        J = model.jacobian(model.sigma(W @ x))
-        if full:
-            prec = state.prec + jnp.kron(J, jnp.outer(x, x))
-            prec = 0.5 * (prec + prec.T)
-            factor = lapack.cholesky(prec)
-        else:
-            prec = state.prec + jnp.diagonal(J)[:, None] * (x * x)[None, :]
-            factor = 1.0 / jnp.sqrt(prec)
-        key = next_key(state.key)
-        new = LogisticTSState(
-            W=W,
-            prec=prec,
-            factor=factor,
-            sample=draw(W, factor, hp.v, key),
-            key=key,
-            rho=state.rho,
-            t=state.t + 1,
-            hparams=hp,
-            info=_info(hp.v, steps, status),
-        )
-        return guard(state, new)
-
-    return from_score_parts(K, d, init, score_parts, update, hyperparams=logistic_ts_hyperparams)
+    opt = _Options(
+        K, d, covariance == "full", N, named(fn, check_int, "max_halvings", max_halvings, 1)
+    )
+    return from_score_parts(
+        K, d, functools.partial(_init, opt), functools.partial(_score_parts, opt),
+        functools.partial(_update, opt), hyperparams=logistic_ts_hyperparams,
+    )  # fmt: skip
