@@ -113,6 +113,8 @@ SMOKE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["--quick", "--json", "{json}"],
         ("dims", "update_ms", "slope_ms_per_1000_dims", "intercept_ms"),
     ),
+    # docs/evidence.md (issue 45): per setting and draw the paired comparisons, the decision
+    "paired_evidence": (["--quick", "--json", "{json}"], ("commands", "settings", "decision")),
     # docs/digits.md: the recipe's lock rounds, projected fraction, per-run causes
     "tracking_causes": (
         ["--rounds", "40", "--seeds", "1", "--every", "20", "--out", "{json}"],

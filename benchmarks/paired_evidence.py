@@ -1,0 +1,266 @@
+"""Paired evidence on classification data (issue 45): LinUCB, buffered EOFD-MLogB and the exact
+logistic refit at their recipes out of the box with no known bound (``S=None``, what
+``mlogb.practical(..., S=None)`` is used with on classification data), compared paired.
+
+Settings (:data:`SETTINGS`): the digits at K = 1 with each class rewarded in turn, on the
+reported (odd-indexed) half and on the whole data, and the multinomial K = 4 digits variant
+(fixed outcome levels: no rewarded class, the pairs are seeds) on the same two parts. Every
+learner plays the same pairs (class, seed): pair ``i`` of a draw rewards ``classes[i % C]`` and
+runs on ``jax.random.key(base + i)``, the draws' bases 20000, 30000, ... (disjoint from the
+tuning seeds 0-2 and the evaluation seeds 10000.. of ``mlogb_evidence``). Per setting and draw it
+prints a markdown table (mean final regret +- standard error, the mean paired difference against
+each reference, LinUCB and the exact refit, with its bootstrap 95% interval, the ratio of means,
+the verdict of :func:`bandits_jax.sim.paired.verdict` over the draws, and ms per trial-round
+after compilation: all draws' pairs run in one batch a learner) and writes JSON with the
+per-pair final regrets::
+
+    python -m benchmarks.paired_evidence --rounds 1000 --trials 2 --json out.json
+
+``--settings``/``--learners`` split a long run; ``--merge A.json B.json --json C.json`` joins
+runs (a setting's learners from runs on the same pairs side by side) and prints the tables.
+``--quick``: 40 rounds, classes 0 and 1, 2 trials a class, the reported half at K = 1 and 4.
+float64, one XLA CPU thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+from bandits_jax.cli.process import configure_threads
+from bandits_jax.sim.paired import compare, verdict
+from benchmarks._report import finish
+
+# name -> (K, half of the digits: 1 the reported odd-indexed half, None the whole data)
+SETTINGS = {
+    "digits-h1": (1, 1),
+    "digits-whole": (1, None),
+    "digits-k4-h1": (4, 1),
+    "digits-k4-whole": (4, None),
+}
+LEARNERS = ("linucb", "eofd-buffered", "exact")
+REFERENCES = ("linucb", "exact")
+CANDIDATES = ("linucb", "eofd-buffered")  # what practical(S=None) may return (exact is O(t))
+LABELS = {"linucb": "LinUCB", "eofd-buffered": "buffered EOFD", "exact": "exact refit"}
+RESAMPLES, BOOT_SEED = 10_000, 0
+
+
+def play(K: int, half: int | None, kinds: list[str], rounds: int, pairs: list[dict]) -> dict:
+    """Every kind on the same ``pairs`` (class, seed): per kind the final regrets and the ms per
+    trial-round of the compiled program (compiled once, outside the timing)."""
+    import jax
+    import jax.numpy as jnp
+
+    from bandits_jax import envs, mlogb, sim
+
+    if K == 1:
+        env = envs.digits(target=0, half=half)
+        keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
+        classes = jnp.asarray([p["class"] for p in pairs], jnp.int32)
+        env_state = jax.vmap(env.init_target)(keys, classes)
+    else:
+        env = envs.digits_multinomial(num_outcomes=K, half=half)
+        keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
+        env_state = jax.vmap(env.init)(keys)
+    out = {}
+    for kind in kinds:
+        rec = mlogb.tuned(kind, num_outcomes=K, dim=env.dim, S=None, horizon=rounds,
+                          rewards=list(env.rewards))  # fmt: skip
+        run = sim.make_rollout(mlogb.interact(rec.learner, env), rounds, trials=True)
+        ls = rec.learner.init(rec.hparams)
+        t0 = time.perf_counter()
+        compiled = run.lower(ls, env_state, keys).compile()
+        t1 = time.perf_counter()
+        m = jax.block_until_ready(compiled(ls, env_state, keys))
+        t2 = time.perf_counter()
+        out[kind] = {
+            "final_regret": np.asarray(m.regret.sum(-1), np.float64).tolist(),
+            "ms_per_round": 1e3 * (t2 - t1) / (len(pairs) * rounds),
+            "compile_s": round(t1 - t0, 2),
+            "run_s": round(t2 - t1, 2),
+        }
+        print(f"  {kind}: {out[kind]['run_s']} s (+{out[kind]['compile_s']} s compile)", flush=True)
+    return out
+
+
+def judge(setting: dict) -> None:
+    """Adds each learner's comparisons against each reference on every draw and the verdicts."""
+    setting["comparisons"] = {}
+    kinds = list(setting["draws"][0]["final_regret"])
+    for ref in (r for r in REFERENCES if r in kinds):
+        per = {k: [] for k in kinds if k != ref}
+        for draw in setting["draws"]:
+            for k, c in compare(draw["final_regret"], ref, resamples=RESAMPLES,
+                                seed=BOOT_SEED).items():  # fmt: skip
+                per[k].append(c._asdict())
+        setting["comparisons"][ref] = {
+            k: {"draws": cs, "verdict": verdict([(c["low"], c["high"]) for c in cs])}
+            for k, cs in per.items()
+        }
+
+
+def decide(settings: list[dict]) -> dict:
+    """Per K: buffered EOFD's verdict against LinUCB on each part of the data and what
+    ``practical(S=None)`` returns by the rule (buffered EOFD only where it wins on every part;
+    level or behind: LinUCB, the cheaper per round)."""
+    out = {}
+    for K in sorted({s["K"] for s in settings}):
+        verdicts = {
+            s["name"]: s["comparisons"]["linucb"]["eofd-buffered"]["verdict"]
+            for s in settings
+            if s["K"] == K and "eofd-buffered" in s["comparisons"].get("linucb", {})
+        }
+        if verdicts:
+            wins = all(v == "wins" for v in verdicts.values())
+            out[str(K)] = {"eofd-buffered vs linucb": verdicts,
+                           "practical": "eofd-buffered" if wins else "linucb"}  # fmt: skip
+    return out
+
+
+def _f(x: float) -> str:
+    return f"{x:+.1f}" if abs(x) < 1e4 else f"{x:+.3g}"
+
+
+def tables(settings: list[dict]) -> str:
+    """The markdown tables: one per setting and draw."""
+    lines = []
+    for s in settings:
+        refs = list(s["comparisons"])
+        for j, draw in enumerate(s["draws"]):
+            n = len(draw["pairs"])
+            lines += [
+                f"\n**{s['name']}** (K = {s['K']}, {s['part']}, T = {s['rounds']}, draw {j + 1}: "
+                f"seeds {draw['base']}..{draw['base'] + n - 1}, n = {n} pairs)\n",
+                "| learner | final regret | "
+                + " | ".join(f"vs {LABELS[r]}: diff [95%] | ratio | verdict" for r in refs)
+                + " | ms/round |",
+                "|---|---|" + "---|---|---|" * len(refs) + "---|",
+            ]
+            for k, r in draw["final_regret"].items():
+                r = np.asarray(r)
+                cells = [LABELS[k], f"{r.mean():.1f} ± {r.std(ddof=1) / math.sqrt(r.size):.1f}"]
+                for ref in refs:
+                    if k == ref:
+                        cells += ["(reference)", "1", "—"]
+                        continue
+                    c = s["comparisons"][ref][k]
+                    d = c["draws"][j]
+                    cells += [f"{_f(d['diff'])} [{_f(d['low'])}, {_f(d['high'])}]",
+                              f"{d['ratio']:.2f}", c["verdict"]]  # fmt: skip
+                cells.append(f"{draw['ms_per_round'][k]:.3f}")
+                lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run_settings(a: argparse.Namespace) -> list[dict]:
+    classes = [int(c) for c in a.classes.split(",")]
+    out = []
+    for name in a.settings.split(","):
+        K, half = SETTINGS[name]
+        rounds = a.rounds if K == 1 or a.k4_rounds is None else a.k4_rounds
+        n = len(classes) * a.trials if K == 1 or a.k4_pairs is None else a.k4_pairs
+        kinds = [k for k in a.learners.split(",") if K == 1 or k not in a.k1_only.split(",")]
+        part = "whole data" if half is None else "reported (odd) half"
+        s = {"name": name, "K": K, "half": half, "part": part, "rounds": rounds,
+             "learners": kinds, "draws": []}  # fmt: skip
+        bases = [20000 + 10000 * j for j in range(a.first_draw, a.first_draw + a.draws)]
+        draws = [[{"class": classes[i % len(classes)] if K == 1 else None, "seed": b + i}
+                  for i in range(n)] for b in bases]  # fmt: skip
+        print(f"{name}: {a.draws} draws of {n} pairs, one batch a learner", flush=True)
+        res = play(K, half, kinds, rounds, [p for d in draws for p in d])
+        for j, pairs in enumerate(draws):
+            sl = slice(j * n, (j + 1) * n)
+            s["draws"].append({
+                "base": pairs[0]["seed"], "pairs": pairs,
+                "final_regret": {k: v["final_regret"][sl] for k, v in res.items()},
+                "ms_per_round": {k: v["ms_per_round"] for k, v in res.items()},
+                "seconds": {k: {"compile": v["compile_s"], "run": v["run_s"]}
+                            for k, v in res.items()},
+            })  # fmt: skip
+        judge(s)
+        out.append(s)
+    return out
+
+
+def merged(parts: list[dict]) -> list[dict]:
+    """Settings of several runs joined by name: the learners of runs on the same pairs and
+    rounds (e.g. split by ``--learners``) side by side, judged again."""
+    out: dict[str, dict] = {}
+    for s in parts:
+        if s["name"] not in out:
+            out[s["name"]] = s
+            continue
+        t = out[s["name"]]
+        if t["rounds"] != s["rounds"]:
+            raise ValueError(f"{s['name']}: runs of other rounds cannot be joined")
+        t["learners"] = [k for k in LEARNERS if k in t["learners"] + s["learners"]]
+        draws = {d["base"]: d for d in t["draws"]}
+        for ds in s["draws"]:  # a new draw, or more learners on a draw's pairs
+            dt = draws.setdefault(ds["base"], ds)
+            if dt["pairs"] != ds["pairs"]:
+                raise ValueError(f"{s['name']}: runs on other pairs cannot be joined")
+            for key in ("final_regret", "ms_per_round", "seconds"):
+                dt[key] = {**dt[key], **ds[key]}
+        t["draws"] = [draws[b] for b in sorted(draws)]
+    for s in out.values():
+        for d in s["draws"]:
+            for key in ("final_regret", "ms_per_round", "seconds"):
+                d[key] = {k: d[key][k] for k in LEARNERS if k in d[key]}
+        judge(s)
+    return list(out.values())
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--rounds", type=int, default=1000)
+    p.add_argument("--trials", type=int, default=2, help="trials per class (K = 1)")
+    p.add_argument("--classes", default="0,1,2,3,4,5,6,7,8,9")
+    p.add_argument("--draws", type=int, default=2)
+    p.add_argument("--first-draw", type=int, default=0, help="0: seeds 20000.., 1: 30000..")
+    p.add_argument("--settings", default=",".join(SETTINGS))
+    p.add_argument("--learners", default=",".join(LEARNERS))
+    p.add_argument("--k1-only", default="exact", help="learners not run at K = 4 (cost)")
+    p.add_argument("--k4-rounds", type=int, default=None, help="rounds at K = 4 (default --rounds)")
+    p.add_argument("--k4-pairs", type=int, default=None, help="seeds a draw at K = 4")
+    p.add_argument("--merge", nargs="+", default=None, help="JSON files of earlier runs")
+    p.add_argument("--json", default=None)
+    a = p.parse_args(argv)
+    if a.merge:
+        runs = [json.load(open(f)) for f in a.merge]
+        settings = merged([s for r in runs for s in r["settings"]])
+        commands = [c for r in runs for c in r["commands"]]
+        commands.append("python -m benchmarks.paired_evidence " + " ".join(argv or []))
+    else:
+        if a.quick:
+            a.rounds, a.trials, a.classes = 40, 2, "0,1"
+            a.settings, a.k4_rounds, a.k4_pairs = "digits-h1,digits-k4-h1", 40, 4
+        configure_threads(1)
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        settings = run_settings(a)
+        commands = ["python -m benchmarks.paired_evidence " + " ".join(argv or [])]
+    text = tables(settings)
+    decision = decide(settings)
+    print(text)
+    print("decision:", json.dumps(decision))
+    result = {
+        "commands": commands,
+        "resamples": RESAMPLES,
+        "bootstrap_seed": BOOT_SEED,
+        "settings": settings,
+        "decision": decision,
+        "tables": text,
+    }
+    return finish(result, a.json)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
