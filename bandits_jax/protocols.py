@@ -11,7 +11,7 @@ Shared conventions
   ``hparams`` field, so a grid of hyperparameters is a batch of states: every learner of both
   families carries ``learner.hyperparams(...)``, its one builder, whose array arguments broadcast
   into leading grid axes (for MLogB learners it is ``mlogb.hyperparams`` or the baseline's own
-  builder, e.g. ``mlogb.linucb_hyperparams``).
+  builder, e.g. ``linucb_hyperparams`` of ``bandits_jax.mlogb.linucb``).
 * ``init(hparams) -> state`` in both families. A BCO learner's start is deterministic
   (``w_1 = 0``, or the box centre for Algorithm 4); all of its randomness enters through the key
   that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore

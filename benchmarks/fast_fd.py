@@ -46,7 +46,8 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bandits_jax import envs, mlogb  # noqa: E402
+from bandits_jax import mlogb  # noqa: E402
+from bandits_jax.envs.synthetic_mlogb import MLogBEnvFunctions  # noqa: E402
 from bandits_jax.linalg import fast_fd, sketch  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
@@ -104,7 +105,7 @@ def _pool_env(D, m, num_actions, dtype):
     def outcome(es, x, key):
         return (jax.random.uniform(key, (), dtype) < jax.nn.sigmoid(x @ w_star)).astype(jnp.int32)
 
-    return envs.MLogBEnvFunctions(init, observe, outcome, expected_rewards, 1, D, num_actions)
+    return MLogBEnvFunctions(init, observe, outcome, expected_rewards, 1, D, num_actions)
 
 
 def _learner_part(args, dtype) -> dict:

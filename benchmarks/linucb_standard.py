@@ -54,13 +54,14 @@ def run(T: int, lams, alphas, tune_seeds, eval_seeds) -> dict:
     import jax.numpy as jnp
 
     from bandits_jax import envs, mlogb
+    from bandits_jax.mlogb.linucb import linucb_hyperparams
     from bandits_jax.reference import linucb_numpy
     from bandits_jax.sim import make_rollout, sweep
     from bandits_jax.status import REJECTED_CODES
 
     env = envs.synthetic_mlogb(num_outcomes=K, dim=DIM, S=S)
     lam_g, alpha_g = (a.ravel() for a in np.meshgrid(lams, alphas, indexing="ij"))
-    grid_hp = mlogb.linucb_hyperparams(lam=lam_g, alpha=alpha_g, rewards=[1.0])
+    grid_hp = linucb_hyperparams(lam=lam_g, alpha=alpha_g, rewards=[1.0])
     G = lam_g.size
 
     def record_step(ls, es, key):

@@ -43,8 +43,9 @@ from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
 from bandits_jax.mlogb import model  # noqa: E402
 from bandits_jax.reference import mlogb_numpy as ref  # noqa: E402
-from bandits_jax.sim import init_run, make_rollout, play  # noqa: E402
+from bandits_jax.sim import make_rollout  # noqa: E402
 from bandits_jax.sim import sharding as sh  # noqa: E402
+from bandits_jax.sim.runner import init_run, play  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 

@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
     grid = QUICK_GRID if a.quick else GRID
     jax.config.update("jax_enable_x64", True)
     from bandits_jax import envs, mlogb
+    from bandits_jax.mlogb.exact import exact_hyperparams
     from bandits_jax.mlogb.recipes import sketch_size
 
     T = a.rounds
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
         return learners[K, B, reg]
 
     def hp_of(lam, beta, rewards=None):
-        return mlogb.exact_hyperparams(lam=lam, beta=beta, rewards=rewards)
+        return exact_hyperparams(lam=lam, beta=beta, rewards=rewards)
 
     # 1. Tuning: the tuning classes, the tuning keys.
     t_targets = np.repeat(np.array(TUNING_CLASSES), a.seeds)

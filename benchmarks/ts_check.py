@@ -39,6 +39,8 @@ def groups(problem: str, dim: int, T: int):
     points play in one compiled call); ``build(point, seeds)`` gives the point's hyperparameters
     with a leading run axis, Thompson seed i for run i."""
     from bandits_jax import mlogb
+    from bandits_jax.mlogb.lin_ts import lin_ts_hyperparams
+    from bandits_jax.mlogb.logistic_ts import logistic_ts_hyperparams
 
     rec = mlogb.tuned("linucb", num_outcomes=1, dim=dim, S=1.0 if problem == "synthetic" else None,
                       horizon=T)  # fmt: skip
@@ -53,14 +55,14 @@ def groups(problem: str, dim: int, T: int):
     lin_points = [(f"lin_ts lam {lam:.3g} v {v:g}", (lam, v))
                   for lam, v in itertools.product((lam_ucb, 1.0), LIN_TS_V)]  # fmt: skip
     out.append(("lin_ts", mlogb.lin_ts(num_outcomes=1, dim=dim), lin_points,
-                lambda point, seeds: mlogb.lin_ts_hyperparams(lam=point[0], v=point[1],
-                                                              seed=seeds)))  # fmt: skip
+                lambda point, seeds: lin_ts_hyperparams(lam=point[0], v=point[1],
+                                                        seed=seeds)))  # fmt: skip
     for cov in ("diagonal", "full"):
         points = [(f"logistic_ts {cov} lam {lam:g} v {v:g}", (lam, v))
                   for lam, v in LOGISTIC_TS_POINTS]  # fmt: skip
         learner = mlogb.logistic_ts(num_outcomes=1, dim=dim, covariance=cov)
         out.append((f"logistic_ts-{cov}", learner, points,
-                    lambda point, seeds: mlogb.logistic_ts_hyperparams(
+                    lambda point, seeds: logistic_ts_hyperparams(
                         lam=point[0], v=point[1], seed=seeds)))  # fmt: skip
     return out
 

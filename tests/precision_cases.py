@@ -40,6 +40,11 @@ from bandits_jax.bco import ensembles as ens
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco import two_point as tp
 from bandits_jax.envs import bco_losses
+from bandits_jax.mlogb.ecolog import ecolog_hyperparams
+from bandits_jax.mlogb.exact import exact_hyperparams
+from bandits_jax.mlogb.lin_ts import lin_ts_hyperparams
+from bandits_jax.mlogb.linucb import linucb_hyperparams
+from bandits_jax.mlogb.logistic_ts import logistic_ts_hyperparams
 from bandits_jax.sim import rollout
 
 T = 120  # rounds per case
@@ -125,15 +130,15 @@ def _hp(K, dtype):
 
 
 def _linucb_hp(K, dtype):
-    return mlogb.linucb_hyperparams(**LINUCB_HP, rewards=rewards(K), dtype=dtype)
+    return linucb_hyperparams(**LINUCB_HP, rewards=rewards(K), dtype=dtype)
 
 
 def _ecolog_hp(K, dtype):
-    return mlogb.ecolog_hyperparams(**ECOLOG_HP, dtype=dtype)
+    return ecolog_hyperparams(**ECOLOG_HP, dtype=dtype)
 
 
 def _exact_hp(K, dtype):
-    return mlogb.exact_hyperparams(**EXACT_HP, rewards=rewards(K), dtype=dtype)
+    return exact_hyperparams(**EXACT_HP, rewards=rewards(K), dtype=dtype)
 
 
 def _ts_hp(build):
@@ -163,11 +168,11 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "linucb": (2, 5, _mlogb(mlogb.linucb, 2, 5), _linucb_hp),
     "ecolog": (1, 8, _mlogb(mlogb.ecolog, 1, 8), _ecolog_hp),
     "exact-k3": (3, 4, _mlogb(mlogb.exact, 3, 4, horizon=T), _exact_hp),
-    "lin-ts": (2, 5, _mlogb(mlogb.lin_ts, 2, 5), _ts_hp(mlogb.lin_ts_hyperparams)),
+    "lin-ts": (2, 5, _mlogb(mlogb.lin_ts, 2, 5), _ts_hp(lin_ts_hyperparams)),
     "logistic-ts-k1": (1, 8, _mlogb(mlogb.logistic_ts, 1, 8),
-                       _ts_hp(mlogb.logistic_ts_hyperparams)),
+                       _ts_hp(logistic_ts_hyperparams)),
     "logistic-ts-full-k3": (3, 4, _mlogb(mlogb.logistic_ts, 3, 4, covariance="full"),
-                            _ts_hp(mlogb.logistic_ts_hyperparams)),
+                            _ts_hp(logistic_ts_hyperparams)),
     "eofd-buffered-k3": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4, buffer_size=5),
                          _exact_hp),  # dense H
     "eofd-buffered-k1": (1, 8, _mlogb(mlogb.eofd_buffered, 1, 8, sketch_size=3, buffer_size=3),

@@ -25,6 +25,12 @@ from bandits_jax.bco import domains as dom
 from bandits_jax.bco import ensembles as ens
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco import two_point as tp
+from bandits_jax.mlogb.ecolog import ecolog_hyperparams
+from bandits_jax.mlogb.exact import exact_hyperparams
+from bandits_jax.mlogb.lin_ts import lin_ts_hyperparams
+from bandits_jax.mlogb.linucb import linucb_hyperparams
+from bandits_jax.mlogb.logistic_ts import logistic_ts_hyperparams
+from bandits_jax.mlogb.uniform import uniform_hyperparams
 from bandits_jax.sim import checkpoint
 from bandits_jax.status import Status, StatusError, count_status, raise_on_failure
 
@@ -115,22 +121,22 @@ def _mlogb_hp(dtype, grid):
 
 def _linucb_hp(dtype, grid):
     lam = np.asarray([0.5, 2.0]) if grid else 1.0
-    return mlogb.linucb_hyperparams(lam=lam, alpha=1.0, rewards=[0.5, 1.0], dtype=dtype)
+    return linucb_hyperparams(lam=lam, alpha=1.0, rewards=[0.5, 1.0], dtype=dtype)
 
 
 def _uniform_hp(dtype, grid):
     seed = np.asarray([1, 2]) if grid else 1
-    return mlogb.uniform_hyperparams(seed=seed, rewards=[0.5, 1.0], dtype=dtype)
+    return uniform_hyperparams(seed=seed, rewards=[0.5, 1.0], dtype=dtype)
 
 
 def _exact_hp(dtype, grid):
     lam = np.asarray([0.5, 2.0]) if grid else 1.0
-    return mlogb.exact_hyperparams(lam=lam, beta=1.0, rewards=[0.5, 1.0], dtype=dtype)
+    return exact_hyperparams(lam=lam, beta=1.0, rewards=[0.5, 1.0], dtype=dtype)
 
 
 def _ecolog_hp(dtype, grid):
     lam = np.asarray([0.5, 2.0]) if grid else 1.0
-    return mlogb.ecolog_hyperparams(lam=lam, S=2.0, dtype=dtype)
+    return ecolog_hyperparams(lam=lam, S=2.0, dtype=dtype)
 
 
 def _ts_hp(build):
@@ -139,7 +145,7 @@ def _ts_hp(build):
                                      rewards=[0.5, 1.0], dtype=dtype)  # fmt: skip
 
 
-_LTS = _ts_hp(mlogb.logistic_ts_hyperparams)
+_LTS = _ts_hp(logistic_ts_hyperparams)
 _KD = {"num_outcomes": K, "dim": D}
 CASES += [
     Case("mlogb-eofd", "mlogb", mlogb.eofd(**_KD, sketch_size=2), _mlogb_hp),
@@ -177,7 +183,7 @@ CASES += [
         mlogb.eofd_buffered(**_KD, sketch_size=2, buffer_size=3),
         _exact_hp,
     ),
-    Case("mlogb-lin-ts", "mlogb", mlogb.lin_ts(**_KD), _ts_hp(mlogb.lin_ts_hyperparams)),
+    Case("mlogb-lin-ts", "mlogb", mlogb.lin_ts(**_KD), _ts_hp(lin_ts_hyperparams)),
     Case("mlogb-logistic-ts", "mlogb", mlogb.logistic_ts(**_KD), _LTS),
     Case("mlogb-logistic-ts-full", "mlogb", mlogb.logistic_ts(**_KD, covariance="full"), _LTS),
 ]

@@ -14,6 +14,7 @@ from bandits_jax import envs, mlogb, sim
 from bandits_jax.linalg import projection, roots, secular, sketch
 from bandits_jax.mlogb import bonus, recipes
 from bandits_jax.mlogb.learner import into_ball
+from bandits_jax.mlogb.uniform import uniform_hyperparams
 from bandits_jax.status import (
     MESSAGES,
     SEVERITY,
@@ -65,7 +66,7 @@ def _emitted() -> set[int]:
     for v, m in (([0.1, jnp.nan], [True, True]), ([0.1, 0.2], [False, False])):
         out.add(int(select(jnp.asarray(v), jnp.asarray(m))[1]))  # NAN_SCORES, EMPTY_MASK
     lrn = mlogb.uniform(num_outcomes=1, dim=2)
-    state = lrn.init(mlogb.uniform_hyperparams(seed=0))
+    state = lrn.init(uniform_hyperparams(seed=0))
     update = jax.jit(lrn.update)
     out.add(int(update(state, jnp.ones(2), jnp.asarray(5)).info.status))  # BAD_OUTCOME
     return out

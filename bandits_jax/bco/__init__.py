@@ -9,117 +9,30 @@ al. 2013 baseline, as optax stateful schedules), ``two_point`` (Algorithms 1 and
 steps as optax transformations), ``rounds`` (the runner step :func:`interact` and the regret
 bookkeeping :func:`summarize`), ``one_point`` (Algorithms 2/4 on boxes), ``meta``
 (Optimistic-Hedge and Optimistic-Adapt-ML-Prod) and ``ensembles`` (Algorithms 5/6).
+
+The face holds the learner factories, ``from_preset`` and ``PRESETS``, the domains ``ball`` and
+``box``, and ``interact`` and ``summarize``; state, hyperparameter and metric classes, the
+estimators, schedules, meta-learners and optax steps stay in their modules, e.g.
+``from bandits_jax.bco.two_point import TwoPointState``.
 """
 
-from bandits_jax.bco import ensembles, one_point, rounds, schedules, two_point
-from bandits_jax.bco.domains import Ball, Box, ball, box, project
-from bandits_jax.bco.ensembles import (
-    DynamicState,
-    UniversalState,
-    dynamic_ensemble,
-    universal_ensemble,
-)
-from bandits_jax.bco.estimators import (
-    coordinate_estimate,
-    coordinate_queries,
-    directional_derivative,
-    exploration,
-    sphere_estimate,
-    sphere_queries,
-)
-from bandits_jax.bco.meta import (
-    AdaptMLProdState,
-    OptimisticHedgeState,
-    adapt_ml_prod_init,
-    adapt_ml_prod_update,
-    optimistic_hedge_init,
-    optimistic_hedge_update,
-)
-from bandits_jax.bco.one_point import BoxFTRLState, box_ftrl
-from bandits_jax.bco.rounds import (
-    BCOMetrics,
-    BCOSummary,
-    hindsight_loss,
-    interact,
-    regret_curve,
-    summarize,
-)
-from bandits_jax.bco.schedules import (
-    PRESETS,
-    Preset,
-    ScheduleParams,
-    ScheduleState,
-    VariationSchedule,
-    stateful,
-    step_size,
-)
-from bandits_jax.bco.two_point import (
-    CoordAux,
-    Learner,
-    SphereAux,
-    SphereState,
-    TwoPointHyperparams,
-    TwoPointState,
-    from_preset,
-    oogd_step,
-    optimistic_ogd,
-    projected_gd,
-    sphere_learner,
-    two_point_learner,
-)
+from bandits_jax.bco.domains import ball, box
+from bandits_jax.bco.ensembles import dynamic_ensemble, universal_ensemble
+from bandits_jax.bco.one_point import box_ftrl
+from bandits_jax.bco.rounds import interact, summarize
+from bandits_jax.bco.schedules import PRESETS
+from bandits_jax.bco.two_point import from_preset, sphere_learner, two_point_learner
 
 __all__ = [
-    "BCOMetrics",
-    "BCOSummary",
-    "VariationSchedule",
-    "ensembles",
-    "one_point",
-    "rounds",
-    "optimistic_ogd",
-    "projected_gd",
-    "schedules",
-    "stateful",
-    "two_point",
-    "AdaptMLProdState",
-    "BoxFTRLState",
-    "DynamicState",
-    "OptimisticHedgeState",
-    "UniversalState",
-    "adapt_ml_prod_init",
-    "adapt_ml_prod_update",
-    "box_ftrl",
-    "dynamic_ensemble",
-    "optimistic_hedge_init",
-    "optimistic_hedge_update",
-    "universal_ensemble",
-    "Ball",
-    "Box",
-    "CoordAux",
-    "Learner",
     "PRESETS",
-    "Preset",
-    "ScheduleParams",
-    "ScheduleState",
-    "SphereAux",
-    "SphereState",
-    "TwoPointHyperparams",
-    "TwoPointState",
     "ball",
     "box",
-    "coordinate_estimate",
-    "coordinate_queries",
-    "directional_derivative",
-    "exploration",
+    "box_ftrl",
+    "dynamic_ensemble",
     "from_preset",
-    "hindsight_loss",
     "interact",
-    "oogd_step",
-    "project",
-    "regret_curve",
-    "sphere_estimate",
     "sphere_learner",
-    "sphere_queries",
-    "step_size",
     "summarize",
     "two_point_learner",
+    "universal_ensemble",
 ]

@@ -6,11 +6,16 @@ variant (action covariance spectrum ~ i^-decay), replays of recorded
 streams, and classification data as a bandit (digits, a multinomial digits variant, MNIST, and
 scikit-learn's wine, iris and breast cancer sets). BCO loss families live in
 :mod:`bandits_jax.envs.bco_losses`.
+
+The face holds the environment factories; state classes, ``replay_state`` and the MNIST reader
+(``load_mnist``, ``read_idx``, their errors) stay in their modules, e.g.
+``from bandits_jax.envs.mnist import MNISTNotFoundError``.
 """
 
+# The MNIST reader module loads first, so that the factory ``mnist`` below is what ``envs.mnist``
+# names (a submodule loaded later would rebind the package attribute to itself).
+from bandits_jax.envs import mnist as _mnist_reader  # noqa: F401
 from bandits_jax.envs.classification import (
-    ClassificationEnv,
-    ClassificationState,
     breast_cancer,
     classification_bandit,
     digits,
@@ -19,34 +24,21 @@ from bandits_jax.envs.classification import (
     mnist,
     wine,
 )
-from bandits_jax.envs.heavy_tail_mlogb import HeavyTailState, heavy_tail_mlogb
-from bandits_jax.envs.lowrank_mlogb import LowRankState, lowrank_mlogb
-from bandits_jax.envs.mnist import IDXFormatError, MNISTNotFoundError, load_mnist, read_idx
-from bandits_jax.envs.replay import ReplayState, replay_mlogb, replay_state
-from bandits_jax.envs.synthetic_mlogb import MLogBEnvFunctions, SyntheticState, synthetic_mlogb
+from bandits_jax.envs.heavy_tail_mlogb import heavy_tail_mlogb
+from bandits_jax.envs.lowrank_mlogb import lowrank_mlogb
+from bandits_jax.envs.replay import replay_mlogb
+from bandits_jax.envs.synthetic_mlogb import synthetic_mlogb
 
 __all__ = [
-    "ClassificationEnv",
-    "ClassificationState",
-    "HeavyTailState",
-    "IDXFormatError",
-    "LowRankState",
-    "MLogBEnvFunctions",
-    "MNISTNotFoundError",
-    "ReplayState",
-    "SyntheticState",
     "breast_cancer",
     "classification_bandit",
     "digits",
     "digits_multinomial",
     "heavy_tail_mlogb",
     "iris",
-    "load_mnist",
     "lowrank_mlogb",
     "mnist",
-    "read_idx",
     "replay_mlogb",
-    "replay_state",
     "synthetic_mlogb",
     "wine",
 ]

@@ -398,7 +398,7 @@ def eofd_buffered(
 
     Returns:
       An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
-      :func:`~bandits_jax.mlogb.exact_hyperparams` (``lam``, ``beta``, ``rewards``; its
+      :func:`~bandits_jax.mlogb.exact.exact_hyperparams` (``lam``, ``beta``, ``rewards``; its
       ``hyperparams``; a grid: ``jax.vmap(learner.init)``).
 
     Raises:

@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax.bco import hindsight_loss, interact, summarize
+from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco.domains import Box
+from bandits_jax.bco.rounds import hindsight_loss
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.reference.bco_box_numpy import run_box_ftrl_numpy

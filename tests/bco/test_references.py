@@ -33,8 +33,9 @@ import pytest
 
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import ensembles as ens
-from bandits_jax.bco import interact, regret_curve, summarize
+from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import two_point as tp
+from bandits_jax.bco.rounds import regret_curve
 from bandits_jax.envs import bco_losses
 from bandits_jax.reference import bco_ensemble_numpy as ref6
 from bandits_jax.reference import bco_sphere_numpy as ref3

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bandits_jax import bco, protocols, sim
+from bandits_jax.bco.rounds import BCOMetrics
 from bandits_jax.envs import bco_losses as bl
 from bandits_jax.status import CONVERGED, INACTIVE
 
@@ -69,7 +70,7 @@ def test_own_four_function_env_runs_through_interact_and_make_rollout(name):
     keys = jax.random.split(jax.random.key(0), N)
     env_states = jax.vmap(env.init)(keys)
     metrics = run(learner.init(hp), env_states, keys)
-    assert isinstance(metrics, bco.BCOMetrics)
+    assert isinstance(metrics, BCOMetrics)
     assert metrics.loss.shape == (N, T) and np.all(np.isfinite(np.asarray(metrics.loss)))
     assert np.all(np.asarray(metrics.status) == CONVERGED)
     assert bool(jnp.all(metrics.in_domain))

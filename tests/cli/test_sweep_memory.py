@@ -10,7 +10,8 @@ import pytest
 
 from bandits_jax import cli
 from bandits_jax.cli import sweep as sweep_cmd
-from bandits_jax.sim import chunks, play, sweep
+from bandits_jax.sim import chunks, sweep
+from bandits_jax.sim.runner import play
 
 ARGV = [
     "sweep", "--settings", "bco-linear-2", "--learners", "sphere", "--scale-grid", "0.5,1,2",

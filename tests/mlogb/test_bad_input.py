@@ -19,6 +19,12 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.ecolog import ecolog_hyperparams
+from bandits_jax.mlogb.exact import exact_hyperparams
+from bandits_jax.mlogb.lin_ts import lin_ts_hyperparams
+from bandits_jax.mlogb.linucb import linucb_hyperparams
+from bandits_jax.mlogb.logistic_ts import logistic_ts_hyperparams
+from bandits_jax.mlogb.uniform import uniform_hyperparams
 from bandits_jax.status import REJECTED_CODES, Status
 
 K, D, N = 2, 3, 4
@@ -53,45 +59,43 @@ KINDS = [
     Kind(
         "linucb",
         lambda: mlogb.linucb(**KD),
-        lambda: mlogb.linucb_hyperparams(lam=1.0, alpha=0.5, rewards=REWARDS),
+        lambda: linucb_hyperparams(lam=1.0, alpha=0.5, rewards=REWARDS),
     ),  # fmt: skip
     Kind(
         "linucb-nointercept",
         lambda: mlogb.linucb(**KD, intercept=False),
-        lambda: mlogb.linucb_hyperparams(lam=1.0, alpha=0.5, rewards=REWARDS),
+        lambda: linucb_hyperparams(lam=1.0, alpha=0.5, rewards=REWARDS),
     ),  # fmt: skip
     Kind(
         "uniform",
         lambda: mlogb.uniform(**KD),
-        lambda: mlogb.uniform_hyperparams(seed=1, rewards=REWARDS),
+        lambda: uniform_hyperparams(seed=1, rewards=REWARDS),
     ),  # fmt: skip
-    Kind(
-        "ecolog", lambda: mlogb.ecolog(dim=D), lambda: mlogb.ecolog_hyperparams(lam=1.0, S=1.0), 1
-    ),
+    Kind("ecolog", lambda: mlogb.ecolog(dim=D), lambda: ecolog_hyperparams(lam=1.0, S=1.0), 1),
     Kind(
         "exact",
         lambda: mlogb.exact(**KD, horizon=8),
-        lambda: mlogb.exact_hyperparams(lam=1.0, rewards=REWARDS),
+        lambda: exact_hyperparams(lam=1.0, rewards=REWARDS),
     ),  # fmt: skip
     Kind(
         "eofd-buffered",
         lambda: mlogb.eofd_buffered(**KD, sketch_size=2, buffer_size=3),
-        lambda: mlogb.exact_hyperparams(lam=1.0, rewards=REWARDS),
+        lambda: exact_hyperparams(lam=1.0, rewards=REWARDS),
     ),  # fmt: skip
     Kind(
         "lin-ts",
         lambda: mlogb.lin_ts(**KD),
-        lambda: mlogb.lin_ts_hyperparams(lam=1.0, rewards=REWARDS),
+        lambda: lin_ts_hyperparams(lam=1.0, rewards=REWARDS),
     ),
     Kind(
         "logistic-ts",
         lambda: mlogb.logistic_ts(**KD),
-        lambda: mlogb.logistic_ts_hyperparams(lam=1.0, rewards=REWARDS),
+        lambda: logistic_ts_hyperparams(lam=1.0, rewards=REWARDS),
     ),
     Kind(
         "logistic-ts-full",
         lambda: mlogb.logistic_ts(**KD, covariance="full"),
-        lambda: mlogb.logistic_ts_hyperparams(lam=1.0, rewards=REWARDS),
+        lambda: logistic_ts_hyperparams(lam=1.0, rewards=REWARDS),
     ),
 ]
 BY_NAME = {k.name: k for k in KINDS}
@@ -165,9 +169,9 @@ def test_boolean_outcome_is_k1s(name):
     eagerly and under a user's ``jit``: the same state, bit for bit."""
     learner = K1[name]()
     hp = (
-        mlogb.ecolog_hyperparams(lam=1.0, S=1.0)
+        ecolog_hyperparams(lam=1.0, S=1.0)
         if name == "ecolog"
-        else mlogb.linucb_hyperparams(lam=1.0, alpha=0.5)
+        else linucb_hyperparams(lam=1.0, alpha=0.5)
         if name == "linucb"
         else mlogb.hyperparams(lam=1.0, eta=1.0, S=1.0)
     )

@@ -13,6 +13,9 @@ from jax import lax
 from bandits_jax import mlogb
 from bandits_jax.linalg import roots
 from bandits_jax.mlogb import bonus
+from bandits_jax.mlogb.bonus import argmax_tie
+from bandits_jax.mlogb.linucb import linucb_hyperparams
+from bandits_jax.mlogb.uniform import uniform_hyperparams
 from bandits_jax.reference import linucb_numpy
 from bandits_jax.status import Status
 from tests import xla_defaults
@@ -33,14 +36,14 @@ def _learner(name, K, d):
 
 def _hp(name, K, dtype=jnp.float64, grid=False):
     if name == "uniform":
-        return mlogb.uniform_hyperparams(
+        return uniform_hyperparams(
             seed=np.array([1, 2]) if grid else 3, rewards=_rewards(K), dtype=dtype
         )
     if name == "greedy":
         lam = np.array([0.5, 2.0]) if grid else 0.8
         return mlogb.hyperparams(lam=lam, eta=1.5, S=1.0, rewards=_rewards(K), dtype=dtype)
     lam, alpha = (np.array([0.5, 2.0]), np.array([0.1, 1.0])) if grid else (0.7, 0.4)
-    return mlogb.linucb_hyperparams(lam=lam, alpha=alpha, rewards=_rewards(K), dtype=dtype)
+    return linucb_hyperparams(lam=lam, alpha=alpha, rewards=_rewards(K), dtype=dtype)
 
 
 def _stream(K, d, T, seed):
@@ -95,7 +98,7 @@ def test_uniform_choice_is_uniform_over_the_mask():
 
 
 def test_uniform_hyperparams_grid_and_validation():
-    hp = mlogb.uniform_hyperparams(seed=np.arange(3), rewards=[0.5, 1.0], dtype=jnp.float32)
+    hp = uniform_hyperparams(seed=np.arange(3), rewards=[0.5, 1.0], dtype=jnp.float32)
     assert hp.seed.shape == (3,) and hp.rewards.shape == (3, 2)
     assert hp.rewards.dtype == jnp.float32
     states = jax.vmap(_learner("uniform", 2, 3).init)(hp)
@@ -107,9 +110,9 @@ def test_uniform_hyperparams_grid_and_validation():
         ({"rewards": [float("nan")]}, "rewards"),
     ):
         with pytest.raises(ValueError, match=word):
-            mlogb.uniform_hyperparams(**kwargs)
+            uniform_hyperparams(**kwargs)
     with pytest.raises(ValueError, match="rewards"):
-        _learner("uniform", 2, 3).init(mlogb.uniform_hyperparams())
+        _learner("uniform", 2, 3).init(uniform_hyperparams())
 
 
 # --- greedy ----------------------------------------------------------------------------------
@@ -159,7 +162,7 @@ def test_greedy_scores_are_the_base_estimate_without_bonus(K, m):
     np.testing.assert_allclose(est, est_b, rtol=1e-12)
     np.testing.assert_array_equal(bon, 0.0)
     assert float(jnp.max(bon_b)) > 0.0  # the base learner does add a bonus
-    assert int(greedy.select(s, A, mask)) == int(mlogb.argmax_tie(est_b, mask))
+    assert int(greedy.select(s, A, mask)) == int(argmax_tie(est_b, mask))
     # Independent formula: w^T x (K = 1), r^T sigma(W x) (K >= 2).
     Z = np.asarray(A) @ np.asarray(s.W).T
     if K == 1:
@@ -289,7 +292,7 @@ def test_linucb_intercept_fits_an_offset_the_plain_one_cannot():
 
 
 def test_linucb_hyperparams_grid_and_validation():
-    hp = mlogb.linucb_hyperparams(lam=[0.5, 1.0], alpha=0.3, rewards=[0.5, 1.0])
+    hp = linucb_hyperparams(lam=[0.5, 1.0], alpha=0.3, rewards=[0.5, 1.0])
     assert hp.lam.shape == hp.alpha.shape == (2,) and hp.rewards.shape == (2, 2)
     for kwargs, word in (
         ({"lam": 0.0}, "lam"),
@@ -300,13 +303,13 @@ def test_linucb_hyperparams_grid_and_validation():
         ({"rewards": [float("nan")]}, "rewards"),
     ):
         with pytest.raises(ValueError, match=word):
-            mlogb.linucb_hyperparams(**{"lam": 1.0, "alpha": 0.5, **kwargs})
+            linucb_hyperparams(**{"lam": 1.0, "alpha": 0.5, **kwargs})
     for bad in (1, "yes", None):
         with pytest.raises(ValueError, match="intercept"):
             mlogb.linucb(num_outcomes=1, dim=3, intercept=bad)
     learner = _learner("linucb", 2, 3)
     with pytest.raises(ValueError, match="rewards"):
-        learner.init(mlogb.linucb_hyperparams(lam=1.0, alpha=0.5))
+        learner.init(linucb_hyperparams(lam=1.0, alpha=0.5))
     with pytest.raises(ValueError, match="vmap"):
         learner.init(hp)  # a grid must be vmapped
     s = learner.init(_hp("linucb", 2))

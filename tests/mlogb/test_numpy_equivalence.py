@@ -11,7 +11,7 @@ import pytest
 from bandits_jax import mlogb
 from bandits_jax.envs.replay import replay_mlogb, replay_state
 from bandits_jax.reference import mlogb_numpy as ref
-from bandits_jax.sim import init_run, play
+from bandits_jax.sim.runner import init_run, play
 from tests import xla_defaults
 
 EPS = np.finfo(np.float64).eps

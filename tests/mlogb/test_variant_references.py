@@ -25,7 +25,7 @@ from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.interact import interact
 from bandits_jax.reference import mlogb_numpy
 from bandits_jax.reference.eofd_variants_numpy import NumpyEOFDVariant, simulate_trace
-from bandits_jax.sim import init_run, play
+from bandits_jax.sim.runner import init_run, play
 from tests import xla_defaults
 from tests.mlogb.test_numpy_equivalence import trajectory_tol
 

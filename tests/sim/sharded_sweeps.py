@@ -40,12 +40,13 @@ import numpy as np  # noqa: E402
 
 from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.mlogb import recipes  # noqa: E402
+from bandits_jax.mlogb.interact import MLogBMetrics  # noqa: E402
 from bandits_jax.sim import checkpoint, chunks, sharding, sweep  # noqa: E402
 
 T, CHUNK = 40, 10  # four chunks; the worker is killed in the second
 SEEDS = [0, 1, 2]
 S4, K4, D4 = 2.0, 4, 5
-FIELDS = mlogb.MLogBMetrics._fields  # every metric a round reports
+FIELDS = MLogBMetrics._fields  # every metric a round reports
 DIMS = {"EOFD": (1, 4), "EOFD robust": (K4, D4), "OFUL": (K4, D4)}  # (K, d) of each learner
 EPS = float(np.finfo(np.float64).eps)
 

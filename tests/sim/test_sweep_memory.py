@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax.sim import checkpoint, chunks, play, sweep
+from bandits_jax.sim import checkpoint, chunks, sweep
+from bandits_jax.sim.runner import play
 
 D, T = 16, 6
 
