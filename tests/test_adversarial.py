@@ -2,6 +2,7 @@
 naming the argument, a flagged and rejected step, or a refused checkpoint."""
 
 import functools
+import importlib
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,6 @@ import numpy as np
 import pytest
 
 from bandits_jax import mlogb
-from bandits_jax.envs import mnist as mnist_mod
 from bandits_jax.envs.synthetic_mlogb import synthetic_mlogb
 from bandits_jax.linalg import projection, roots
 from bandits_jax.mlogb import bonus
@@ -20,6 +20,9 @@ from bandits_jax.sim import checkpoint
 from bandits_jax.sim.chunks import ChunkFn, run_chunked
 from bandits_jax.sim.runner import init_run
 from bandits_jax.status import Status
+
+# the MNIST file reader (``bandits_jax.envs.mnist`` on the face is the environment factory)
+mnist_mod = importlib.import_module("bandits_jax.envs.mnist")
 
 NAN, INF = float("nan"), float("inf")
 

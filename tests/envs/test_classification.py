@@ -1,6 +1,7 @@
 """Classification-to-bandit protocol (section 4): one candidate per class, reward 1 exactly for
 the target class, the documented normalisation; the multinomial variant's outcome law."""
 
+import importlib
 import math
 
 import jax
@@ -10,8 +11,10 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.envs import classification as C
-from bandits_jax.envs import mnist as M
 from bandits_jax.sim.runner import make_rollout
+
+# the MNIST file reader (``bandits_jax.envs.mnist`` on the face is the environment factory)
+M = importlib.import_module("bandits_jax.envs.mnist")
 
 RNG = np.random.default_rng(0)
 RAW = RNG.integers(0, 17, (60, 5)).astype(np.float64)

@@ -1,11 +1,13 @@
 """IDX / .npz loader: round trips on tiny files written here, clear errors on broken ones."""
 
 import gzip
+import importlib
 
 import numpy as np
 import pytest
 
-from bandits_jax.envs import mnist as M
+# the MNIST file reader (``bandits_jax.envs.mnist`` on the face is the environment factory)
+M = importlib.import_module("bandits_jax.envs.mnist")
 
 
 def tiny(n=20, side=4, seed=0):
