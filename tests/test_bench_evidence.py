@@ -67,11 +67,11 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
     assert table["digits-all-h1"]["best_tuned"] == "linucb"
     assert cells["eofd-robust"]["transfer_penalty"] == 60.0 / 40.0
     assert cells["eofd-robust"]["tuned"]["mean"] == 90.0
-    # On classification data mlogb.practical recommends buffered EOFD (no known bound).
+    # On classification data mlogb.practical recommends LinUCB (no known bound).
     goals = table["digits-all-h1"]["goals"]
-    assert goals["recommended"] == "eofd-buffered"
-    assert goals["recommended_over_best_tuned"] == 55.0 / 40.0
-    assert goals["recommended_over_linucb"] == 55.0 / 48.0
+    assert goals["recommended"] == "linucb"
+    assert goals["recommended_over_best_tuned"] == 48.0 / 40.0
+    assert goals["recommended_over_linucb"] == 1.0
     assert goals["within_10pct_of_best_tuned"] is False
     assert goals["eofd_robust_over_linucb"] == 60.0 / 48.0
     # K d = 40 > 32 with a known bound: robust EOFD, within 10% of the best tuned (43 / 40).
@@ -82,7 +82,7 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
     recommended = {s: table[s]["goals"]["recommended"] for s in settings}
     assert recommended["synth-20-1-S8"] == "oful"  # K d = 20 <= 32: the full Hessian
     assert recommended["lowrank-100-1-5-S8"] == "eofd-robust"
-    assert recommended["digits-k4-h1"] == "eofd-buffered"  # no bound, K = 4
+    assert recommended["digits-k4-h1"] == "linucb"  # no bound, K = 4
     assert recommended["heavy-200-1-1-S8"] == "eofd-buffered"  # a known bound, K d > 128
     # A cell measured over other than the table's 4 trials says its n.
     assert "48.0 ± 0.3 (0.10 ms; n = 50)" in stdout

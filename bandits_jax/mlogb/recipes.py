@@ -77,6 +77,7 @@ _OFUL = "OFUL-MLogB where K d <= 32"
 _BIG = "K d > 128: buffered EOFD with a bonus"
 _FREE = "No known bound (classification data)"
 _FREE_BUF = "With no known bound: buffered EOFD, earlier LinUCB"
+_FREE_PICK = "What practical returns with no known bound: LinUCB"
 _EXACT, _TS, _BUF = "The exact-fit reference", "Thompson sampling", "Buffered EOFD"
 
 
@@ -86,15 +87,13 @@ def _rows(known: bool, K: tuple, Kd: tuple, section: str, points: dict, **kw: An
 
 def _buffered_rows(known: bool, section: str, *points: Exponents) -> list[Rule]:
     """Buffered EOFD's rows at one bound: ``points`` for K = 1 and K >= 2 where ``K d <= 128``,
-    then where ``K d > 128`` (:func:`practical`'s kind there, and everywhere with no bound)."""
+    then where ``K d > 128`` (:func:`practical`'s kind there with a known bound)."""
     big = _BIG if known else section
     return [
-        Rule(
-            "eofd-buffered", known, _K1, _SMALL, points[0], section, 64, 512, "gradient", not known
-        ),
-        Rule("eofd-buffered", known, _K2, _SMALL, points[1], section, 64, 64, "anchor", not known),
-        Rule("eofd-buffered", known, _K1, _LARGE, points[2], big, None, 64, "gradient", True),
-        Rule("eofd-buffered", known, _K2, _LARGE, points[3], big, None, 64, "anchor", True),
+        Rule("eofd-buffered", known, _K1, _SMALL, points[0], section, 64, 512, "gradient"),
+        Rule("eofd-buffered", known, _K2, _SMALL, points[1], section, 64, 64, "anchor"),
+        Rule("eofd-buffered", known, _K1, _LARGE, points[2], big, None, 64, "gradient", known),
+        Rule("eofd-buffered", known, _K2, _LARGE, points[3], big, None, 64, "anchor", known),
     ]
 
 
@@ -117,12 +116,13 @@ RULES: tuple[Rule, ...] = (
     *_buffered_rows(True, _BUF, *(_E(-1.5, 0.0, 0.0),) * 2, *(_E(-1.0, -0.5, 0.1),) * 2),
     *_rows(False, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER._replace(S=16.0),
                                          "oful-paper": _PAPER._replace(S=16.0)}),
+    Rule("linucb", False, _ANY, _ANY, _E(-1.5, 0.0, 0.01, 2.0), _FREE_PICK, practical=True),
     *_buffered_rows(False, _FREE_BUF, *(_E(-6.0, 0.0, 0.0, 16.0), _E(-2.62, 0.0, 0.01, 16.0)) * 2),
     *_rows(False, _ANY, _ANY, _FREE, {
         "eofd": _E(-1.5, 0.0, 0.1, 16.0), "eofd-robust": _E(-4.0, -0.5, 0.01, 16.0),
         "eofd-adaptive": _E(-1.5, 0.0, 0.1, 16.0), "oful": _E(-1.0, 0.5, 0.1, 16.0),
-        "greedy": _E(-4.0, -0.5, 0.0, 16.0), "linucb": _E(-1.5, 0.0, 0.01, 2.0),
-        "ecolog": _E(-1.5, 0.0, 0.01, 8.0), "uniform": _E(0.0, 0.0, 0.0, 1.0),
+        "greedy": _E(-4.0, -0.5, 0.0, 16.0), "ecolog": _E(-1.5, 0.0, 0.01, 8.0),
+        "uniform": _E(0.0, 0.0, 0.0, 1.0),
     }),
     Rule("exact", False, _ANY, _ANY, _E(-5.0, 0.0, 0.0, 16.0), _EXACT),
     *_rows(False, _ANY, _ANY, _TS, {"lin-ts": _E(-4.0, 0.0, 0.01, 2.0),

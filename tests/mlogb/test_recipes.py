@@ -103,19 +103,19 @@ def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
 
 
 @pytest.mark.parametrize("K", [1, 3])
-def test_practical_without_a_known_bound_is_buffered_eofd_at_its_free_point(K):
-    """``S=None`` (the default): buffered EOFD, lam from the scaling at its no-bound point (K = 1
-    and K >= 2 differ) and its S, and that point's beta; with a known bound: OFUL where
-    K d <= 32, buffered EOFD where K d > 128, else robust EOFD, at the caller's S."""
+def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
+    """``S=None`` (the default): LinUCB (level with buffered EOFD and the exact refit on two
+    disjoint evaluation draws, at a fraction of the time: docs/evidence.md), lam from the
+    scaling at its no-bound point and its S, alpha = sqrt(beta) at that point; with a known bound:
+    OFUL where K d <= 32, buffered EOFD where K d > 128, else robust EOFD, at the caller's S."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
-    assert rec.kind == "eofd-buffered"
-    ex = (
-        recipes.Exponents(-6.0, 0.0, 0.0, 16.0) if K == 1 else recipes.Exponents(-2.62, 0, 0.01, 16)
-    )
+    assert rec.kind == "linucb"
+    ex = recipes.Exponents(-1.5, 0.0, 0.01, 2.0)
+    assert recipes.rule("linucb", num_outcomes=K, dim=d, S=None).point == ex
     lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)  # S enters through lam
-    assert float(rec.hparams.beta) == ex.beta
+    np.testing.assert_allclose(float(rec.hparams.alpha), np.sqrt(ex.beta), rtol=1e-6)  # sqrt(beta)
     for dim, kind in ((8, "oful"), (11, "oful" if K == 1 else "eofd-robust"), (40, "eofd-robust"),
                       (129, "eofd-buffered")):  # fmt: skip
         known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
