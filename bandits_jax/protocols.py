@@ -14,9 +14,8 @@ Shared conventions
   builder, e.g. ``linucb_hyperparams`` of ``bandits_jax.mlogb.linucb``).
 * ``init(hparams) -> state`` in both families. A BCO learner's start is deterministic
   (``w_1 = 0``, or the box centre for Algorithm 4); all of its randomness enters through the key
-  that ``query`` receives each round, which the runner splits from the run's key. ``init`` therefore
-  takes no key, in either family (an environment's ``init(key)`` is where a run's randomness
-  starts).
+  that ``query`` receives each round, split by the runner from the run's key: ``init`` takes no
+  key, in either family (an environment's ``init(key)`` starts a run's randomness).
 * Every learner state of both families has ``state.status`` (:class:`LearnerState`): the int32
   scalar :class:`bandits_jax.status.Status` of its last update (the codes, ``count_status`` and
   ``raise_on_failure`` live in :mod:`bandits_jax.status`). BCO states hold it as a field; MLogB

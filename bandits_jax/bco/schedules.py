@@ -9,21 +9,15 @@ non-consecutive gradient variation ``Vbar_{t-1} = sum_{s < t} ||g_s - g~_s||^2``
 Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's setting):
 
 * ``"convex"`` (Theorem 1): ``eta_t = scale * R / sqrt(offset + Vbar_{t-1})`` with the theorem's
-  ``offset = 1152 d^3 R^2 L^2 log(dT)``. The text prints ``R^4 L^2``; ``Vbar`` has the units of a
-  squared gradient, so the dimensionally consistent constant is ``R^2 L^2`` (identical for
-  ``R = 1``; errata 11). With this offset the step is ~``R / (34 d^1.5 L)`` and for ``d >= 10``,
-  ``T ~ 1e4`` the iterate hardly moves; ``offset = d^2`` (``offset="d2"``) gives the
-  Theorem 3/4 schedule.
+  ``offset = 1152 d^3 R^2 L^2 log(dT)`` (the text prints ``R^4 L^2``; errata 11);
+  ``offset="d2"`` gives the Theorem 3/4 schedule.
 * ``"variance"`` (Theorems 3-4, gradient variance / small loss): ``eta_t = scale * R /
   sqrt(d^2 + Vbar_{t-1})`` (the ``offset`` parameter is ignored: it is ``d^2`` by definition).
 * ``"strongly_convex"`` (Theorems 2, 8): ``eta_t = scale / (lambda t)``.
 * ``"chiang"``: the strongly convex rate of Chiang et al. [2013], described in the paper only as
   ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (errata 14). Reconstruction used here:
-  ``eta_t = scale / (lambda (1 + Vbar_{t-1} / (4 d^2 G^2)))``: ``Vbar`` is normalised by
-  ``4 d^2 G^2``, the largest possible per-round increment ``||g_t - g~_t||^2`` (Lemma 6 (ix)), so
-  the denominator grows by at most ``lambda`` per round and ``eta_t >= 1 / (lambda t)`` (it equals
-  Theorem 2's step when every round has maximal variation, and stays larger, i.e. less stable,
-  when ``Vbar`` is small -- the instability Section 3.2 attributes to it).
+  ``eta_t = scale / (lambda (1 + Vbar_{t-1} / (4 d^2 G^2)))``, ``4 d^2 G^2`` the largest
+  per-round increment (Lemma 6 (ix)), so ``eta_t >= 1 / (lambda t)``.
 * ``"sqrt_t"``: ``eta_t = scale * R / (G sqrt(d t))``, the anytime form of the classical
   convex two-point step ``R / (G sqrt(dT))`` [Shamir 2017] for the sphere baseline.
 
@@ -31,13 +25,8 @@ Presets: :data:`PRESETS` maps the one set of preset names (``"alg1_thm3"``, ``"s
 shared by the library's ``bco.from_preset`` and the command's ``--learners``) to a
 :class:`Preset` (learner, kind, scale, offset, loss family).
 
-optax. :func:`stateful` returns the schedule as an optax stateful schedule
-(``optax.schedules.StatefulSchedule``: ``init()``, ``update(state, *, err_sq)``,
-``__call__(state)``).
-optax's plain schedules (functions of the step count) do not fit: ``"convex"``, ``"variance"`` and
-``"chiang"`` depend on the observed ``Vbar``, and the two functions of ``t`` alone
-(``1 / (lambda t)``, ``R / (G sqrt(d t))``) are not among optax's families (polynomial, cosine,
-exponential decays), so writing them with optax would not remove code.
+:func:`stateful` returns a schedule as an optax ``StatefulSchedule``; optax's plain schedules
+(functions of the step count) cannot follow the observed ``Vbar``.
 """
 
 from __future__ import annotations

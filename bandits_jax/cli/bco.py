@@ -15,19 +15,11 @@ Families (benign: the optimum lies on the boundary of the unit ball with a non-z
 * strongly convex: quadratics ``1/2 ||x - c_t||^2`` (lambda = 1), ``||b|| = 2`` (centre outside
   the ball), ``c_t = b + 0.5 (cos(w t) u + sin(w t) v)``.
 
-The d study uses a slow drift (``w = 0.2 / T``: a 0.2 rad rotation over the run, ``V_T ~ 1e-5``;
-a faster rotation lets the learners track the sequence and beat the fixed comparator, i.e.
-negative static regret); the V_T study fixes ``d`` and varies the amplitude ``a`` of a fast
-oscillation (``w = 2``, period ~3 rounds: ``V_T ~ 2.8 a^2 T``; the learners cannot track it, so
-static regret stays meaningful) and adds an i.i.d.-noise point. Learners (:data:`BCO_LEARNERS`:
-the library's step-size presets, ``bco.schedules.PRESETS``, the same names as
-``bco.two_point.from_preset``):
-
-* convex: Algorithm 1 with Theorem 3/4's ``R / sqrt(d^2 + Vbar)`` (``alg1_thm3``), Algorithm 1
-  with Theorem 1's constants (``alg1_thm1``), Algorithm 3 with ``R / (G sqrt(d t))`` (``sphere``);
-* strongly convex: Algorithm 1 with ``1 / (lambda t)`` (``alg1_thm2``), Algorithm 1 with the
-  reconstructed Chiang et al. 2013 rate (``chiang2013``), Algorithm 3 with ``1 / (lambda t)``
-  (``sphere_thm8``).
+The d study uses a slow drift (``w = 0.2 / T``, ``V_T ~ 1e-5``: a static comparator stays
+meaningful); the V_T study fixes ``d`` and varies the amplitude ``a`` of a fast oscillation
+(``w = 2``: ``V_T ~ 2.8 a^2 T``) and adds an i.i.d.-noise point. Learners (:data:`BCO_LEARNERS`)
+are the library's presets ``bco.schedules.PRESETS``: convex ``alg1_thm3``, ``alg1_thm1``,
+``sphere``; strongly convex ``alg1_thm2``, ``chiang2013``, ``sphere_thm8``.
 
 Honest tuning: with ``--scale-grid`` of several values the step-size scale of each (learner,
 point) is chosen by mean final regret on tuning seeds and reported on disjoint evaluation seeds
