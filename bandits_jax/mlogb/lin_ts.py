@@ -210,11 +210,7 @@ def _update(K: int, intercept: bool, state: LinTSState, x: jax.Array, y: jax.Arr
     """The ridge state's rank-one update by ``(z, r_y)``, then the next round's draw."""
     check_update_args(x, y, K, state.W.shape[-1])
     hp = state.hparams
-    z = ridge.features(x.astype(state.W.dtype), intercept)
-    (A_inv, b), theta = ridge.update(
-        ridge.Ridge(state.A_inv, state.b), z, ridge.reward(hp.rewards, y)
-    )
-    W, bias = ridge.rows(theta, state.W, state.bias)
+    (A_inv, b), theta, W, bias = ridge.observe(state, x, y, intercept)
     key = next_key(state.key)
     sample = _draw(A_inv, theta, hp.v, key)
     new = LinTSState(W=W, bias=bias, A_inv=A_inv, b=b, sample=sample, key=key, rho=state.rho,

@@ -141,11 +141,7 @@ def _update(K: int, intercept: bool, state: LinUCBState, x: jax.Array, y: jax.Ar
     """The ridge state's rank-one update by ``(z, r_y)``."""
     check_update_args(x, y, K, state.W.shape[-1])
     hp = state.hparams
-    z = ridge.features(x.astype(state.W.dtype), intercept)
-    (A_inv, b), theta = ridge.update(
-        ridge.Ridge(state.A_inv, state.b), z, ridge.reward(hp.rewards, y)
-    )
-    W, bias = ridge.rows(theta, state.W, state.bias)
+    (A_inv, b), _, W, bias = ridge.observe(state, x, y, intercept)
     new = LinUCBState(W=W, bias=bias, A_inv=A_inv, b=b, rho=state.rho, t=state.t + 1,
                       hparams=hp, info=_info(hp.alpha))  # fmt: skip
     return guard(state, new)

@@ -17,13 +17,13 @@ error of its own recursion.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Ridge", "check_intercept", "features", "init", "reward", "rows", "update"]
+__all__ = ["Ridge", "check_intercept", "features", "init", "observe", "reward", "rows", "update"]
 
 
 class Ridge(NamedTuple):
@@ -72,3 +72,11 @@ def rows(theta: jax.Array, W: jax.Array, bias: jax.Array) -> tuple[jax.Array, ja
     ``bias`` given."""
     d = W.shape[-1]
     return jnp.zeros_like(W).at[0].set(theta[:d]), theta[d] if theta.shape[0] > d else bias
+
+
+def observe(state: Any, x: jax.Array, y: jax.Array, intercept: bool):
+    """One round of a ridge learner's ``state`` (fields ``A_inv``, ``b``, ``W``, ``bias`` and
+    ``hparams.rewards``): :func:`update` by ``(z, r_y)``. Returns ``(Ridge, theta, W, bias)``."""
+    z = features(x.astype(state.W.dtype), intercept)
+    new, theta = update(Ridge(state.A_inv, state.b), z, reward(state.hparams.rewards, y))
+    return (new, theta, *rows(theta, state.W, state.bias))
