@@ -126,7 +126,7 @@ SMOKE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["--quick", "--rounds", "20", "--profile-rounds", "16", "--out", "{json}"],
         ("rounds", "seeds", "tuning", "chosen", "k1", "k4", "profile"),
     ),
-    # CHANGELOG.md (docs/bench/ts_check.json): the Thompson-sampling rows against LinUCB
+    # the Thompson-sampling rows against LinUCB
     "ts_check": (
         ["--rounds", "20", "--seeds", "2", "--problems", "synthetic", "--out", "{json}"],
         ("rounds", "seeds", "wall_seconds", "rows"),
