@@ -3,16 +3,19 @@
 Subpackages: ``linalg`` (shared numerics), ``mlogb`` (multinomial logistic bandits, EOFD-MLogB and
 OFUL-MLogB), ``bco`` (bandit convex optimisation with gradient variation), ``envs``
 (environments), ``sim`` (one runner for every learner), ``reference`` (numpy references).
-``protocols`` holds the learner and environment protocols of both papers, ``status`` the one
-status space of every solve, update and selection.
+:class:`Learner` is the one learner type of both papers (``learner_base``), ``protocols`` holds
+the state and environment protocols, ``status`` the one status space of every solve, update and
+selection.
 """
 
 from bandits_jax import bco, envs, linalg, mlogb, protocols, sim, status
+from bandits_jax.learner_base import Learner
 from bandits_jax.status import Status, count_status, raise_on_failure
 
 __version__ = "0.2.0"
 
 __all__ = [
+    "Learner",
     "Status",
     "bco",
     "count_status",

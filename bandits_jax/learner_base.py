@@ -1,5 +1,10 @@
-"""What the learners of both papers share, below both families (:mod:`bandits_jax.mlogb`,
-:mod:`bandits_jax.bco`).
+"""The one learner protocol of both papers and what every learner shares, below both families
+(:mod:`bandits_jax.mlogb`, :mod:`bandits_jax.bco`).
+
+* :class:`Learner`: the one learner type, ``init(hparams)``, ``act(state, observation, key)``,
+  ``update(state, action, feedback)``, ``hyperparams(...)``, ``dim``; MLogB learners also fill
+  their family's ``num_outcomes``, ``scores``, ``score_parts`` and ``select``. :func:`assemble`
+  is its one assembler.
 
 * :func:`compiled`: the compile-and-validate wrapper (eager checks of concrete arguments, then
   one compiled program per call; inlined under ``jit``).
@@ -9,11 +14,9 @@
   (:func:`status_of`, :func:`count_failure`).
 * :func:`grid`: broadcast array hyperparameters into leading grid axes, one eagerly validated
   point at a time.
-* The BCO learner tuple :class:`Learner`, its assembler :func:`assemble` and the deterministic
-  start :func:`start` (the two-point, one-point and ensemble learners all use them; MLogB
-  learners are assembled by :func:`bandits_jax.mlogb.learner.assemble`).
+* :func:`start`: the deterministic start of the two-point learners.
 
-The protocols both families satisfy are in :mod:`bandits_jax.protocols`.
+The state and environment protocols are in :mod:`bandits_jax.protocols`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ Array = jax.Array
 
 def compiled(fn: Callable, check: Callable[..., Any] | None = None) -> Callable:
     """``fn`` compiled with ``jax.jit``; with ``check``, ``check(*args)`` runs first on the
-    caller's arguments (eager validation raising a ``ValueError`` that names the argument).
+    caller's arguments (eager validation raising a ``ValueError`` that names the argument); when
+    it returns a tuple, that tuple is what ``fn`` receives (the arguments as arrays).
 
     Called outside ``jit``, a call is one dispatch of one program (compiled on first use)
     instead of one per operation; inside ``jit`` it is inlined. Shape checks inside ``fn`` still
@@ -49,8 +53,8 @@ def compiled(fn: Callable, check: Callable[..., Any] | None = None) -> Callable:
         return jitted
 
     def checked(*args):
-        check(*args)
-        return jitted(*args)
+        checked_args = check(*args)
+        return jitted(*(args if checked_args is None else checked_args))
 
     checked.__doc__ = fn.__doc__
     return checked
@@ -74,13 +78,26 @@ def all_finite(*xs) -> Array:
 
 
 def finite_floats(tree) -> Array:
-    """Whether every floating-point leaf of ``tree`` is finite (integer leaves are skipped)."""
+    """Whether every floating-point leaf of ``tree`` is finite (integer leaves are skipped), as ONE
+    reduction over the leaves concatenated: XLA computes the flag once, where the ``and`` of one
+    check per leaf is a scalar chain that it copies into every consumer (each leaf's guard)."""
     leaves = [
-        jnp.all(jnp.isfinite(leaf))
+        leaf
         for leaf in jax.tree_util.tree_leaves(tree)
         if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
     ]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+    if not leaves:
+        return jnp.asarray(True)
+    dtype = jnp.result_type(*leaves)  # the widest: a cast never overflows
+    return jnp.all(jnp.isfinite(jnp.concatenate([jnp.ravel(v).astype(dtype) for v in leaves])))
+
+
+def no_failures() -> dict[str, Array]:
+    """The ``status`` (``CONVERGED``) and ``num_failures`` (0) fields of a fresh state."""
+    return {
+        "status": jnp.asarray(CONVERGED, jnp.int32),
+        "num_failures": jnp.zeros((), jnp.int32),
+    }
 
 
 def status_of(ok: Array, code: Array | int = CONVERGED) -> Array:
@@ -93,12 +110,23 @@ def count_failure(num_failures: Array, status: Array) -> Array:
     return num_failures + is_failure(status).astype(jnp.int32)
 
 
-def accept(state, new, ok: Array, code: Array | int = CONVERGED):
-    """``new`` if ``ok`` else ``state`` (the rejected-step guard), with ``status`` set to ``code``
-    or ``NONFINITE`` and ``num_failures`` counted (states with those two fields)."""
-    kept = checks.guard(ok, new, state)
+def accept(state, new, ok: Array, code: Array | int = CONVERGED, *, written: tuple[str, ...] = ()):
+    """The one rejected-step guard of every learner: ``new`` if ``ok`` else ``state``, with
+    ``status`` set to ``code`` (or ``NONFINITE``) and ``num_failures`` counted.
+
+    ``written``: fields taken from ``new`` as they are, because the update already wrote them
+    only where ``ok`` (a buffer's one row, a sketch it kept), so the guard does not re-read them.
+    """
+    written = (*written, "status", "num_failures")  # set below
+    guarded = [f for f in new._fields if f not in written]
+    old = [getattr(state, f) for f in guarded]
+    kept = checks.guard(ok, [getattr(new, f) for f in guarded], old)
     status = status_of(ok, code)
-    return kept._replace(status=status, num_failures=count_failure(state.num_failures, status))
+    return new._replace(
+        **dict(zip(guarded, kept, strict=True)),
+        status=status,
+        num_failures=count_failure(state.num_failures, status),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,28 +166,62 @@ def grid(build: Callable[..., Any], gridded: dict[str, Any], **fixed) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# BCO learners
+# The learner
 # ---------------------------------------------------------------------------------------------
 
 
 class Learner(NamedTuple):
-    """A BCO learner: pure functions (``bandits_jax.protocols.BCOLearner``) and its ``dim``."""
+    """A learner of either paper: pure functions closed over its static choices.
 
-    init: Callable
-    query: Callable
-    update: Callable
-    hyperparams: Callable
+    * ``init(hparams) -> state``: deterministic (randomness enters through ``act``'s key).
+    * ``act(state, observation, key) -> action``: an MLogB learner observes ``(actions (N, d),
+      mask (N,))`` and returns a :class:`bandits_jax.mlogb.learner.Choice`; a BCO learner observes
+      ``None`` and returns a :class:`bandits_jax.bco.two_point.Query` (the points to evaluate).
+    * ``update(state, action, feedback) -> state``: the action ``act`` returned and what the
+      environment answered (an MLogB outcome ``y``; a BCO learner's losses at the points). An
+      MLogB learner's update also takes the chosen vector ``x`` as its action.
+    * ``hyperparams(...)``: the learner's validated hyperparameter builder (array arguments
+      broadcast into leading grid axes); ``dim``: ``d``.
+
+    An MLogB learner also fills ``num_outcomes`` (``K``), ``scores(state, actions)``,
+    ``score_parts(state, actions)`` and ``select(state, actions, mask)``; a BCO learner leaves
+    them ``None``.
+    """
+
+    init: Callable[[Any], Any]
+    act: Callable[[Any, Any, Array], Any]
+    update: Callable[[Any, Any, Any], Any]
+    hyperparams: Callable[..., Any]
     dim: int
+    num_outcomes: int | None = None
+    scores: Callable[[Any, Array], Array] | None = None
+    score_parts: Callable[[Any, Array], tuple[Array, Array]] | None = None
+    select: Callable[..., Array] | None = None
 
 
 def assemble(
-    init: Callable, query: Callable, update: Callable, hyperparams: Callable, dim: int
+    *,
+    init: Callable,
+    act: Callable,
+    update: Callable,
+    hyperparams: Callable,
+    dim: int,
+    check_act: Callable[..., Any] | None = None,
+    check_update: Callable[..., Any] | None = None,
+    **family: Any,
 ) -> Learner:
-    """A BCO :class:`Learner` whose ``query`` and ``update`` are :func:`compiled`: called outside
-    ``jit`` a round is two dispatches instead of one per operation (each compiled on first use);
-    inside ``jit`` they are inlined. Shape checks still raise at trace time, and a non-finite value
-    is a rejected update either way (``status``)."""
-    return Learner(init, compiled(query), compiled(update), hyperparams, dim)
+    """The :class:`Learner` whose ``act`` and ``update`` are :func:`compiled` (after the eager
+    ``check_act``/``check_update`` of concrete arguments): called outside ``jit`` a round is two
+    dispatches instead of one per operation; inside ``jit`` they are inlined. ``family``: the
+    family's own fields (MLogB's ``num_outcomes``, ``scores``, ``score_parts``, ``select``)."""
+    return Learner(
+        init=init,
+        act=compiled(act, check_act),
+        update=compiled(update, check_update),
+        hyperparams=hyperparams,
+        dim=dim,
+        **family,
+    )
 
 
 def start(state_cls: type, hp: Any, dim: int, *vectors: str, **fields: Any) -> Any:
@@ -174,8 +236,7 @@ def start(state_cls: type, hp: Any, dim: int, *vectors: str, **fields: Any) -> A
         state_cls(
             **{name: jnp.zeros((dim,), dtype) for name in vectors},
             **fields,
-            status=jnp.asarray(CONVERGED, jnp.int32),
-            num_failures=jnp.zeros((), jnp.int32),
+            **no_failures(),
             hparams=hp,
         )
     )
@@ -191,6 +252,7 @@ __all__ = [
     "finite_floats",
     "fresh_state",
     "grid",
+    "no_failures",
     "start",
     "status_of",
 ]

@@ -1,30 +1,22 @@
-"""The learner and environment protocols of both papers and the outcome coding.
+"""The state and environment protocols of both papers and the outcome coding.
 
-Written once here; the factories in :mod:`bandits_jax.mlogb` and :mod:`bandits_jax.bco` return
-NamedTuples of pure functions that satisfy these protocols (``isinstance`` checks the members).
+Every learner of both papers is one :class:`bandits_jax.learner_base.Learner` (``init``, ``act``,
+``update``, ``hyperparams``, ``dim``; MLogB learners also ``scores``, ``score_parts``,
+``select``, ``num_outcomes``). Shared conventions:
 
-Shared conventions
-------------------
 * A learner factory takes keyword-only arguments (``two_point_learner(dim=3)``,
-  ``eofd(num_outcomes=2, dim=3, sketch_size=2)``) and closes over static choices
-  (dimensions, sketch sizes, iteration caps). Numeric hyperparameters live in the state's
-  ``hparams`` field, so a grid of hyperparameters is a batch of states: every learner of both
-  families carries ``learner.hyperparams(...)``, its one builder, whose array arguments broadcast
-  into leading grid axes (for MLogB learners it is ``mlogb.hyperparams`` or the baseline's own
-  builder, e.g. ``linucb_hyperparams`` of ``bandits_jax.mlogb.linucb``).
-* ``init(hparams) -> state`` in both families. A BCO learner's start is deterministic
-  (``w_1 = 0``, or the box centre for Algorithm 4); all of its randomness enters through the key
-  that ``query`` receives each round, split by the runner from the run's key: ``init`` takes no
-  key, in either family (an environment's ``init(key)`` starts a run's randomness).
-* Every learner state of both families has ``state.status`` (:class:`LearnerState`): the int32
-  scalar :class:`bandits_jax.status.Status` of its last update (the codes, ``count_status`` and
-  ``raise_on_failure`` live in :mod:`bandits_jax.status`). BCO states hold it as a field; MLogB
-  states keep it in ``state.info.status`` with the rest of the update's diagnostics and expose it
-  as the read-only property ``status``. A rejected update keeps the previous state. BCO states
-  also count failed updates (``status.is_failure``) in ``num_failures``.
+  ``eofd(num_outcomes=2, dim=3, sketch_size=2)``) and closes over static choices (dimensions,
+  sketch sizes, iteration caps). Numeric hyperparameters live in the state's ``hparams`` field,
+  built by ``learner.hyperparams(...)``, whose array arguments broadcast into leading grid axes:
+  a grid of hyperparameters is a batch of states.
+* ``init(hparams) -> state`` takes no key in either family; randomness enters through the key
+  that ``act`` receives each round, split by the runner from the run's key.
+* Every state has ``status`` (:class:`LearnerState`): the int32 scalar
+  :class:`bandits_jax.status.Status` of its last update (codes, ``count_status`` and
+  ``raise_on_failure`` in :mod:`bandits_jax.status`). A rejected update keeps the previous state.
 * Every family's ``interact(learner, env)`` (``mlogb.interact``, ``bco.interact``) returns the
-  same kind of step function, ``step(learner_state, env_state, key) -> (learner_state,
-  env_state, metrics)``, which ``bandits_jax.sim.make_rollout`` plays.
+  runner's step function ``step(learner_state, env_state, key) -> (learner_state, env_state,
+  metrics)``, which ``bandits_jax.sim.make_rollout`` plays.
 * Outcome coding (MLogB): ``y`` is an integer in ``{0, ..., K}``; ``y = 0`` is the no-reward outcome
   (reward ``r_0 = 0``), ``y = k >= 1`` has reward ``hparams.rewards[k - 1]``. Eagerly, anything
   else (``1.7``, ``-1``, ``K + 1``) is a ``ValueError``; under ``jit`` it is a rejected update.
@@ -40,11 +32,6 @@ Array = jax.Array
 PyTree = Any
 
 
-# ---------------------------------------------------------------------------------------------
-# Learners
-# ---------------------------------------------------------------------------------------------
-
-
 @runtime_checkable
 class LearnerState(Protocol):
     """What every learner state of both families has (module docstring): ``status``, the int32
@@ -55,53 +42,6 @@ class LearnerState(Protocol):
 
     @property
     def hparams(self) -> PyTree: ...
-
-
-@runtime_checkable
-class MLogBLearner(Protocol):
-    """A multinomial logistic bandit learner (``mlogb.eofd``, ``mlogb.oful``, ...).
-
-    ``init(hparams) -> state``; ``scores(state, actions (N, d)) -> (N,)`` optimistic rewards;
-    ``score_parts(state, actions) -> (estimate, bonus)``; ``select(state, actions, mask) -> index``
-    (int32, ``mask`` (N,) bool marks the available actions); ``update(state, x (d,), y) -> state``
-    with ``y`` in ``{0..K}`` (module docstring); ``hyperparams(...)`` builds validated
-    hyperparameters (array arguments broadcast into grid axes). Static ``num_outcomes`` (K) and
-    ``dim`` (d).
-    """
-
-    num_outcomes: int
-    dim: int
-
-    def init(self, hparams: PyTree) -> PyTree: ...
-
-    def scores(self, state: PyTree, actions: Array) -> Array: ...
-
-    def score_parts(self, state: PyTree, actions: Array) -> tuple[Array, Array]: ...
-
-    def select(self, state: PyTree, actions: Array, mask: Array | None = None) -> Array: ...
-
-    def update(self, state: PyTree, x: Array, y: Array) -> PyTree: ...
-
-    def hyperparams(self, *args: Any, **kwargs: Any) -> PyTree: ...
-
-
-@runtime_checkable
-class BCOLearner(Protocol):
-    """A bandit convex optimisation learner (two-point Algorithms 1/3/5/6, one-point 2/4).
-
-    ``init(hparams) -> state`` (deterministic start, module docstring);
-    ``query(state, key) -> (points (P, d), aux)`` with ``P = 2`` (two-point) or ``1`` (one-point);
-    ``update(state, aux, values (P,)) -> state`` with the observed losses at the queried points.
-    ``hyperparams(...)`` builds validated hyperparameters for this learner's static choices.
-    """
-
-    def init(self, hparams: PyTree) -> PyTree: ...
-
-    def query(self, state: PyTree, key: Array) -> tuple[Array, PyTree]: ...
-
-    def update(self, state: PyTree, aux: PyTree, values: Array) -> PyTree: ...
-
-    def hyperparams(self, *args: Any, **kwargs: Any) -> PyTree: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,8 +122,6 @@ class BCOAnalysis(Protocol):
 __all__ = [
     "BCOAnalysis",
     "BCOEnv",
-    "BCOLearner",
     "LearnerState",
     "MLogBEnv",
-    "MLogBLearner",
 ]

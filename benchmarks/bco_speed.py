@@ -80,9 +80,9 @@ def _quadratic_step(learner):
         t, u, v = es
         ang = OMEGA * t.astype(u.dtype)
         c = 2.0 * (jnp.cos(ang) * u + jnp.sin(ang) * v)
-        points, aux = learner.query(ls, key)
+        points, aux = query = learner.act(ls, None, key)
         values = 0.5 * jnp.sum((points - c) ** 2, axis=-1)
-        return learner.update(ls, aux, values), (t + 1, u, v), jnp.mean(values)
+        return learner.update(ls, query, values), (t + 1, u, v), jnp.mean(values)
 
     return step
 
@@ -94,9 +94,9 @@ def _linear_step(learner):
         t, u, v = es
         ang = OMEGA * t.astype(u.dtype)
         ell = jnp.cos(ang) * u + jnp.sin(ang) * v
-        points, aux = learner.query(ls, key)
+        points, aux = query = learner.act(ls, None, key)
         values = points @ ell
-        return learner.update(ls, aux, values), (t + 1, u, v), values[0]
+        return learner.update(ls, query, values), (t + 1, u, v), values[0]
 
     return step
 

@@ -185,8 +185,8 @@ def _bco_programs(kind: str, d: int, dtype):
     step = interact(learner, env)
 
     def round_(ls, es, key):
-        points, aux = learner.query(ls, key)
-        return learner.update(ls, aux, env.loss(es, es.t, points))
+        points, aux = query = learner.act(ls, None, key)
+        return learner.update(ls, query, env.loss(es, es.t, points))
 
     return {
         "round": (round_, (state, env_state, jax.random.key(2))),

@@ -63,7 +63,7 @@ def trace(kind: str, S: float | None, target: int, T: int) -> dict:
     def body(carry, key):
         ls, es = carry
         ls, es, met = step(ls, es, key)
-        return (ls, es), (ls.W[0], ls.info.projected, ls.rho, met.regret)
+        return (ls, es), (ls.W[0], met.projected, met.rho, met.regret)
 
     @jax.jit
     def run(key):

@@ -201,9 +201,9 @@ def _bco_case(name, make_learner, make_hp, draws=None) -> Run:
 
         def points(state, env_state, key):
             def step(learner_state, env_state, key):  # one round of bco.interact, no analysis
-                pts, aux = learner.query(learner_state, key)
+                pts, aux = query = learner.act(learner_state, None, key)
                 values = env.loss(env_state, env_state.t, pts)
-                new_state = learner.update(learner_state, aux, values)
+                new_state = learner.update(learner_state, query, values)
                 out = {"points": pts, "loss": values, "status": new_state.status}
                 if draws:
                     out.update(draws(key, aux, dtype))

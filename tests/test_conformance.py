@@ -1,7 +1,8 @@
 """One conformance suite for every learner of both papers (bandits_jax.protocols).
 
-Each learner is one :class:`Case` in :data:`CASES`; a new learner joins with one line. Every case
-is checked for: the protocol members, jit == eager, an eager call is one compiled program,
+Each learner is one :class:`Case` in :data:`CASES`; a new learner joins with one line. One round
+is the same code for both families (observe, ``act``, answer, ``update``). Every case is checked
+for: the protocol members, jit == eager, an eager call is one compiled program,
 float32 and float64 kept, donation of the state, vmap over trials and over a hyperparameter grid
 == loops, one compile per chunk length, a checkpoint round trip, and a ValueError naming the
 argument on bad input.
@@ -20,11 +21,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax import mlogb, protocols
+from bandits_jax import Learner, mlogb, protocols
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import ensembles as ens
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco import two_point as tp
+from bandits_jax.learner_base import finite_floats
 from bandits_jax.mlogb.ecolog import ecolog_hyperparams
 from bandits_jax.mlogb.exact import exact_hyperparams
 from bandits_jax.mlogb.lin_ts import lin_ts_hyperparams
@@ -216,24 +218,29 @@ def _bco_loss(points):
     return 0.5 * jnp.sum((points - target) ** 2, axis=-1)
 
 
-def _round(case: Case):
-    learner = case.learner
+def _observation(case: Case, state, key):
+    """What the learner observes before acting: nothing (BCO), a random action set (MLogB)."""
     if case.family == "bco":
+        return None
+    actions = jax.random.normal(key, (N_ACTIONS, D), _dtype(state)) / jnp.sqrt(D)
+    return actions, jnp.ones((N_ACTIONS,), bool)
 
-        def play(state, key):
-            points, aux = learner.query(state, key)
-            return learner.update(state, aux, _bco_loss(points))
 
-        return play
+def _feedback(case: Case, action, key):
+    """The environment's answer: the losses at the queried points (BCO), a random outcome."""
+    if case.family == "bco":
+        return _bco_loss(action.points)
+    return jax.random.randint(key, (), 0, case.learner.num_outcomes + 1)
+
+
+def _round(case: Case):
+    """One round of the one protocol: observe, ``act``, the answer, ``update``."""
+    learner = case.learner
 
     def play(state, key):
-        k_a, k_y = jax.random.split(key)
-        dtype = state.W.dtype
-        actions = jax.random.normal(k_a, (N_ACTIONS, D), dtype) / jnp.sqrt(D)
-        mask = jnp.ones((N_ACTIONS,), bool)
-        x = actions[learner.select(state, actions, mask)]
-        y = jax.random.randint(k_y, (), 0, learner.num_outcomes + 1)
-        return learner.update(state, x, y)
+        k_obs, k_act, k_answer = jax.random.split(key, 3)
+        action = learner.act(state, _observation(case, state, k_obs), k_act)
+        return learner.update(state, action, _feedback(case, action, k_answer))
 
     return play
 
@@ -262,21 +269,25 @@ def _jit_run(name: str):
 _PROBE = jax.random.normal(jax.random.key(7), (N_ACTIONS, D)) / np.sqrt(D)
 
 
+def _dtype(state):
+    """The state's float dtype (its hyperparameters')."""
+    return next(
+        x.dtype for x in jax.tree.leaves(state.hparams) if jnp.issubdtype(x.dtype, jnp.floating)
+    )
+
+
 def _observable(case, state):
-    """What must agree: the whole BCO state; for MLogB ``W``, the scores and the counters (the
-    sketch basis ``V`` is only defined up to signs, so it is compared through the scores)."""
+    """What must agree: the whole BCO state; for MLogB the estimate ``W`` (where it has one), the
+    scores and the counters (the sketch basis ``V`` is only defined up to signs, so it is
+    compared through the scores)."""
     if case.family == "bco":
         return state
-    return state.W, case.learner.scores(state, _PROBE.astype(state.W.dtype)), state.t
+    scores = case.learner.scores(state, _PROBE.astype(_dtype(state)))
+    return getattr(state, "W", None), scores, state.t
 
 
 def _status(case, state):
     return state.status  # both families (protocols.LearnerState)
-
-
-def _old_status(case, state):
-    """Where each family kept ``status`` before ``state.status`` was common to both."""
-    return state._asdict()["status"] if case.family == "bco" else state.info.status
 
 
 BY_NAME = {c.name: c for c in CASES + SCHEDULE_CASES}
@@ -295,12 +306,16 @@ def any_case(request):
 
 def test_protocol_members(any_case):
     case = any_case
-    proto = protocols.BCOLearner if case.family == "bco" else protocols.MLogBLearner
-    assert isinstance(case.learner, proto)
-    assert case.learner.dim == D
-    # init takes the hyperparameters only: randomness enters through query's key (both families).
-    assert len(inspect.signature(case.learner.init).parameters) == 1
-    assert list(inspect.signature(proto.init).parameters) == ["self", "hparams"]
+    learner = case.learner
+    assert type(learner) is Learner  # one learner type for both families
+    assert learner.dim == D
+    # init takes the hyperparameters only: randomness enters through act's key (both families).
+    assert len(inspect.signature(learner.init).parameters) == 1
+    family = (learner.num_outcomes, learner.scores, learner.score_parts, learner.select)
+    if case.family == "bco":
+        assert family == (None,) * 4
+    else:
+        assert learner.num_outcomes >= 1 and all(callable(f) for f in family[1:])
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
@@ -351,15 +366,17 @@ def test_a_fed_back_state_is_traced_once():
 
 
 def test_state_status_in_one_place(any_case):
-    """Every state, at init and after a round, has ``.status`` (``protocols.LearnerState``): an
-    int32 scalar equal to the family's own location (the BCO field, MLogB's ``info.status``)."""
+    """Every state of both families, at init and after a round, has the fields ``status`` (an
+    int32 scalar, ``protocols.LearnerState``) and ``num_failures``, and no second status."""
     case = any_case
     state0 = case.learner.init(case.hparams(jnp.float64, False))
     for state in (state0, _jit_round(case.name)(state0, KEY)):
         assert isinstance(state, protocols.LearnerState)
         status = state.status
         assert status.dtype == jnp.int32 and status.shape == (), (status.dtype, status.shape)
-        assert int(status) == int(_old_status(case, state))
+        assert {"status", "num_failures"} <= set(state._fields)
+        info = state._asdict().get("info")
+        assert info is None or "status" not in info._fields
 
 
 @pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
@@ -395,7 +412,7 @@ def test_dtype_kept(any_case, dtype):
     assert floats and all(x.dtype == dtype for x in floats)
     if dtype == jnp.float64:
         state = _jit_round(case.name)(state0, KEY)
-        assert np.all(np.isfinite(np.asarray(state.w if case.family == "bco" else state.W)))
+        assert finite_floats(state)
         raise_on_failure(_status(case, state))
 
 
@@ -492,15 +509,11 @@ def test_eager_step_is_compiled(any_case, caplog):
     state = learner.init(case.hparams(jnp.float64, False))
     counts = []
     for key in jax.random.split(KEY, 2):
-        if case.family == "bco":
-            (points, aux), n_query = _compiles(caplog, learner.query, state, key)
-            state, n_update = _compiles(caplog, learner.update, state, aux, _bco_loss(points))
-        else:
-            actions = jax.random.normal(key, (N_ACTIONS, D)) / np.sqrt(D)
-            x = actions[0]
-            _, n_query = _compiles(caplog, learner.select, state, actions)
-            state, n_update = _compiles(caplog, learner.update, state, x, 1)
-        counts.append((n_query, n_update))
+        observation = _observation(case, state, key)
+        action, n_act = _compiles(caplog, learner.act, state, observation, key)
+        answer = _feedback(case, action, key)
+        state, n_update = _compiles(caplog, learner.update, state, action, answer)
+        counts.append((n_act, n_update))
     # First round: the program and at most a few argument conversions; then nothing.
     assert all(n <= 3 for n in counts[0]) and counts[1] == (0, 0), counts
 
@@ -508,10 +521,10 @@ def test_eager_step_is_compiled(any_case, caplog):
 def _bad_inputs(case, state):
     learner = case.learner
     if case.family == "bco":
-        points, aux = learner.query(state, KEY)
+        points, aux = query = learner.act(state, None, KEY)
         wrong = jnp.zeros((points.shape[0] + 1,))
         return [
-            (lambda: learner.update(state, aux, wrong), "values"),
+            (lambda: learner.update(state, query, wrong), "values"),
             (lambda: learner.init("not hparams"), "hparams"),
         ]
     x = jnp.ones((D,)) / D
@@ -521,6 +534,8 @@ def _bad_inputs(case, state):
         (lambda: learner.update(state, x, -1), "y"),
         (lambda: learner.update(state, jnp.ones((D + 1,)), 1), "x"),
         (lambda: learner.select(state, jnp.ones((N_ACTIONS, D + 1)), None), "actions"),
+        (lambda: learner.act(state, jnp.ones((N_ACTIONS, D + 1)), KEY), "actions"),
+        (lambda: learner.act(state, (jnp.ones((N_ACTIONS, D)), [True]), KEY), "mask"),
     ]
 
 
@@ -546,6 +561,9 @@ def test_no_compatibility_aliases():
         (ens, "UniversalHParams"),
         (op, "BoxFTRLHParams"),
         (mlogb, "MLogBLearner"),
+        (mlogb.learner, "MLogBFunctions"),
+        (protocols, "MLogBLearner"),
+        (protocols, "BCOLearner"),
     ]:
         assert not hasattr(mod, name), f"{mod.__name__}.{name}"
     assert not hasattr(bint.BCOMetrics, "__getitem__") or bint.BCOMetrics.__getitem__ is (

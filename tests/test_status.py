@@ -68,7 +68,7 @@ def _emitted() -> set[int]:
     lrn = mlogb.uniform(num_outcomes=1, dim=2)
     state = lrn.init(uniform_hyperparams(seed=0))
     update = jax.jit(lrn.update)
-    out.add(int(update(state, jnp.ones(2), jnp.asarray(5)).info.status))  # BAD_OUTCOME
+    out.add(int(update(state, jnp.ones(2), jnp.asarray(5)).status))  # BAD_OUTCOME
     return out
 
 
@@ -184,7 +184,7 @@ def test_capped_secular_solve_reaches_the_eofd_status(monkeypatch, rule):
         state = lrn.init(hp)
         for i, x in enumerate(xs):
             state = lrn.update(state, jnp.asarray(x), jnp.asarray(i % 2))
-        return int(state.info.status)
+        return int(state.status)
 
     # Uncapped the same rounds converge (no projection in the ball of radius 5).
     assert last_status() in (Status.CONVERGED, Status.INACTIVE)
@@ -234,8 +234,8 @@ def test_into_ball_flags_only_what_rounding_does_not_explain(dtype):
         W = jnp.asarray(S * (1.0 + excess * margin) * direction, dtype)
         out = into_ball(state._replace(W=W))
         norm = np.linalg.norm(np.asarray(out.W, np.longdouble))
-        assert int(out.info.status) == (Status.INEXACT if flagged else Status.CONVERGED), excess
-        assert bool(is_failure(out.info.status)) == flagged
+        assert int(out.status) == (Status.INEXACT if flagged else Status.CONVERGED), excess
+        assert bool(is_failure(out.status)) == flagged
         if flagged:
             assert abs(norm / S - 1.0) <= 4 * eps, excess
         else:

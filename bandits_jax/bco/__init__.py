@@ -1,7 +1,7 @@
 """Bandit convex optimisation with gradient variation.
 
 Paper: "Improved Dimension Dependence for Bandit Convex Optimization with Gradient Variation".
-The learners follow ``bandits_jax.protocols.BCOLearner``; :func:`interact` (``rounds``) plays
+The learners are ``bandits_jax.Learner``s; :func:`interact` (``rounds``) plays
 them on any ``bandits_jax.protocols.BCOEnv``. Modules: ``domains`` (Assumption 1 geometry,
 projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with optimism, the
 sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and the Chiang et

@@ -48,10 +48,11 @@ from bandits_jax.bco.two_point import (
     CoordAux,
     check_hparams,
     coordinate_feedback,
+    from_query,
     oogd_step,
     query_coordinates,
 )
-from bandits_jax.learner_base import Learner, accept, all_finite, assemble, grid, start
+from bandits_jax.learner_base import Learner, accept, all_finite, grid, start
 from bandits_jax.linalg.roots import bracketed_newton
 from bandits_jax.status import CONVERGED
 
@@ -337,7 +338,7 @@ def dynamic_ensemble(*, dim: int) -> Learner:
         )
         return accept(state, new, all_finite(values, err_sq, base_w, hedge.weights))
 
-    return assemble(init, query_coordinates, update, hyperparams, d)
+    return from_query(init, query_coordinates, update, hyperparams, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -683,7 +684,7 @@ def universal_ensemble(
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
         return _universal_update(state, aux, values, d, optimism, fixed_point_steps)
 
-    return assemble(init, query_coordinates, update, hyperparams, d)
+    return from_query(init, query_coordinates, update, hyperparams, d)
 
 
 __all__ = [

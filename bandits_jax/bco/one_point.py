@@ -39,7 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks
-from bandits_jax.learner_base import Learner, assemble, count_failure, fresh_state, grid
+from bandits_jax.bco.two_point import from_query
+from bandits_jax.learner_base import Learner, accept, fresh_state, grid
 from bandits_jax.linalg import roots
 from bandits_jax.status import NONFINITE, worst_of
 
@@ -323,9 +324,7 @@ def _box_ftrl_update(
         num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
     )
     # Non-finite feedback: keep the whole state, surface NONFINITE.
-    new = checks.guard(finite_in, new, state)
-    status = jnp.where(finite_in, root_status, NONFINITE).astype(jnp.int32)
-    return new._replace(status=status, num_failures=count_failure(state.num_failures, status))
+    return accept(state, new, finite_in, root_status)
 
 
 def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
@@ -366,7 +365,7 @@ def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
         """
         return _hyperparams(dim, eta, lower, upper, optimism_cap)
 
-    return assemble(init, query, update, hyperparams, dim)
+    return from_query(init, query, update, hyperparams, dim)
 
 
 __all__ = [

@@ -78,7 +78,7 @@ def interact(learner: Any, env: Any, *, analysis: bool | None = None) -> StepFn:
     the learner's queries, their losses (``env.loss``), the update and :class:`BCOMetrics`.
 
     Args:
-      learner: a BCO learner (:class:`bandits_jax.protocols.BCOLearner`).
+      learner: a BCO :class:`bandits_jax.learner_base.Learner`.
       env: a :class:`bandits_jax.protocols.BCOEnv` (``init``, ``step``, ``loss``, ``domain``).
       analysis: whether the round records ``comparator_loss``, ``path``, ``grad_var`` and
         ``min_loss_plus`` (NaN when not); default: when ``env`` has ``comparator``,
@@ -97,9 +97,10 @@ def interact(learner: Any, env: Any, *, analysis: bool | None = None) -> StepFn:
 
     def step(learner_state, env_state, key):
         t = env_state.t
-        points, aux = learner.query(learner_state, key)
+        query = learner.act(learner_state, None, key)
+        points = query.points
         values = env.loss(env_state, t, points)
-        new_state = learner.update(learner_state, aux, values)
+        new_state = learner.update(learner_state, query, values)
         loss = jnp.mean(values)
         if analysis:
             v_t = env.comparator(env_state, t)

@@ -13,12 +13,11 @@ delta / r`` and ``eta_t`` from ``schedules`` (``eta_{t+1}`` only needs ``Vbar_t`
 round ``t``). Algorithm 3: ``u_t`` uniform on the sphere, ``g_t = d/(2 delta)(f(w+delta u) -
 f(w-delta u)) u``, ``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
 
-Protocol (``bandits_jax.protocols.BCOLearner``): a learner is a NamedTuple of pure functions
-``init(hparams) -> state`` (deterministic start; no key),
-``query(state, key) -> (points (2, d), aux)``, ``update(state, aux, values (2,)) -> state`` and
-``hyperparams(domain, *, horizon, ...) -> hparams`` (eager validation; array arguments
-broadcast into leading grid axes). Non-finite observations (or a non-finite update)
-leave the whole learner state unchanged and set ``status = NONFINITE``
+Protocol (:class:`bandits_jax.learner_base.Learner`, :func:`from_query`): ``init(hparams) ->
+state`` (deterministic start; no key), ``act(state, None, key) -> Query(points (2, d), aux)``,
+``update(state, query, values (2,)) -> state`` and ``hyperparams(domain, *, horizon, ...)``
+(eager validation; array arguments broadcast into leading grid axes). Non-finite observations
+(or a non-finite update) leave the whole learner state unchanged and set ``status = NONFINITE``
 (:class:`bandits_jax.status.Status`); ``num_failures`` counts such rounds. ``status`` is
 ``CONVERGED`` after a good update.
 
@@ -195,6 +194,30 @@ def _check_values(values: Array, num: int = 2) -> Array:
     return values
 
 
+class Query(NamedTuple):
+    """A BCO learner's action (``act``'s result): the points to evaluate, ``(P, d)`` with ``P = 2``
+    (two-point) or ``1`` (one-point), and what its ``update`` needs of this round (``aux``)."""
+
+    points: Array
+    aux: Any
+
+
+def from_query(
+    init: Callable, query: Callable, update: Callable, hyperparams: Callable, dim: int
+) -> Learner:
+    """The :class:`~bandits_jax.learner_base.Learner` of a BCO algorithm written as ``query(state,
+    key) -> (points, aux)`` and ``update(state, aux, values) -> state``: ``act(state, None, key)``
+    returns a :class:`Query` and ``update(state, query, values)`` reads its ``aux``."""
+
+    def act(state, observation, key):
+        return Query(*query(state, key))
+
+    def update_with(state, action: Query, values):
+        return update(state, action.aux, values)
+
+    return assemble(init=init, act=act, update=update_with, hyperparams=hyperparams, dim=dim)
+
+
 def check_factory(dim, schedule: str | None = None) -> int:
     """Eager checks of a learner factory's static arguments."""
     dim = checks.check_int("dim", dim)
@@ -303,7 +326,7 @@ def two_point_learner(*, dim: int, schedule: str = sch.VARIANCE) -> Learner:
         new = state._replace(w=w_next, w_hat=w_hat_next, g_tilde=g_tilde_next, sched=sched_next)
         return accept(state, new, ok)
 
-    return assemble(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
+    return from_query(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
 
 
 def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
@@ -337,7 +360,7 @@ def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
         ok = all_finite(values, err_sq, w_next)
         return accept(state, state._replace(w=w_next, sched=sched_next), ok)
 
-    return assemble(init, query, update, _make_hparams_method(d, schedule), d)
+    return from_query(init, query, update, _make_hparams_method(d, schedule), d)
 
 
 def preset_learner(name: str, *, dim: int) -> Learner:

@@ -39,11 +39,10 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import check_float, check_int
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack, roots
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
@@ -51,8 +50,6 @@ from bandits_jax.mlogb.learner import (
     check_update_args,
     empty_info,
     from_score_parts,
-    guard,
-    status_property,
 )
 from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
 
@@ -88,11 +85,12 @@ class ECOLogState(NamedTuple):
       V: (d, d) ``V_t``. V_inv: (d, d) ``V_t^{-1}`` (Sherman-Morrison).
       cum_loss: ``L_t``, the running sum of the data-dependent radius.
       violations: rounds where ``mu'(x^T theta_bar) > 2 mu'(x^T theta_{t+1})`` (int32).
-      rho: 0 (no sketch). t: completed updates (int32).
+      t: completed updates (int32).
       hparams: :class:`ECOLogHyperparams`. info: :class:`UpdateInfo` of the last update
         (``projected``/``nu``: the ball constraint of ``theta_{t+1}``; ``newton_steps``: all
         root iterations of both solves; ``beta``: the radius ``beta_n`` of the
         selection before the update).
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
     W: jax.Array
@@ -100,12 +98,11 @@ class ECOLogState(NamedTuple):
     V_inv: jax.Array
     cum_loss: jax.Array
     violations: jax.Array
-    rho: jax.Array
     t: jax.Array
     hparams: ECOLogHyperparams
     info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
     @property
     def theta(self) -> jax.Array:
@@ -348,10 +345,10 @@ def _ecolog_init(hp: ECOLogHyperparams, *, d: int) -> ECOLogState:
         V_inv=jnp.eye(d, dtype=dtype) / hp.lam,
         cum_loss=jnp.zeros((), dtype),
         violations=jnp.zeros((), jnp.int32),
-        rho=jnp.zeros((), dtype),
         t=jnp.zeros((), jnp.int32),
         hparams=hp,
         info=empty_info(dtype),
+        **no_failures(),
     )
     return fresh_state(state)
 
@@ -407,26 +404,22 @@ def _ecolog_update(
     u = V_inv @ x
     V_inv = V_inv - sens * jnp.outer(u, u) / (1.0 + sens * (x @ u))
     V_inv = 0.5 * (V_inv + V_inv.T)
-    status = worst(step.status, bar.status)
     info = UpdateInfo(
         projected=step.projected,
         nu=step.nu,
         newton_steps=(step.steps + bar.steps).astype(jnp.int32),
-        status=status.astype(jnp.int32),
         beta=radius(hp, state.t, state.cum_loss),
     )
-    new = ECOLogState(
+    new = state._replace(
         W=new_theta[None, :],
         V=V_new,
         V_inv=V_inv,
         cum_loss=cum_loss,
         violations=state.violations + violated.astype(jnp.int32),
-        rho=state.rho,
         t=state.t + 1,
-        hparams=hp,
         info=info,
     )
-    return guard(state, new)
+    return accept(state, new, finite_floats(new), worst(step.status, bar.status))
 
 
 def ecolog(
@@ -435,7 +428,7 @@ def ecolog(
     dim: int,
     max_steps: int = 64,
     discrepancy: str = "squared",
-) -> MLogBFunctions:
+) -> Learner:
     """ada-OFU-ECOLog (Faury et al. 2022) in the MLogB protocol.
 
     Args:
@@ -445,7 +438,7 @@ def ecolog(
         public code's unsquared ``1/2 ||.||_V``), see the module docstring.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`ecolog_hyperparams`. ``score_parts`` returns
       ``(r_1 mu(x^T theta), r_1 sqrt(beta_n) ||x||_{V^{-1}})``; ``scores`` their sum.
     """

@@ -16,7 +16,7 @@ update is one round of named steps (:func:`_update`); the sketch rule, a
 4. reject non-finite small quantities (a rejected update keeps the previous state);
 5. pass 2 and commit (``rule.commit``, :func:`_commit`): the new basis and the step.
 
-The update's status (``info.status``) is the :func:`bandits_jax.status.worst` of Lemma 2's root
+The update's status (``state.status``) is the :func:`bandits_jax.status.worst` of Lemma 2's root
 and step 3's eigensolve, or ``NONFINITE`` when the update is rejected.
 
 The state holds ``V = basis @ R`` (:class:`EOFDState`). Sketch rules: Algorithm 1 with V formed
@@ -39,14 +39,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax import checks
 from bandits_jax.checks import check_int
+from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
 from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
 from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb.hparams import MLogBHyperparams
-from bandits_jax.status import NONFINITE, worst
+from bandits_jax.status import worst
 
 
 class EOFDState(NamedTuple):
@@ -73,6 +73,7 @@ class EOFDState(NamedTuple):
       robust: bool scalar, the robust regularisation (``regularization="robust"``). Data, not a
         static option, so that the paper's and the robust learner of one shape share one
         compiled program.
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
     W: jax.Array
@@ -87,8 +88,8 @@ class EOFDState(NamedTuple):
     hparams: MLogBHyperparams
     info: base.UpdateInfo
     robust: jax.Array
-
-    status = base.status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
     @property
     def V(self) -> jax.Array:
@@ -249,16 +250,14 @@ def _commit(
     sol: projection.DualSolution,
     beta: jax.Array,
 ) -> EOFDState:
-    """The new state: the small fields guarded by ``ok`` (kept where rejected), the status
-    ``worst`` of the root's and the eigensolve's, or ``NONFINITE``."""
-    status = jnp.where(ok, worst(sol.status, rnd.status), NONFINITE).astype(jnp.int32)
-    info = base.UpdateInfo(sol.active, sol.nu, sol.steps, status, beta)
-    old = (state.R, state.mu, state.rho, state.rank, state.used, state.acc, state.t, state.info)
-    new = (rnd.R, rnd.mu, state.rho + rnd.delta, rnd.rank, rnd.used, acc, state.t + 1, info)
-    R, mu, rho, rank, used, acc, t, info = checks.guard(ok, new, old)
-    info = info._replace(status=status)
-    W = w_new.reshape(state.W.shape)
-    return EOFDState(W, basis, R, mu, rho, rank, used, acc, t, state.hparams, info, state.robust)
+    """The new state: the small fields guarded by ``ok`` (kept where rejected; ``W`` and the basis
+    were kept by the update), the status ``worst`` of the root's and the eigensolve's."""
+    new = state._replace(
+        W=w_new.reshape(state.W.shape), basis=basis, R=rnd.R, mu=rnd.mu,
+        rho=state.rho + rnd.delta, rank=rnd.rank, used=rnd.used, acc=acc, t=state.t + 1,
+        info=base.UpdateInfo(sol.active, sol.nu, sol.steps, beta),
+    )  # fmt: skip
+    return accept(state, new, ok, worst(sol.status, rnd.status), written=("W", "basis"))
 
 
 # --- The learner: static options, functions over them ---
@@ -283,7 +282,7 @@ def _init(opt: _Options, robust: bool, hp: MLogBHyperparams) -> EOFDState:
     return EOFDState(
         jnp.zeros((opt.K, opt.d), dtype), sk.basis, sk.R, sk.mu, jnp.zeros((), dtype), sk.rank,
         sk.used, jnp.zeros((), dtype), jnp.zeros((), jnp.int32), hparams, base.empty_info(dtype),
-        jnp.asarray(robust),
+        jnp.asarray(robust), **no_failures(),
     )  # fmt: skip
 
 
@@ -326,7 +325,7 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
     rnd = rule.absorb(sk, p1.ext, M_new, st.coef, budget)  # 3. absorb (small work)
     acc = state.acc + st.acc_increment
     # 4. reject non-finite
-    ok = base._packed_finite((x, st.coef, st.alpha, st.z_new, st.sol.nu, acc, rnd))
+    ok = finite_floats((x, st.coef, st.alpha, st.z_new, st.sol.nu, acc, rnd))
     ext_b = sketch.mask_extension(p1.ext_b, ok)
     basis, dw, rnd = rule.commit(sk, ext_b, rnd, jnp.where(ok, st.coef, 0.0), ok)  # 5. pass 2
     w_new = jnp.where(ok, st.alpha, 1.0) * w + dw
@@ -348,7 +347,7 @@ def eofd(
     buffer_size: int | None = None,
     # How fast: the same result to rounding.
     spare_columns: int | None = None,
-) -> base.MLogBFunctions:
+) -> Learner:
     """EOFD-MLogB (Algorithm 2), optionally robust, with an adaptive sketch size, or with the
     fast sketch rule (module docstring).
 
@@ -373,7 +372,7 @@ def eofd(
         V formed every round; default :func:`default_spare_columns`. Needs ``"per_round"``.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions`.
+      An :class:`~bandits_jax.learner_base.Learner`.
 
     Raises:
       ValueError: naming the offending argument.

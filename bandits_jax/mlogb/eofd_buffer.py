@@ -36,14 +36,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bandits_jax import checks
 from bandits_jax.checks import check_int, named
-from bandits_jax.learner_base import all_finite, fresh_state, status_of
+from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, no_failures
 from bandits_jax.linalg import lapack, sketch
 from bandits_jax.mlogb import bonus, confidence, model, newton
 from bandits_jax.mlogb.exact import ExactHyperparams, exact_hyperparams
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
@@ -51,7 +49,6 @@ from bandits_jax.mlogb.learner import (
     check_update_args,
     empty_info,
     from_score_parts,
-    status_property,
 )
 from bandits_jax.status import CONVERGED, worst
 
@@ -78,6 +75,7 @@ class EOFDBufferState(NamedTuple):
       grad_norm: ``||grad F_t(W)||`` after the last fit. t: completed updates (int32).
       hparams: :class:`~bandits_jax.mlogb.exact.ExactHyperparams`. info: :class:`UpdateInfo`
         (``newton_steps``: Newton iterations of the last fit).
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
     W: jax.Array
@@ -94,8 +92,8 @@ class EOFDBufferState(NamedTuple):
     t: jax.Array
     hparams: ExactHyperparams
     info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
 
 # --- the Woodbury form of H -----------------------------------------------------------------
@@ -321,6 +319,7 @@ def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
         chol=jnp.sqrt(hp.lam) * jnp.eye(n, dtype=dtype), root_J=jnp.zeros((B, K, K), dtype),
         grad_norm=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
         info=empty_info(dtype),
+        **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
@@ -353,19 +352,15 @@ def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -
         newton_steps=opt.newton_steps, max_halvings=opt.max_halvings, dense=opt.dense,
     )  # fmt: skip
     root_J, chol = it.aux
-    new = (it.x, V, mu, rho, b, chol, root_J, gn)
-    old = (state.W, state.V, state.mu, state.rho, state.b, state.chol, state.root_J,
-           state.grad_norm)  # fmt: skip
-    ok = all_finite(x, new)
-    W, V, mu, rho, b, chol, root_J, gn = checks.guard(ok, new, old)
-    status = status_of(ok, worst(fit_status, fd_status))
-    info = empty_info(dtype)._replace(newton_steps=it.steps, status=status, beta=hp.beta)
+    ok = all_finite(x, (it.x, V, mu, rho, b, chol, root_J, gn))
+    info = empty_info(dtype)._replace(newton_steps=it.steps, beta=hp.beta)
     # The buffers change in one row: a rejected round leaves it as it was.
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
-    return EOFDBufferState(
-        W=W, V=V, mu=mu, rho=rho, b=b, X=X, Y=Y, filled=filled, chol=chol, root_J=root_J,
-        grad_norm=gn, t=jnp.where(ok, state.t + 1, state.t), hparams=hp, info=info,
+    new = state._replace(
+        W=it.x, V=V, mu=mu, rho=rho, b=b, X=X, Y=Y, filled=filled, chol=chol, root_J=root_J,
+        grad_norm=gn, t=state.t + 1, info=info,
     )  # fmt: skip
+    return accept(state, new, ok, worst(fit_status, fd_status), written=("X", "Y", "filled"))
 
 
 def eofd_buffered(
@@ -379,7 +374,7 @@ def eofd_buffered(
     newton_steps: int = 5,
     max_halvings: int = 30,
     hessian: str = "auto",
-) -> MLogBFunctions:
+) -> Learner:
     """Buffered EOFD-MLogB (module docstring).
 
     Args:
@@ -397,7 +392,7 @@ def eofd_buffered(
         ``D <= r``, where it costs less; the two agree to rounding).
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`~bandits_jax.mlogb.exact.exact_hyperparams` (``lam``, ``beta``, ``rewards``; its
       ``hyperparams``; a grid: ``jax.vmap(learner.init)``).
 

@@ -33,14 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from bandits_jax import checks
 from bandits_jax.checks import cast_checked, check_float, check_int, named
-from bandits_jax.learner_base import all_finite, fresh_state, status_of
+from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, no_failures
 from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import bonus, model, newton
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
@@ -48,7 +46,6 @@ from bandits_jax.mlogb.learner import (
     check_update_args,
     empty_info,
     from_score_parts,
-    status_property,
 )
 
 #: The default fixed radius ``beta`` (bonus ``sqrt(beta) ||x||_{H^{-1}}`` for K = 1).
@@ -75,10 +72,10 @@ class ExactState(NamedTuple):
     Attributes:
       W: (K, d) the fit ``W_t``. H: (D, D) ``H(W_t)`` (module docstring).
       X: (horizon, d) the buffered actions; Y: (horizon,) int32 outcomes; filled: (horizon,) bool.
-      grad_norm: ``||grad F_t(W_t)||`` after the last fit.
-      rho: 0 (no sketch). t: completed updates (int32).
+      grad_norm: ``||grad F_t(W_t)||`` after the last fit. t: completed updates (int32).
       hparams: :class:`ExactHyperparams`. info: :class:`UpdateInfo` (``newton_steps``: Newton
         iterations of the last fit; ``beta``: the radius used at selection).
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
     W: jax.Array
@@ -87,12 +84,11 @@ class ExactState(NamedTuple):
     Y: jax.Array
     filled: jax.Array
     grad_norm: jax.Array
-    rho: jax.Array
     t: jax.Array
     hparams: ExactHyperparams
     info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
 
 def exact_hyperparams(*, lam, beta=DEFAULT_BETA, rewards=None, dtype=None) -> ExactHyperparams:
@@ -211,8 +207,8 @@ def _init(opt: _Options, hp: ExactHyperparams) -> ExactState:
     state = ExactState(
         W=jnp.zeros((K, d), dtype), H=hp.lam * jnp.eye(K * d, dtype=dtype),
         X=jnp.zeros((T, d), dtype), Y=jnp.zeros((T,), jnp.int32), filled=jnp.zeros((T,), bool),
-        grad_norm=jnp.zeros((), dtype), rho=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32),
-        hparams=hp, info=empty_info(dtype),
+        grad_norm=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
+        info=empty_info(dtype), **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
@@ -239,14 +235,12 @@ def _update(opt: _Options, state: ExactState, x: jax.Array, y: jax.Array) -> Exa
     (H, xn), gn = it.aux, newton.norm(it.g)
     status = newton.converged(gn, 1.0 + xn)
     ok = all_finite(x, (it.x, H, gn))
-    W, H, gn = checks.guard(ok, (it.x, H, gn), (state.W, state.H, state.grad_norm))
-    info = empty_info(state.W.dtype)._replace(
-        newton_steps=it.steps, status=status_of(ok, status), beta=hp.beta
-    )
+    info = empty_info(state.W.dtype)._replace(newton_steps=it.steps, beta=hp.beta)
     # The buffers change in one row: a rejected round leaves it as it was.
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
-    return ExactState(W=W, H=H, X=X, Y=Y, filled=filled, grad_norm=gn, rho=state.rho,
-                      t=jnp.where(ok, state.t + 1, state.t), hparams=hp, info=info)  # fmt: skip
+    new = state._replace(W=it.x, H=H, X=X, Y=Y, filled=filled, grad_norm=gn, t=state.t + 1,
+                         info=info)  # fmt: skip
+    return accept(state, new, ok, status, written=("X", "Y", "filled"))
 
 
 def exact(
@@ -257,7 +251,7 @@ def exact(
     newton_steps: int = 10,
     block_rows: int = 128,
     max_halvings: int = 30,
-) -> MLogBFunctions:
+) -> Learner:
     """The exact-fit reference learner (module docstring).
 
     Args:
@@ -269,7 +263,7 @@ def exact(
       max_halvings: cap of the line search's step halvings.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`exact_hyperparams` (its ``hyperparams``; a grid: ``jax.vmap(learner.init)``).
       ``score_parts`` returns ``(estimate, bonus)`` of OFUL-MLogB's form; ``scores`` the
       optimistic reward (``sigmoid`` of the index for K = 1).

@@ -17,12 +17,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import Learner, fresh_state
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
     check_actions,
     check_static,
     from_score_parts,
@@ -32,7 +31,7 @@ from bandits_jax.mlogb.oful import oful
 
 def greedy(
     *, num_outcomes: int, dim: int, sketch_size: int | None = None, **kwargs: Any
-) -> MLogBFunctions:
+) -> Learner:
     """Greedy online-Newton MLogB learner.
 
     Args:
@@ -42,7 +41,7 @@ def greedy(
       **kwargs: passed to the base factory unchanged (e.g. ``max_newton_steps``).
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`~bandits_jax.mlogb.hyperparams` (``beta`` is not used) and whose state is the base
       learner's state. ``score_parts`` returns ``(estimate, 0)``; ``scores`` the estimated reward
       (``sigmoid(w^T x)`` for K = 1). ``info.beta`` is 0 (no radius is used at selection); the

@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bandits_jax.mlogb import bonus
-from bandits_jax.protocols import MLogBLearner
+from bandits_jax.learner_base import Learner
+from bandits_jax.mlogb.learner import empty_info
 
 
 class MLogBMetrics(NamedTuple):
@@ -24,8 +24,9 @@ class MLogBMetrics(NamedTuple):
       regret: expected regret ``max_x r.sigma(W* x) - r.sigma(W* x_t)`` (eq. 2).
       reward: expected reward of the chosen action.
       choice: index of the chosen action; y: the observed outcome.
-      rho: the learner's accumulated sketching error after the update (0 for OFUL).
-      beta: confidence radius used at selection.
+      rho: the learner's accumulated sketching error after the update (0 without a sketch).
+      beta: confidence radius used at selection (NaN for a learner without one: LinUCB, LinTS,
+        uniform).
       projected, newton_steps, status: Lemma 2 projection diagnostics of the update.
       bonus_spread, estimate_spread: max - min over the action set of the optimistic bonus and of
         the estimate (selection-index space). Their ratio tells whether exploration can change a
@@ -55,13 +56,9 @@ class MLogBMetrics(NamedTuple):
     rank: jax.Array
 
 
-def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
-    return jnp.max(jnp.where(mask, v, -jnp.inf)) - jnp.min(jnp.where(mask, v, jnp.inf))
-
-
-def interact(learner: MLogBLearner, env: Any):
+def interact(learner: Learner, env: Any):
     """Returns ``step(learner_state, env_state, key) -> (learner_state, env_state, metrics)``:
-    the round's action set (``env.observe``), the optimistic choice, its outcome
+    the round's action set (``env.observe``), the learner's choice (``act``), its outcome
     (``env.outcome``), the update and the regret of eq. (2) (:class:`MLogBMetrics`)."""
 
     def step(ls, es, key):
@@ -69,26 +66,27 @@ def interact(learner: MLogBLearner, env: Any):
         es, actions, mask = env.observe(es, k_obs)
         exp_r = env.expected_rewards(es, actions)
         best = jnp.max(jnp.where(mask, exp_r, -jnp.inf))
-        est, bon = learner.score_parts(ls, actions)
-        idx, select_status = bonus.select_index(est + bon, mask)
-        x = actions[idx]
-        y = env.outcome(es, x, k_out)
-        ls_new = learner.update(ls, x, y)
-        info = ls_new.info
+        choice = learner.act(ls, (actions, mask), jax.random.fold_in(key, 2))
+        y = env.outcome(es, choice.x, k_out)
+        ls_new = learner.update(ls, choice, y)
+        info = getattr(ls_new, "info", None)  # a learner without a radius or projection has none
+        if info is None:
+            info = empty_info(exp_r.dtype)._replace(beta=jnp.full((), jnp.nan, exp_r.dtype))
+        idx = choice.index
         metrics = MLogBMetrics(
             regret=best - exp_r[idx],
             reward=exp_r[idx],
             choice=idx,
             y=y,
-            rho=ls_new.rho,
+            rho=getattr(ls_new, "rho", jnp.zeros((), exp_r.dtype)),
             beta=info.beta,
             projected=info.projected,
             newton_steps=info.newton_steps,
-            status=info.status,
-            bonus_spread=_spread(bon, mask),
-            estimate_spread=_spread(est, mask),
-            explored=idx != bonus.argmax_tie(est, mask),
-            select_status=select_status,
+            status=ls_new.status,
+            bonus_spread=choice.bonus_spread,
+            estimate_spread=choice.estimate_spread,
+            explored=choice.explored,
+            select_status=choice.status,
             rank=getattr(ls_new, "rank", jnp.full((), -1, jnp.int32)),
         )
         return ls_new, es, metrics

@@ -1,13 +1,13 @@
-"""What EOFD-MLogB and OFUL-MLogB share: the learner protocol, update diagnostics, validation.
+"""What the MLogB learners share: their part of the one learner protocol, diagnostics, validation.
 
-A learner (docs/design.md) is a NamedTuple of pure functions closed over static choices:
-``init(hparams) -> state``, ``scores(state, actions) -> (N,)`` optimistic rewards R_t(x),
-``score_parts(state, actions) -> (estimate, bonus)``, ``select(state, actions, mask) -> index``,
-``update(state, x, y) -> state``, and ``hyperparams(...)``, the learner's hyperparameter builder
-(``mlogb.hyperparams`` for EOFD, OFUL and greedy; array arguments broadcast into grid axes).
-Every state has ``W`` (K, d), ``rho``, ``t`` (completed updates),
-``hparams`` and ``info`` (:class:`UpdateInfo` of the last update), and the read-only ``status``
-(``info.status``, :data:`status_property`), where BCO states keep theirs as a field.
+An MLogB learner is a :class:`bandits_jax.learner_base.Learner` (docs/design.md):
+``act(state, (actions, mask), key) -> Choice``, ``update(state, action, y)`` (the
+:class:`Choice`, or the chosen vector ``x``), and the family's own ``scores(state, actions) ->
+(N,)`` optimistic rewards R_t(x), ``score_parts(state, actions) -> (estimate, bonus)`` and
+``select(state, actions, mask) -> index``. :func:`from_score_parts` builds all of them from a
+learner's ``score_parts`` (:func:`assemble` from Lemma 1's ``A(x)``). Every state has ``W``
+(K, d), ``t`` (completed updates), ``hparams`` and ``info`` (:class:`UpdateInfo` of the last
+update), and ``status`` and ``num_failures`` (``learner_base.accept``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import numpy as np
 
 from bandits_jax import checks
 from bandits_jax.checks import check_int, is_concrete
-from bandits_jax.learner_base import compiled, status_of
+from bandits_jax.learner_base import Learner, compiled
+from bandits_jax.learner_base import assemble as assemble_learner
 from bandits_jax.linalg import projection
 from bandits_jax.mlogb import bonus, confidence
 from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
 from bandits_jax.status import (
     BAD_OUTCOME,
-    CONVERGED,
     INEXACT,
     is_failure,
     status_name,
@@ -42,49 +42,53 @@ class UpdateInfo(NamedTuple):
       projected: whether the Lemma 2 projection was active.
       nu: its dual variable (0 when inactive).
       newton_steps: root-finder iterations (int32).
-      status: :class:`bandits_jax.status.Status` code (int32); ``NONFINITE`` (non-finite values) and
-        ``BAD_OUTCOME`` (y outside 0..K or not integer-valued, under ``jit``) mean the update was
-        rejected and the previous state kept.
       beta: the confidence radius used by the last selection-time formula (before the update).
+
+    The update's status is the state's ``status`` field (``NONFINITE``, and ``BAD_OUTCOME`` for a
+    ``y`` outside 0..K under ``jit``, mean it was rejected and the previous state kept).
     """
 
     projected: jax.Array
     nu: jax.Array
     newton_steps: jax.Array
-    status: jax.Array
     beta: jax.Array
 
 
-def _info_status(state) -> jax.Array:
-    """int32 :class:`~bandits_jax.status.Status` of the last update, ``state.info.status``
-    (``bandits_jax.protocols.LearnerState``: every state of both families has ``.status``)."""
-    return state.info.status
+class Choice(NamedTuple):
+    """An MLogB learner's action (``act``'s result) and the diagnostics of its selection.
+
+    Attributes:
+      index: the chosen action's index (int32); x: the chosen action ``(d,)``.
+      status: the selection's status (``bonus.select_index``: ``NAN_SCORES``, ``EMPTY_MASK``).
+      explored: whether the choice differs from the greedy one (argmax of the estimate alone).
+      bonus_spread, estimate_spread: max - min over the valid actions of the bonus and of the
+        estimate (a tiny ratio of the two means the learner is effectively greedy).
+    """
+
+    index: jax.Array
+    x: jax.Array
+    status: jax.Array
+    explored: jax.Array
+    bonus_spread: jax.Array
+    estimate_spread: jax.Array
 
 
-#: Read-only ``status`` of an MLogB state (``status = status_property`` in the state's class body).
-status_property = property(_info_status)
+def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
+    return jnp.max(jnp.where(mask, v, -jnp.inf)) - jnp.min(jnp.where(mask, v, jnp.inf))
 
 
-class MLogBFunctions(NamedTuple):
-    """A multinomial logistic bandit learner (pure functions; jit/vmap them freely) satisfying
-    the protocol :class:`bandits_jax.protocols.MLogBLearner`."""
-
-    init: Callable[[Any], Any]
-    scores: Callable[[Any, jax.Array], jax.Array]
-    score_parts: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]
-    select: Callable[..., jax.Array]
-    update: Callable[[Any, jax.Array, jax.Array], Any]
-    hyperparams: Callable[..., Any]
-    num_outcomes: int
-    dim: int
+def _observation(observation: Any) -> tuple[jax.Array, Any]:
+    """``(actions, mask)`` from an MLogB observation (the pair, or the actions alone)."""
+    if isinstance(observation, tuple):
+        actions, mask = observation
+        return jnp.asarray(actions), mask
+    return jnp.asarray(observation), None
 
 
 def empty_info(dtype) -> UpdateInfo:
     """A fresh buffer per field (a donated state must not hold one buffer twice)."""
     z = lambda dt: jnp.zeros((), dt)  # noqa: E731
-    return UpdateInfo(
-        z(bool), z(dtype), z(jnp.int32), jnp.full((), int(CONVERGED), jnp.int32), z(dtype)
-    )
+    return UpdateInfo(z(bool), z(dtype), z(jnp.int32), z(dtype))
 
 
 def check_static(
@@ -166,51 +170,29 @@ def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -
     return check_outcome(y, num_outcomes)
 
 
-def _packed_finite(tree) -> jax.Array:
-    """Whether every floating-point entry of ``tree`` is finite (integer leaves are skipped): the
-    answer of ``learner_base.finite_floats`` as ONE reduction over the leaves concatenated. XLA
-    then computes the flag once; the ``and`` of one check per leaf is a scalar chain that it
-    copies into every consumer of the flag (each leaf's guard), which costs compile time."""
-    leaves = [
-        leaf
-        for leaf in jax.tree_util.tree_leaves(tree)
-        if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
-    ]
-    if not leaves:
-        return jnp.asarray(True)
-    dtype = jnp.result_type(*leaves)  # the widest: a cast never overflows
-    return jnp.all(jnp.isfinite(jnp.concatenate([jnp.ravel(v).astype(dtype) for v in leaves])))
-
-
-def guard(old, new):
-    """Keeps ``old`` (and flags ``NONFINITE``) when any float leaf of ``new`` is not finite."""
-    ok = _packed_finite(new)
-    kept = checks.guard(ok, new, old)
-    info = kept.info._replace(status=status_of(ok, new.info.status))
-    return kept._replace(info=info)
-
-
 def into_ball(state):
     """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than
     :func:`~bandits_jax.linalg.projection.ball_margin` (Lemma 2's root tolerance plus the rounding
     of its representation, ``(8 + 4 sqrt(K d)) eps`` of the dtype) is rescaled onto the sphere,
     and the status becomes its :func:`~bandits_jax.status.worst` with ``INEXACT`` (a
-    ``CONVERGED``/``INACTIVE`` one becomes ``INEXACT``): a violation that rounding does not
-    explain (e.g. float32 at ``||x|| >> D``), a failure. Within the margin ``W`` is kept as is."""
+    ``CONVERGED``/``INACTIVE`` one becomes ``INEXACT``, counted in ``num_failures``): a violation
+    that rounding does not explain (e.g. float32 at ``||x|| >> D``), a failure. Within the margin
+    ``W`` is kept as is."""
     W, S = state.W, state.hparams.S
     margin = projection.ball_margin(W.size, W.dtype)
     n = jnp.sqrt(jnp.sum(W * W))
     out = n > S * (1.0 + margin)
     W = jnp.where(out, W * (S / jnp.where(out, n, 1.0)), W)
-    status = state.info.status
-    status = jnp.where(out, worst(status, INEXACT), status).astype(jnp.int32)
-    return state._replace(W=W, info=state.info._replace(status=status))
+    status = jnp.where(out, worst(state.status, INEXACT), state.status).astype(jnp.int32)
+    newly = is_failure(status) & ~is_failure(state.status)
+    return state._replace(W=W, status=status, num_failures=state.num_failures + newly)
 
 
 def radius_of(state, *, num_outcomes: int, dim: int, rank: int) -> jax.Array:
     """The confidence radius ``beta`` a state selects with (see :mod:`.confidence`)."""
+    rho = getattr(state, "rho", jnp.zeros_like(state.acc))  # OFUL keeps no sketch
     return confidence.radius(
-        state.hparams, state.t, state.rho, state.acc, num_outcomes=num_outcomes, dim=dim, rank=rank
+        state.hparams, state.t, rho, state.acc, num_outcomes=num_outcomes, dim=dim, rank=rank
     )
 
 
@@ -224,7 +206,7 @@ def assemble(
     update: Callable[[Any, jax.Array, jax.Array], Any],
     radius: Callable[[Any], jax.Array] | None = None,
     hyperparams: Callable[..., Any] = _mlogb_hyperparams,
-) -> MLogBFunctions:
+) -> Learner:
     """Builds the learner's scoring functions around its ``A(x)`` matrices (eq. 10/19, Lemma 1).
 
     Args:
@@ -268,67 +250,87 @@ def from_score_parts(
     *,
     scores: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
     hyperparams: Callable[..., Any] = _mlogb_hyperparams,
-) -> MLogBFunctions:
-    """A learner from its ``score_parts``: ``select`` is the tie-broken argmax of
-    ``estimate + bonus`` over the valid actions, ``scores`` is ``scores(estimate, bonus)``
-    (default their sum), ``hyperparams`` the learner's hyperparameter builder (default
-    ``mlogb.hyperparams``; array arguments broadcast into grid axes). Used by every MLogB learner
-    (:func:`assemble` for those with Lemma 1's ``A(x)``).
+) -> Learner:
+    """An MLogB :class:`~bandits_jax.learner_base.Learner` from its ``score_parts``: ``act`` and
+    ``select`` take the tie-broken argmax of ``estimate + bonus`` over the valid actions,
+    ``scores`` is ``scores(estimate, bonus)`` (default their sum), ``hyperparams`` the learner's
+    builder (default ``mlogb.hyperparams``).
 
-    ``update`` must keep its previous state and report ``NONFINITE`` when ``x`` is not finite
-    (e.g. through :func:`guard`). On that contract the update returned here also rejects, under
-    ``jit``, an outcome outside ``0..K`` or not integer-valued: ``update`` sees a NaN ``x`` (at no
-    state-sized cost, where a tree-where would re-read a whole sketch) and the status says
-    ``BAD_OUTCOME``.
+    ``update(state, x, y)`` must keep its previous state and report ``NONFINITE`` when ``x`` is
+    not finite (through ``learner_base.accept``). On that contract the learner's update also
+    rejects, under ``jit``, an outcome outside ``0..K`` or not integer-valued: ``update`` sees a
+    NaN ``x`` (at no state-sized cost) and the status says ``BAD_OUTCOME``.
 
     Called outside ``jit``, each function validates its concrete arguments eagerly (a
     ``ValueError`` naming the argument: actions, mask, x, y; NaN scores of valid actions in
-    ``select``) and then runs one compiled program, instead of dispatching the learner's
-    operations one by one (hundreds of small programs, each compiled on first use). Inside
-    ``jit`` the compiled call is inlined.
+    ``act`` and ``select``) and then runs one compiled program; inside ``jit`` it is inlined.
     """
     K, d = num_outcomes, dim
     combine = scores if scores is not None else (lambda est, bon: est + bon)
     checked_parts = compiled(score_parts, lambda state, actions: check_actions(actions, d))
 
-    def guarded_update(state, x: jax.Array, y: jax.Array):
+    def act(state, observation, key=None) -> Choice:
+        actions, mask = _observation(observation)
+        mask = bonus.check_mask((actions.shape[0],), mask)
+        est, bon = score_parts(state, actions)
+        idx, status = bonus.select_index(est + bon, mask)
+        return Choice(
+            index=idx,
+            x=actions[idx],
+            status=status,
+            explored=idx != bonus.argmax_tie(est, mask),
+            bonus_spread=_spread(bon, mask),
+            estimate_spread=_spread(est, mask),
+        )
+
+    def check_act(state, observation, key=None):
+        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
+        actions, mask = _observation(observation)
+        mask = bonus.check_mask((actions.shape[0],), mask)
+        check_actions(actions, d)
+        return state, (actions, mask), key
+
+    def guarded_update(state, action, y: jax.Array):
+        x = action.x if isinstance(action, Choice) else action
         valid = outcome_valid(y, K)
         y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
         x_safe = jnp.where(valid, x, jnp.nan)
         new = update(state, x_safe, y_safe)
-        status = jnp.where(valid, new.info.status, BAD_OUTCOME).astype(jnp.int32)
-        return new._replace(info=new.info._replace(status=status))
+        return new._replace(status=jnp.where(valid, new.status, BAD_OUTCOME).astype(jnp.int32))
 
-    update_compiled = jax.jit(guarded_update)
+    def check_update(state, action, y):
+        x = jnp.asarray(action.x if isinstance(action, Choice) else action)
+        return state, x, check_update_args(x, y, K, d)
 
-    @jax.jit
-    def select_compiled(state, actions: jax.Array, mask: jax.Array):
-        est, bon = score_parts(state, actions)
-        return bonus.select_index(est + bon, mask)
-
-    def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
-        mask = bonus.check_mask((actions.shape[0],), mask)
-        check_actions(actions, d)
-        idx, status = select_compiled(state, actions, mask)
-        if is_concrete(status) and bool(is_failure(status)):
-            raise ValueError(
-                f"select: the scores of valid actions contain NaN "
-                f"({status_name(status)}); the state or actions are not usable"
-            )
-        return idx
-
-    def checked_update(state, x: jax.Array, y: jax.Array):
-        x = jnp.asarray(x)
-        return update_compiled(state, x, check_update_args(x, y, K, d))
-
-    return MLogBFunctions(
+    learner = assemble_learner(
         init=init,
+        act=act,
+        update=guarded_update,
+        hyperparams=hyperparams,
+        dim=d,
+        check_act=check_act,
+        check_update=check_update,
+        num_outcomes=K,
         scores=lambda state, actions: combine(*checked_parts(state, actions)),
         score_parts=checked_parts,
-        select=select,
-        update=checked_update,
-        hyperparams=hyperparams,
-        num_outcomes=num_outcomes,
-        dim=dim,
     )
+
+    def unusable(status: jax.Array, name: str) -> None:
+        if is_concrete(status) and bool(is_failure(status)):
+            raise ValueError(
+                f"{name}: the scores of valid actions contain NaN "
+                f"({status_name(status)}); the state or actions are not usable"
+            )
+
+    def checked_act(state, observation, key=None) -> Choice:
+        choice = learner.act(state, observation, key)
+        unusable(choice.status, "act")
+        return choice
+
+    def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+        """The index ``act`` chooses among ``actions`` (``mask``: the valid ones)."""
+        choice = learner.act(state, (actions, mask))
+        unusable(choice.status, "select")
+        return choice.index
+
+    return learner._replace(act=checked_act, select=select)

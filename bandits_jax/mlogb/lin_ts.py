@@ -22,8 +22,8 @@ the same normals up to float32's rounding (``tests/precision_cases.py``), and a 
 draws do not move with XLA's compiler options. A rejected update keeps the previous state, its
 key and sample included.
 
-What ``W`` means: row 0 holds the d feature weights of ``theta_t`` and the other rows are 0
-(``state.theta``); ``state.bias`` is the intercept (0 without one), as in :mod:`.linucb`.
+The state holds ``theta_t``'s d feature weights (``state.theta``) and the intercept
+(``state.bias``, 0 without one); ``state.W`` is the (K, d) view, as in :mod:`.linucb`.
 """
 
 from __future__ import annotations
@@ -37,21 +37,16 @@ import numpy as np
 from jax import lax
 
 from bandits_jax.checks import cast_checked, check_float, named
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import ridge
 from bandits_jax.mlogb.hparams import check_rewards, state_dtype
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
-    UpdateInfo,
     check_actions,
     check_hparams,
     check_static,
     check_update_args,
-    empty_info,
     from_score_parts,
-    guard,
-    status_property,
 )
 
 __all__ = ["LinTSHyperparams", "LinTSState", "lin_ts", "lin_ts_hyperparams", "standard_normals"]
@@ -77,32 +72,31 @@ class LinTSState(NamedTuple):
     """State of :func:`lin_ts` (``D = d + 1`` with the intercept, ``d`` without).
 
     Attributes:
-      W: (K, d); row 0 is the feature part of ``theta_t = A_t^{-1} b_t``, the other rows are 0.
+      theta: (d,) the feature weights of ``theta_t = A_t^{-1} b_t``.
       bias: () the intercept, ``theta_t``'s last entry (0 without an intercept).
       A_inv: (D, D) ``A_t^{-1}``. b: (D,) ``sum r_{y_s} z_s``.
       sample: (D,) this round's draw ``theta~_t``. key: raw PRNG key data ``k_t``.
-      rho: 0 (no sketch). t: completed updates (int32).
-      hparams: :class:`LinTSHyperparams`. info: :class:`UpdateInfo` of the last update
-        (``beta`` holds ``v``).
+      t: completed updates (int32). hparams: :class:`LinTSHyperparams`.
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
-    W: jax.Array
+    theta: jax.Array
     bias: jax.Array
     A_inv: jax.Array
     b: jax.Array
     sample: jax.Array
     key: jax.Array
-    rho: jax.Array
     t: jax.Array
     hparams: LinTSHyperparams
-    info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
     @property
-    def theta(self) -> jax.Array:
-        """The ridge estimate's feature weights (d,) (the intercept is :attr:`bias`)."""
-        return self.W[..., 0, :]
+    def W(self) -> jax.Array:
+        """The (K, d) view every MLogB state has: row 0 is :attr:`theta`, the other rows 0."""
+        K = self.hparams.rewards.shape[-1]
+        rows = jnp.zeros(self.theta.shape[:-1] + (K, self.theta.shape[-1]), self.theta.dtype)
+        return rows.at[..., 0, :].set(self.theta)
 
 
 def check_seed(fn: str, seed: object) -> np.ndarray:
@@ -174,11 +168,6 @@ def next_key(key_data: jax.Array) -> jax.Array:
     return jax.random.key_data(nxt)
 
 
-def _info(v: jax.Array) -> UpdateInfo:
-    """A ``CONVERGED`` update with nothing projected; ``beta`` is ``v``."""
-    return empty_info(v.dtype)._replace(beta=v)
-
-
 def _draw(A_inv: jax.Array, theta: jax.Array, v: jax.Array, key: jax.Array) -> jax.Array:
     """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
     L = lapack.cholesky(A_inv)
@@ -191,9 +180,9 @@ def _init(K: int, d: int, intercept: bool, hp: LinTSHyperparams) -> LinTSState:
     A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
     key = jax.random.key_data(jax.random.key(hp.seed))
     state = LinTSState(
-        W=jnp.zeros((K, d), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
-        sample=_draw(A_inv, jnp.zeros_like(b), hp.v, key), key=key, rho=jnp.zeros((), dtype),
-        t=jnp.zeros((), jnp.int32), hparams=hp, info=_info(jnp.zeros((), dtype)),
+        theta=jnp.zeros((d,), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
+        sample=_draw(A_inv, jnp.zeros_like(b), hp.v, key), key=key, t=jnp.zeros((), jnp.int32),
+        hparams=hp, **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
@@ -201,24 +190,23 @@ def _init(K: int, d: int, intercept: bool, hp: LinTSHyperparams) -> LinTSState:
 def _score_parts(d: int, intercept: bool, state: LinTSState, actions: jax.Array):
     """``(theta_t^T z, (theta~_t - theta_t)^T z)``."""
     check_actions(actions, d)
-    Z = ridge.features(actions.astype(state.W.dtype), intercept)
-    theta = jnp.concatenate([state.W[0], state.bias[None]]) if intercept else state.W[0]
+    Z = ridge.features(actions.astype(state.theta.dtype), intercept)
+    theta = jnp.concatenate([state.theta, state.bias[None]]) if intercept else state.theta
     return Z @ theta, Z @ (state.sample - theta)
 
 
 def _update(K: int, intercept: bool, state: LinTSState, x: jax.Array, y: jax.Array):
     """The ridge state's rank-one update by ``(z, r_y)``, then the next round's draw."""
-    check_update_args(x, y, K, state.W.shape[-1])
-    hp = state.hparams
-    (A_inv, b), theta, W, bias = ridge.observe(state, x, y, intercept)
+    check_update_args(x, y, K, state.theta.shape[-1])
+    (A_inv, b), full, theta, bias = ridge.observe(state, x, y, intercept)
     key = next_key(state.key)
-    sample = _draw(A_inv, theta, hp.v, key)
-    new = LinTSState(W=W, bias=bias, A_inv=A_inv, b=b, sample=sample, key=key, rho=state.rho,
-                     t=state.t + 1, hparams=hp, info=_info(hp.v))  # fmt: skip
-    return guard(state, new)
+    sample = _draw(A_inv, full, state.hparams.v, key)
+    new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, sample=sample, key=key,
+                         t=state.t + 1)  # fmt: skip
+    return accept(state, new, finite_floats(new))
 
 
-def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunctions:
+def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:
     """Linear Thompson sampling on the action features with scalar rewards ``r_y``.
 
     Args:
@@ -227,7 +215,7 @@ def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
         ``False`` regresses on ``x`` alone.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`lin_ts_hyperparams`. ``score_parts`` returns
       ``(theta_t^T z, (theta~_t - theta_t)^T z)``; ``scores`` their sum ``theta~_t^T z``.
 

@@ -12,9 +12,9 @@ LinUCB with a constant column has it) or ``z = x`` and the ridge state of :mod:`
 the squared norm clamped at 0. Without the intercept the ridge estimate is biased wherever the
 mean reward is far from 0 (a logistic stream's is near 1/2).
 
-What ``W`` means here: the protocol's ``W`` is (K, d). LinUCB has one parameter vector for every
-K, so ``W[0]`` holds the d feature weights of ``theta`` and the other rows are 0
-(``state.theta`` reads it); ``state.bias`` is the intercept (0 without one).
+The state holds ``theta``'s d feature weights (``state.theta``) and the intercept
+(``state.bias``, 0 without one); ``state.W`` is the (K, d) view every MLogB state has (row 0 is
+``theta``, the other rows 0: one parameter vector for every K).
 """
 
 from __future__ import annotations
@@ -27,20 +27,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.checks import check_float
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.mlogb import ridge
 from bandits_jax.mlogb.hparams import check_rewards
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
-    UpdateInfo,
     check_actions,
     check_hparams,
     check_static,
     check_update_args,
-    empty_info,
     from_score_parts,
-    guard,
-    status_property,
 )
 
 
@@ -62,29 +57,28 @@ class LinUCBState(NamedTuple):
     """State of :func:`linucb` (``D = d + 1`` with the intercept, ``d`` without).
 
     Attributes:
-      W: (K, d); row 0 is the feature part of ``theta_t = A_t^{-1} b_t``, the other rows are 0.
+      theta: (d,) the feature weights of ``theta_t = A_t^{-1} b_t``.
       bias: () the intercept, ``theta_t``'s last entry (0 without an intercept).
-      A_inv: (D, D) ``A_t^{-1}``. b: (D,) ``sum r_{y_s} z_s``.
-      rho: 0 (no sketch). t: completed updates (int32).
-      hparams: :class:`LinUCBHyperparams`. info: :class:`UpdateInfo` of the last update
-        (``beta`` holds the ``alpha`` used at selection).
+      A_inv: (D, D) ``A_t^{-1}``. b: (D,) ``sum r_{y_s} z_s``. t: completed updates (int32).
+      hparams: :class:`LinUCBHyperparams`.
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
-    W: jax.Array
+    theta: jax.Array
     bias: jax.Array
     A_inv: jax.Array
     b: jax.Array
-    rho: jax.Array
     t: jax.Array
     hparams: LinUCBHyperparams
-    info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
     @property
-    def theta(self) -> jax.Array:
-        """The ridge estimate's feature weights (d,) (the intercept is :attr:`bias`)."""
-        return self.W[..., 0, :]
+    def W(self) -> jax.Array:
+        """The (K, d) view every MLogB state has: row 0 is :attr:`theta`, the other rows 0."""
+        K = self.hparams.rewards.shape[-1]
+        rows = jnp.zeros(self.theta.shape[:-1] + (K, self.theta.shape[-1]), self.theta.dtype)
+        return rows.at[..., 0, :].set(self.theta)
 
 
 def linucb_hyperparams(*, lam, alpha, rewards=None, dtype=None) -> LinUCBHyperparams:
@@ -110,19 +104,13 @@ def linucb_hyperparams(*, lam, alpha, rewards=None, dtype=None) -> LinUCBHyperpa
     )
 
 
-def _info(beta: jax.Array) -> UpdateInfo:
-    """A ``CONVERGED`` update with nothing projected; ``beta`` is the ``alpha`` used."""
-    return empty_info(beta.dtype)._replace(beta=beta)
-
-
 def _init(K: int, d: int, intercept: bool, hp: LinUCBHyperparams) -> LinUCBState:
     check_hparams(hp, K, ("lam", "alpha"))
     dtype = hp.lam.dtype
     A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
     state = LinUCBState(
-        W=jnp.zeros((K, d), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
-        rho=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
-        info=_info(jnp.zeros((), dtype)),
+        theta=jnp.zeros((d,), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
+        t=jnp.zeros((), jnp.int32), hparams=hp, **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
@@ -130,24 +118,22 @@ def _init(K: int, d: int, intercept: bool, hp: LinUCBHyperparams) -> LinUCBState
 def _score_parts(d: int, intercept: bool, state: LinUCBState, actions: jax.Array):
     """``(theta^T z, alpha ||z||_{A^{-1}})``."""
     check_actions(actions, d)
-    X = actions.astype(state.W.dtype)
+    X = actions.astype(state.theta.dtype)
     Z = ridge.features(X, intercept)
     sq = jnp.sum((Z @ state.A_inv) * Z, axis=1)
-    est = X @ state.W[0] + state.bias if intercept else X @ state.W[0]
+    est = X @ state.theta + state.bias
     return est, state.hparams.alpha * jnp.sqrt(jnp.maximum(sq, 0.0))
 
 
 def _update(K: int, intercept: bool, state: LinUCBState, x: jax.Array, y: jax.Array):
     """The ridge state's rank-one update by ``(z, r_y)``."""
-    check_update_args(x, y, K, state.W.shape[-1])
-    hp = state.hparams
-    (A_inv, b), _, W, bias = ridge.observe(state, x, y, intercept)
-    new = LinUCBState(W=W, bias=bias, A_inv=A_inv, b=b, rho=state.rho, t=state.t + 1,
-                      hparams=hp, info=_info(hp.alpha))  # fmt: skip
-    return guard(state, new)
+    check_update_args(x, y, K, state.theta.shape[-1])
+    (A_inv, b), _, theta, bias = ridge.observe(state, x, y, intercept)
+    new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, t=state.t + 1)
+    return accept(state, new, finite_floats(new))
 
 
-def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunctions:
+def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:
     """LinUCB on the action features with scalar rewards ``r_y``.
 
     Args:
@@ -156,7 +142,7 @@ def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> MLogBFunct
         ``False`` regresses on ``x`` alone (no intercept).
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`linucb_hyperparams`. ``score_parts`` returns ``(theta^T z, alpha ||z||_{A^{-1}})``
       with ``z = [x, 1]`` (or ``x``); ``scores`` their sum (the optimistic reward).
     """

@@ -35,11 +35,10 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.checks import check_int, named
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import model, newton
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
     UpdateInfo,
     check_actions,
     check_hparams,
@@ -47,8 +46,6 @@ from bandits_jax.mlogb.learner import (
     check_update_args,
     empty_info,
     from_score_parts,
-    guard,
-    status_property,
 )
 from bandits_jax.mlogb.lin_ts import next_key, standard_normals, ts_fields
 
@@ -87,9 +84,10 @@ class LogisticTSState(NamedTuple):
       prec: the precision: (K, d) ``q_t`` (diagonal) or (D, D) ``P_t`` (full).
       factor: (K, d) ``q_t^{-1/2}`` (diagonal) or (D, D) the lower Cholesky factor of ``P_t``.
       sample: (K, d) this round's draw ``W~_t``. key: raw PRNG key data ``k_t``.
-      rho: 0 (no sketch). t: completed updates (int32).
+      t: completed updates (int32).
       hparams: :class:`LogisticTSHyperparams`. info: :class:`UpdateInfo` of the last update
         (``newton_steps``: the MAP step's iterations; ``beta`` holds ``v``).
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
     W: jax.Array
@@ -97,12 +95,11 @@ class LogisticTSState(NamedTuple):
     factor: jax.Array
     sample: jax.Array
     key: jax.Array
-    rho: jax.Array
     t: jax.Array
     hparams: LogisticTSHyperparams
     info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
 
 def logistic_ts_hyperparams(
@@ -165,10 +162,6 @@ class _Options(NamedTuple):
     max_halvings: int
 
 
-def _info(v: jax.Array, steps: jax.Array, status: jax.Array) -> UpdateInfo:
-    return empty_info(v.dtype)._replace(newton_steps=steps, status=status, beta=v)
-
-
 def _draw(opt: _Options, W, factor, v, key) -> jax.Array:
     """``W + v F xi`` (module docstring)."""
     xi = standard_normals(key, (opt.K, opt.d), W.dtype)
@@ -191,8 +184,7 @@ def _init(opt: _Options, hp: LogisticTSHyperparams) -> LogisticTSState:
     W = jnp.zeros((K, d), dtype)
     state = LogisticTSState(
         W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        rho=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
-        info=empty_info(dtype),
+        t=jnp.zeros((), jnp.int32), hparams=hp, info=empty_info(dtype), **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
@@ -236,11 +228,11 @@ def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -
         prec = state.prec + jnp.diagonal(J)[:, None] * (x * x)[None, :]
         factor = 1.0 / jnp.sqrt(prec)
     key = next_key(state.key)
-    new = LogisticTSState(
+    new = state._replace(
         W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        rho=state.rho, t=state.t + 1, hparams=hp, info=_info(hp.v, steps, status),
+        t=state.t + 1, info=empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
     )  # fmt: skip
-    return guard(state, new)
+    return accept(state, new, finite_floats(new), status)
 
 
 def logistic_ts(
@@ -250,7 +242,7 @@ def logistic_ts(
     covariance: str = "diagonal",
     newton_steps: int = 20,
     max_halvings: int = 30,
-) -> MLogBFunctions:
+) -> Learner:
     """Logistic Thompson sampling with an online Laplace posterior (module docstring).
 
     Args:
@@ -263,7 +255,7 @@ def logistic_ts(
       max_halvings: cap of the line search's step halvings.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`logistic_ts_hyperparams`. ``score_parts`` returns
       ``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``; ``scores`` their sum.
 

@@ -19,35 +19,33 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
 from bandits_jax.linalg import lapack, projection
 from bandits_jax.mlogb import confidence, model
 from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
     UpdateInfo,
     assemble,
     check_hparams,
     check_static,
     check_update_args,
     empty_info,
-    guard,
     radius_of,
-    status_property,
 )
 
 
 class OFULState(NamedTuple):
-    """OFUL-MLogB state (``rho`` is always 0; kept so both learners report the same fields)."""
+    """OFUL-MLogB state: ``W_t``, the Hessian ``H_t``, eq. (36)'s running sum ``acc``, the
+    completed updates ``t``, the hyperparameters, the last update's diagnostics and status."""
 
     W: jax.Array
     H: jax.Array
-    rho: jax.Array
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
     info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
 
 def hessian_term(s: jax.Array, x: jax.Array) -> jax.Array:
@@ -63,11 +61,11 @@ def _oful_init(hp: MLogBHyperparams, *, K: int, d: int) -> OFULState:
     return OFULState(
         W=jnp.zeros((K, d), dtype),
         H=hp.lam * jnp.eye(K * d, dtype=dtype),
-        rho=jnp.zeros((), dtype),
         acc=jnp.zeros((), dtype),
         t=jnp.zeros((), jnp.int32),
         hparams=jax.tree_util.tree_map(jnp.array, hp),
         info=empty_info(dtype),
+        **no_failures(),
     )
 
 
@@ -115,26 +113,12 @@ def _oful_update(
         hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=dw @ state.H @ dw
     )
     H_new = state.H + hessian_term(model.sigma(W_new @ x), x)
-    info = UpdateInfo(
-        projected=sol.active,
-        nu=sol.nu,
-        newton_steps=sol.steps,
-        status=sol.status,
-        beta=beta_used,
-    )
-    new = OFULState(
-        W=W_new,
-        H=0.5 * (H_new + H_new.T),
-        rho=state.rho,
-        acc=acc,
-        t=state.t + 1,
-        hparams=hp,
-        info=info,
-    )
-    return guard(state, new)
+    info = UpdateInfo(projected=sol.active, nu=sol.nu, newton_steps=sol.steps, beta=beta_used)
+    new = state._replace(W=W_new, H=0.5 * (H_new + H_new.T), acc=acc, t=state.t + 1, info=info)
+    return accept(state, new, finite_floats(new), sol.status)
 
 
-def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> MLogBFunctions:
+def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> Learner:
     """OFUL-MLogB with the full Hessian (the baseline of EOFD-MLogB).
 
     Args:

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bandits_jax.checks import check_int, named
+from bandits_jax.learner_base import Learner
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.eofd_buffer import eofd_buffered
@@ -34,7 +35,6 @@ from bandits_jax.mlogb.linucb import linucb, linucb_hyperparams
 from bandits_jax.mlogb.logistic_ts import logistic_ts, logistic_ts_hyperparams
 from bandits_jax.mlogb.oful import oful
 from bandits_jax.mlogb.uniform import uniform, uniform_hyperparams
-from bandits_jax.protocols import MLogBLearner
 
 
 class Exponents(NamedTuple):
@@ -153,7 +153,7 @@ class Tuned(NamedTuple):
     """A learner with its hyperparameters: ``state = recipe.learner.init(recipe.hparams)``."""
 
     kind: str
-    learner: MLogBLearner
+    learner: Learner
     hparams: Any
     sketch_size: int
 
@@ -188,7 +188,7 @@ def buffer_size(num_outcomes: int, dim: int) -> int:
     return int(rule("eofd-buffered", num_outcomes=K, dim=d, S=1.0).buffer)
 
 
-def _buffered(K: int, d: int, m: int, T: int | None) -> MLogBLearner:
+def _buffered(K: int, d: int, m: int, T: int | None) -> Learner:
     r = rule("eofd-buffered", num_outcomes=K, dim=d, S=1.0)
     return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=r.buffer,
                          summary=r.summary)  # fmt: skip
@@ -201,7 +201,7 @@ class Kind(NamedTuple):
       label: short name in tables and JSON (e.g. ``"LinUCB"``).
       legend: name in figure legends (e.g. ``"LinUCB (tuned)"``).
       color: its matplotlib colour in every figure.
-      factory: ``(K, d, m, horizon) -> MLogBLearner`` (``m``: sketch size, ignored by learners
+      factory: ``(K, d, m, horizon) -> Learner`` (``m``: sketch size, ignored by learners
         without a sketch; ``horizon``: T, for learners that preallocate a buffer).
       hparams: ``(num_outcomes=, dim=, S=, horizon=, l=, e=, beta=, rewards=, dtype=) ->
         hyperparameters`` at a point (``l``, ``e``, a numeric ``beta``: arrays of one shape, the
@@ -213,7 +213,7 @@ class Kind(NamedTuple):
     label: str
     legend: str
     color: str
-    factory: Callable[[int, int, int, int | None], MLogBLearner]
+    factory: Callable[[int, int, int, int | None], Learner]
     hparams: Callable[..., Any]
     sketched: bool = False
     k1_only: bool = False
@@ -280,7 +280,7 @@ def _ts_hp(build: Callable[..., Any]) -> Callable[..., Any]:
     return hparams
 
 
-def _exact(K: int, d: int, m: int, horizon: int | None) -> MLogBLearner:
+def _exact(K: int, d: int, m: int, horizon: int | None) -> Learner:
     if horizon is None:
         raise ValueError("make_learner: kind 'exact' needs horizon= (its buffer holds T rounds)")
     return exact(num_outcomes=K, dim=d, horizon=horizon)
@@ -292,7 +292,7 @@ def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  
     return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
 
 
-def _eofd(**kw: Any) -> Callable[[int, int, int, int | None], MLogBLearner]:
+def _eofd(**kw: Any) -> Callable[[int, int, int, int | None], Learner]:
     return lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
 
 
@@ -335,7 +335,7 @@ K1_ONLY = frozenset(k for k, v in REGISTRY.items() if v.k1_only)  # kinds define
 
 def make_learner(
     kind: str, *, num_outcomes: int, dim: int, sketch_size: int, horizon: int | None = None
-) -> MLogBLearner:
+) -> Learner:
     """The learner of a kind (:data:`REGISTRY`) with sketch size ``m`` where it has one."""
     return REGISTRY[_check_kind(kind)].factory(num_outcomes, dim, sketch_size, horizon)
 

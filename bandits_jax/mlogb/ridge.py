@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Ridge", "check_intercept", "features", "init", "observe", "reward", "rows", "update"]
+__all__ = ["Ridge", "check_intercept", "features", "init", "observe", "reward", "update"]
 
 
 class Ridge(NamedTuple):
@@ -66,17 +66,11 @@ def update(ridge: Ridge, z: jax.Array, r: jax.Array) -> tuple[Ridge, jax.Array]:
     return Ridge(A_inv, b), A_inv @ b
 
 
-def rows(theta: jax.Array, W: jax.Array, bias: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(W, bias)`` of the learner state from ``theta``: ``W[0]`` the d feature weights (the
-    other rows 0), ``bias`` theta's last entry with an intercept (``len(theta) > d``), else the
-    ``bias`` given."""
-    d = W.shape[-1]
-    return jnp.zeros_like(W).at[0].set(theta[:d]), theta[d] if theta.shape[0] > d else bias
-
-
 def observe(state: Any, x: jax.Array, y: jax.Array, intercept: bool):
-    """One round of a ridge learner's ``state`` (fields ``A_inv``, ``b``, ``W``, ``bias`` and
-    ``hparams.rewards``): :func:`update` by ``(z, r_y)``. Returns ``(Ridge, theta, W, bias)``."""
-    z = features(x.astype(state.W.dtype), intercept)
+    """One round of a ridge learner's ``state`` (fields ``A_inv``, ``b``, ``theta``, ``bias`` and
+    ``hparams.rewards``): :func:`update` by ``(z, r_y)``. Returns ``(Ridge, full theta, feature
+    weights (d,), intercept)`` (the intercept stays 0 without one)."""
+    z = features(x.astype(state.b.dtype), intercept)
     new, theta = update(Ridge(state.A_inv, state.b), z, reward(state.hparams.rewards, y))
-    return (new, theta, *rows(theta, state.W, state.bias))
+    d = x.shape[-1]
+    return new, theta, theta[:d], theta[d] if intercept else state.bias

@@ -1,6 +1,6 @@
 """Uniform random choice: the floor every MLogB learner must beat.
 
-A :class:`~bandits_jax.mlogb.learner.MLogBFunctions` that ignores what it observes and picks an
+A :class:`~bandits_jax.learner_base.Learner` that ignores what it observes and picks an
 action uniformly at random among the valid (masked) ones. The protocol's ``score_parts`` and
 ``select`` take no key, so the state carries one: the estimate part of the scores is a vector of
 i.i.d. uniforms drawn from the state's key (the bonus part is 0), so the runner's
@@ -18,20 +18,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.learner_base import fresh_state
+from bandits_jax.learner_base import Learner, accept, fresh_state, no_failures
 from bandits_jax.mlogb.hparams import check_rewards
 from bandits_jax.mlogb.learner import (
-    MLogBFunctions,
-    UpdateInfo,
     check_actions,
     check_hparams,
     check_static,
     check_update_args,
-    empty_info,
     from_score_parts,
-    status_property,
 )
-from bandits_jax.status import CONVERGED, NONFINITE
 
 
 class UniformHyperparams(NamedTuple):
@@ -51,20 +46,16 @@ class UniformState(NamedTuple):
     """State of :func:`uniform`.
 
     Attributes:
-      W: (K, d) zeros (the learner estimates nothing).
       key: raw PRNG key data (``jax.random.key_data``) of the next round's draw.
-      rho: 0 (no sketch). t: completed updates (int32).
-      hparams: :class:`UniformHyperparams`. info: :class:`UpdateInfo` of the last update.
+      t: completed updates (int32). hparams: :class:`UniformHyperparams`.
+      status, num_failures: the last update's status and the rejected updates so far.
     """
 
-    W: jax.Array
     key: jax.Array
-    rho: jax.Array
     t: jax.Array
     hparams: UniformHyperparams
-    info: UpdateInfo
-
-    status = status_property  # read-only: info.status
+    status: jax.Array
+    num_failures: jax.Array
 
 
 def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperparams:
@@ -90,19 +81,14 @@ def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperpara
     )
 
 
-def _info(dtype, status) -> UpdateInfo:
-    """An update with nothing projected, no radius and the given ``status``."""
-    return empty_info(dtype)._replace(status=jnp.asarray(status, jnp.int32))
-
-
-def uniform(*, num_outcomes: int, dim: int) -> MLogBFunctions:
+def uniform(*, num_outcomes: int, dim: int) -> Learner:
     """Uniform random choice among the valid actions.
 
     Args:
       num_outcomes: K >= 1; dim: d >= 1.
 
     Returns:
-      An :class:`~bandits_jax.mlogb.learner.MLogBFunctions` whose ``init`` takes
+      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`uniform_hyperparams`. ``score_parts`` returns ``(u, 0)`` with ``u`` i.i.d. uniforms
       on [0, 1) from the state's key; ``scores`` returns ``u``.
     """
@@ -110,21 +96,18 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBFunctions:
 
     def init(hp: UniformHyperparams) -> UniformState:
         check_hparams(hp, K, ("seed",))
-        dtype = hp.rewards.dtype
         state = UniformState(
-            W=jnp.zeros((K, d), dtype),
             key=jax.random.key_data(jax.random.key(hp.seed)),
-            rho=jnp.zeros((), dtype),
             t=jnp.zeros((), jnp.int32),
             hparams=hp,
-            info=_info(dtype, CONVERGED),
+            **no_failures(),
         )
         return fresh_state(state)
 
     def score_parts(state: UniformState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)
         _, sub = jax.random.split(jax.random.wrap_key_data(state.key))
-        u = jax.random.uniform(sub, (actions.shape[0],), state.W.dtype)
+        u = jax.random.uniform(sub, (actions.shape[0],), state.hparams.rewards.dtype)
         # A non-finite action scores NaN, as with every other learner: never chosen over a valid
         # one, and flagged by select (under jit; a ValueError eagerly).
         u = jnp.where(jnp.all(jnp.isfinite(actions), axis=1), u, jnp.nan)
@@ -133,13 +116,9 @@ def uniform(*, num_outcomes: int, dim: int) -> MLogBFunctions:
     def update(state: UniformState, x: jax.Array, y: jax.Array) -> UniformState:
         check_update_args(x, y, K, d)
         # x plays no part in the choice, but a non-finite one is still rejected, as everywhere.
-        ok = jnp.all(jnp.isfinite(x))
         nxt, _ = jax.random.split(jax.random.wrap_key_data(state.key))
-        return state._replace(
-            key=jnp.where(ok, jax.random.key_data(nxt), state.key),
-            t=jnp.where(ok, state.t + 1, state.t),
-            info=_info(state.W.dtype, jnp.where(ok, CONVERGED, NONFINITE)),
-        )
+        new = state._replace(key=jax.random.key_data(nxt), t=state.t + 1)
+        return accept(state, new, jnp.all(jnp.isfinite(x)))
 
     return from_score_parts(
         K,

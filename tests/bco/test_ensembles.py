@@ -143,14 +143,14 @@ def test_universal_ensemble_matches_best_base_learner_on_strongly_convex_family(
     assert float(theorem.regret.mean()) > ours
 
 
-_universal_query = jax.jit(UNIVERSAL.query)
+_universal_query = jax.jit(lambda s, k: UNIVERSAL.act(s, None, k))
 _universal_update = jax.jit(UNIVERSAL.update)
 _sc_loss = jax.jit(SC_ENV.loss)
 SC_ENV_STATE = SC_ENV.init(jax.random.key(5))
 
 
 def _one_universal_round(state, key):
-    points, aux = _universal_query(state, key)
+    points, _ = aux = _universal_query(state, key)
     return _universal_update(state, aux, _sc_loss(SC_ENV_STATE, 0, points)), aux
 
 
@@ -218,13 +218,13 @@ def test_dynamic_ensemble_tracks_switching_comparator():
     assert ours_mean < 1.5 * single_means.min()
 
 
-_dynamic_query = jax.jit(DYNAMIC.query)
+_dynamic_query = jax.jit(lambda s, k: DYNAMIC.act(s, None, k))
 _dynamic_update = jax.jit(DYNAMIC.update)
 _switch_loss = jax.jit(SWITCH_ENV.loss)
 
 
 def _one_dynamic_round(state, key, env_key):
-    points, aux = _dynamic_query(state, key)
+    points, _ = aux = _dynamic_query(state, key)
     values = _switch_loss(SWITCH_ENV.init(env_key), 0, points)
     return _dynamic_update(state, aux, values), points, values
 
@@ -299,9 +299,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="hparams"):
         DYNAMIC.init(_universal_hp(preset="practical"))
     state = UNIVERSAL.init(_universal_hp(preset="practical"))
-    _, aux = UNIVERSAL.query(state, jax.random.key(0))
+    _, aux = query = UNIVERSAL.act(state, None, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
-        UNIVERSAL.update(state, aux, jnp.ones(3))
+        UNIVERSAL.update(state, query, jnp.ones(3))
     # NaN feedback inside jit: state kept, status surfaced.
     state1, aux = _one_universal_round(state, jax.random.key(1))
     bad = _universal_update(state1, aux, jnp.array([jnp.nan, 0.0]))
@@ -310,7 +310,7 @@ def test_bad_input():
     np.testing.assert_array_equal(bad.w, state1.w)
     np.testing.assert_array_equal(bad.meta.weights, state1.meta.weights)
     dyn = DYNAMIC.init(DYNAMIC.hyperparams(ball, horizon=T, preset="practical"))
-    _, daux = _dynamic_query(dyn, jax.random.key(0))
+    daux = _dynamic_query(dyn, jax.random.key(0))
     dbad = _dynamic_update(dyn, daux, jnp.array([0.0, jnp.inf]))
     assert int(dbad.status) == NONFINITE
     assert np.all(np.isfinite(np.asarray(dbad.w)))

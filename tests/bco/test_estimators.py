@@ -183,8 +183,8 @@ def test_presets_build():
     def two_rounds(learner, hp):
         state = learner.init(hp)
         for t in range(2):
-            points, aux = learner.query(state, jax.random.key(t))
-            state = learner.update(state, aux, jnp.sum(points**2, axis=-1))
+            points, aux = query = learner.act(state, None, jax.random.key(t))
+            state = learner.update(state, query, jnp.sum(points**2, axis=-1))
         return state.w
 
     for name, p in sch.PRESETS.items():

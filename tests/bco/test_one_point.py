@@ -11,6 +11,7 @@ from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco.domains import Box
 from bandits_jax.bco.rounds import hindsight_loss
+from bandits_jax.bco.two_point import Query
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.reference.bco_box_numpy import run_box_ftrl_numpy
@@ -27,9 +28,9 @@ def _recording_step(loss_vectors):
     comparison with the numpy reference, which needs the same ``(i_t, eps_t)``)."""
 
     def step(learner_state, t, key):
-        points, aux = LEARNER.query(learner_state, key)
+        points, aux = query = LEARNER.act(learner_state, None, key)
         values = points @ loss_vectors[t]
-        new_state = LEARNER.update(learner_state, aux, values)
+        new_state = LEARNER.update(learner_state, query, values)
         metrics = {
             "loss": values[0],
             "w": learner_state.w,
@@ -53,7 +54,7 @@ def _run(hparams, losses, key, num_rounds):
 
 
 _update = jax.jit(LEARNER.update)
-_query = jax.jit(LEARNER.query)
+_query = jax.jit(lambda s, k: LEARNER.act(s, None, k))
 _solve = jax.jit(functools.partial(op.solve_theta, max_steps=64))
 
 
@@ -87,7 +88,7 @@ def test_iterates_strictly_inside_box_and_queries_in_box():
     assert np.max(np.minimum(w[-1] - lo, hi - w[-1]) / (hi - lo)) < 1e-3
     state = LEARNER.init(hp)
     for k in range(20):
-        points, aux = _query(state, jax.random.key(k))
+        points, _ = aux = _query(state, jax.random.key(k))
         x = np.asarray(points[0])
         assert points.shape == (1, D)
         assert np.all(x >= lo) and np.all(x <= hi)
@@ -131,7 +132,7 @@ def test_update_solves_eq_D4_with_its_own_buffers():
     state = LEARNER.init(hp)
     ell = jnp.array([0.5, -1.0, 2.0, 0.1])
     for k in range(15):
-        points, aux = _query(state, jax.random.key(100 + k))
+        points, _ = aux = _query(state, jax.random.key(100 + k))
         state = _update(state, aux, points @ ell)
     assert int(state.status) == CONVERGED
     c = 0.5 * (np.asarray(state.r_plus) - np.asarray(state.r_minus))
@@ -183,7 +184,7 @@ def _expected_gradient(state, ell):
             state.theta[i], state.hparams.lower[i], state.hparams.upper[i]
         )
         x = state.w.at[i].add(s / sqrt_lam)
-        new = LEARNER.update(state, op.OnePointAux(i, s, x), (x @ ell)[None])
+        new = LEARNER.update(state, Query(x[None], op.OnePointAux(i, s, x)), (x @ ell)[None])
         return new.grad_sum - state.grad_sum
 
     return jnp.mean(jax.vmap(one)(coords, signs), axis=0)
@@ -201,7 +202,7 @@ def test_estimator_unbiased_with_and_without_cap(cap):
     state = LEARNER.init(hp)
     rng = np.random.default_rng(11)
     for k in range(25):
-        points, aux = _query(state, jax.random.key(200 + k))
+        points, _ = aux = _query(state, jax.random.key(200 + k))
         ell_k = jnp.asarray(rng.standard_normal(D) * 3)
         state = _update(state, aux, points @ ell_k)
     c = 0.5 * (state.r_plus - state.r_minus)
@@ -230,7 +231,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="dim"):
         op.box_ftrl(dim=0)
     state = LEARNER.init(LEARNER.hyperparams(0.1, lower, upper))
-    points, aux = _query(state, jax.random.key(0))
+    points, _ = aux = _query(state, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
         LEARNER.update(state, aux, jnp.ones(2))
     # NaN feedback inside jit: the state is kept and the status says NONFINITE.

@@ -34,8 +34,8 @@ def test_optimistic_ogd_transformation_equals_algorithm_1(schedule):
     g_tilde = jnp.zeros(D)
     for key in jax.random.split(jax.random.key(0), T):
         # The learner's round.
-        points, aux = learner.query(state, key)
-        state = learner.update(state, aux, _loss(points))
+        points, aux = query = learner.act(state, None, key)
+        state = learner.update(state, query, _loss(points))
         # The same round by hand: coordinate estimator on any JAX function, optax step.
         points2, aux2 = tp.coordinate_query(w, hp.delta, key)
         g, g_tilde_next, _ = tp.coordinate_feedback(g_tilde, aux2, _loss(points2))
@@ -54,8 +54,8 @@ def test_projected_gd_transformation_equals_algorithm_3():
     state, w = learner.init(hp), jnp.zeros(D)
     opt_state = opt.init(w)
     for key in jax.random.split(jax.random.key(1), T):
-        points, aux = learner.query(state, key)
-        state = learner.update(state, aux, _loss(points))
+        points, aux = query = learner.act(state, None, key)
+        state = learner.update(state, query, _loss(points))
         u = est.sample_sphere(key, D, w.dtype)
         pts, spacing = est.sphere_queries(w, u, hp.delta)
         g = est.sphere_estimate(_loss(pts), u, spacing)

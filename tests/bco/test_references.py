@@ -80,7 +80,7 @@ def _runner(learner_name, dkind, **factory_kw):
     step = interact(learner, env)
 
     def recording_step(ls, es, key):
-        points, _ = learner.query(ls, key)
+        points = learner.act(ls, None, key).points
         new_ls, new_es, metrics = step(ls, es, key)
         rec = dict(
             points=points,

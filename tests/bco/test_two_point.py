@@ -47,7 +47,7 @@ def _fixed_draw_runner(kind):
             t, i = ti
             points, spacing = tp.est.coordinate_queries(state.w, i, state.hparams.delta)
             vals = _loss_jax(t, points)
-            state = learner.update(state, tp.CoordAux(i, spacing), vals)
+            state = learner.update(state, tp.Query(points, tp.CoordAux(i, spacing)), vals)
             return state, (state.w, state.w_hat, state.g_tilde, state.sched.vbar)
 
         ts = jnp.arange(coords.shape[0], dtype=jnp.int32)
@@ -286,11 +286,11 @@ def test_nan_values_keep_last_good_state():
     hp = learner.hyperparams(dom.ball(1.0), horizon=100)
     upd = jax.jit(learner.update)
     s0 = learner.init(hp)
-    pts, aux = learner.query(s0, jax.random.key(0))
-    s1 = upd(s0, aux, jnp.array([1.0, 0.2]))
+    pts, aux = query = learner.act(s0, None, jax.random.key(0))
+    s1 = upd(s0, query, jnp.array([1.0, 0.2]))
     assert int(s1.status) == CONVERGED
     for bad in ([jnp.nan, 0.0], [jnp.inf, 1.0]):
-        s2 = upd(s1, aux, jnp.array(bad))
+        s2 = upd(s1, query, jnp.array(bad))
         assert int(s2.status) == NONFINITE and int(s2.num_failures) == 1
         for a, b in zip(
             (s2.w, s2.w_hat, s2.g_tilde, s2.sched.vbar),
@@ -298,14 +298,14 @@ def test_nan_values_keep_last_good_state():
             strict=True,
         ):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    s3 = upd(s2, aux, jnp.array([0.5, 0.1]))
+    s3 = upd(s2, query, jnp.array([0.5, 0.1]))
     assert int(s3.status) == CONVERGED and bool(jnp.all(jnp.isfinite(s3.w)))
     # the sphere learner too
     sl = tp.sphere_learner(dim=3)
     hs = sl.hyperparams(dom.ball(1.0), horizon=100, lam=1.0)
     t0 = sl.init(hs)
-    _, aux3 = sl.query(t0, jax.random.key(1))
-    t1 = jax.jit(sl.update)(t0, aux3, jnp.array([jnp.nan, 1.0]))
+    _, aux3 = query = sl.act(t0, None, jax.random.key(1))
+    t1 = jax.jit(sl.update)(t0, query, jnp.array([jnp.nan, 1.0]))
     assert int(t1.status) == NONFINITE
     np.testing.assert_array_equal(np.asarray(t1.w), np.asarray(t0.w))
 
@@ -334,6 +334,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match="dimension"):
         learner.init(wrong)
     s = learner.init(hp)
-    _, aux = learner.query(s, jax.random.key(0))
+    _, aux = query = learner.act(s, None, jax.random.key(0))
     with pytest.raises(ValueError, match="values"):
-        learner.update(s, aux, jnp.array([1.0, 2.0, 3.0]))
+        learner.update(s, query, jnp.array([1.0, 2.0, 3.0]))

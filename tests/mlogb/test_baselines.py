@@ -139,7 +139,7 @@ def test_greedy_trajectory_equals_its_base(m):
         x, y = jnp.asarray(x), jnp.int32(y)
         sg, sb = upd_g(sg, x, y), upd_b(sb, x, y)
         np.testing.assert_allclose(sg.W, sb.W, rtol=1e-12, atol=1e-14)
-        assert float(sg.info.beta) == 0.0 and int(sg.info.status) == int(sb.info.status)
+        assert float(sg.info.beta) == 0.0 and int(sg.status) == int(sb.status)
     assert float(jnp.abs(sg.W).max()) > 0.05  # the estimate moved
 
 
@@ -209,7 +209,7 @@ def test_linucb_equals_dense_ridge_solve(K, name):
     np.testing.assert_allclose(s.theta, theta[:d], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(s.bias, theta[d] if name == "linucb" else 0.0, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(s.W[1:], 0.0)
-    assert int(s.info.status) == roots.CONVERGED and float(s.info.beta) == alpha
+    assert int(s.status) == roots.CONVERGED and int(s.num_failures) == 0
     acts = _stream(K, d, 6, seed=8)[0]
     est, bon = learner.score_parts(s, jnp.asarray(acts))
     Za = _aug(acts, name)
@@ -239,7 +239,7 @@ def _play_jax(name, K, d):
         est, bon = learner.score_parts(s, acts)
         i, status = bonus.select_index(est + bon, mask)
         s = learner.update(s, acts[i], outcomes[i])
-        return s, (i, status, jnp.concatenate([s.theta, s.bias[None]]), s.info.status)
+        return s, (i, status, jnp.concatenate([s.theta, s.bias[None]]), s.status)
 
     return xla_defaults.jit(
         lambda s, acts, mask, outcomes: lax.scan(body, s, (acts, mask, outcomes))

@@ -51,7 +51,7 @@ def _trajectory_fn(discrepancy: str, d: int):
         def body(s, xy):
             est, bon = learner.score_parts(s, probe)
             s = learner.update(s, xy[0], xy[1])
-            out = (s.W[0], s.info.beta, est, bon, s.info.projected, s.info.status, s.cum_loss)
+            out = (s.W[0], s.info.beta, est, bon, s.info.projected, s.status, s.cum_loss)
             return s, out
 
         return lax.scan(body, state, (X, Y))

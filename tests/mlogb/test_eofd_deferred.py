@@ -24,6 +24,7 @@ from tests.mlogb.test_numpy_equivalence import (
     replay_run,
     trajectory_tol,
 )
+from tests.rejected import assert_rejected
 
 
 @functools.cache
@@ -204,13 +205,14 @@ def test_nan_round_keeps_state_mid_buffer_and_at_materialisation(rounds_before):
         s = upd(s, xs[t], ys[t])
     assert m < int(s.used) < m + spare
     bad = upd(s, jnp.full((d,), jnp.nan).at[0].set(1.0), 1)
-    assert int(bad.info.status) == roots.NONFINITE
-    for a, b in zip(jax.tree.leaves(bad._replace(info=s.info)), jax.tree.leaves(s), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(bad.status) == roots.NONFINITE
+    assert_rejected(bad, s)
     clean = s
     for t in range(rounds_before, 10):
         bad, clean = upd(bad, xs[t], ys[t]), upd(clean, xs[t], ys[t])
-    for a, b in zip(jax.tree.leaves(bad), jax.tree.leaves(clean), strict=True):
+    assert int(bad.num_failures) == int(clean.num_failures) + 1
+    for a, b in zip(jax.tree.leaves(bad._replace(num_failures=clean.num_failures)),
+                    jax.tree.leaves(clean), strict=True):  # fmt: skip
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
@@ -223,7 +225,7 @@ def test_float32_long_run():
     _, (sc32, s32) = _runner(learner)(learner.init(_hp(K, dtype=jnp.float32, S=1.5)), x32, ys, a32)
     assert s32.basis.dtype == jnp.float32 and s32.R.dtype == jnp.float32
     assert _materialisations(s32, m) >= 10
-    assert np.all(np.asarray(s32.info.status) != roots.NONFINITE)
+    assert np.all(np.asarray(s32.status) != roots.NONFINITE)
     np.testing.assert_allclose(s32.W, s64.W, atol=2e-4)
     np.testing.assert_allclose(sc32, sc64, rtol=1e-3, atol=1e-4)
     V = np.asarray(s32.V[-1], np.float64)

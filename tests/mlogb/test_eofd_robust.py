@@ -137,14 +137,14 @@ def test_state_donation(make):
     # The last update's status is overwritten unread, so jit prunes that input and has nothing
     # to donate there (an int32 scalar): the update does not depend on it.
     fresh = learner.init(hp)
-    other = plain(fresh._replace(info=fresh.info._replace(status=jnp.int32(7))), x, 2)
-    unread = {".info.status"}
+    other = plain(fresh._replace(status=jnp.int32(7)), x, 2)
+    unread = {".status"}
     state = learner.init(hp)
     got = jax.jit(learner.update, donate_argnums=0)(state, x, 2)
     paths = jax.tree_util.tree_leaves_with_path(state)
     read = [leaf for path, leaf in paths if jax.tree_util.keystr(path) not in unread]
     assert len(read) == len(paths) - 1 and all(leaf.is_deleted() for leaf in read)
-    assert int(got.t) == 1 and int(got.info.status) != roots.NONFINITE
+    assert int(got.t) == 1 and int(got.status) != roots.NONFINITE
     for a, b, c in zip(*map(jax.tree.leaves, (got, want, other)), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         np.testing.assert_array_equal(np.asarray(c), np.asarray(b))

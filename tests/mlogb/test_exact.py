@@ -18,6 +18,7 @@ from bandits_jax.mlogb.exact import exact, exact_hyperparams
 from bandits_jax.reference.exact_numpy import NumpyExact
 from bandits_jax.status import Status
 from tests import xla_defaults
+from tests.rejected import assert_rejected
 
 EPS = np.finfo(np.float64).eps
 T, N = 60, 8
@@ -222,9 +223,7 @@ def test_rejected_updates_keep_the_state_under_jit():
     ):
         new = upd(s1, jnp.asarray(x), jnp.int32(y))
         assert int(new.status) == code
-        for a, b in zip(jax.tree.leaves(new._replace(info=None)),
-                        jax.tree.leaves(s1._replace(info=None)), strict=True):  # fmt: skip
-            np.testing.assert_array_equal(a, b)
+        assert_rejected(new, s1)
 
 
 BAD_FACTORY = [

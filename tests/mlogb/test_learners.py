@@ -169,7 +169,7 @@ def test_nonfinite_update_is_rejected_and_flagged():
     for learner in (le, lo):
         s0 = learner.init(_hp(K))
         s1 = jax.jit(learner.update)(s0, jnp.array([0.1, jnp.nan, 0.2]), 1)
-        assert int(s1.info.status) == roots.NONFINITE
+        assert int(s1.status) == roots.NONFINITE
         np.testing.assert_array_equal(s1.W, s0.W)
         assert int(s1.t) == 0
 

@@ -78,7 +78,7 @@ def assert_replay_matches(final, met, want, np_learner, kw, X):
     np.testing.assert_allclose(np.asarray(met.regret), want["regret"], rtol=0, atol=atol)
     W = np.asarray(final.learner.W)
     np.testing.assert_allclose(W, want["W"][-1], rtol=tol, atol=tol * kw["S"])
-    rho = float(final.learner.rho)
+    rho = float(getattr(final.learner, "rho", 0.0))  # OFUL keeps no sketch
     np.testing.assert_allclose(rho, getattr(np_learner, "rho", 0.0), rtol=tol, atol=tol * kw["lam"])
     acc = float(final.learner.acc)
     np.testing.assert_allclose(acc, np_learner.acc, rtol=tol, atol=tol * abs(np_learner.acc))

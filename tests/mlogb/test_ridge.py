@@ -8,7 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bandits_jax import mlogb
 from bandits_jax.mlogb import ridge
+from bandits_jax.mlogb.linucb import linucb_hyperparams
 from tests import xla_defaults
 
 
@@ -41,19 +43,28 @@ def test_rank_one_updates_equal_the_dense_inverse_and_solve(intercept):
     np.testing.assert_array_equal(final.A_inv, np.asarray(final.A_inv).T)  # re-symmetrised
 
 
-def test_features_reward_and_rows():
+def test_features_reward_and_observe():
     X = jnp.asarray([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_array_equal(ridge.features(X, True), [[1, 2, 1], [3, 4, 1]])
     np.testing.assert_array_equal(ridge.features(X[0], True), [1, 2, 1])
     assert ridge.features(X, False) is X
     rewards = jnp.asarray([0.5, 1.0])
     assert [float(ridge.reward(rewards, y)) for y in range(3)] == [0.0, 0.5, 1.0]
-    W, bias = ridge.rows(jnp.asarray([1.0, 2.0, 3.0]), jnp.ones((3, 2)), jnp.asarray(0.0))
-    np.testing.assert_array_equal(W, [[1, 2], [0, 0], [0, 0]])
-    assert float(bias) == 3.0
-    W, bias = ridge.rows(jnp.asarray([1.0, 2.0]), jnp.ones((1, 2)), jnp.asarray(-1.0))
-    np.testing.assert_array_equal(W, [[1, 2]])
-    assert float(bias) == -1.0
+    # observe splits theta = A^{-1} b into the feature weights and the intercept (dense solve).
+    learner = mlogb.linucb(num_outcomes=3, dim=2)
+    hp = linucb_hyperparams(lam=2.0, alpha=1.0, rewards=[0.5, 1.0, 1.0], dtype=jnp.float64)
+    x, z = jnp.asarray([0.5, -1.0]), np.asarray([0.5, -1.0, 1.0])
+    _, full, theta, bias = ridge.observe(learner.init(hp), x, 2, True)
+    want = np.linalg.solve(2.0 * np.eye(3) + np.outer(z, z), 1.0 * z)
+    np.testing.assert_allclose(full, want, rtol=1e-12)
+    np.testing.assert_allclose(theta, want[:2], rtol=1e-12)
+    assert float(bias) == float(full[2])
+    state = learner.update(learner.init(hp), x, 2)  # the (K, d) view: row 0 is theta
+    np.testing.assert_array_equal(state.W, np.stack([state.theta, np.zeros(2), np.zeros(2)]))
+    plain = mlogb.linucb(num_outcomes=3, dim=2, intercept=False)
+    _, full, theta, bias = ridge.observe(plain.init(hp), x, 2, False)
+    np.testing.assert_array_equal(theta, full)
+    assert float(bias) == 0.0
 
 
 def test_init_and_intercept_validation():
