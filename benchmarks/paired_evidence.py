@@ -1,6 +1,7 @@
-"""Paired evidence on classification data (issue 45): LinUCB, buffered EOFD-MLogB and the exact
+"""Paired evidence (issue 45): on classification data, LinUCB, buffered EOFD-MLogB and the exact
 logistic refit at their recipes out of the box with no known bound (``S=None``, what
-``mlogb.practical(..., S=None)`` is used with on classification data), compared paired.
+``mlogb.practical(..., S=None)`` is used with there); on the synthetic stream with a known bound
+``S``, what ``practical`` returns in each regime of ``K d`` against the other candidates.
 
 Settings (:data:`SETTINGS`): the digits at K = 1 with each class rewarded in turn, on the
 reported (odd-indexed) half and on the whole data, and the multinomial K = 4 digits variant
@@ -12,7 +13,9 @@ prints a markdown table (mean final regret +- standard error, the mean paired di
 each reference, LinUCB and the exact refit, with its bootstrap 95% interval, the ratio of means,
 the verdict of :func:`bandits_jax.sim.paired.verdict` over the draws, and ms per trial-round
 after compilation: all draws' pairs run in one batch a learner) and writes JSON with the
-per-pair final regrets::
+per-pair final regrets. The known-bound settings ``synth-d-K-S4`` (Section 4's stream, ``S = 4``
+known, pairs are seeds) compare ``practical``'s kind with OFUL, robust and buffered EOFD and
+LinUCB; the rule keeps the cheapest kind level with it unless another wins::
 
     python -m benchmarks.paired_evidence --rounds 1000 --trials 2 --json out.json
 
@@ -35,41 +38,63 @@ from bandits_jax.cli.process import configure_threads
 from bandits_jax.sim.paired import compare, verdict
 from benchmarks._report import finish
 
-# name -> (K, half of the digits: 1 the reported odd-indexed half, None the whole data)
+# name -> (K, half of the digits: 1 the reported odd-indexed half, None the whole data), or for
+# the synthetic stream with a known bound (K, d, S): one setting per regime of practical's table
+# (K d <= 32, 32 < K d <= 128, K d > 128).
 SETTINGS = {
     "digits-h1": (1, 1),
     "digits-whole": (1, None),
     "digits-k4-h1": (4, 1),
     "digits-k4-whole": (4, None),
+    "synth-8-1-S4": (1, 8, 4.0),
+    "synth-20-4-S4": (4, 20, 4.0),
+    "synth-40-4-S4": (4, 40, 4.0),
 }
 LEARNERS = ("linucb", "eofd-buffered", "exact")
+KNOWN_LEARNERS = ("oful", "eofd-robust", "eofd-buffered", "linucb")
 REFERENCES = ("linucb", "exact")
-CANDIDATES = ("linucb", "eofd-buffered")  # what practical(S=None) may return (exact is O(t))
-LABELS = {"linucb": "LinUCB", "eofd-buffered": "buffered EOFD", "exact": "exact refit"}
+LABELS = {"linucb": "LinUCB", "eofd-buffered": "buffered EOFD", "exact": "exact refit",
+          "oful": "OFUL", "eofd-robust": "robust EOFD"}  # fmt: skip
+
+
+def known_bound(name: str) -> bool:
+    """Whether a setting is the synthetic stream with a known bound (``synth-d-K-S``)."""
+    return len(SETTINGS[name]) == 3
+
+
 RESAMPLES, BOOT_SEED = 10_000, 0
 
 
-def play(K: int, half: int | None, kinds: list[str], rounds: int, pairs: list[dict]) -> dict:
+def play(name: str, kinds: list[str], rounds: int, pairs: list[dict]) -> dict:
     """Every kind on the same ``pairs`` (class, seed): per kind the final regrets and the ms per
     trial-round of the compiled program (compiled once, outside the timing)."""
     import jax
     import jax.numpy as jnp
 
     from bandits_jax import envs, mlogb, sim
+    from bandits_jax.envs.synthetic_mlogb import default_rewards
 
-    if K == 1:
+    K, S = SETTINGS[name][0], None
+    if known_bound(name):
+        K, d, S = SETTINGS[name]
+        env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S)
+        keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
+        env_state = jax.vmap(env.init)(keys)
+    elif K == 1:
+        half = SETTINGS[name][1]
         env = envs.digits(target=0, half=half)
         keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
         classes = jnp.asarray([p["class"] for p in pairs], jnp.int32)
         env_state = jax.vmap(env.init_target)(keys, classes)
     else:
-        env = envs.digits_multinomial(num_outcomes=K, half=half)
+        env = envs.digits_multinomial(num_outcomes=K, half=SETTINGS[name][1])
         keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
         env_state = jax.vmap(env.init)(keys)
     out = {}
     for kind in kinds:
-        rec = mlogb.tuned(kind, num_outcomes=K, dim=env.dim, S=None, horizon=rounds,
-                          rewards=list(env.rewards))  # fmt: skip
+        rewards = default_rewards(K) if known_bound(name) else env.rewards
+        rec = mlogb.tuned(kind, num_outcomes=K, dim=env.dim, S=S, horizon=rounds,
+                          rewards=list(rewards))  # fmt: skip
         run = sim.make_rollout(mlogb.interact(rec.learner, env), rounds, trials=True)
         ls = rec.learner.init(rec.hparams)
         t0 = time.perf_counter()
@@ -91,7 +116,7 @@ def judge(setting: dict) -> None:
     """Adds each learner's comparisons against each reference on every draw and the verdicts."""
     setting["comparisons"] = {}
     kinds = list(setting["draws"][0]["final_regret"])
-    for ref in (r for r in REFERENCES if r in kinds):
+    for ref in (r for r in setting.get("references", REFERENCES) if r in kinds):
         per = {k: [] for k in kinds if k != ref}
         for draw in setting["draws"]:
             for k, c in compare(draw["final_regret"], ref, resamples=RESAMPLES,
@@ -108,16 +133,26 @@ def decide(settings: list[dict]) -> dict:
     ``practical(S=None)`` returns by the rule (buffered EOFD only where it wins on every part;
     level or behind: LinUCB, the cheaper per round)."""
     out = {}
-    for K in sorted({s["K"] for s in settings}):
+    free = [s for s in settings if not known_bound(s["name"])]
+    for K in sorted({s["K"] for s in free}):
         verdicts = {
             s["name"]: s["comparisons"]["linucb"]["eofd-buffered"]["verdict"]
-            for s in settings
+            for s in free
             if s["K"] == K and "eofd-buffered" in s["comparisons"].get("linucb", {})
         }
         if verdicts:
             wins = all(v == "wins" for v in verdicts.values())
             out[str(K)] = {"eofd-buffered vs linucb": verdicts,
                            "practical": "eofd-buffered" if wins else "linucb"}  # fmt: skip
+    for s in (s for s in settings if known_bound(s["name"])):
+        pick = s["references"][0]
+        verdicts = {k: c["verdict"] for k, c in s["comparisons"][pick].items()}
+        ms = s["draws"][0]["ms_per_round"]
+        winners = [k for k, v in verdicts.items() if v == "wins"]
+        level = [k for k, v in verdicts.items() if v == "level"] + [pick]
+        by_rule = (min(winners, key=lambda k: np.mean(s["draws"][0]["final_regret"][k]))
+                   if winners else min(level, key=ms.get))  # fmt: skip
+        out[s["name"]] = {f"vs {pick}": verdicts, "practical": pick, "by the rule": by_rule}
     return out
 
 
@@ -160,18 +195,28 @@ def run_settings(a: argparse.Namespace) -> list[dict]:
     classes = [int(c) for c in a.classes.split(",")]
     out = []
     for name in a.settings.split(","):
-        K, half = SETTINGS[name]
+        K, known = SETTINGS[name][0], known_bound(name)
         rounds = a.rounds if K == 1 or a.k4_rounds is None else a.k4_rounds
         n = len(classes) * a.trials if K == 1 or a.k4_pairs is None else a.k4_pairs
         kinds = [k for k in a.learners.split(",") if K == 1 or k not in a.k1_only.split(",")]
-        part = "whole data" if half is None else "reported (odd) half"
-        s = {"name": name, "K": K, "half": half, "part": part, "rounds": rounds,
-             "learners": kinds, "draws": []}  # fmt: skip
+        references = list(REFERENCES)
+        if known:
+            from bandits_jax import mlogb
+
+            n, kinds = a.known_pairs, list(KNOWN_LEARNERS)
+            _, d, S = SETTINGS[name]
+            references = [mlogb.practical(num_outcomes=K, dim=d, S=S, horizon=rounds).kind]
+            part = f"synthetic, d = {d}, S = {S:g} known"
+        else:
+            half = SETTINGS[name][1]
+            part = "whole data" if half is None else "reported (odd) half"
+        s = {"name": name, "K": K, "part": part, "rounds": rounds, "learners": kinds,
+             "references": references, "draws": []}  # fmt: skip
         bases = [20000 + 10000 * j for j in range(a.first_draw, a.first_draw + a.draws)]
-        draws = [[{"class": classes[i % len(classes)] if K == 1 else None, "seed": b + i}
-                  for i in range(n)] for b in bases]  # fmt: skip
+        draws = [[{"class": classes[i % len(classes)] if K == 1 and not known else None,
+                   "seed": b + i} for i in range(n)] for b in bases]  # fmt: skip
         print(f"{name}: {a.draws} draws of {n} pairs, one batch a learner", flush=True)
-        res = play(K, half, kinds, rounds, [p for d in draws for p in d])
+        res = play(name, kinds, rounds, [p for d in draws for p in d])
         for j, pairs in enumerate(draws):
             sl = slice(j * n, (j + 1) * n)
             s["draws"].append({
@@ -197,7 +242,7 @@ def merged(parts: list[dict]) -> list[dict]:
         t = out[s["name"]]
         if t["rounds"] != s["rounds"]:
             raise ValueError(f"{s['name']}: runs of other rounds cannot be joined")
-        t["learners"] = [k for k in LEARNERS if k in t["learners"] + s["learners"]]
+        t["learners"] = [k for k in LABELS if k in t["learners"] + s["learners"]]
         draws = {d["base"]: d for d in t["draws"]}
         for ds in s["draws"]:  # a new draw, or more learners on a draw's pairs
             dt = draws.setdefault(ds["base"], ds)
@@ -209,7 +254,7 @@ def merged(parts: list[dict]) -> list[dict]:
     for s in out.values():
         for d in s["draws"]:
             for key in ("final_regret", "ms_per_round", "seconds"):
-                d[key] = {k: d[key][k] for k in LEARNERS if k in d[key]}
+                d[key] = {k: d[key][k] for k in LABELS if k in d[key]}
         judge(s)
     return list(out.values())
 
@@ -222,11 +267,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--classes", default="0,1,2,3,4,5,6,7,8,9")
     p.add_argument("--draws", type=int, default=2)
     p.add_argument("--first-draw", type=int, default=0, help="0: seeds 20000.., 1: 30000..")
-    p.add_argument("--settings", default=",".join(SETTINGS))
+    p.add_argument("--settings", default=",".join(s for s in SETTINGS if not known_bound(s)))
     p.add_argument("--learners", default=",".join(LEARNERS))
     p.add_argument("--k1-only", default="exact", help="learners not run at K = 4 (cost)")
     p.add_argument("--k4-rounds", type=int, default=None, help="rounds at K = 4 (default --rounds)")
     p.add_argument("--k4-pairs", type=int, default=None, help="seeds a draw at K = 4")
+    p.add_argument("--known-pairs", type=int, default=20, help="seeds a draw, known bound")
     p.add_argument("--merge", nargs="+", default=None, help="JSON files of earlier runs")
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
