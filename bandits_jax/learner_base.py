@@ -10,8 +10,7 @@
   one compiled program per call; inlined under ``jit``).
 * :func:`fresh_state`: one buffer per leaf, so a state can be donated.
 * The rejected-step guard: :func:`all_finite` / :func:`finite_floats` decide, :func:`accept`
-  keeps the previous state and records ``status`` (``NONFINITE``) and ``num_failures``
-  (:func:`status_of`, :func:`count_failure`).
+  keeps the previous state and records ``status`` (``NONFINITE``) and ``num_failures``.
 * :func:`grid`: broadcast array hyperparameters into leading grid axes, one eagerly validated
   point at a time.
 * :func:`start`: the deterministic start of the two-point learners.
@@ -100,16 +99,6 @@ def no_failures() -> dict[str, Array]:
     }
 
 
-def status_of(ok: Array, code: Array | int = CONVERGED) -> Array:
-    """``code`` where the update was accepted, else ``NONFINITE`` (int32)."""
-    return jnp.where(ok, code, NONFINITE).astype(jnp.int32)
-
-
-def count_failure(num_failures: Array, status: Array) -> Array:
-    """``num_failures`` plus one if ``status`` is a failure (``status.is_failure``)."""
-    return num_failures + is_failure(status).astype(jnp.int32)
-
-
 def accept(state, new, ok: Array, code: Array | int = CONVERGED, *, written: tuple[str, ...] = ()):
     """The one rejected-step guard of every learner: ``new`` if ``ok`` else ``state``, with
     ``status`` set to ``code`` (or ``NONFINITE``) and ``num_failures`` counted.
@@ -121,11 +110,11 @@ def accept(state, new, ok: Array, code: Array | int = CONVERGED, *, written: tup
     guarded = [f for f in new._fields if f not in written]
     old = [getattr(state, f) for f in guarded]
     kept = checks.guard(ok, [getattr(new, f) for f in guarded], old)
-    status = status_of(ok, code)
+    status = jnp.where(ok, code, NONFINITE).astype(jnp.int32)
     return new._replace(
         **dict(zip(guarded, kept, strict=True)),
         status=status,
-        num_failures=count_failure(state.num_failures, status),
+        num_failures=state.num_failures + is_failure(status).astype(jnp.int32),
     )
 
 
@@ -173,7 +162,8 @@ def grid(build: Callable[..., Any], gridded: dict[str, Any], **fixed) -> Any:
 class Learner(NamedTuple):
     """A learner of either paper: pure functions closed over its static choices.
 
-    * ``init(hparams) -> state``: deterministic (randomness enters through ``act``'s key).
+    * ``init(hparams) -> state``: no key (a BCO learner's randomness enters through ``act``'s
+      key; the MLogB samplers draw from a seed in their hyperparameters).
     * ``act(state, observation, key) -> action``: an MLogB learner observes ``(actions (N, d),
       mask (N,))`` and returns a :class:`bandits_jax.mlogb.learner.Choice`; a BCO learner observes
       ``None`` and returns a :class:`bandits_jax.bco.two_point.Query` (the points to evaluate).
@@ -248,11 +238,9 @@ __all__ = [
     "all_finite",
     "assemble",
     "compiled",
-    "count_failure",
     "finite_floats",
     "fresh_state",
     "grid",
     "no_failures",
     "start",
-    "status_of",
 ]

@@ -70,14 +70,14 @@ class Rule(NamedTuple):
 
 _E = Exponents
 _ANY, _K1, _K2 = (1, None), (1, 1), (2, None)
-_DENSE, _MID, _SMALL, _LARGE = (1, 32), (33, 128), (1, 128), (129, None)
+_SMALL, _LARGE = (1, 128), (129, None)
 _SCALING = "The scaling and the selection rule"
 _KNOWN = "A known bound on `||W*||_F`"
-_OFUL = "OFUL-MLogB where K d <= 32"
 _BIG = "K d > 128: buffered EOFD with a bonus"
 _FREE = "No known bound (classification data)"
 _FREE_BUF = "With no known bound: buffered EOFD, earlier LinUCB"
 _FREE_PICK = "What practical returns with no known bound: LinUCB"
+_KNOWN_PICK = "What practical returns with a known bound: LinUCB"
 _EXACT, _TS, _BUF = "The exact-fit reference", "Thompson sampling", "Buffered EOFD"
 
 
@@ -87,27 +87,26 @@ def _rows(known: bool, K: tuple, Kd: tuple, section: str, points: dict, **kw: An
 
 def _buffered_rows(known: bool, section: str, *points: Exponents) -> list[Rule]:
     """Buffered EOFD's rows at one bound: ``points`` for K = 1 and K >= 2 where ``K d <= 128``,
-    then where ``K d > 128`` (:func:`practical`'s kind there with a known bound)."""
+    then where ``K d > 128``."""
     big = _BIG if known else section
     return [
         Rule("eofd-buffered", known, _K1, _SMALL, points[0], section, 64, 512, "gradient"),
         Rule("eofd-buffered", known, _K2, _SMALL, points[1], section, 64, 64, "anchor"),
-        Rule("eofd-buffered", known, _K1, _LARGE, points[2], big, None, 64, "gradient", known),
-        Rule("eofd-buffered", known, _K2, _LARGE, points[3], big, None, 64, "anchor", known),
+        Rule("eofd-buffered", known, _K1, _LARGE, points[2], big, None, 64, "gradient"),
+        Rule("eofd-buffered", known, _K2, _LARGE, points[3], big, None, 64, "anchor"),
     ]
 
 
 _PAPER = _E(0.75, 0.75, "theory")
 RULES: tuple[Rule, ...] = (
     *_rows(True, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER, "oful-paper": _PAPER}),
-    Rule("oful", True, _ANY, _DENSE, _E(-1.0, 0.0, 1.0), _OFUL, practical=True),
-    Rule("eofd-robust", True, _ANY, _MID, _E(-1.0, 0.0, 1.0), _KNOWN, practical=True),
+    Rule("linucb", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN_PICK, practical=True),
     *_rows(True, _ANY, _LARGE, _BIG, {"eofd-robust": _E(-0.5, 0.0, 1.0),
                                       "greedy": _E(-0.5, 0.0, 0.0)}),
     *_rows(True, _ANY, _ANY, _KNOWN, {
         "eofd": _E(-1.0, -0.5, 0.01), "eofd-robust": _E(-1.0, 0.0, 1.0),
         "eofd-adaptive": _E(0.0, -0.5, 0.1), "oful": _E(-1.0, 0.0, 1.0),
-        "greedy": _E(-1.0, 0.0, 0.0), "linucb": _E(-1.0, 0.0, 0.1), "ecolog": _E(-1.5, 0.0, 0.01),
+        "greedy": _E(-1.0, 0.0, 0.0), "ecolog": _E(-1.5, 0.0, 0.01),
         "uniform": _E(0.0, 0.0, 0.0),
     }),
     Rule("exact", True, _ANY, _ANY, _E(-1.5, 0.0, 0.0), _EXACT),

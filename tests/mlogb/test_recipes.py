@@ -59,12 +59,12 @@ def test_bad_kind_and_beta():
                             beta="theory")  # fmt: skip
 
 
-@pytest.mark.parametrize("d,kind", [(20, "oful"), (40, "eofd-robust")])
+@pytest.mark.parametrize("d,kind", [(20, "linucb"), (40, "linucb")])
 def test_practical_learns(d, kind):
     """The practical recipe on a Section 4 stream with ||W*|| = 4 (with S = 1 the reward gaps are
-    too small for the regret per round to fall visibly in 600 rounds), the full Hessian at
-    K d <= 32 and the robust sketch above: far below a random choice, and its average regret
-    falls over time (float64, 4 trials in one call)."""
+    too small for the regret per round to fall visibly in 600 rounds), LinUCB at its known-bound
+    point: far below a random choice, and its average regret falls over time (float64, 4 trials
+    in one call)."""
     K, T, trials = 1, 600, 4
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=4.0)
     keys = jax.random.split(jax.random.PRNGKey(3), trials)
@@ -106,8 +106,9 @@ def test_no_known_bound_uses_the_free_recipe_and_its_S(kind):
 def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
     """``S=None`` (the default): LinUCB (level with buffered EOFD and the exact refit on two
     disjoint evaluation draws, at a fraction of the time: docs/evidence.md), lam from the
-    scaling at its no-bound point and its S, alpha = sqrt(beta) at that point; with a known bound:
-    OFUL where K d <= 32, buffered EOFD where K d > 128, else robust EOFD, at the caller's S."""
+    scaling at its no-bound point and its S, alpha = sqrt(beta) at that point; with a known bound
+    LinUCB too (level with OFUL, robust and buffered EOFD), at its known-bound point and the
+    caller's S."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
     assert rec.kind == "linucb"
@@ -116,13 +117,14 @@ def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
     lam, _ = closed_form(K, d, ex.S, ex.l, ex.e)
     np.testing.assert_allclose(float(rec.hparams.lam), lam, rtol=1e-12)  # S enters through lam
     np.testing.assert_allclose(float(rec.hparams.alpha), np.sqrt(ex.beta), rtol=1e-6)  # sqrt(beta)
-    for dim, kind in ((8, "oful"), (11, "oful" if K == 1 else "eofd-robust"), (40, "eofd-robust"),
-                      (129, "eofd-buffered")):  # fmt: skip
+    for dim in (8, 11, 40, 129):
         known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
-        assert known.kind == kind, (K, dim)  # K d <= 32: the full Hessian
-        ex = recipes.rule(kind, num_outcomes=K, dim=dim, S=2.0).point
+        assert known.kind == "linucb", (K, dim)
+        ex = recipes.rule("linucb", num_outcomes=K, dim=dim, S=2.0).point
+        assert ex == recipes.Exponents(-1.0, 0.0, 0.1)
         lam, _ = closed_form(K, dim, 2.0, ex.l, ex.e)  # the caller's S, through lam
         np.testing.assert_allclose(float(known.hparams.lam), lam, rtol=1e-12)
+        np.testing.assert_allclose(float(known.hparams.alpha), np.sqrt(ex.beta), rtol=1e-6)
 
 
 def test_no_known_bound_with_several_outcomes_uses_the_multi_point():
