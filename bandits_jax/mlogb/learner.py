@@ -77,12 +77,41 @@ def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.max(jnp.where(mask, v, -jnp.inf)) - jnp.min(jnp.where(mask, v, jnp.inf))
 
 
-def _observation(observation: Any) -> tuple[jax.Array, Any]:
-    """``(actions, mask)`` from an MLogB observation (the pair, or the actions alone)."""
-    if isinstance(observation, tuple):
-        actions, mask = observation
-        return jnp.asarray(actions), mask
-    return jnp.asarray(observation), None
+def _observation(observation: Any) -> tuple[jax.Array, jax.Array]:
+    """``(actions, mask)`` of an MLogB observation (the pair, or the actions alone; no mask: all
+    valid), the mask checked before any scoring (an all-False concrete mask is a ValueError)."""
+    actions, mask = observation if isinstance(observation, tuple) else (observation, None)
+    actions = jnp.asarray(actions)
+    return actions, bonus.check_mask((actions.shape[0],), mask)
+
+
+def _choose(est: jax.Array, bon: jax.Array, actions: jax.Array, mask: jax.Array) -> Choice:
+    """The tie-broken argmax of ``estimate + bonus`` over the valid actions, with its
+    diagnostics (:class:`Choice`)."""
+    idx, status = bonus.select_index(est + bon, mask)
+    return Choice(
+        index=idx,
+        x=actions[idx],
+        status=status,
+        explored=idx != bonus.argmax_tie(est, mask),
+        bonus_spread=_spread(bon, mask),
+        estimate_spread=_spread(est, mask),
+    )
+
+
+def _action_vector(action: Any) -> jax.Array:
+    """The chosen vector ``x`` of an update's action (a :class:`Choice`, or ``x`` itself)."""
+    return jnp.asarray(action.x if isinstance(action, Choice) else action)
+
+
+def _raise_if_unusable(choice: Choice, name: str) -> Choice:
+    """``choice``; eagerly, a ``ValueError`` naming ``name`` when valid actions scored NaN."""
+    if is_concrete(choice.status) and bool(is_failure(choice.status)):
+        raise ValueError(
+            f"{name}: the scores of valid actions contain NaN "
+            f"({status_name(choice.status)}); the state or actions are not usable"
+        )
+    return choice
 
 
 def empty_info(dtype) -> UpdateInfo:
@@ -270,36 +299,22 @@ def from_score_parts(
     checked_parts = compiled(score_parts, lambda state, actions: check_actions(actions, d))
 
     def act(state, observation, key=None) -> Choice:
-        actions, mask = _observation(observation)
-        mask = bonus.check_mask((actions.shape[0],), mask)
-        est, bon = score_parts(state, actions)
-        idx, status = bonus.select_index(est + bon, mask)
-        return Choice(
-            index=idx,
-            x=actions[idx],
-            status=status,
-            explored=idx != bonus.argmax_tie(est, mask),
-            bonus_spread=_spread(bon, mask),
-            estimate_spread=_spread(est, mask),
-        )
+        actions, mask = observation  # as check_act left them
+        return _choose(*score_parts(state, actions), actions, mask)
 
     def check_act(state, observation, key=None):
-        # The mask is checked before any scoring (an all-False concrete mask is a ValueError).
         actions, mask = _observation(observation)
-        mask = bonus.check_mask((actions.shape[0],), mask)
         check_actions(actions, d)
         return state, (actions, mask), key
 
-    def guarded_update(state, action, y: jax.Array):
-        x = action.x if isinstance(action, Choice) else action
+    def guarded_update(state, x: jax.Array, y: jax.Array):
         valid = outcome_valid(y, K)
         y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
-        x_safe = jnp.where(valid, x, jnp.nan)
-        new = update(state, x_safe, y_safe)
+        new = update(state, jnp.where(valid, x, jnp.nan), y_safe)
         return new._replace(status=jnp.where(valid, new.status, BAD_OUTCOME).astype(jnp.int32))
 
     def check_update(state, action, y):
-        x = jnp.asarray(action.x if isinstance(action, Choice) else action)
+        x = _action_vector(action)
         return state, x, check_update_args(x, y, K, d)
 
     learner = assemble_learner(
@@ -315,22 +330,11 @@ def from_score_parts(
         score_parts=checked_parts,
     )
 
-    def unusable(status: jax.Array, name: str) -> None:
-        if is_concrete(status) and bool(is_failure(status)):
-            raise ValueError(
-                f"{name}: the scores of valid actions contain NaN "
-                f"({status_name(status)}); the state or actions are not usable"
-            )
-
     def checked_act(state, observation, key=None) -> Choice:
-        choice = learner.act(state, observation, key)
-        unusable(choice.status, "act")
-        return choice
+        return _raise_if_unusable(learner.act(state, observation, key), "act")
 
     def select(state, actions: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         """The index ``act`` chooses among ``actions`` (``mask``: the valid ones)."""
-        choice = learner.act(state, (actions, mask))
-        unusable(choice.status, "select")
-        return choice.index
+        return _raise_if_unusable(learner.act(state, (actions, mask)), "select").index
 
     return learner._replace(act=checked_act, select=select)
