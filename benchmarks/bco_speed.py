@@ -11,8 +11,8 @@ figures measure the learners, not an environment: a drifting quadratic
 ``l_t = u cos(omega t) + v sin(omega t)`` on ``[-1, 1]^d`` (Algorithm 4). JAX rounds run inside
 ``bandits_jax.sim.runner.make_rollout`` (``lax.scan``; trials by ``vmap``); compile time is
 excluded (a warm-up call, reported separately) and the time is the median over repeats of a whole
-call. numpy times are one per-round Python loop (``bandits_jax.reference.bco_numpy.algorithm1``,
-``bandits_jax.reference.bco_box_numpy.BoxFTRLNumpy``), best of the repeats. The universal
+call. numpy times are one per-round Python loop (``references.bco_numpy.algorithm1``,
+``references.bco_box_numpy.BoxFTRLNumpy``), best of the repeats. The universal
 ensemble has no numpy reference (its row has JAX figures only).
 
 Throughput line (issue 10's target: Algorithm 1 at d = 10 with vmapped trials >= 10^7
@@ -50,12 +50,12 @@ from bandits_jax.bco import domains as dom  # noqa: E402
 from bandits_jax.bco import ensembles as ens  # noqa: E402
 from bandits_jax.bco import one_point as op  # noqa: E402
 from bandits_jax.bco import two_point as tp  # noqa: E402
-from bandits_jax.reference import bco_numpy  # noqa: E402
-from bandits_jax.reference.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
 from bandits_jax.sim import sharding as sh  # noqa: E402
 from bandits_jax.sim.runner import make_rollout  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
+from references import bco_numpy  # noqa: E402
+from references.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
 
 DIMS = (10, 100, 1000)
 TRIALS = 256

@@ -2,7 +2,7 @@
 
 Section 4's synthetic stream with K = 1, d = 20, S = 1 (``envs.synthetic_mlogb``), T = 2000:
 the library LinUCB without an intercept (``intercept=False``), with one (the default), and the
-plain-numpy standard LinUCB of :mod:`bandits_jax.reference.linucb_numpy` on ``[x, 1]``. Each is
+plain-numpy standard LinUCB of :mod:`references.linucb_numpy` on ``[x, 1]``. Each is
 tuned over the same (lam, alpha) grid by mean final regret on tuning seeds 0-2 and reported at its
 tuned point on evaluation seeds 10000-10009 (final regret mean +- standard error)::
 
@@ -55,9 +55,9 @@ def run(T: int, lams, alphas, tune_seeds, eval_seeds) -> dict:
 
     from bandits_jax import envs, mlogb
     from bandits_jax.mlogb.linucb import linucb_hyperparams
-    from bandits_jax.reference import linucb_numpy
     from bandits_jax.sim import make_rollout, sweep
     from bandits_jax.status import REJECTED_CODES
+    from references import linucb_numpy
 
     env = envs.synthetic_mlogb(num_outcomes=K, dim=DIM, S=S)
     lam_g, alpha_g = (a.ravel() for a in np.meshgrid(lams, alphas, indexing="ij"))

@@ -17,7 +17,7 @@ same streams (every target class, ``--seeds`` keys per class, one half of the ex
 - **the reward model**: LinUCB (ridge regression of the reward, with an intercept) at its recipe
   and greedy; the library's exact fit (``mlogb.exact``) greedy at the numpy rows' ``lam =``
   :data:`MLE_LAM` and at its recipe; buffered EOFD at its recipe (what ``mlogb.practical(S=None)``
-  returns); and, in plain numpy (``bandits_jax.reference.logistic_numpy``) on streams of their
+  returns); and, in plain numpy (``references.logistic_numpy``) on streams of their
   own (paired with each other, not with the rows above), greedy ridge regression (``lam = 0.1``)
   against the greedy *exact* ridge-regularised logistic maximum-likelihood estimate, refitted
   every round by Newton's method
@@ -51,8 +51,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.reference.logistic_numpy import numpy_greedy
 from benchmarks._report import finish
+from references.logistic_numpy import numpy_greedy
 
 SEED = 10_000
 # Greedy numpy fits on streams of their own: (label, model, ridge lam). MLE_LAM: the logistic

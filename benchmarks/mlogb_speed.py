@@ -9,7 +9,7 @@ Method: each case replays one recorded stream (action sets of 10-30 unit vectors
 outcome uniforms, ``W*`` with ``||W*||_F = S``) so that JAX and numpy do the same work: select by
 the optimistic rule, then update. JAX times exclude compilation (one warm-up call) and are the
 median over repeats of a whole ``lax.scan`` divided by the number of rounds; numpy times are the
-median per-round time of a Python loop over rounds (``bandits_jax.reference.mlogb_numpy``, which
+median per-round time of a Python loop over rounds (``references.mlogb_numpy``, which
 follows the paper: a full SVD per sketch update), measured in a separate process so that XLA's
 spinning worker threads do not slow numpy's BLAS. Vmapped throughput compares 64 trials in one
 call with one trial, in learner-rounds per second, twice: through the library's runner on the
@@ -42,12 +42,12 @@ import numpy as np  # noqa: E402
 from bandits_jax import envs, mlogb  # noqa: E402
 from bandits_jax.envs.replay import replay_mlogb, replay_state  # noqa: E402
 from bandits_jax.mlogb import model  # noqa: E402
-from bandits_jax.reference import mlogb_numpy as ref  # noqa: E402
 from bandits_jax.sim import make_rollout  # noqa: E402
 from bandits_jax.sim import sharding as sh  # noqa: E402
 from bandits_jax.sim.runner import init_run, play  # noqa: E402
 from benchmarks._device import add_device_option, select_device  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
+from references import mlogb_numpy as ref  # noqa: E402
 
 FULL_CASES = [(100, 4, 40), (400, 1, 40), (785, 1, 78), (10000, 1, 100)]
 OFUL_MAX_D = 1600  # K d beyond which the dense Kd x Kd baseline is not run

@@ -7,7 +7,7 @@ parametrized test counts once per case, then reads each test function's source a
 first kind whose words it contains:
 
 1. ``reference``: numbers against an independent computation: a numpy reference
-   (``bandits_jax.reference``, ``Numpy...``), dense or generic linear algebra (``np.linalg``,
+   (``references``, ``Numpy...``), dense or generic linear algebra (``np.linalg``,
    ``scipy``, ``dense_``), a brute force, a closed form, or the float32-against-float64 cases;
 2. ``statistical``: regret or accuracy over seeds or trials against a baseline or a bound;
 3. ``validation``: bad input refused (``pytest.raises``, ``ValueError``, exit status 2);

@@ -1,5 +1,5 @@
 """The float64 sides of ``tests/test_float32.py``: the cases of ``tests/precision_cases.py`` run
-by the numpy references of ``bandits_jax/reference`` (float64 numpy, one Python step a round),
+by the numpy references of ``references`` (float64 numpy, one Python step a round),
 not by a float64 JAX program.
 
 Each reference sees what the float32 run saw, in float64:
@@ -48,18 +48,18 @@ import numpy as np
 import scipy.special
 
 from bandits_jax import mlogb
-from bandits_jax.reference import bco_box_numpy as ref4
-from bandits_jax.reference import bco_ensemble_numpy as ref6
-from bandits_jax.reference import bco_numpy as ref1
-from bandits_jax.reference import bco_sphere_numpy as ref3
-from bandits_jax.reference import mlogb_numpy
-from bandits_jax.reference.ecolog_numpy import NumpyECOLog
-from bandits_jax.reference.eofd_buffer_numpy import NumpyEOFDBuffered
-from bandits_jax.reference.eofd_variants_numpy import NumpyEOFDVariant
-from bandits_jax.reference.exact_numpy import NumpyExact
-from bandits_jax.reference.linucb_numpy import NumpyLinUCB
-from bandits_jax.reference.ts_numpy import NumpyLinTS, NumpyLogisticTS
 from bandits_jax.status import Status
+from references import bco_box_numpy as ref4
+from references import bco_ensemble_numpy as ref6
+from references import bco_numpy as ref1
+from references import bco_sphere_numpy as ref3
+from references import mlogb_numpy
+from references.ecolog_numpy import NumpyECOLog
+from references.eofd_buffer_numpy import NumpyEOFDBuffered
+from references.eofd_variants_numpy import NumpyEOFDVariant
+from references.exact_numpy import NumpyExact
+from references.linucb_numpy import NumpyLinUCB
+from references.ts_numpy import NumpyLinTS, NumpyLogisticTS
 from tests import precision_cases as pc
 
 try:  # numpy's BLAS threads fight for the cores of a busy machine; the matrices here are tiny
@@ -294,7 +294,7 @@ REFERENCES: dict[str, Reference] = {
     "alg1-variance": functools.partial(_algorithm1, "variance"),
     "alg1-strongly-convex": functools.partial(_algorithm1, "strongly_convex"),
     "alg4-box-ftrl": _algorithm4,
-    # alg5-dynamic: no numpy reference of Algorithm 5 (bandits_jax/reference has none).
+    # alg5-dynamic: no numpy reference of Algorithm 5 (references has none).
     "alg6-universal": _algorithm6,
     pc.SPHERE[0]: functools.partial(_algorithm3, pc.SPHERE[1]),
 }

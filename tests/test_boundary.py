@@ -93,7 +93,7 @@ import json, os, sys
 before = (dict(os.environ), sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
           else None)
 import bandits_jax, bandits_jax.bco, bandits_jax.envs, bandits_jax.linalg, bandits_jax.mlogb
-import bandits_jax.sim, bandits_jax.reference.mlogb_numpy
+import bandits_jax.sim, references.mlogb_numpy
 import jax.numpy as jnp
 jnp.ones(2).block_until_ready()
 after = (dict(os.environ), sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")

@@ -2,7 +2,7 @@
 
 One subprocess computes every case of ``tests/precision_cases.py`` in float32 with x64 off and
 no ``XLA_FLAGS``; each test compares its case with the float64 side: the learner's numpy
-reference (``bandits_jax/reference``, float64) on the same inputs and the float32 run's own
+reference (``references``, float64) on the same inputs and the float32 run's own
 draws (``tests/precision_references.py``, which says how each reference's numbers are read as
 the learner's). The references agree with the float64 learners to about 1e-15 (what the reference
 tests check, ``tests/mlogb/test_*reference*``, ``tests/bco/test_references.py`` and the others),

@@ -24,7 +24,7 @@ round's truncation); the telescoping after (34) loses at most ``2 S^2 sigma2_t``
 theory radius gains ``+ 2 S^2 rho_{1:n}`` (order form ``+ 2 rho/lam``). The robust
 ``Delta_t = 1 + rho/(2 lam)`` (:func:`delta_factor`) satisfies ``Z <= Delta H`` and
 ``H <= Delta Z``. Each step derived: ``beta`` of
-:class:`bandits_jax.reference.eofd_variants_numpy.NumpyEOFDVariant`.
+:class:`references.eofd_variants_numpy.NumpyEOFDVariant`.
 """
 
 from __future__ import annotations

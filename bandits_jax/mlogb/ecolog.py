@@ -21,7 +21,7 @@ rounding (bracketed Newton in the scalar ``x^T theta``, one ``eigh`` only when t
 not by the code's fixed number of gradient steps; every loop is capped at ``max_steps`` and the
 update's status is the worst of its loops'. ``V^{-1}`` is kept by Sherman-Morrison.
 
-Deviations from the public code (each tested against :mod:`bandits_jax.reference.ecolog_numpy`):
+Deviations from the public code (each tested against :mod:`references.ecolog_numpy`):
 the discrepancy term is squared (``discrepancy="code"`` reproduces the code's unsquared norm);
 ``beta_n`` is clipped at 0; the code's ``mu'`` ratio check cannot raise under ``jit``, so the
 state counts such rounds (``violations``); ``lam`` is a hyperparameter (the code fixes 1); no

@@ -14,8 +14,8 @@ from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import two_point as tp
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
-from bandits_jax.reference.bco_ensemble_numpy import prod_weights
 from bandits_jax.sim.runner import init_run, play, rollout
+from references.bco_ensemble_numpy import prod_weights
 
 D = 3
 T = 1000

@@ -14,8 +14,8 @@ from bandits_jax.bco.rounds import hindsight_loss
 from bandits_jax.bco.two_point import Query
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
-from bandits_jax.reference.bco_box_numpy import run_box_ftrl_numpy
 from bandits_jax.sim.runner import init_run, play, rollout
+from references.bco_box_numpy import run_box_ftrl_numpy
 from tests import xla_defaults
 
 D = 4

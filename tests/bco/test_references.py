@@ -1,5 +1,5 @@
 """Algorithms 3 and 6 compiled at XLA's defaults against the float64 numpy references written
-from the paper (``bandits_jax.reference.bco_sphere_numpy``, ``bco_ensemble_numpy``), round by
+from the paper (``references.bco_sphere_numpy``, ``bco_ensemble_numpy``), round by
 round: queried points, played points, Algorithm 6's meta-weights, hints and learning rates,
 charged losses and regret.
 
@@ -37,11 +37,11 @@ from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import two_point as tp
 from bandits_jax.bco.rounds import regret_curve
 from bandits_jax.envs import bco_losses
-from bandits_jax.reference import bco_ensemble_numpy as ref6
-from bandits_jax.reference import bco_sphere_numpy as ref3
-from bandits_jax.reference.bco_numpy import project
 from bandits_jax.sim.runner import init_run, play
 from bandits_jax.status import CONVERGED
+from references import bco_ensemble_numpy as ref6
+from references import bco_sphere_numpy as ref3
+from references.bco_numpy import project
 from tests import xla_defaults
 
 D = 3

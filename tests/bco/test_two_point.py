@@ -15,8 +15,8 @@ from bandits_jax.bco import rounds as bint
 from bandits_jax.bco import two_point as tp
 from bandits_jax.envs import bco_losses as bl
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
-from bandits_jax.reference import bco_numpy as ref
 from bandits_jax.sim.runner import make_rollout, rollout
+from references import bco_numpy as ref
 from tests import xla_defaults
 
 D = 4

@@ -16,8 +16,8 @@ from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.bonus import argmax_tie
 from bandits_jax.mlogb.linucb import linucb_hyperparams
 from bandits_jax.mlogb.uniform import uniform_hyperparams
-from bandits_jax.reference import linucb_numpy
 from bandits_jax.status import Status
+from references import linucb_numpy
 from tests import xla_defaults
 
 

@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 
 from bandits_jax.linalg import roots
-from bandits_jax.reference.ecolog_numpy import NumpyECOLog, prox_numpy
+from references.ecolog_numpy import NumpyECOLog, prox_numpy
 from tests import xla_defaults
 
 # The module (``bandits_jax.mlogb.ecolog`` is also the name of the learner factory there).

@@ -1,5 +1,5 @@
 """Buffered EOFD-MLogB (bandits_jax.mlogb.eofd_buffer) against its numpy reference
-(bandits_jax.reference.eofd_buffer_numpy: dense matrices, a dense eigendecomposition for the
+(references.eofd_buffer_numpy: dense matrices, a dense eigendecomposition for the
 sketch), float64, round by round; the closed-form Jacobian root against a Cholesky
 factorisation; its vmaps, statuses and validation. The JAX side is compiled at XLA's defaults."""
 
@@ -17,9 +17,9 @@ from bandits_jax import mlogb
 from bandits_jax.mlogb import bonus, model
 from bandits_jax.mlogb.eofd_buffer import eofd_buffered, jacobian_root
 from bandits_jax.mlogb.exact import exact_hyperparams
-from bandits_jax.reference.eofd_buffer_numpy import NumpyEOFDBuffered
-from bandits_jax.reference.logistic_numpy import logistic_mle
 from bandits_jax.status import Status
+from references.eofd_buffer_numpy import NumpyEOFDBuffered
+from references.logistic_numpy import logistic_mle
 from tests import xla_defaults
 from tests.rejected import assert_rejected
 

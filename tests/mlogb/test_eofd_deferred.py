@@ -15,7 +15,7 @@ import pytest
 from bandits_jax import mlogb
 from bandits_jax.linalg import roots
 from bandits_jax.mlogb.eofd import DEFER_MIN_DIM, default_spare_columns
-from bandits_jax.reference import mlogb_numpy as ref
+from references import mlogb_numpy as ref
 from tests.mlogb.test_eofd_adaptive import _runner
 from tests.mlogb.test_learners import _hp
 from tests.mlogb.test_numpy_equivalence import (

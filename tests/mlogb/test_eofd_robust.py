@@ -1,6 +1,6 @@
 """EOFD-MLogB with ``regularization="robust"`` (Z = (lam + rho/2) I + V diag(mu) V^T) against a
 dense computation of the same Z; its radius against the numpy reference's derivation
-(bandits_jax.reference.eofd_variants_numpy); validation; donation of every MLogB learner's
+(references.eofd_variants_numpy); validation; donation of every MLogB learner's
 state."""
 
 import functools
@@ -13,7 +13,7 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.linalg import roots
-from bandits_jax.reference.eofd_variants_numpy import NumpyEOFDVariant
+from references.eofd_variants_numpy import NumpyEOFDVariant
 from tests.mlogb.test_learners import (
     _feed,
     _hp,

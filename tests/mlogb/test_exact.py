@@ -1,5 +1,5 @@
 """The exact-fit learner (bandits_jax.mlogb.exact) against its numpy reference
-(bandits_jax.reference.exact_numpy) and an independent solve of its fit (scipy), float64; its
+(references.exact_numpy) and an independent solve of its fit (scipy), float64; its
 vmaps, its statuses and its validation. The JAX side is compiled at XLA's defaults."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from jax import lax
 
 from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.exact import exact, exact_hyperparams
-from bandits_jax.reference.exact_numpy import NumpyExact
 from bandits_jax.status import Status
+from references.exact_numpy import NumpyExact
 from tests import xla_defaults
 from tests.rejected import assert_rejected
 

@@ -1,4 +1,4 @@
-"""The JAX learners reproduce the numpy references (bandits_jax.reference.mlogb_numpy), float64,
+"""The JAX learners reproduce the numpy references (references.mlogb_numpy), float64,
 on fixed action sets and outcome uniforms (actions with distinct norms, so no ties); the JAX side
 is compiled at XLA's defaults (what users run)."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from bandits_jax import mlogb
 from bandits_jax.envs.replay import replay_mlogb, replay_state
-from bandits_jax.reference import mlogb_numpy as ref
 from bandits_jax.sim.runner import init_run, play
+from references import mlogb_numpy as ref
 from tests import xla_defaults
 
 EPS = np.finfo(np.float64).eps

@@ -1,5 +1,5 @@
 """The Thompson sampling learners (bandits_jax.mlogb.lin_ts, bandits_jax.mlogb.logistic_ts)
-against their numpy references (bandits_jax.reference.ts_numpy), float64, round by round, fed
+against their numpy references (references.ts_numpy), float64, round by round, fed
 the SAME standard normals: the test regenerates each round's draw from the key chain the
 learners' docstrings give (``k_1 = key(seed)``, ``k_{t+1} = split(k_t)[0]``, the bits of
 ``split(k_t)[1]`` mapped to normals by ``sqrt(2) erfinv`` on an even grid, here in scipy) and
@@ -24,8 +24,8 @@ from jax import lax
 
 from bandits_jax.mlogb.lin_ts import lin_ts, lin_ts_hyperparams
 from bandits_jax.mlogb.logistic_ts import logistic_ts, logistic_ts_hyperparams
-from bandits_jax.reference.ts_numpy import NumpyLinTS, NumpyLogisticTS
 from bandits_jax.status import Status
+from references.ts_numpy import NumpyLinTS, NumpyLogisticTS
 from tests import xla_defaults
 
 EPS = np.finfo(np.float64).eps

@@ -1,6 +1,6 @@
 """EOFD-MLogB's variants beyond Algorithm 2 (robust regularisation, adaptive sketch size, Fast FD)
 against the numpy reference written from their docstrings' equations
-(bandits_jax.reference.eofd_variants_numpy), round by round in float64: choices, outcomes,
+(references.eofd_variants_numpy), round by round in float64: choices, outcomes,
 regret, the selection index of every action, the radius, W, rho, the rank and the sketch
 ``V diag(mu) V^T``; plus the paper-scale learner ``mlogb.practical`` returns at K d = 400, and
 the derivations behind the robust radius checked on the reference's own trajectory.
@@ -23,9 +23,9 @@ from bandits_jax import mlogb
 from bandits_jax.envs.replay import replay_mlogb, replay_state
 from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.interact import interact
-from bandits_jax.reference import mlogb_numpy
-from bandits_jax.reference.eofd_variants_numpy import NumpyEOFDVariant, simulate_trace
 from bandits_jax.sim.runner import init_run, play
+from references import mlogb_numpy
+from references.eofd_variants_numpy import NumpyEOFDVariant, simulate_trace
 from tests import xla_defaults
 from tests.mlogb.test_numpy_equivalence import trajectory_tol
 

@@ -1,10 +1,10 @@
-"""bandits_jax.reference.logistic_numpy: the numpy logistic fit against scikit-learn's and a
+"""references.logistic_numpy: the numpy logistic fit against scikit-learn's and a
 Newton step written out, and its greedy learners on a few rounds."""
 
 import numpy as np
 import pytest
 
-from bandits_jax.reference import logistic_numpy as lr
+from references import logistic_numpy as lr
 
 sklearn = pytest.importorskip("sklearn.linear_model")
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from bandits_jax.reference.mlogb_numpy import NumpyEOFD, NumpyOFUL, simulate
+from references.mlogb_numpy import NumpyEOFD, NumpyOFUL, simulate
 
 
 # ------------------------------------------------------------------------------------------------

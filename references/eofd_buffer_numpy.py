@@ -16,7 +16,7 @@ with ``Q = Z + (rho/2) I`` under ``regularization="robust"`` and ``Q = Z`` other
     a = (A_old + H)^{-1} (b + H w_t - X_s (sigma(z) - e_{y_s})),   b <- A_new a,
 
 then ``(x_t, y_t)`` takes the slot and the fit minimises, from ``W_t``, by the damped Newton
-steps of :class:`~bandits_jax.reference.exact_numpy.NumpyExact` (the same line search and stops),
+steps of :class:`~references.exact_numpy.NumpyExact` (the same line search and stops),
 
     F(w) = (c/2) w^T w + (1/2) w^T Z w - b^T w + sum_{s in slots} l_s(w),
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bandits_jax.reference.exact_numpy import _EPS, NumpyExact, _probs
+from references.exact_numpy import _EPS, NumpyExact, _probs
 
 __all__ = ["NumpyEOFDBuffered"]
 

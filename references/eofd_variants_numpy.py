@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from bandits_jax.reference.mlogb_numpy import (
+from references.mlogb_numpy import (
     NumpyEOFD,
     _check_int,
     _kron_col,

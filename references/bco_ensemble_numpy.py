@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bandits_jax.reference.bco_numpy import project
+from references.bco_numpy import project
 
 
 def prod_weights(lr: np.ndarray, potential: np.ndarray, hints: np.ndarray) -> np.ndarray:

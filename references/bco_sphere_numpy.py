@@ -2,7 +2,7 @@
 projected gradient descent on ``(1 - xi) X``), one Python loop iteration per round, float64.
 
 Written from the paper's Algorithm 3, independently of ``bandits_jax.bco`` (the projection and
-step sizes are those of :mod:`bandits_jax.reference.bco_numpy`):
+step sizes are those of :mod:`references.bco_numpy`):
 
     w_1 = 0;  u_t = z_t / ||z_t||;  observe f_t(w_t + delta u_t), f_t(w_t - delta u_t)
     g_t = d / (2 delta) (f_t(w_t + delta u_t) - f_t(w_t - delta u_t)) u_t
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bandits_jax.reference.bco_numpy import project, step_size
+from references.bco_numpy import project, step_size
 
 
 def algorithm3(
