@@ -1,5 +1,7 @@
 """Lines of the package, split into library and command (``bandits_jax/cli``, ``__main__``),
-and the length of each package's ``__all__``: ``python -m benchmarks.package_lines [ROOT]``."""
+the lines of each layer (each subpackage, the package's own modules, and ``references/``,
+``benchmarks/``, ``tests/`` beside it) and the length of each package's ``__all__``:
+``python -m benchmarks.package_lines [ROOT]``."""
 
 from __future__ import annotations
 
@@ -25,8 +27,14 @@ def counts(root: pathlib.Path) -> dict:
                 getattr(t, "id", "") == "__all__" for t in node.targets
             ):
                 public[str(p.relative_to(root))] = len(ast.literal_eval(node.value))
-    return {"library_lines": lib, "command_lines": cmd, "all": public,
-            "all_total": sum(public.values())}  # fmt: skip
+    layers: dict[str, int] = {}
+    for top in ("bandits_jax", "references", "benchmarks", "tests"):
+        for p in (root / top).rglob("*.py"):
+            rel = p.relative_to(root).parts
+            layer = "/".join(rel[:2]) if top == "bandits_jax" and len(rel) > 2 else top
+            layers[layer] = layers.get(layer, 0) + len(p.read_text().splitlines())
+    return {"library_lines": lib, "command_lines": cmd, "layers": dict(sorted(layers.items())),
+            "all": public, "all_total": sum(public.values())}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -200,8 +200,10 @@ def test_package_lines():
     """``benchmarks.package_lines`` (no options, no JSON): prints its counts as a dict."""
     proc = _run(["-m", "benchmarks.package_lines", str(ROOT)])
     counts = ast.literal_eval(proc.stdout.strip())
-    assert {"library_lines", "command_lines", "all", "all_total"} <= set(counts)
+    assert {"library_lines", "command_lines", "layers", "all", "all_total"} <= set(counts)
     assert counts["library_lines"] > 0 and counts["all_total"] == sum(counts["all"].values())
+    package = sum(n for k, n in counts["layers"].items() if k.startswith("bandits_jax"))
+    assert package == counts["library_lines"] + counts["command_lines"]
 
 
 @pytest.mark.long
