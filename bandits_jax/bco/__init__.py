@@ -1,18 +1,12 @@
-"""Bandit convex optimisation with gradient variation.
+"""Bandit convex optimisation with gradient variation (the BCO paper's Algorithms 1-6).
 
-Paper: "Improved Dimension Dependence for Bandit Convex Optimization with Gradient Variation".
-The learners are ``bandits_jax.Learner``s; :func:`interact` (``rounds``) plays
-them on any ``bandits_jax.protocols.BCOEnv``. Modules: ``domains`` (Assumption 1 geometry,
-projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 coordinate estimator with optimism, the
-sphere estimator, ``delta``/``xi``), ``schedules`` (step sizes of Theorems 1-4 and the Chiang et
-al. 2013 baseline, as optax stateful schedules), ``two_point`` (Algorithms 1 and 3, and their
-steps as optax transformations), ``rounds`` (the runner step :func:`interact` and the regret
-bookkeeping :func:`summarize`), ``one_point`` (Algorithms 2/4 on boxes), ``meta``
-(Optimistic-Hedge and Optimistic-Adapt-ML-Prod) and ``ensembles`` (Algorithms 5/6).
-
-The face holds the learner factories, ``from_preset`` and ``PRESETS``, the domains ``ball`` and
-``box``, and ``interact`` and ``summarize``; state, hyperparameter and metric classes, the
-estimators, schedules, meta-learners and optax steps stay in their modules, e.g.
+Modules: ``domains`` (Assumption 1, projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 and
+the sphere estimator, ``delta``/``xi``), ``schedules`` (Theorems 1-4's step sizes as optax
+stateful schedules), ``two_point`` (Algorithms 1 and 3, and their optax steps), ``rounds`` (the
+runner step :func:`interact`, the regret bookkeeping :func:`summarize`), ``one_point``
+(Algorithms 2/4 on boxes), ``meta`` (Optimistic-Hedge, Optimistic-Adapt-ML-Prod) and
+``ensembles`` (Algorithms 5/6). The face holds the learner factories, ``from_preset``,
+``PRESETS``, ``ball``, ``box``, ``interact`` and ``summarize``; the rest stays in its module, e.g.
 ``from bandits_jax.bco.two_point import TwoPointState``.
 """
 

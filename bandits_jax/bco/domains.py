@@ -1,13 +1,11 @@
 """Feasible domains of two-point BCO and projection onto the shrunk domain ``(1 - xi) X``.
 
-Implements the geometry of Assumption 1 (``r B <= X <= R B``) for the two domains used by the
-paper: the Euclidean ball of radius ``R`` centred at the origin (``r = R``) and hyper-rectangles
-``prod_i [a_i, b_i]`` with ``a_i < 0 < b_i`` (Assumption 5; ``r = min_i min(-a_i, b_i)``,
-``R = ||max(|a|, |b|)||``). Algorithms 1 and 3 project onto ``(1 - xi) X`` with ``xi = delta / r``
-so that the two queries ``w +- delta e`` stay inside ``X``.
-
-Domains are NamedTuples of arrays (pytrees), so they live inside learner hyperparameters and can
-be vmapped; which *kind* of domain is used is a static (Python type) choice.
+The geometry of Assumption 1 (``r B <= X <= R B``) for the paper's two domains: the Euclidean ball
+of radius ``R`` about the origin (``r = R``) and boxes ``prod_i [a_i, b_i]`` with ``a_i < 0 <
+b_i`` (Assumption 5; ``r = min_i min(-a_i, b_i)``, ``R = ||max(|a|, |b|)||``). Algorithms 1 and 3
+project onto ``(1 - xi) X`` with ``xi = delta / r`` so that the queries ``w +- delta e`` stay in
+``X``. Domains are NamedTuples of arrays (pytrees, so they live in hyperparameters and vmap);
+their kind is a static choice.
 """
 
 from __future__ import annotations
@@ -49,24 +47,20 @@ class Box(NamedTuple):
 Domain = Ball | Box
 
 
-def _default_dtype(dtype=None):
+def _float_dtype(dtype, *values):
+    """``dtype``, else that of the first floating array among ``values``, else JAX's default."""
+    for v in values:
+        if dtype is None and hasattr(v, "dtype") and jnp.issubdtype(v.dtype, jnp.floating):
+            dtype = v.dtype
     return jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
 
 
 def ball(radius, *, dtype=None) -> Ball:
-    """Builds a :class:`Ball`, checking ``radius > 0`` eagerly.
+    """Builds a :class:`Ball`, checking eagerly that ``radius`` is a positive finite scalar.
 
-    Args:
-      radius: the radius ``R`` (a positive finite scalar).
-      dtype: floating dtype; defaults to the dtype of ``radius`` if it is a floating array, else
-        the default JAX float (float64 under x64).
-
-    Raises:
-      ValueError: naming ``radius`` if it is not a positive finite scalar.
+    ``dtype`` defaults to that of ``radius`` if it is a floating array, else JAX's default float.
     """
-    if dtype is None and hasattr(radius, "dtype") and jnp.issubdtype(radius.dtype, jnp.floating):
-        dtype = radius.dtype
-    dtype = _default_dtype(dtype)
+    dtype = _float_dtype(dtype, radius)
     if is_concrete(radius):
         r = np.asarray(radius, dtype=np.float64)
         if r.shape != ():
@@ -77,21 +71,12 @@ def ball(radius, *, dtype=None) -> Ball:
 
 
 def box(lower, upper, *, dtype=None) -> Box:
-    """Builds a :class:`Box`, checking shapes and ``lower < 0 < upper`` eagerly.
+    """Builds a :class:`Box`, checking shapes, finite ends and ``lower < 0 < upper`` eagerly.
 
-    The origin must be an interior point: Algorithm 1 starts at ``w_1 = 0`` and shrinks the domain
-    towards the origin (``(1 - xi) X``), which needs ``r B <= X`` with ``r > 0``.
-
-    Raises:
-      ValueError: naming ``lower``/``upper`` on a shape mismatch, an empty or degenerate box
-        (``lower >= upper`` somewhere) or a box that does not contain the origin in its interior.
+    The origin must be interior: Algorithm 1 starts at ``w_1 = 0`` and shrinks the domain towards
+    it (``(1 - xi) X``), which needs ``r B <= X`` with ``r > 0``.
     """
-    if dtype is None:
-        for v in (lower, upper):
-            if hasattr(v, "dtype") and jnp.issubdtype(v.dtype, jnp.floating):
-                dtype = v.dtype
-                break
-    dtype = _default_dtype(dtype)
+    dtype = _float_dtype(dtype, lower, upper)
     if is_concrete(lower) and is_concrete(upper):
         lo = np.asarray(lower, dtype=np.float64)
         hi = np.asarray(upper, dtype=np.float64)
@@ -159,17 +144,8 @@ def outer_radius(domain: Domain) -> Array:
 
 
 def project(domain: Domain, x: Array, shrink: Array | float = 0.0) -> Array:
-    """Euclidean projection ``Pi_{(1 - shrink) X}[x]`` (Algorithm 1's update, Algorithm 3), by
-    ``optax.projections.projection_l2_ball`` / ``projection_box``.
-
-    ``(1 - shrink) X`` is the domain scaled about the origin: the ball of radius
-    ``(1 - shrink) R``, or the box ``[(1 - shrink) a, (1 - shrink) b]``.
-
-    Args:
-      domain: a :class:`Ball` or :class:`Box`.
-      x: point(s), shape ``(..., d)``.
-      shrink: the shrinkage ``xi`` in ``[0, 1)``.
-    """
+    """Euclidean projection of ``x`` (shape ``(..., d)``) onto ``(1 - shrink) X``, the domain
+    scaled about the origin (Algorithms 1 and 3), by ``optax.projections``."""
     if x.ndim > 1:
         return jax.vmap(lambda row: project(domain, row, shrink))(x)
     scale = 1.0 - jnp.asarray(shrink, x.dtype)
@@ -185,8 +161,7 @@ def contains(domain: Domain, x: Array, shrink: Array | float = 0.0, atol: float 
     scale = 1.0 - jnp.asarray(shrink, x.dtype)
     if isinstance(domain, Ball):
         return jnp.linalg.norm(x, axis=-1) <= scale * domain.radius + atol
-    lo = scale * domain.lower
-    hi = scale * domain.upper
+    lo, hi = scale * domain.lower, scale * domain.upper
     return jnp.all((x >= lo - atol) & (x <= hi + atol), axis=-1)
 
 
@@ -198,11 +173,8 @@ def max_abs_value_on(domain: Domain, direction: Array) -> Array:
 
 
 def linear_minimiser(domain: Domain, direction: Array) -> Array:
-    """``argmin_{x in X} <direction, x>`` (closed form; used for linear losses' comparators).
-
-    For the ball this is ``-R l / ||l||`` (the origin when ``l = 0``); for the box the corner
-    picked coordinatewise by the sign of ``l`` (the centre ``0`` on coordinates with ``l_i = 0``).
-    """
+    """``argmin_{x in X} <l, x>`` for ``l = direction``: ``-R l / ||l||`` on the ball, the corner
+    picked by the signs of ``l`` on the box (0 where ``l`` is 0)."""
     if isinstance(domain, Ball):
         nrm = jnp.linalg.norm(direction, axis=-1, keepdims=True)
         safe = jnp.where(nrm > 0, nrm, 1.0)

@@ -1,37 +1,31 @@
-"""Online ensembles for two-point BCO: dynamic regret (Algorithm 5) and universal regret
-(Algorithm 6).
+"""Online ensembles for two-point BCO: Algorithm 5 (dynamic regret) and Algorithm 6 (universal
+regret).
 
-Paper: BCO with gradient variation, Section 5, Appendix E.1 (eq. E.1-E.4, Lemma 15, Theorem 9,
-Algorithm 5) and Appendix E.2 (eq. E.6-E.9, Table 2, Theorem 10, Algorithm 6).
+Paper: BCO with gradient variation, Section 5; Appendix E.1 (eq. E.1-E.4, Lemma 15, Theorem 9)
+and Appendix E.2 (eq. E.6-E.9, Table 2, Theorem 10).
 
-Both are two-point learners of the shared protocol: ``query`` returns ``w_t +- delta e_{i_t}``
-around the combined decision ``w_t = sum_i p_{t,i} w_{t,i}``, the estimator of eq. (2.2) is
-computed once per round at ``w_t`` and shared, and base learners of one kind are stacked and
-updated by one ``vmap`` of :func:`bandits_jax.bco.two_point.oogd_step` (Algorithm 1's update).
+Both query ``w_t +- delta e_{i_t}`` around the combined decision ``w_t = sum_i p_{t,i} w_{t,i}``,
+compute the estimator of eq. (2.2) once per round at ``w_t`` and update each pool of base
+learners by one ``vmap`` of :func:`bandits_jax.bco.two_point.oogd_step` (Algorithm 1's update).
 
-* Algorithm 5: Algorithm-1 learners with the step pool (E.1) (:func:`theorem_step_pool`,
-  duplicates from the cap removed, errata 16), combined by Optimistic-Hedge
-  (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4) with their hints; Theorem 9's
-  ``gamma`` and ``C0``.
+* Algorithm 5: Algorithm-1 learners with the step pool (E.1) under Optimistic-Hedge
+  (:mod:`bandits_jax.bco.meta`) on the surrogate losses (E.4) and their hints.
 * Algorithm 6: Table 2's base learners (the strongly convex pool (E.6), a convex and a linear
-  learner, equal as printed: errata 17, ``cvx_offsets`` lets them differ) under
-  Optimistic-Adapt-ML-Prod with the hints (E.8). The hints need ``p_{t+1}``, which needs the
-  hints (errata 17): ``optimism="fixed_point"`` (default) solves the scalar consistency equation
+  learner, equal as printed: errata 17) under Optimistic-Adapt-ML-Prod with the hints (E.8). The
+  hints need ``p_{t+1}``, which needs the hints (errata 17): ``optimism="fixed_point"`` solves
   ``psi(u) = u - sum_j p_j(u) a_j = 0`` by :mod:`bandits_jax.linalg.roots`; ``"lagged"`` puts
   this round's weights on the new base iterates.
 * ``preset="practical"``: pool ``1e-3 * 2^k`` (``k < 10``), ``gamma`` and ``C0`` scaled by 0.01,
   meta scale 30 (the paper's values freeze the meta-weights).
 
-Failures: a round whose observations or new iterates are not finite keeps the state and sets
-``status = NONFINITE``; ``num_failures`` counts failed rounds
-(:func:`bandits_jax.status.is_failure`, a capped fixed-point solve included). ``init(hparams)``
-takes no key. Hyperparameter constructors broadcast array arguments into a grid (pools of
-different sizes raise ``ValueError``). Each surrogate, hint and the fixed point's bracket in
-full: ``docs/evidence.md``, "bco.ensembles".
+A round whose observations or new iterates are not finite keeps the state and sets ``status =
+NONFINITE``; ``num_failures`` counts failed rounds (a capped fixed-point solve included).
+Surrogates, hints and the fixed point's bracket: ``docs/evidence.md``, "bco.ensembles".
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -60,17 +54,13 @@ Array = jax.Array
 
 PRESETS = ("theorem", "practical")
 OPTIMISM_MODES = ("fixed_point", "lagged")
-
-# Practical presets (float64 prototype, confirmed by tests/bco/test_ensembles.py).
 PRACTICAL_POOL_BASE = 1e-3
 PRACTICAL_POOL_SIZE = 10
 PRACTICAL_DYNAMIC_META_FACTOR = 0.01  # multiplies Theorem 9's gamma and C0
 PRACTICAL_UNIVERSAL_META_SCALE = 30.0  # multiplies Algorithm 6's meta-loss normaliser
 
 
-# ---------------------------------------------------------------------------------------------
-# Shared pieces
-# ---------------------------------------------------------------------------------------------
+# --- shared pieces ---------------------------------------------------------------------------
 
 
 def _logs(d: int, horizon: float) -> tuple[float, float]:
@@ -83,13 +73,24 @@ def _check_preset(preset: str) -> None:
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
 
 
-def _radii(domain, d: int) -> tuple[float, float]:
+def _geometry(d: int, domain, horizon, smoothness) -> tuple[int, float, float, float, Any]:
+    """One grid point's validated ``(T, L, R, r, dtype)``."""
+    horizon = checks.check_horizon(horizon)
+    smoothness = float(checks.check_float("smoothness", smoothness, low_open=False, shape=()))
     dom.check_dim(domain, d)
-    return dom.concrete_radii(domain)
+    return horizon, smoothness, *dom.concrete_radii(domain), dom.dtype_of(domain)
 
 
 def _positive(name: str, value) -> float:
     return float(checks.check_float(name, value, shape=()))
+
+
+def _pool(name: str, values, size: str) -> np.ndarray:
+    """A validated non-empty ``(size,)`` pool of positive values."""
+    values = checks.check_float(name, values)
+    if values.ndim != 1 or values.shape[0] < 1:
+        raise ValueError(f"{name}: expected shape ({size},) with {size} >= 1, got {values.shape}")
+    return values
 
 
 def _scalars(dtype, *xs) -> list[Array]:
@@ -101,40 +102,29 @@ def _pool_zeros(shape: tuple[int, int], dtype, *names: str) -> dict[str, Array]:
     return {name: jnp.zeros(shape, dtype) for name in names}
 
 
-def _combine(weights: Array, base_w: Array) -> Array:
-    return weights @ base_w
-
-
 def _stacked_oogd(domain, xi, w_hat, g, hint, eta_t, eta_next):
     """One OOGD step for a stack of base learners: ``w_hat`` (N, d), steps (N,); ``g`` and
     ``hint`` are (d,) (shared by the stack) or (N, d)."""
     g, hint = jnp.broadcast_to(g, w_hat.shape), jnp.broadcast_to(hint, w_hat.shape)
-    return jax.vmap(lambda wh, gg, hh, e0, e1: oogd_step(domain, xi, wh, gg, hh, e0, e1))(
-        w_hat, g, hint, eta_t, eta_next
-    )
+    return jax.vmap(functools.partial(oogd_step, domain, xi))(w_hat, g, hint, eta_t, eta_next)
 
 
 def _pool_steps(kind: str, d: int, pool, sched, sched_next) -> tuple[Array, Array]:
     """``(eta_t, eta_{t+1})`` of schedule ``kind`` for every base learner of ``pool`` (its
     stacked schedule parameters)."""
-
-    def steps(params):
-        return sch.step_size(kind, d, params, sched), sch.step_size(kind, d, params, sched_next)
-
-    return jax.vmap(steps)(pool)
+    step = functools.partial(sch.step_size, kind, d)
+    return jax.vmap(lambda params: (step(params, sched), step(params, sched_next)))(pool)
 
 
-# ---------------------------------------------------------------------------------------------
-# Algorithm 5: dynamic regret
-# ---------------------------------------------------------------------------------------------
+# --- Algorithm 5: dynamic regret -------------------------------------------------------------
 
 
 def theorem_step_pool(d: int, horizon, smoothness=1.0, radius=1.0) -> np.ndarray:
-    """Step-size pool (E.1), duplicates from the cap removed (module docstring).
+    """Step-size pool (E.1) without the duplicates the cap makes (errata 16).
 
-    ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``; the cap
-    makes several entries equal (errata 16), so the pool keeps the entries below the cap and the
-    cap once if some entry reaches it. Both logs are floored at 1 (:func:`_logs`)."""
+    ``eta_i = min(1 / (20 L sqrt(d^3 log dT)), sqrt(R^2 / (d^3 T log d)) 2^{i-1})``: the pool
+    keeps the entries below the cap, and the cap once if some entry reaches it. Both logs are
+    floored at 1."""
     T = float(horizon)
     L = max(float(smoothness), 1.0)
     log_d, log_dT = _logs(d, T)
@@ -161,15 +151,9 @@ def theorem9_meta_constants(d: int, horizon, num_base: int, smoothness=1.0, radi
 
 
 class DynamicHyperparams(NamedTuple):
-    """Hyperparameters of Algorithm 5 (arrays; the pool size ``N`` is ``etas.shape[0]``).
-
-    Attributes:
-      domain: ``Ball`` or ``Box``.
-      delta, xi: exploration radius and shrinkage (``estimators.exploration``).
-      etas: (N,) fixed base step sizes.
-      gamma: the correction parameter of (E.4).
-      c0: Lemma 15's ``C0``.
-    """
+    """Hyperparameters of Algorithm 5 (arrays): the domain, ``delta`` and ``xi``
+    (``estimators.exploration``), the (N,) fixed base step sizes ``etas``, the correction
+    parameter ``gamma`` of (E.4) and Lemma 15's ``C0``."""
 
     domain: Any
     delta: Array
@@ -205,60 +189,26 @@ class DynamicState(NamedTuple):
     hparams: DynamicHyperparams
 
 
-def _dynamic_point(*, dim, domain, horizon, smoothness, preset, etas, gamma, c0, delta):
-    horizon = checks.check_horizon(horizon)
-    smoothness = float(checks.check_float("smoothness", smoothness, low_open=False, shape=()))
-    R, r = _radii(domain, dim)
-    dtype = dom.dtype_of(domain)
-    if etas is None:
-        etas = (
-            theorem_step_pool(dim, horizon, smoothness, R)
-            if preset == "theorem"
-            else (practical_step_pool())
-        )
-    etas = checks.check_float("etas", etas)
-    if etas.ndim != 1 or etas.shape[0] < 1:
-        raise ValueError(f"etas: expected shape (N,) with N >= 1, got {etas.shape}")
-    g_th, c_th = theorem9_meta_constants(dim, horizon, etas.shape[0], smoothness, R)
+def _dynamic_point(*, d, domain, horizon, smoothness, preset, etas, gamma, c0, delta):
+    horizon, smoothness, R, r, dtype = _geometry(d, domain, horizon, smoothness)
+    if etas is None and preset == "theorem":
+        etas = theorem_step_pool(d, horizon, smoothness, R)
+    elif etas is None:
+        etas = practical_step_pool()
+    etas = _pool("etas", etas, "N")
+    g_th, c_th = theorem9_meta_constants(d, horizon, etas.shape[0], smoothness, R)
     factor = 1.0 if preset == "theorem" else PRACTICAL_DYNAMIC_META_FACTOR
     gamma = factor * g_th if gamma is None else gamma
     c0 = factor * c_th if c0 is None else c0
     checks.check_float("gamma", gamma, low_open=False, shape=())
     _positive("c0", c0)
-    delta_v, xi_v = est.exploration(dim, horizon, smoothness, R, r, dtype, delta)
+    delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
     return DynamicHyperparams(domain, *_scalars(dtype, delta_v, xi_v, etas, gamma, c0))
 
 
-def _dynamic_hyperparams(
-    dim: int,
-    domain,
-    *,
-    horizon,
-    smoothness=1.0,
-    preset: str = "theorem",
-    etas=None,
-    gamma=None,
-    c0=None,
-    delta=None,
-) -> DynamicHyperparams:
-    """The builder behind ``dynamic_ensemble(dim=...).hyperparams`` (its docstring)."""
-    dim = checks.check_int("dim", dim)
-    _check_preset(preset)
-    gridded = dict(horizon=horizon, smoothness=smoothness, gamma=gamma, c0=c0, delta=delta)
-    return grid(_dynamic_point, gridded, dim=dim, domain=domain, preset=preset, etas=etas)
-
-
 def dynamic_ensemble(*, dim: int) -> Learner:
-    """Algorithm 5: gradient-variation dynamic regret with two-point feedback.
-
-    Args:
-      dim: dimension (static).
-
-    Returns:
-      A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon,
-      smoothness=1.0, preset="theorem", etas=None, gamma=None, c0=None, delta=None)`` builds its
-      hyperparameters (array arguments broadcast into grid axes).
-    """
+    """Algorithm 5: gradient-variation dynamic regret with two-point feedback, in dimension
+    ``dim`` (static)."""
     d = checks.check_int("dim", dim)
 
     def hyperparams(
@@ -272,34 +222,20 @@ def dynamic_ensemble(*, dim: int) -> Learner:
         c0=None,
         delta=None,
     ) -> DynamicHyperparams:
-        """Builds :class:`DynamicHyperparams` for this learner's ``dim``, with eager validation.
-
-        ``horizon``, ``smoothness``, ``gamma``, ``c0`` and ``delta`` may be arrays: they broadcast
-        into leading grid axes (module docstring).
+        """Builds :class:`DynamicHyperparams` for this learner's ``dim``, with eager validation
+        (``ValueError`` naming the argument); ``horizon``, ``smoothness``, ``gamma``, ``c0`` and
+        ``delta`` may be arrays, broadcast into leading grid axes.
 
         Args:
           domain: ``Ball`` or ``Box`` (its dtype is the run's dtype).
-          horizon: ``T`` (an int).
-          smoothness: ``L`` (``max(L, 1)`` is used).
           preset: ``"theorem"`` (pool E.1, Theorem 9's ``gamma, C0``) or ``"practical"`` (pool
             ``1e-3 * 2^k``, ``gamma, C0`` times 0.01).
           etas, gamma, c0: explicit values overriding the preset.
           delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
-
-        Raises:
-          ValueError: naming the argument.
         """
-        return _dynamic_hyperparams(
-            d,
-            domain,
-            horizon=horizon,
-            smoothness=smoothness,
-            preset=preset,
-            etas=etas,
-            gamma=gamma,
-            c0=c0,
-            delta=delta,
-        )
+        _check_preset(preset)
+        gridded = dict(horizon=horizon, smoothness=smoothness, gamma=gamma, c0=c0, delta=delta)
+        return grid(_dynamic_point, gridded, d=d, domain=domain, preset=preset, etas=etas)
 
     def init(hp: DynamicHyperparams) -> DynamicState:
         check_hparams(hp, DynamicHyperparams, d)
@@ -318,8 +254,7 @@ def dynamic_ensemble(*, dim: int) -> Learner:
 
         # Meta feedback of round t (E.4); m_t is stored in the Hedge state.
         move = jnp.sum((state.base_w - state.base_w_prev) ** 2, axis=-1)
-        losses = state.base_w @ g + hp.gamma * move
-        hedge = meta.optimistic_hedge_observe(state.meta, losses)
+        hedge = meta.optimistic_hedge_observe(state.meta, state.base_w @ g + hp.gamma * move)
 
         # Base learners: Algorithm 1 with fixed steps on the shared estimator.
         base_w_hat, base_w = _stacked_oogd(
@@ -328,7 +263,7 @@ def dynamic_ensemble(*, dim: int) -> Learner:
         move_next = jnp.sum((base_w - state.base_w) ** 2, axis=-1)
         hedge = meta.optimistic_hedge_predict(hedge, base_w @ g_tilde_next + hp.gamma * move_next)
         new = state._replace(
-            w=_combine(hedge.weights, base_w),
+            w=hedge.weights @ base_w,
             base_w=base_w,
             base_w_hat=base_w_hat,
             base_w_prev=state.base_w,
@@ -341,9 +276,7 @@ def dynamic_ensemble(*, dim: int) -> Learner:
     return from_query(init, query_coordinates, update, hyperparams, d)
 
 
-# ---------------------------------------------------------------------------------------------
-# Algorithm 6: universal regret
-# ---------------------------------------------------------------------------------------------
+# --- Algorithm 6: universal regret -----------------------------------------------------------
 
 
 def strongly_convex_pool(horizon) -> np.ndarray:
@@ -354,18 +287,11 @@ def strongly_convex_pool(horizon) -> np.ndarray:
 
 
 class UniversalHyperparams(NamedTuple):
-    """Hyperparameters of Algorithm 6 (arrays).
-
-    Attributes:
-      domain: ``Ball`` or ``Box``.
-      delta, xi: exploration radius and shrinkage.
-      sc: stacked :class:`bandits_jax.bco.schedules.ScheduleParams` of the strongly convex pool
-        (leading axis ``N_sc``; kind ``strongly_convex``, scale 4, ``lam = lambda_i``).
-      cvx: stacked schedule parameters of the convex and linear learners (leading axis 2; kind
-        ``convex``, scale 2, offset ``d^2`` each by default).
-      loss_scale: ``s = meta_scale / (2 sqrt(10) d G R)``.
-      lr_cap: E.9's cap (1/8).
-    """
+    """Hyperparameters of Algorithm 6 (arrays): the domain, ``delta``, ``xi``, the schedule
+    parameters of the strongly convex pool (``sc``: axis ``N_sc``, kind ``strongly_convex``,
+    scale 4, ``lam = lambda_i``) and of the convex and linear learners (``cvx``: axis 2, kind
+    ``convex``, scale 2, offset ``d^2`` by default), the meta-loss scale ``s = meta_scale / (2
+    sqrt(10) d G R)`` and E.9's ``lr_cap``."""
 
     domain: Any
     delta: Array
@@ -388,8 +314,8 @@ class UniversalState(NamedTuple):
       meta: :class:`bandits_jax.bco.meta.AdaptMLProdState` over the ``N_sc + 2`` learners (the
         strongly convex pool first, then convex, linear).
       fixed_point_steps: Newton steps of the last fixed-point solve (int32; 0 when lagged).
-      status, num_failures: last status (the fixed-point solve's, ``NONFINITE`` when the
-        finiteness guard rejected the round) and count of rounds whose status was a failure.
+      status, num_failures: the fixed-point solve's status (``NONFINITE`` for a rejected round)
+        and count of rounds whose status was a failure.
       hparams: :class:`UniversalHyperparams`.
     """
 
@@ -409,7 +335,7 @@ class UniversalState(NamedTuple):
 
 def _universal_point(
     *,
-    dim,
+    d,
     domain,
     horizon,
     lipschitz,
@@ -421,17 +347,9 @@ def _universal_point(
     lr_cap,
     delta,
 ):
-    d = dim
-    horizon = checks.check_horizon(horizon)
-    smoothness = float(checks.check_float("smoothness", smoothness, low_open=False, shape=()))
-    R, r = _radii(domain, d)
-    dtype = dom.dtype_of(domain)
+    horizon, smoothness, R, r, dtype = _geometry(d, domain, horizon, smoothness)
     G = _positive("lipschitz", lipschitz)
-    if lams is None:
-        lams = strongly_convex_pool(horizon)
-    lams = checks.check_float("lams", lams)
-    if lams.ndim != 1 or lams.shape[0] < 1:
-        raise ValueError(f"lams: expected shape (N_sc,) with N_sc >= 1, got {lams.shape}")
+    lams = _pool("lams", strongly_convex_pool(horizon) if lams is None else lams, "N_sc")
     if meta_scale is None:
         meta_scale = 1.0 if preset == "theorem" else PRACTICAL_UNIVERSAL_META_SCALE
     meta_scale = _positive("meta_scale", meta_scale)
@@ -442,170 +360,43 @@ def _universal_point(
         raise ValueError(f"cvx_offsets: expected 2 values, got shape {cvx_offsets.shape}")
     _positive("lr_cap", lr_cap)
     delta_v, xi_v = est.exploration(d, horizon, smoothness, R, r, dtype, delta)
-
-    def pool(kind, scale, lam, offset):
-        return sch.schedule_params(
-            kind,
-            d,
-            radius=R,
-            horizon=horizon,
-            lam=lam,
-            lipschitz=G,
-            scale=scale,
-            offset=offset,
-            dtype=dtype,
-        )
-
-    sc = checks.stack_trees([pool(sch.STRONGLY_CONVEX, 4.0, float(lam), None) for lam in lams])
-    cvx = checks.stack_trees([pool(sch.CONVEX, 2.0, None, float(off)) for off in cvx_offsets])
+    pool = functools.partial(
+        sch.schedule_params, d=d, radius=R, horizon=horizon, lipschitz=G, dtype=dtype
+    )
+    sc = checks.stack_trees([pool(sch.STRONGLY_CONVEX, lam=float(lam), scale=4.0) for lam in lams])
+    cvx = checks.stack_trees([pool(sch.CONVEX, scale=2.0, offset=float(o)) for o in cvx_offsets])
     loss_scale = meta_scale / (2.0 * math.sqrt(10.0) * d * G * R)
     return UniversalHyperparams(
         domain, *_scalars(dtype, delta_v, xi_v), sc, cvx, *_scalars(dtype, loss_scale, lr_cap)
     )
 
 
-def _universal_hyperparams(
-    dim: int,
-    domain,
-    *,
-    horizon,
-    lipschitz,
-    smoothness=1.0,
-    preset: str = "theorem",
-    lams=None,
-    meta_scale=None,
-    cvx_offsets=None,
-    lr_cap=0.125,
-    delta=None,
-) -> UniversalHyperparams:
-    """The builder behind ``universal_ensemble(dim=...).hyperparams`` (its docstring)."""
-    dim = checks.check_int("dim", dim)
-    _check_preset(preset)
-    gridded = dict(
-        horizon=horizon,
-        lipschitz=lipschitz,
-        smoothness=smoothness,
-        meta_scale=meta_scale,
-        lr_cap=lr_cap,
-        delta=delta,
-    )
-    fixed = dict(dim=dim, domain=domain, preset=preset, lams=lams, cvx_offsets=cvx_offsets)
-    return grid(_universal_point, gridded, **fixed)
-
-
-def _solve_optimism(meta_state, a, num_sc: int, *, max_steps: int):
-    """Solves ``psi(u) = u - sum_j p_j(u) a_j = 0`` (module docstring); returns ``(m, result)``."""
-    dtype = a.dtype
-    is_cvx = jnp.arange(a.shape[0]) >= num_sc
+def _universal_hints(weights, prod, a, n_sc: int, optimism: str, max_steps: int):
+    """The meta-hints of round ``t+1`` (E.8): ``u - a_i`` for the convex and linear learners and
+    0 for the strongly convex pool, with ``u = <p_t, a>`` (``"lagged"``, ``weights = p_t``) or
+    the root of ``psi(u) = u - sum_j p_j(u) a_j`` (``"fixed_point"``, ``prod`` giving
+    ``p_{t+1}(u)``). Returns ``(hints, status, newton_steps)``."""
+    is_cvx = jnp.arange(a.shape[0]) >= n_sc
 
     def hints(u):
         return jnp.where(is_cvx, u - a, 0.0)
 
+    if optimism == "lagged":
+        return hints(weights @ a), jnp.asarray(CONVERGED, jnp.int32), jnp.zeros((), jnp.int32)
+
     def psi(u):
-        return u - meta.adapt_ml_prod_weights(meta_state, hints(u)) @ a
+        return u - meta.adapt_ml_prod_weights(prod, hints(u)) @ a
 
     def fn(u):
         return jax.jvp(psi, (u,), (jnp.ones_like(u),))
 
     lo, hi = jnp.min(a), jnp.max(a)
-    eps = jnp.finfo(dtype).eps
-    scale = 1.0 + jnp.max(jnp.abs(a))
+    eps = jnp.finfo(a.dtype).eps
+    ftol = 4 * eps * (1.0 + jnp.max(jnp.abs(a)))
     res = bracketed_newton(
-        fn, lo, hi, 0.5 * (lo + hi), max_steps=max_steps, ftol=4 * eps * scale, xtol=4 * eps
+        fn, lo, hi, 0.5 * (lo + hi), max_steps=max_steps, ftol=ftol, xtol=4 * eps
     )
-    return hints(res.x), res
-
-
-def _universal_init(hp: UniversalHyperparams, d: int) -> UniversalState:
-    """Algorithm 6's start: every base learner and ``w_1`` at 0, uniform meta-weights.
-
-    Raises:
-      ValueError: ``hp`` is not :class:`UniversalHyperparams` for dimension ``d``.
-    """
-    check_hparams(hp, UniversalHyperparams, d)
-    dtype = hp.delta.dtype
-    n_sc, n_cvx = hp.sc.lam.shape[0], hp.cvx.lam.shape[0]
-    own = dict(
-        **_pool_zeros((n_sc, d), dtype, "sc_w", "sc_w_hat"),
-        **_pool_zeros((n_cvx, d), dtype, "cvx_w", "cvx_w_hat"),
-        sched=sch.init_schedule(dtype),
-        meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
-        fixed_point_steps=jnp.zeros((), jnp.int32),
-    )
-    return start(UniversalState, hp, d, "w", "g_tilde", **own)
-
-
-def _universal_base_steps(state: UniversalState, d: int, g, g_tilde_next, sched_next):
-    """One OOGD step of every base learner (Table 2); returns
-    ``(sc_w_hat, sc_w, cvx_w_hat, cvx_w)``."""
-    hp = state.hparams
-    # Strongly convex pool on h^sc (Table 2): gradient and hint at the base decision.
-    eta_sc, eta_sc_next = _pool_steps(sch.STRONGLY_CONVEX, d, hp.sc, state.sched, sched_next)
-    pull = 0.5 * hp.sc.lam[:, None] * (state.sc_w - state.w)
-    sc_w_hat, sc_w = _stacked_oogd(
-        hp.domain, hp.xi, state.sc_w_hat, g + pull, g_tilde_next + pull, eta_sc, eta_sc_next
-    )
-
-    # Convex and linear learners on <g_t, x>.
-    eta_cv, eta_cv_next = _pool_steps(sch.CONVEX, d, hp.cvx, state.sched, sched_next)
-    cvx_w_hat, cvx_w = _stacked_oogd(
-        hp.domain, hp.xi, state.cvx_w_hat, g, g_tilde_next, eta_cv, eta_cv_next
-    )
-    return sc_w_hat, sc_w, cvx_w_hat, cvx_w
-
-
-def _universal_hints(state: UniversalState, prod, a, n_sc: int, optimism: str, steps: int):
-    """The meta-hints of round ``t+1`` (E.8) for the optimism mode; returns
-    ``(hints, status, newton_steps)`` (``CONVERGED`` and 0 steps when lagged)."""
-    if optimism == "fixed_point":
-        hints, res = _solve_optimism(prod, a, n_sc, max_steps=steps)
-        return hints, res.status, res.steps
-    u = state.meta.weights @ a
-    hints = jnp.where(jnp.arange(a.shape[0]) >= n_sc, u - a, 0.0)
-    return hints, jnp.asarray(CONVERGED, jnp.int32), jnp.zeros((), jnp.int32)
-
-
-def _universal_update(
-    state: UniversalState,
-    aux: CoordAux,
-    values: Array,
-    d: int,
-    optimism: str,
-    fixed_point_steps: int,
-) -> UniversalState:
-    """The update step: shared estimator, meta feedback, base steps, hints and ``p_{t+1}``."""
-    hp = state.hparams
-    n_sc = state.sc_w.shape[0]
-    g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
-    sched_next = sch.advance(state.sched, err_sq)
-
-    # Meta feedback of round t: r_{t,i} = s <g_t, w_t - w_{t,i}> (m_t is in the state).
-    base_w = jnp.concatenate([state.sc_w, state.cvx_w])
-    regrets = hp.loss_scale * ((state.w - base_w) @ g)
-    prod = meta.adapt_ml_prod_observe(state.meta, regrets)
-
-    sc_w_hat, sc_w, cvx_w_hat, cvx_w = _universal_base_steps(state, d, g, g_tilde_next, sched_next)
-
-    # Hints for round t+1 (E.8) and p_{t+1}.
-    base_w_next = jnp.concatenate([sc_w, cvx_w])
-    a = hp.loss_scale * (base_w_next @ g_tilde_next)
-    hints, fp_status, fp_steps = _universal_hints(state, prod, a, n_sc, optimism, fixed_point_steps)
-    prod = meta.adapt_ml_prod_predict(prod, hints)
-    w_next = _combine(prod.weights, base_w_next)
-
-    new = state._replace(
-        w=w_next,
-        sc_w=sc_w,
-        sc_w_hat=sc_w_hat,
-        cvx_w=cvx_w,
-        cvx_w_hat=cvx_w_hat,
-        g_tilde=g_tilde_next,
-        sched=sched_next,
-        meta=prod,
-        fixed_point_steps=fp_steps,
-    )
-    ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
-    return accept(state, new, ok, fp_status)
+    return hints(res.x), res.status, res.steps
 
 
 def universal_ensemble(
@@ -618,12 +409,6 @@ def universal_ensemble(
       optimism: ``"fixed_point"`` (solve E.8's hint consistently with ``p_{t+1}``) or
         ``"lagged"`` (module docstring).
       fixed_point_steps: iteration cap of the fixed-point solve (static).
-
-    Returns:
-      A :class:`bandits_jax.learner_base.Learner`; ``hyperparams(domain, *, horizon, lipschitz,
-      smoothness=1.0, preset="theorem", lams=None, meta_scale=None, cvx_offsets=None,
-      lr_cap=0.125, delta=None)`` builds its hyperparameters (array arguments broadcast into grid
-      axes).
     """
     d = checks.check_int("dim", dim)
     if optimism not in OPTIMISM_MODES:
@@ -643,16 +428,12 @@ def universal_ensemble(
         lr_cap=0.125,
         delta=None,
     ) -> UniversalHyperparams:
-        """Builds :class:`UniversalHyperparams` for this learner's ``dim``, with eager validation.
-
-        ``horizon``, ``lipschitz``, ``smoothness``, ``meta_scale``, ``lr_cap`` and ``delta`` may be
-        arrays: they broadcast into leading grid axes (module docstring).
+        """Builds :class:`UniversalHyperparams` for this learner's ``dim``, with eager validation
+        (``ValueError`` naming the argument); ``horizon``, ``lipschitz``, ``smoothness``,
+        ``meta_scale``, ``lr_cap`` and ``delta`` may be arrays, broadcast into leading grid axes.
 
         Args:
-          domain: ``Ball`` or ``Box``.
-          horizon: ``T`` (an int).
           lipschitz: ``G`` (enters the meta-loss normaliser).
-          smoothness: ``L`` (``max(L, 1)`` is used for ``delta``).
           preset: ``"theorem"`` (``meta_scale = 1``) or ``"practical"`` (``meta_scale = 30``).
           lams: the strongly convex pool (default E.6).
           meta_scale: explicit meta-loss multiplier overriding the preset.
@@ -660,44 +441,72 @@ def universal_ensemble(
             ``(d^2, d^2)``, Table 2).
           lr_cap: E.9's cap.
           delta: exploration radius (default: Lemma 6's, raised to the dtype floor).
-
-        Raises:
-          ValueError: naming the argument.
         """
-        return _universal_hyperparams(
-            d,
-            domain,
+        _check_preset(preset)
+        gridded = dict(
             horizon=horizon,
             lipschitz=lipschitz,
             smoothness=smoothness,
-            preset=preset,
-            lams=lams,
             meta_scale=meta_scale,
-            cvx_offsets=cvx_offsets,
             lr_cap=lr_cap,
             delta=delta,
         )
+        fixed = dict(d=d, domain=domain, preset=preset, lams=lams, cvx_offsets=cvx_offsets)
+        return grid(_universal_point, gridded, **fixed)
 
     def init(hp: UniversalHyperparams) -> UniversalState:
-        return _universal_init(hp, d)
+        check_hparams(hp, UniversalHyperparams, d)
+        dtype = hp.delta.dtype
+        n_sc, n_cvx = hp.sc.lam.shape[0], hp.cvx.lam.shape[0]
+        own = dict(
+            **_pool_zeros((n_sc, d), dtype, "sc_w", "sc_w_hat"),
+            **_pool_zeros((n_cvx, d), dtype, "cvx_w", "cvx_w_hat"),
+            sched=sch.init_schedule(dtype),
+            meta=meta.adapt_ml_prod_init(n_sc + n_cvx, lr_cap=hp.lr_cap, dtype=dtype),
+            fixed_point_steps=jnp.zeros((), jnp.int32),
+        )
+        return start(UniversalState, hp, d, "w", "g_tilde", **own)
 
     def update(state: UniversalState, aux: CoordAux, values: Array) -> UniversalState:
-        return _universal_update(state, aux, values, d, optimism, fixed_point_steps)
+        hp = state.hparams
+        g, g_tilde_next, err_sq = coordinate_feedback(state.g_tilde, aux, values)
+        sched_next = sch.advance(state.sched, err_sq)
+
+        # Meta feedback of round t: r_{t,i} = s <g_t, w_t - w_{t,i}> (m_t is in the state).
+        base_w = jnp.concatenate([state.sc_w, state.cvx_w])
+        prod = meta.adapt_ml_prod_observe(state.meta, hp.loss_scale * ((state.w - base_w) @ g))
+
+        # Base learners (Table 2): the strongly convex pool on h^sc (gradient and hint at the
+        # base decision), the convex and linear learners on <g_t, x>.
+        eta_sc = _pool_steps(sch.STRONGLY_CONVEX, d, hp.sc, state.sched, sched_next)
+        pull = 0.5 * hp.sc.lam[:, None] * (state.sc_w - state.w)
+        sc_w_hat, sc_w = _stacked_oogd(
+            hp.domain, hp.xi, state.sc_w_hat, g + pull, g_tilde_next + pull, *eta_sc
+        )
+        eta_cvx = _pool_steps(sch.CONVEX, d, hp.cvx, state.sched, sched_next)
+        cvx_w_hat, cvx_w = _stacked_oogd(
+            hp.domain, hp.xi, state.cvx_w_hat, g, g_tilde_next, *eta_cvx
+        )
+
+        # Hints for round t+1 (E.8) and p_{t+1}.
+        base_w_next = jnp.concatenate([sc_w, cvx_w])
+        a = hp.loss_scale * (base_w_next @ g_tilde_next)
+        hints, fp_status, fp_steps = _universal_hints(
+            state.meta.weights, prod, a, state.sc_w.shape[0], optimism, fixed_point_steps
+        )
+        prod = meta.adapt_ml_prod_predict(prod, hints)
+        new = state._replace(
+            w=prod.weights @ base_w_next,
+            sc_w=sc_w,
+            sc_w_hat=sc_w_hat,
+            cvx_w=cvx_w,
+            cvx_w_hat=cvx_w_hat,
+            g_tilde=g_tilde_next,
+            sched=sched_next,
+            meta=prod,
+            fixed_point_steps=fp_steps,
+        )
+        ok = all_finite(values, err_sq, base_w_next, prod.weights, prod.log_potential)
+        return accept(state, new, ok, fp_status)
 
     return from_query(init, query_coordinates, update, hyperparams, d)
-
-
-__all__ = [
-    "DynamicHyperparams",
-    "DynamicState",
-    "OPTIMISM_MODES",
-    "PRESETS",
-    "UniversalHyperparams",
-    "UniversalState",
-    "dynamic_ensemble",
-    "practical_step_pool",
-    "strongly_convex_pool",
-    "theorem9_meta_constants",
-    "theorem_step_pool",
-    "universal_ensemble",
-]

@@ -8,25 +8,12 @@ Coordinate estimator (eq. 2.2, Chiang et al. 2013): with ``i_t`` uniform on ``[d
     g_t        = d (v_t - g~_{t,i_t}) e_{i_t} + g~_t,
     g~_{t+1}   =   (v_t - g~_{t,i_t}) e_{i_t} + g~_t,
 
-so ``g_t - g~_t`` and ``g~_{t+1} - g~_t`` are supported on coordinate ``i_t`` only, and ``g~``
-holds the latest directional-derivative estimate of every coordinate (Lemma 6 (i)).
-
-Sphere estimator (Algorithm 3): ``g_t = d / (2 delta) (f_t(w + delta u) - f_t(w - delta u)) u``
-with ``u`` uniform on the unit sphere.
-
-Numerics. The divisor is the *realised* spacing of the two queries (``x_+ - x_-`` along the probed
-direction, i.e. ``2 delta`` up to the rounding of ``w +- delta e``), which removes one rounding
-error of size ``eps |w| / delta``. The paper's ``delta = 1/(2 d^2 L T R)`` is ~1e-7..1e-8
-(errata 12): in float32 the central difference is then dominated by the rounding of the loss
-values. :func:`exploration` therefore raises ``delta`` to the dtype-aware floor
-``delta_min = R * sqrt(eps(dtype))`` (the classical optimal finite-difference spacing; float32:
-``3.5e-4 R``, float64: ``1.5e-8 R``). The rounding error of ``v`` is then ``<~ eps |f| / delta =
-sqrt(eps) |f| / R`` (float32: ``3.5e-4 |f| / R``, small next to ``G`` unless the loss carries a huge
-constant offset) and the smoothing bias ``L delta / 2`` (eq. A.2) is ``<= sqrt(eps) L R / 2``. In
-float64 the floor only binds when ``2 d^2 L T R > 6.7e7`` (e.g. ``d = 80, T = 1e4``), where it at
-most doubles ``delta`` -- immaterial for the regret (the ``delta`` terms are ``O(1)``).
-Linear losses have ``L = 0``; the paper's "WLOG ``L >= 1``" convention
-(errata 13) is applied (``L <- max(L, 1)``).
+so ``g~`` holds the latest directional-derivative estimate of every coordinate (Lemma 6 (i)).
+Sphere estimator: ``g_t = d / (2 delta) (f_t(w + delta u) - f_t(w - delta u)) u``, ``u`` uniform
+on the unit sphere. Both divide by the *realised* spacing of the two queries. The paper's
+``delta`` is far below float32's resolution (errata 12), so :func:`exploration` raises it to
+``R sqrt(eps(dtype))``, the classical optimal finite-difference spacing (``docs/bco.md``,
+"Numerics"); linear losses get the paper's ``L >= 1`` convention (errata 13).
 """
 
 from __future__ import annotations
@@ -38,17 +25,12 @@ import jax.numpy as jnp
 
 Array = jax.Array
 
-# ---------------------------------------------------------------------------------------------
-# Exploration radius and shrinkage (Algorithm 1, Lemma 6; Algorithm 3, Theorem 8)
-# ---------------------------------------------------------------------------------------------
+# --- exploration radius and shrinkage (Algorithm 1, Lemma 6; Algorithm 3, Theorem 8) ---------
 
 
 def theorem_delta(d: int, horizon, smoothness, radius) -> float:
-    """``delta = 1 / (2 d^2 L T R)`` of Algorithm 1 / Lemma 6 with ``L <- max(L, 1)``.
-
-    Algorithm 3 (Theorem 8) uses ``1 / (2 d^2 T R)``, i.e. the same formula with ``L = 1``.
-    Works on Python/numpy scalars (it is evaluated eagerly when hyperparameters are built).
-    """
+    """``delta = 1 / (2 d^2 L T R)`` of Algorithm 1 / Lemma 6 with ``L <- max(L, 1)`` (Python
+    floats; Algorithm 3's ``1 / (2 d^2 T R)`` is the case ``L = 1``)."""
     L = max(float(smoothness), 1.0)
     return 1.0 / (2.0 * d * d * L * float(horizon) * float(radius))
 
@@ -60,31 +42,13 @@ def delta_floor(dtype, radius) -> float:
 
 
 def exploration(
-    d: int,
-    horizon,
-    smoothness,
-    outer_radius,
-    inner_radius,
-    dtype,
-    delta=None,
+    d: int, horizon, smoothness, outer_radius, inner_radius, dtype, delta=None
 ) -> tuple[float, float]:
-    """Returns ``(delta, xi)`` for Algorithms 1/3: the theorem's ``delta`` raised to the floor.
-
-    Args:
-      d: dimension.
-      horizon: ``T``.
-      smoothness: ``L`` (``max(L, 1)`` is used).
-      outer_radius: ``R``.
-      inner_radius: ``r``.
-      dtype: the floating dtype of the run (sets the floor).
-      delta: an explicit exploration radius; ``None`` uses the theorem's value. Either way the
-        result is ``max(delta, delta_floor(dtype, R))``.
-
-    Returns:
-      ``delta`` and ``xi = delta / r``.
+    """``(delta, xi = delta / r)`` for Algorithms 1/3: ``delta`` (default :func:`theorem_delta`)
+    raised to :func:`delta_floor` of the run's ``dtype``.
 
     Raises:
-      ValueError: if ``delta >= r`` (the shrunk domain would be empty) or not positive.
+      ValueError: naming ``delta`` if it is not positive or ``delta >= r`` (empty shrunk domain).
     """
     if delta is None:
         delta = theorem_delta(d, horizon, smoothness, outer_radius)
@@ -98,9 +62,7 @@ def exploration(
     return delta, delta / r
 
 
-# ---------------------------------------------------------------------------------------------
-# Coordinate estimator with optimism (eq. 2.2)
-# ---------------------------------------------------------------------------------------------
+# --- Coordinate estimator with optimism (eq. 2.2) ------------------------------------------------
 
 
 def sample_coordinate(key: Array, d: int) -> Array:
@@ -145,9 +107,7 @@ def coordinate_error_sq(g_tilde: Array, i: Array, v: Array) -> Array:
     return (d * (v - g_tilde[i])) ** 2
 
 
-# ---------------------------------------------------------------------------------------------
-# Sphere estimator (Algorithm 3)
-# ---------------------------------------------------------------------------------------------
+# --- Sphere estimator (Algorithm 3) --------------------------------------------------------------
 
 
 def sample_sphere(key: Array, d: int, dtype) -> Array:

@@ -1,20 +1,15 @@
 """Meta-learners of the online ensembles: Optimistic-Hedge and Optimistic-Adapt-ML-Prod.
 
-Paper: BCO with gradient variation, Appendix E.1 (eq. E.3, Lemma 15; used by Algorithm 5) and
-Appendix E.2 (eq. E.7-E.9, Lemma 20; used by Algorithm 6).
+Paper: BCO with gradient variation, Appendix E.1 (eq. E.3, Lemma 15; Algorithm 5) and Appendix
+E.2 (eq. E.7-E.9, Lemma 20; Algorithm 6).
 
-Both are split into two pure functions so that an ensemble can compute the optimism of the next
-round from the weights it is about to output (Algorithm 6's fixed point):
+Each is split for Algorithm 6's fixed point: ``observe(state, feedback)`` folds in round ``t``'s
+feedback with the stored optimism ``m_t``; ``predict(state, m_{t+1})`` stores ``p_{t+1}`` and
+``m_{t+1}``; ``*_weights(state, m)`` is the same map without storing anything.
 
-* ``observe(state, feedback)`` folds in round ``t``'s feedback, using the optimism ``m_t`` kept in
-  the state (the one that produced ``p_t``);
-* ``predict(state, m_{t+1})`` returns the state with ``p_{t+1}`` and ``m_{t+1}`` stored;
-  ``*_weights(state, m)`` is the same map without storing anything.
-
-Optimistic-Hedge (E.3): ``p_{t+1} ∝ exp(-eps_t (L_t + m_{t+1}))`` with ``L_t = sum_{s<=t} l_s`` and
-Lemma 15's ``eps_t = sqrt(ln N / (C0^2 + sum_{s<=t} ||l_s - m_s||_inf^2))``. (Theorem 9 sums to
-``t - 1``; errata 16. Lemma 15's form is used: round ``t``'s error is known when ``p_{t+1}`` is
-formed.) ``N = 1`` gives ``eps = 0`` and ``p = 1``.
+Optimistic-Hedge (E.3): ``p_{t+1} ∝ exp(-eps_t (L_t + m_{t+1}))``, ``L_t = sum_{s<=t} l_s``, with
+Lemma 15's ``eps_t = sqrt(ln N / (C0^2 + sum_{s<=t} ||l_s - m_s||_inf^2))`` (Theorem 9 sums to
+``t - 1``; errata 16). ``N = 1`` gives ``eps = 0`` and ``p = 1``.
 
 Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety:
 
@@ -22,10 +17,8 @@ Optimistic-Adapt-ML-Prod (E.7-E.9), in log potentials ``log W`` for range safety
     p_{t+1}   ∝ eps_t exp(eps_t m_{t+1}) W_t,
     eps_t     = min(1/8, sqrt(log N / sum_{s<=t} (r_s - m_s)^2)).
 
-E.9 divides by zero before any error has accrued (``t = 0``, or while every ``r_s = m_s``): we take
-the limit ``sqrt(log N / 0) = +inf``, i.e. ``eps = 1/8`` (errata 17), written with ``jnp.where``
-so that no ``inf``/``nan`` is ever formed. ``N >= 2`` is required (``log 1 = 0`` would give
-``eps = 0`` and ``0/0`` in the exponent ratio).
+E.9 divides by zero before any error has accrued; its limit ``eps = 1/8`` is used (errata 17),
+written with ``jnp.where`` so that no ``inf``/``nan`` is formed. ``N >= 2`` is required.
 """
 
 from __future__ import annotations
@@ -41,31 +34,32 @@ from bandits_jax import checks
 Array = jax.Array
 
 
-def _check_num_experts(num_experts, minimum: int) -> None:
-    checks.check_int("num_experts", num_experts, minimum)
-
-
-def _start(num_experts, minimum: int, name: str, value, dtype) -> tuple[Array, Array, Array]:
+def _start(num_experts, minimum: int, name: str, value, dtype) -> tuple[Array, dict]:
     """The start shared by both meta-learners: checks ``num_experts >= minimum`` and the positive
-    scalar hyperparameter ``name`` and returns it as an array of ``dtype`` (default: its own
-    dtype if floating, else JAX's default float) with uniform ``p_1`` and ``m_1 = 0``."""
-    _check_num_experts(num_experts, minimum)
+    scalar hyperparameter ``name``; returns it as an array of ``dtype`` (default: its own dtype
+    if floating, else JAX's default float) and the fields ``p_1`` (uniform), ``m_1``, ``t``."""
+    checks.check_int("num_experts", num_experts, minimum)
     if dtype is None:
         dtype = jnp.result_type(float, value)
     value = jnp.asarray(value, dtype)
     checks.check_float(name, value, shape=())
-    weights = jnp.full((num_experts,), 1.0 / num_experts, dtype)
-    return checks.fresh(value), weights, jnp.zeros((num_experts,), dtype)
+    return checks.fresh(value), dict(
+        weights=jnp.full((num_experts,), 1.0 / num_experts, dtype),
+        optimism=jnp.zeros((num_experts,), dtype),
+        t=jnp.zeros((), jnp.int32),
+    )
 
 
-def _check_vector(name: str, x: Array, n: int) -> None:
+def _vector(name: str, x, state) -> Array:
+    """``x`` as an ``(N,)`` array of the state's dtype (``N`` experts), checked eagerly."""
+    x = jnp.asarray(x, state.optimism.dtype)
+    n = state.weights.shape[0]
     if x.shape != (n,):
         raise ValueError(f"{name}: expected shape ({n},), got {x.shape}")
+    return x
 
 
-# ---------------------------------------------------------------------------------------------
-# Optimistic-Hedge (E.3, Lemma 15)
-# ---------------------------------------------------------------------------------------------
+# --- Optimistic-Hedge (E.3, Lemma 15) --------------------------------------------------------
 
 
 class OptimisticHedgeState(NamedTuple):
@@ -96,34 +90,24 @@ def hedge_learning_rate(num_experts: int, c0: Array, err_sq_sum: Array) -> Array
 
 
 def optimistic_hedge_init(num_experts: int, c0, *, dtype=None) -> OptimisticHedgeState:
-    """Uniform ``p_1`` with ``m_1 = 0``.
-
-    Args:
-      num_experts: ``N >= 1`` (static).
-      c0: ``C0 > 0`` (Theorem 9: ``16 R^2 L sqrt(d^3 log(dT) ln N)``).
-      dtype: float dtype (default: that of ``c0`` if floating, else JAX's default float).
-
-    Raises:
-      ValueError: naming ``num_experts`` or ``c0``.
+    """Uniform ``p_1`` with ``m_1 = 0`` over ``N = num_experts >= 1`` experts (static), with
+    ``C0 = c0 > 0`` (Theorem 9: ``16 R^2 L sqrt(d^3 log(dT) ln N)``); ``dtype`` defaults to that
+    of ``c0`` if floating, else JAX's default float. Raises ``ValueError`` naming the argument.
     """
-    c0, weights, optimism = _start(num_experts, 1, "c0", c0, dtype)
+    c0, common = _start(num_experts, 1, "c0", c0, dtype)
     zero = jnp.zeros((), c0.dtype)
     return OptimisticHedgeState(
-        weights=weights,
-        optimism=optimism,
+        **common,
         cum_loss=jnp.zeros((num_experts,), c0.dtype),
         err_sq_sum=zero,
         lr=hedge_learning_rate(num_experts, c0, zero),
         c0=c0,
-        t=jnp.zeros((), jnp.int32),
     )
 
 
 def optimistic_hedge_observe(state: OptimisticHedgeState, losses: Array) -> OptimisticHedgeState:
     """Folds in ``l_t`` (N,): ``L_t = L_{t-1} + l_t`` and the error ``||l_t - m_t||_inf^2``."""
-    n = state.weights.shape[0]
-    losses = jnp.asarray(losses, state.cum_loss.dtype)
-    _check_vector("losses", losses, n)
+    losses = _vector("losses", losses, state)
     err = jnp.max(jnp.abs(losses - state.optimism)) ** 2
     return state._replace(
         cum_loss=state.cum_loss + losses, err_sq_sum=state.err_sq_sum + err, t=state.t + 1
@@ -139,9 +123,7 @@ def optimistic_hedge_weights(state: OptimisticHedgeState, optimism: Array) -> tu
 
 def optimistic_hedge_predict(state: OptimisticHedgeState, optimism: Array) -> OptimisticHedgeState:
     """Stores ``p_{t+1}`` (E.3) and ``m_{t+1}``."""
-    n = state.weights.shape[0]
-    optimism = jnp.asarray(optimism, state.cum_loss.dtype)
-    _check_vector("optimism", optimism, n)
+    optimism = _vector("optimism", optimism, state)
     p, lr = optimistic_hedge_weights(state, optimism)
     return state._replace(weights=p, optimism=optimism, lr=lr)
 
@@ -153,9 +135,7 @@ def optimistic_hedge_update(
     return optimistic_hedge_predict(optimistic_hedge_observe(state, losses), next_optimism)
 
 
-# ---------------------------------------------------------------------------------------------
-# Optimistic-Adapt-ML-Prod (E.7-E.9, Lemma 20)
-# ---------------------------------------------------------------------------------------------
+# --- Optimistic-Adapt-ML-Prod (E.7-E.9, Lemma 20) --------------------------------------------
 
 
 class AdaptMLProdState(NamedTuple):
@@ -188,26 +168,17 @@ def adapt_ml_prod_learning_rate(num_experts: int, lr_cap: Array, err_sq_sum: Arr
 
 
 def adapt_ml_prod_init(num_experts: int, *, lr_cap=0.125, dtype=None) -> AdaptMLProdState:
-    """``W_0 = 1/N``, ``m_1 = 0``, hence uniform ``p_1``.
-
-    Args:
-      num_experts: ``N >= 2`` (static).
-      lr_cap: the cap of E.9 (``1/8`` in the paper; Lemma 20 needs ``<= 1/8``). Any positive
-        value is accepted.
-      dtype: float dtype.
-
-    Raises:
-      ValueError: naming ``num_experts`` or ``lr_cap``.
+    """``W_0 = 1/N``, ``m_1 = 0``, hence uniform ``p_1``, over ``N = num_experts >= 2`` experts
+    (static); ``lr_cap`` is E.9's cap (``1/8`` in the paper, which Lemma 20 needs; any positive
+    value is accepted). Raises ``ValueError`` naming the argument.
     """
-    cap, weights, optimism = _start(num_experts, 2, "lr_cap", lr_cap, dtype)
+    cap, common = _start(num_experts, 2, "lr_cap", lr_cap, dtype)
     return AdaptMLProdState(
-        weights=weights,
-        optimism=optimism,
+        **common,
         log_potential=jnp.full((num_experts,), -math.log(num_experts), cap.dtype),
         lr=jnp.full((num_experts,), cap),
         err_sq_sum=jnp.zeros((num_experts,), cap.dtype),
         lr_cap=cap,
-        t=jnp.zeros((), jnp.int32),
     )
 
 
@@ -218,13 +189,11 @@ def instantaneous_regret(weights: Array, losses: Array) -> Array:
 
 def adapt_ml_prod_observe(state: AdaptMLProdState, regrets: Array) -> AdaptMLProdState:
     """Folds in ``r_t`` (N,) with the stored ``m_t``: E.9's ``eps_t`` and E.7's ``W_t``."""
-    n = state.weights.shape[0]
-    r = jnp.asarray(regrets, state.log_potential.dtype)
-    _check_vector("regrets", r, n)
+    r = _vector("regrets", regrets, state)
     err = (r - state.optimism) ** 2
     err_sq_sum = state.err_sq_sum + err
     lr_prev = state.lr
-    lr = adapt_ml_prod_learning_rate(n, state.lr_cap, err_sq_sum)
+    lr = adapt_ml_prod_learning_rate(r.shape[0], state.lr_cap, err_sq_sum)
     log_w = (lr / lr_prev) * (state.log_potential + lr_prev * r - lr_prev**2 * err)
     return state._replace(log_potential=log_w, lr=lr, err_sq_sum=err_sq_sum, t=state.t + 1)
 
@@ -236,9 +205,7 @@ def adapt_ml_prod_weights(state: AdaptMLProdState, optimism: Array) -> Array:
 
 def adapt_ml_prod_predict(state: AdaptMLProdState, optimism: Array) -> AdaptMLProdState:
     """Stores ``p_{t+1}`` (E.7) and ``m_{t+1}``."""
-    n = state.weights.shape[0]
-    optimism = jnp.asarray(optimism, state.log_potential.dtype)
-    _check_vector("optimism", optimism, n)
+    optimism = _vector("optimism", optimism, state)
     return state._replace(weights=adapt_ml_prod_weights(state, optimism), optimism=optimism)
 
 
@@ -247,22 +214,3 @@ def adapt_ml_prod_update(
 ) -> AdaptMLProdState:
     """``predict(observe(state, r_t), m_{t+1})``."""
     return adapt_ml_prod_predict(adapt_ml_prod_observe(state, regrets), next_optimism)
-
-
-__all__ = [
-    "AdaptMLProdState",
-    "OptimisticHedgeState",
-    "adapt_ml_prod_init",
-    "adapt_ml_prod_learning_rate",
-    "adapt_ml_prod_observe",
-    "adapt_ml_prod_predict",
-    "adapt_ml_prod_update",
-    "adapt_ml_prod_weights",
-    "hedge_learning_rate",
-    "instantaneous_regret",
-    "optimistic_hedge_init",
-    "optimistic_hedge_observe",
-    "optimistic_hedge_predict",
-    "optimistic_hedge_update",
-    "optimistic_hedge_weights",
-]

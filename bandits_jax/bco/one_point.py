@@ -1,7 +1,7 @@
 """One-point bandit linear optimisation on a box: Algorithm 2 in its practical form (Algorithm 4).
 
-Paper: "Improved Dimension Dependence for Bandit Convex Optimization with Gradient Variation",
-Section 4 (eq. 4.2, Algorithm 2, Theorem 5) and Appendix D.1 (eq. D.1-D.4, Lemma 11, Algorithm 4).
+Paper: BCO with gradient variation, Section 4 (eq. 4.2, Algorithm 2, Theorem 5) and Appendix D.1
+(eq. D.1-D.4, Lemma 11, Algorithm 4).
 
 Log-barrier FTRL on ``X = prod_i [a_i, b_i]`` with the buffer estimator of eq. (4.2):
 
@@ -9,25 +9,17 @@ Log-barrier FTRL on ``X = prod_i [a_i, b_i]`` with the buffer estimator of eq. (
     g_t  = d (<l_t, x_t> - z_t) eps_t lam_{t,i_t}^{1/2} e_{i_t} + g~_t,   z_t = r_{i_t}^{(eps_t)},
     x_t  = w_t + eps_t lam_{t,i_t}^{-1/2} e_{i_t},
 
-and ``w_{t+1}`` from the ``d`` scalar equations ``F_{t,i}(w_{t+1,i}) = 0`` of eq. (D.4),
-``F_{t,i}(x) = eta (S_{t,i} + c_i sqrt(f_i''(x))) + f_i'(x)`` with
-``c_i = (r_i^{(+1)} - r_i^{(-1)})/2``, solved inside ``jit`` by
-:func:`bandits_jax.linalg.roots.bracketed_newton` (vmapped over i) in the coordinate
-``x = m_i + h_i tanh(theta)`` (box centre and half-width), where ``h_i F_{t,i}`` is
+and ``w_{t+1}`` from the ``d`` scalar equations ``F_{t,i}(w_{t+1,i}) = 0`` of eq. (D.4), solved
+in ``x = m_i + h_i tanh(theta)`` (box centre and half-width), where ``h_i F_{t,i}`` is
 
     phi(theta) = kappa + gamma sqrt(2 cosh 2 theta) cosh theta + sinh 2 theta,
-    kappa = eta S_{t,i} h_i,  gamma = eta c_i,
+    kappa = eta S_{t,i} h_i,  gamma = eta c_i,  c_i = (r_i^{(+1)} - r_i^{(-1)}) / 2,
 
-increasing for ``|gamma| < 1`` (Lemma 11), with an explicit bracket (:func:`theta_bracket`) and
-face distances exact in relative precision (:func:`face_distances`); ``w_1`` is the box centre
-(errata 15), iterates stay one ulp inside the faces (why: ``docs/evidence.md``, "bco.one_point").
-
-Lemma 11 failure (``|eta c_i| >= 1``): the optimism is capped, ``c_i -> clip(c_i, -cap/eta,
-cap/eta)`` (``optimism_cap < 1``, default 0.9), and the same shrunk buffers give ``z_t`` in
-eq. (4.2), so ``E[g_t] = l_t`` still holds exactly (Appendix D.2); ``state.num_capped`` counts
-the rounds where it bound. Failures: ``state.status`` is the worst root status of the last
-update (``NONFINITE`` also for a non-finite observation: the update is skipped; a non-finite
-root keeps its coordinate); ``state.num_failures`` counts failed updates; no key in ``init``.
+increasing for ``|gamma| < 1`` (Lemma 11). ``w_1`` is the box centre (errata 15). Where ``|eta
+c_i| >= 1`` the optimism is capped (``optimism_cap``) and the same shrunk buffers give ``z_t``, so
+``E[g_t] = l_t`` still holds (Appendix D.2). A non-finite observation skips the update
+(``status = NONFINITE``). Bracket, face distances and the cap: ``docs/evidence.md``,
+"bco.one_point".
 """
 
 from __future__ import annotations
@@ -70,8 +62,7 @@ class BoxFTRLState(NamedTuple):
       r_plus, r_minus: the buffers ``r^{(+1)}, r^{(-1)}`` (d,).
       hparams: :class:`BoxFTRLHyperparams`.
       t: number of updates made (int32).
-      status: worst root status of the last update (int32, :mod:`bandits_jax.status`).
-      num_failures: updates whose status was a failure (int32).
+      status, num_failures: worst root status of the last update and count of failed updates.
       num_capped: updates where Lemma 11's condition was enforced by the cap (int32).
     """
 
@@ -88,13 +79,8 @@ class BoxFTRLState(NamedTuple):
 
 
 class OnePointAux(NamedTuple):
-    """What :func:`query` hands to :func:`update`.
-
-    Attributes:
-      coord: sampled coordinate ``i_t`` (int32 scalar).
-      sign: ``eps_t`` in ``{-1, +1}`` (float, the state's dtype).
-      point: the queried point ``x_t`` (d,).
-    """
+    """What the query hands to the update: the coordinate ``i_t`` (int32), the sign ``eps_t`` in
+    ``{-1, +1}`` (the state's dtype) and the queried point ``x_t`` (d,)."""
 
     coord: jax.Array
     sign: jax.Array
@@ -105,8 +91,7 @@ def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
     dtype = jnp.result_type(float, eta, lower, upper)
     checks.check_float("eta", eta, shape=())
     checks.check_float("optimism_cap", optimism_cap, high=1.0, high_open=True, shape=())
-    lower = jnp.asarray(lower, dtype)
-    upper = jnp.asarray(upper, dtype)
+    lower, upper = jnp.asarray(lower, dtype), jnp.asarray(upper, dtype)
     if lower.ndim != 1 or lower.shape != upper.shape or lower.shape[0] == 0:
         raise ValueError(
             f"lower, upper: expected equal shapes (d,) with d >= 1, got {lower.shape} and "
@@ -116,9 +101,8 @@ def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
         lo, hi = np.asarray(lower), np.asarray(upper)
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
             raise ValueError("lower, upper: expected finite faces, got non-finite values")
-        bad = np.flatnonzero(~(lo < hi))
-        if bad.size:
-            i = int(bad[0])
+        if not np.all(lo < hi):
+            i = int(np.argmin(lo < hi))  # the first face pair with a_i >= b_i
             raise ValueError(
                 f"lower, upper: expected a non-empty box a_i < b_i, got a_{i} = {lo[i]} >= "
                 f"b_{i} = {hi[i]}"
@@ -128,17 +112,7 @@ def _scalar_hparams(eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
     )
 
 
-def _hyperparams(dim: int, eta, lower, upper, optimism_cap) -> BoxFTRLHyperparams:
-    """The builder behind ``box_ftrl(dim=...).hyperparams``: ``eta`` and ``optimism_cap`` broadcast
-    into leading grid axes (the faces are repeated along them), each point validated on its own,
-    and the faces must have shape ``(dim,)``."""
-    hp = grid(_scalar_hparams, {"eta": eta, "optimism_cap": optimism_cap}, lower=lower, upper=upper)
-    if hp.lower.shape[-1] != dim:
-        raise ValueError(f"lower, upper: expected shape ({dim},), got {hp.lower.shape}")
-    return hp
-
-
-# --- scalar pieces (shared by the learner, its tests and the ensembles' docs) -----------------
+# --- scalar pieces ---------------------------------------------------------------------------
 
 
 def face_distances(theta: jax.Array, lower: jax.Array, upper: jax.Array):
@@ -179,23 +153,15 @@ def theta_bracket(kappa, gamma):
 
 
 def solve_theta(kappa, gamma, theta0, *, max_steps: int):
-    """Solves ``phi(theta) = 0`` per coordinate (vmapped bracketed Newton).
-
-    Args:
-      kappa, gamma: (d,) coefficients, ``|gamma| < 1``.
-      theta0: (d,) warm start (the previous iterate).
-      max_steps: static iteration cap.
-
-    Returns:
-      :class:`bandits_jax.linalg.roots.RootResult` with (d,) leaves.
-    """
+    """Solves ``phi(theta) = 0`` per coordinate by vmapped bracketed Newton from ``theta0``
+    (``kappa``, ``gamma``, ``theta0``: (d,), ``|gamma| < 1``); a ``RootResult`` of (d,) leaves."""
     eps = jnp.finfo(jnp.result_type(kappa)).eps
 
     def one(k, g, t0):
         half = theta_bracket(k, g)
         ftol = 16 * eps * (2 + jnp.abs(k)) / (1 - jnp.abs(g))
-        # The loop's floats one by one (stacked=False): as they always were, so that XLA groups
-        # and rounds this vmapped loop as before (stacked, the iterates move by 1e-13).
+        # stacked=False: the loop carries its floats one by one, which fixes how XLA groups and
+        # rounds this vmapped loop.
         return roots._bracketed_newton(
             lambda th: scaled_optimality(th, k, g),
             -half,
@@ -217,167 +183,96 @@ def capped_buffer_difference(r_plus, r_minus, eta, cap):
     return jnp.clip(c, -bound, bound), jnp.abs(c) > bound
 
 
-# --- the learner ---------------------------------------------------------------------------
-
-
-def _box_ftrl_init(hparams: BoxFTRLHyperparams, dim: int) -> BoxFTRLState:
-    """Algorithm 4's start for a learner of dimension ``dim``: ``w_1`` the box centre.
-
-    Raises:
-      ValueError: ``hparams`` is not :class:`BoxFTRLHyperparams` or its box is not ``(dim,)``.
-    """
-    if not isinstance(hparams, BoxFTRLHyperparams):
-        raise ValueError(f"hparams: expected BoxFTRLHyperparams, got {type(hparams).__name__}")
-    checks.check_one_point(jnp.shape(hparams.eta))
-    if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
-        raise ValueError(
-            f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "
-            f"{hparams.upper.shape}"
-        )
-    zeros = jnp.zeros_like(hparams.lower)
-    # Barrier minimiser = box centre (errata 15), theta = 0.
-    w1 = point_from_theta(zeros, hparams.lower, hparams.upper)
-    zero_i = jnp.zeros((), jnp.int32)
-    return fresh_state(
-        BoxFTRLState(
-            w=w1,
-            theta=zeros,
-            grad_sum=zeros,
-            r_plus=zeros,
-            r_minus=zeros,
-            hparams=hparams,
-            t=zero_i,
-            status=zero_i,
-            num_failures=zero_i,
-            num_capped=zero_i,
-        )
-    )
-
-
-def _box_ftrl_query(state: BoxFTRLState, key: jax.Array, dim: int) -> tuple[jax.Array, OnePointAux]:
-    """The query step: ``x_t = w_t + eps_t lam_{t,i_t}^{-1/2} e_{i_t}`` (clipped to the box)."""
-    hp = state.hparams
-    # One draw of the pair (i_t, eps_t), uniform on [d] x {-1, +1}.
-    pair = jax.random.randint(key, (), 0, 2 * dim, dtype=jnp.int32)
-    coord = pair // 2
-    sign = (1 - 2 * (pair % 2)).astype(state.w.dtype)
-    sqrt_lam = barrier_sqrt_hessian(state.theta[coord], hp.lower[coord], hp.upper[coord])
-    x = state.w.at[coord].add(sign / sqrt_lam)
-    x = jnp.clip(x, hp.lower, hp.upper)
-    return x[None, :], OnePointAux(coord, sign, x)
-
-
-def _check_feedback(aux: OnePointAux, values: jax.Array, dim: int) -> jax.Array:
-    """``values`` as an array after the shape checks of the update step (trace time).
-
-    Raises:
-      ValueError: ``values`` is not one value or ``aux.point`` is not ``(dim,)``.
-    """
-    values = jnp.asarray(values)
-    if values.shape not in ((1,), ()):
-        raise ValueError(f"values: expected shape (1,) (one-point feedback), got {values.shape}")
-    if aux.point.shape != (dim,):
-        raise ValueError(f"aux.point: expected shape ({dim},), got {aux.point.shape}")
-    return values
-
-
-def _box_ftrl_update(
-    state: BoxFTRLState, aux: OnePointAux, values: jax.Array, dim: int, max_steps: int
-) -> BoxFTRLState:
-    """The update step: estimator (4.2), the new buffers and ``w_{t+1}`` from (D.4)."""
-    values = _check_feedback(aux, values, dim)
-    hp = state.hparams
-    v = values.reshape(()).astype(state.w.dtype)
-    i, eps_t = aux.coord, aux.sign
-
-    # Estimator (4.2) with the (possibly capped) buffers of the previous round.
-    sqrt_lam = barrier_sqrt_hessian(state.theta, hp.lower, hp.upper)
-    c_eff, _ = capped_buffer_difference(state.r_plus, state.r_minus, hp.eta, hp.optimism_cap)
-    g_tilde = sqrt_lam * c_eff
-    z = 0.5 * (state.r_plus[i] + state.r_minus[i]) + eps_t * c_eff[i]
-    g = g_tilde.at[i].add(dim * (v - z) * eps_t * sqrt_lam[i])
-    grad_sum = state.grad_sum + g
-    r_plus = jnp.where(eps_t > 0, state.r_plus.at[i].set(v), state.r_plus)
-    r_minus = jnp.where(eps_t > 0, state.r_minus, state.r_minus.at[i].set(v))
-
-    # w_{t+1} from F_{t,i} = 0 (D.4) with the new buffers.
-    c_new, capped = capped_buffer_difference(r_plus, r_minus, hp.eta, hp.optimism_cap)
-    half_width = 0.5 * (hp.upper - hp.lower)
-    kappa = hp.eta * grad_sum * half_width
-    gamma = hp.eta * c_new
-    res = solve_theta(kappa, gamma, state.theta, max_steps=max_steps)
-    ok = jnp.isfinite(res.x) & jnp.isfinite(res.fx)
-    theta = jnp.where(ok, res.x, state.theta)
-    root_status = worst_of(jnp.where(ok, res.status, NONFINITE))
-
-    finite_in = jnp.isfinite(v) & jnp.all(jnp.isfinite(grad_sum))
-    new = BoxFTRLState(
-        w=point_from_theta(theta, hp.lower, hp.upper),
-        theta=theta,
-        grad_sum=grad_sum,
-        r_plus=r_plus,
-        r_minus=r_minus,
-        hparams=hp,
-        t=state.t + 1,
-        status=root_status,
-        num_failures=state.num_failures,
-        num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
-    )
-    # Non-finite feedback: keep the whole state, surface NONFINITE.
-    return accept(state, new, finite_in, root_status)
+# --- the learner -----------------------------------------------------------------------------
 
 
 def box_ftrl(*, dim: int, max_steps: int = 64) -> Learner:
-    """Algorithm 4: one-point gradient-variation linear bandits on a box.
-
-    Args:
-      dim: dimension ``d`` (static).
-      max_steps: iteration cap of the per-coordinate root solve (static).
-
-    Returns:
-      :class:`bandits_jax.learner_base.Learner` with ``init(hparams)``,
-      ``query(state, key) -> (points (1, d), aux)``, ``update(state, aux, values (1,))`` and
-      ``hyperparams(eta, lower, upper, *, optimism_cap=0.9)`` (array arguments broadcast into grid
-      axes).
-    """
+    """Algorithm 4: one-point gradient-variation linear bandits on a box, in dimension ``dim``,
+    with ``max_steps`` iterations at most in each coordinate's root solve (both static)."""
     dim = checks.check_int("dim", dim)
     max_steps = checks.check_int("max_steps", max_steps)
 
+    def hyperparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHyperparams:
+        """Builds :class:`BoxFTRLHyperparams`, validated eagerly (``ValueError`` naming the
+        argument); ``eta`` and ``optimism_cap`` may be arrays, broadcast into leading grid axes
+        (the faces ``(dim,)`` repeated along them)."""
+        gridded = {"eta": eta, "optimism_cap": optimism_cap}
+        hp = grid(_scalar_hparams, gridded, lower=lower, upper=upper)
+        if hp.lower.shape[-1] != dim:
+            raise ValueError(f"lower, upper: expected shape ({dim},), got {hp.lower.shape}")
+        return hp
+
     def init(hparams: BoxFTRLHyperparams) -> BoxFTRLState:
-        return _box_ftrl_init(hparams, dim)
+        if not isinstance(hparams, BoxFTRLHyperparams):
+            raise ValueError(f"hparams: expected BoxFTRLHyperparams, got {type(hparams).__name__}")
+        checks.check_one_point(jnp.shape(hparams.eta))
+        if hparams.lower.shape != (dim,) or hparams.upper.shape != (dim,):
+            raise ValueError(
+                f"hparams.lower/upper: expected shape ({dim},), got {hparams.lower.shape} and "
+                f"{hparams.upper.shape}"
+            )
+        zeros, zero_i = jnp.zeros_like(hparams.lower), jnp.zeros((), jnp.int32)
+        return fresh_state(
+            BoxFTRLState(
+                w=point_from_theta(zeros, hparams.lower, hparams.upper),  # centre (errata 15)
+                **dict.fromkeys(("theta", "grad_sum", "r_plus", "r_minus"), zeros),
+                hparams=hparams,
+                **dict.fromkeys(("t", "status", "num_failures", "num_capped"), zero_i),
+            )
+        )
 
     def query(state: BoxFTRLState, key: jax.Array) -> tuple[jax.Array, OnePointAux]:
-        return _box_ftrl_query(state, key, dim)
+        """``x_t = w_t + eps_t lam_{t,i_t}^{-1/2} e_{i_t}`` (clipped to the box)."""
+        hp = state.hparams
+        # One draw of the pair (i_t, eps_t), uniform on [d] x {-1, +1}.
+        pair = jax.random.randint(key, (), 0, 2 * dim, dtype=jnp.int32)
+        coord = pair // 2
+        sign = (1 - 2 * (pair % 2)).astype(state.w.dtype)
+        sqrt_lam = barrier_sqrt_hessian(state.theta[coord], hp.lower[coord], hp.upper[coord])
+        x = jnp.clip(state.w.at[coord].add(sign / sqrt_lam), hp.lower, hp.upper)
+        return x[None, :], OnePointAux(coord, sign, x)
 
     def update(state: BoxFTRLState, aux: OnePointAux, values: jax.Array) -> BoxFTRLState:
-        return _box_ftrl_update(state, aux, values, dim, max_steps)
+        """Estimator (4.2), the new buffers and ``w_{t+1}`` from (D.4)."""
+        values = jnp.asarray(values)
+        if values.shape not in ((1,), ()):
+            raise ValueError(
+                f"values: expected shape (1,) (one-point feedback), got {values.shape}"
+            )
+        if aux.point.shape != (dim,):
+            raise ValueError(f"aux.point: expected shape ({dim},), got {aux.point.shape}")
+        hp = state.hparams
+        v = values.reshape(()).astype(state.w.dtype)
+        i, eps_t = aux.coord, aux.sign
 
-    def hyperparams(eta, lower, upper, *, optimism_cap=0.9) -> BoxFTRLHyperparams:
-        """Builds and validates :class:`BoxFTRLHyperparams` (eagerly, on concrete values).
+        # Estimator (4.2) with the (possibly capped) buffers of the previous round.
+        sqrt_lam = barrier_sqrt_hessian(state.theta, hp.lower, hp.upper)
+        c_eff, _ = capped_buffer_difference(state.r_plus, state.r_minus, hp.eta, hp.optimism_cap)
+        g_tilde = sqrt_lam * c_eff
+        z = 0.5 * (state.r_plus[i] + state.r_minus[i]) + eps_t * c_eff[i]
+        g = g_tilde.at[i].add(dim * (v - z) * eps_t * sqrt_lam[i])
+        grad_sum = state.grad_sum + g
+        r_plus = jnp.where(eps_t > 0, state.r_plus.at[i].set(v), state.r_plus)
+        r_minus = jnp.where(eps_t > 0, state.r_minus, state.r_minus.at[i].set(v))
 
-        ``eta`` and ``optimism_cap`` may be arrays: they broadcast into leading grid axes (the
-        faces are repeated along them), each grid point validated on its own.
-
-        Raises:
-          ValueError: ``eta <= 0`` or non-finite, ``lower``/``upper`` not of the same shape
-            ``(d,)`` (this learner's ``dim``), an empty box (``a_i >= b_i``) or non-finite faces,
-            ``optimism_cap`` outside ``(0, 1)``.
-        """
-        return _hyperparams(dim, eta, lower, upper, optimism_cap)
+        # w_{t+1} from F_{t,i} = 0 (D.4) with the new buffers.
+        c_new, capped = capped_buffer_difference(r_plus, r_minus, hp.eta, hp.optimism_cap)
+        kappa = hp.eta * grad_sum * (0.5 * (hp.upper - hp.lower))
+        res = solve_theta(kappa, hp.eta * c_new, state.theta, max_steps=max_steps)
+        ok = jnp.isfinite(res.x) & jnp.isfinite(res.fx)
+        theta = jnp.where(ok, res.x, state.theta)
+        root_status = worst_of(jnp.where(ok, res.status, NONFINITE))
+        new = state._replace(
+            w=point_from_theta(theta, hp.lower, hp.upper),
+            theta=theta,
+            grad_sum=grad_sum,
+            r_plus=r_plus,
+            r_minus=r_minus,
+            t=state.t + 1,
+            num_capped=state.num_capped + jnp.any(capped).astype(jnp.int32),
+        )
+        # Non-finite feedback: keep the whole state, surface NONFINITE.
+        finite_in = jnp.isfinite(v) & jnp.all(jnp.isfinite(grad_sum))
+        return accept(state, new, finite_in, root_status)
 
     return from_query(init, query, update, hyperparams, dim)
-
-
-__all__ = [
-    "BoxFTRLHyperparams",
-    "BoxFTRLState",
-    "OnePointAux",
-    "barrier_sqrt_hessian",
-    "box_ftrl",
-    "capped_buffer_difference",
-    "face_distances",
-    "point_from_theta",
-    "scaled_optimality",
-    "solve_theta",
-    "theta_bracket",
-]

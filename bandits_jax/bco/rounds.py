@@ -1,33 +1,18 @@
 """One round of BCO for the shared runner, and regret bookkeeping (BCO paper eq. 5.1, Theorem
 1's regret, eqs. 1.1, 3.4, 3.5).
 
-``interact(learner, env)`` (also ``bandits_jax.bco.interact``) returns the runner's step function
-``step(learner_state, env_state, key) -> (learner_state, env_state, metrics)``, the same kind as
-``bandits_jax.mlogb.interact``'s; rounds are scanned and trials vmapped by
-``bandits_jax.sim.runner``. The loss charged in round ``t`` is the mean of the queried values
-(``(f_t(x_t) + f_t(x'_t)) / 2`` for two-point learners, Theorem 1, eq. 5.1).
+:func:`interact` gives the runner's step (as ``bandits_jax.mlogb.interact`` does; rounds are
+scanned and trials vmapped by ``bandits_jax.sim.runner``) on a
+:class:`bandits_jax.protocols.BCOEnv`. The loss charged in round ``t`` is the mean of the queried
+values (``(f_t(x_t) + f_t(x'_t)) / 2`` for two-point learners, eq. 5.1).
 
-A round needs four things of the environment (:class:`bandits_jax.protocols.BCOEnv`):
-``init``, ``step``, ``loss`` and ``domain``. The analysis quantities
-(:class:`bandits_jax.protocols.BCOAnalysis`) are optional: the round records ``comparator``,
-``grad_variation`` and ``min_loss_plus`` when the environment has them (every family of
-:mod:`bandits_jax.envs.bco_losses` does), NaN otherwise, and only :func:`summarize` reads them.
-
-Per-round metrics (:class:`BCOMetrics`, each a scalar per round):
-
-* ``loss``: the charged loss; ``loss_centre``: ``f_t`` at the centre of the queries (the
-  learner's ``w_t``; not observed by the learner, for diagnostics only);
-* ``comparator_loss``: ``f_t(v_t)`` for the env's dynamic comparator; ``path``:
-  ``||v_t - v_{t-1}||`` (0 at the first round);
-* ``grad_var``: ``sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2`` (the summand of eq. 1.1, 0 at the
-  first round); ``min_loss_plus``: ``min_{X+} f_t`` (for ``F_T``);
-* ``in_domain``: whether the queries lie in ``X``; ``status``: the learner's status after the
-  update (:class:`bandits_jax.status.Status` codes).
-
-:func:`summarize` turns the metrics of one run (or, via ``vmap``, of a batch of trials) into the
-static regret against the best fixed point in hindsight (closed form or converged offline solve),
-the dynamic regret against the env's comparator sequence, and ``V_T, W_T, F_T, P_T`` (NaN where
-the environment has no analysis part).
+Per-round metrics (:class:`BCOMetrics`, one scalar per round each): ``loss`` (charged),
+``loss_centre`` (``f_t`` at the queries' centre ``w_t``; diagnostics only), ``comparator_loss``
+(``f_t(v_t)``, the env's dynamic comparator), ``path`` (``||v_t - v_{t-1}||``), ``grad_var``
+(``sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2``, the summand of eq. 1.1; ``path`` and ``grad_var``
+are 0 at the first round), ``min_loss_plus`` (``min_{X+} f_t``, for ``F_T``), ``in_domain``
+(the queries lie in ``X``) and ``status`` (the learner's, after the update). Those that need the
+env's analysis part (:class:`bandits_jax.protocols.BCOAnalysis`) are NaN without it.
 """
 
 from __future__ import annotations
@@ -77,12 +62,9 @@ def interact(learner: Any, env: Any, *, analysis: bool | None = None) -> StepFn:
     """Returns ``step(learner_state, env_state, key) -> (learner_state, env_state, metrics)``:
     the learner's queries, their losses (``env.loss``), the update and :class:`BCOMetrics`.
 
-    Args:
-      learner: a BCO :class:`bandits_jax.learner_base.Learner`.
-      env: a :class:`bandits_jax.protocols.BCOEnv` (``init``, ``step``, ``loss``, ``domain``).
-      analysis: whether the round records ``comparator_loss``, ``path``, ``grad_var`` and
-        ``min_loss_plus`` (NaN when not); default: when ``env`` has ``comparator``,
-        ``grad_variation`` and ``min_loss_plus`` (module docstring).
+    ``analysis``: whether the round records ``comparator_loss``, ``path``, ``grad_var`` and
+    ``min_loss_plus`` (NaN when not); default: when ``env`` has ``comparator``,
+    ``grad_variation`` and ``min_loss_plus``.
     """
     domain = env.domain
     scale = float(dom.outer_radius(domain))
@@ -137,21 +119,15 @@ def hindsight_loss(env: Any, env_state0: Any, x: Array, num_rounds: int) -> Arra
 
 
 def summarize(env: Any, env_state0: Any, metrics: BCOMetrics, num_rounds: int) -> BCOSummary:
-    """Regret and problem quantities of ONE run (``vmap`` it over trials).
-
-    Args:
-      env: the environment; the quantities below that need its analysis part
-        (:class:`bandits_jax.protocols.BCOAnalysis`) are NaN where it has none.
-      env_state0: the env state the run started from (same trial).
-      metrics: the per-round metrics of :func:`interact` (leading axis ``num_rounds``).
-      num_rounds: ``T`` (static).
+    """Regret and problem quantities of ONE run (``vmap`` it over trials) from the env state it
+    started from and its :func:`interact` metrics (leading axis ``num_rounds``, static).
 
     Returns:
       :class:`BCOSummary` of scalars: ``regret`` (static, vs ``argmin_X sum_t f_t``),
       ``dynamic_regret`` (eq. 5.1, vs the env's comparator), ``best_point_status``
-      (``INACTIVE`` without ``best_fixed_point``), ``V_T`` (eq. 1.1), ``W_T`` (eq. 3.4;
-      NaN where unavailable), ``F_T`` (eq. 3.5), ``P_T``, ``cum_loss``, ``best_loss``,
-      ``num_failures`` (rounds whose status was a failure), ``all_in_domain``.
+      (``INACTIVE`` without ``best_fixed_point``), ``V_T`` (eq. 1.1), ``W_T`` (eq. 3.4), ``F_T``
+      (eq. 3.5), ``P_T``, ``cum_loss``, ``best_loss``, ``num_failures`` (rounds whose status was
+      a failure), ``all_in_domain``; NaN where the env lacks the analysis part they need.
     """
     cum = jnp.sum(metrics.loss)
     nan = jnp.full_like(cum, jnp.nan)

@@ -1,32 +1,24 @@
 """Step-size schedules of Algorithms 1 and 3 as pure functions of a schedule state.
 
-A schedule is a static *kind* (chosen in the learner factory) plus numeric parameters
-(:class:`ScheduleParams`, arrays living in the learner's hyperparameters, so a grid over them is a
-``vmap``) and a state (:class:`ScheduleState`: rounds completed ``t - 1`` and the running
-non-consecutive gradient variation ``Vbar_{t-1} = sum_{s < t} ||g_s - g~_s||^2``, eq. 2.1).
-:func:`step_size` returns ``eta_t`` for the *next* round ``t = state.t + 1``.
-
-Kinds (``scale`` multiplies every step size; ``scale = 1`` is the theorem's setting):
+A schedule is a static *kind*, numeric parameters (:class:`ScheduleParams`, arrays in the
+learner's hyperparameters, so a grid over them is a ``vmap``) and a state (:class:`ScheduleState`:
+``t - 1`` and ``Vbar_{t-1} = sum_{s < t} ||g_s - g~_s||^2``, eq. 2.1). :func:`step_size` gives
+``eta_t`` for the next round ``t``; ``scale`` multiplies every kind (1 is the theorem's setting):
 
 * ``"convex"`` (Theorem 1): ``eta_t = scale * R / sqrt(offset + Vbar_{t-1})`` with the theorem's
   ``offset = 1152 d^3 R^2 L^2 log(dT)`` (the text prints ``R^4 L^2``; errata 11);
   ``offset="d2"`` gives the Theorem 3/4 schedule.
-* ``"variance"`` (Theorems 3-4, gradient variance / small loss): ``eta_t = scale * R /
-  sqrt(d^2 + Vbar_{t-1})`` (the ``offset`` parameter is ignored: it is ``d^2`` by definition).
+* ``"variance"`` (Theorems 3-4): ``eta_t = scale * R / sqrt(d^2 + Vbar_{t-1})``, any ``offset``.
 * ``"strongly_convex"`` (Theorems 2, 8): ``eta_t = scale / (lambda t)``.
-* ``"chiang"``: the strongly convex rate of Chiang et al. [2013], described in the paper only as
-  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (errata 14). Reconstruction used here:
-  ``eta_t = scale / (lambda (1 + Vbar_{t-1} / (4 d^2 G^2)))``, ``4 d^2 G^2`` the largest
-  per-round increment (Lemma 6 (ix)), so ``eta_t >= 1 / (lambda t)``.
-* ``"sqrt_t"``: ``eta_t = scale * R / (G sqrt(d t))``, the anytime form of the classical
-  convex two-point step ``R / (G sqrt(dT))`` [Shamir 2017] for the sphere baseline.
+* ``"chiang"``: the strongly convex rate of Chiang et al. [2013], given in the paper only as
+  ``eta_t ~ 1 / (lambda Vbar_{t-1})`` (errata 14); reconstructed as ``eta_t = scale / (lambda (1 +
+  Vbar_{t-1} / (4 d^2 G^2)))``, ``4 d^2 G^2`` the largest per-round increment (Lemma 6 (ix)), so
+  ``eta_t >= 1 / (lambda t)``.
+* ``"sqrt_t"``: ``eta_t = scale * R / (G sqrt(d t))``, the anytime form of the classical convex
+  two-point step ``R / (G sqrt(dT))`` [Shamir 2017] for the sphere baseline.
 
-Presets: :data:`PRESETS` maps the one set of preset names (``"alg1_thm3"``, ``"sphere"``, ...,
-shared by the library's ``bco.from_preset`` and the command's ``--learners``) to a
-:class:`Preset` (learner, kind, scale, offset, loss family).
-
-:func:`stateful` returns a schedule as an optax ``StatefulSchedule``; optax's plain schedules
-(functions of the step count) cannot follow the observed ``Vbar``.
+:data:`PRESETS` names the step-size presets. :func:`stateful` gives a schedule as an optax
+``StatefulSchedule`` (optax's plain schedules cannot follow the observed ``Vbar``).
 """
 
 from __future__ import annotations
@@ -50,17 +42,15 @@ KINDS = (CONVEX, VARIANCE, STRONGLY_CONVEX, CHIANG, SQRT_T)
 _NEEDS_LAMBDA = (STRONGLY_CONVEX, CHIANG)
 
 
-class Preset(NamedTuple):
-    """A named step-size preset: which learner, which schedule kind and constants.
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
 
-    Attributes:
-      algorithm: ``"alg1"`` (Algorithm 1, ``two_point.two_point_learner``) or ``"alg3"``
-        (Algorithm 3, ``two_point.sphere_learner``).
-      kind: the schedule kind (:data:`KINDS`).
-      scale: step-size multiplier (1 = the theorem's constants).
-      offset: the ``"convex"`` kind's offset (``None`` = Theorem 1's constant).
-      family: the losses it is meant for, ``"convex"`` or ``"strongly_convex"``.
-    """
+
+class Preset(NamedTuple):
+    """A named step-size preset: the learner (``"alg1"``: Algorithm 1, ``"alg3"``: Algorithm 3),
+    the schedule kind, its ``scale`` and ``offset`` (``None``: the theorem's) and the loss family
+    it is meant for (``"convex"`` or ``"strongly_convex"``)."""
 
     algorithm: str
     kind: str
@@ -69,8 +59,7 @@ class Preset(NamedTuple):
     family: str
 
 
-# The one name set of step-size presets: the library (``bco.from_preset``) and the command
-# (``bandits-jax bco --learners``, ``sweep``) both use these names.
+# The step-size presets of ``bco.from_preset`` and the command (``bco --learners``, ``sweep``).
 PRESETS: dict[str, Preset] = {
     "alg1_thm3": Preset("alg1", VARIANCE, 1.0, None, "convex"),  # R / sqrt(d^2 + Vbar), Thm 3/4
     "alg1_thm1": Preset("alg1", CONVEX, 1.0, None, "convex"),  # Thm 1 (tiny steps for d >= 10)
@@ -93,17 +82,9 @@ def preset(name: str) -> Preset:
 
 
 class ScheduleParams(NamedTuple):
-    """Numeric schedule parameters (scalar arrays of the run's float dtype).
-
-    Attributes:
-      radius: ``R`` (outer radius of the domain).
-      lam: strong-convexity modulus ``lambda`` (1 where unused).
-      smoothness: ``L`` after the ``L >= 1`` convention.
-      lipschitz: ``G``.
-      horizon: ``T`` (as a float).
-      scale: multiplier of every step (1 = theorem).
-      offset: the ``offset`` under the square root of the ``"convex"`` kind.
-    """
+    """Numeric schedule parameters, scalar arrays of the run's float dtype: ``R`` (the domain's
+    outer radius), ``lambda`` (1 where unused), ``L`` (after the ``L >= 1`` convention), ``G``,
+    ``T``, the ``scale`` of every step and the ``"convex"`` kind's ``offset``."""
 
     radius: Array
     lam: Array
@@ -145,26 +126,17 @@ def schedule_params(
     offset=None,
     dtype=None,
 ) -> ScheduleParams:
-    """Builds :class:`ScheduleParams` with eager validation.
+    """Builds :class:`ScheduleParams` for ``kind`` (:data:`KINDS`) in dimension ``d``, validated
+    eagerly (``ValueError`` naming the argument).
 
     Args:
-      kind: one of :data:`KINDS`.
-      d: dimension (static).
-      radius: ``R > 0``.
-      horizon: ``T >= 1``.
       lam: ``lambda > 0`` (required by ``"strongly_convex"`` and ``"chiang"``).
       smoothness: ``L`` (``max(L, 1)`` is stored; the paper's ``L >= 1`` convention).
-      lipschitz: ``G > 0``.
-      scale: multiplier ``> 0`` (1 = theorem).
-      offset: for ``"convex"``: ``None`` (Theorem 1's constant), ``"d2"`` (``d^2``, the practical
-        preset), or a positive number.
+      offset: for ``"convex"``: ``None`` (Theorem 1's constant), ``"d2"`` (``d^2``) or a positive
+        number.
       dtype: float dtype of the arrays (default: JAX's default float).
-
-    Raises:
-      ValueError: naming the offending argument.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     d = checks.check_int("dim", d)
     checks.check_float("radius", radius, shape=())
     horizon = checks.check_horizon(horizon)
@@ -186,19 +158,8 @@ def schedule_params(
     if kind == VARIANCE:
         off = float(d * d)
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-
-    def arr(x):
-        return jnp.asarray(x, dtype)
-
-    return ScheduleParams(
-        radius=arr(radius),
-        lam=arr(lam),
-        smoothness=arr(L),
-        lipschitz=arr(lipschitz),
-        horizon=arr(horizon),
-        scale=arr(scale),
-        offset=arr(off),
-    )
+    values = (radius, lam, L, lipschitz, horizon, scale, off)
+    return ScheduleParams(*(jnp.asarray(x, dtype) for x in values))
 
 
 def init_schedule(dtype) -> ScheduleState:
@@ -254,6 +215,5 @@ class VariationSchedule(NamedTuple):
 
 def stateful(kind: str, dim: int, params: ScheduleParams) -> VariationSchedule:
     """:class:`VariationSchedule` for a static ``kind`` and dimension and numeric ``params``."""
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     return VariationSchedule(kind, checks.check_int("dim", dim), params)

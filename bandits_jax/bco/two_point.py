@@ -8,22 +8,14 @@ Algorithm 1 (Chiang et al. 2013 as restated by the paper), ``w_1 = w^_1 = 0``, `
     w^_{t+1} = Pi_{(1-xi)X}[w^_t - eta_t g_t]
     w_{t+1}  = Pi_{(1-xi)X}[w^_{t+1} - eta_{t+1} g~_{t+1}]
 
-with ``delta = 1/(2 d^2 L T R)`` (raised to a dtype-aware floor, see ``estimators``), ``xi =
-delta / r`` and ``eta_t`` from ``schedules`` (``eta_{t+1}`` only needs ``Vbar_t``, known after
-round ``t``). Algorithm 3: ``u_t`` uniform on the sphere, ``g_t = d/(2 delta)(f(w+delta u) -
-f(w-delta u)) u``, ``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
+with ``delta`` from ``estimators``, ``xi = delta / r`` and ``eta_t`` from ``schedules``.
+Algorithm 3: ``u_t`` uniform on the sphere, ``g_t = d/(2 delta)(f(w+delta u) - f(w-delta u)) u``,
+``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
 
-Protocol (:class:`bandits_jax.learner_base.Learner`, :func:`from_query`): ``init(hparams) ->
-state`` (deterministic start; no key), ``act(state, None, key) -> Query(points (2, d), aux)``,
-``update(state, query, values (2,)) -> state`` and ``hyperparams(domain, *, horizon, ...)``
-(eager validation; array arguments broadcast into leading grid axes). Non-finite observations
-(or a non-finite update) leave the whole learner state unchanged and set ``status = NONFINITE``
-(:class:`bandits_jax.status.Status`); ``num_failures`` counts such rounds. ``status`` is
-``CONVERGED`` after a good update.
-
-optax: :func:`optimistic_ogd` (Algorithm 1's step) and :func:`projected_gd` (Algorithm 3's step)
-are ``optax.GradientTransformationExtraArgs``, so the update can be chained with other optax
-transformations and driven by the coordinate estimator on any JAX function.
+Both are built by :func:`from_query` as :class:`bandits_jax.learner_base.Learner`; a non-finite
+observation or update keeps the state and sets ``status = NONFINITE`` (``num_failures`` counts
+such rounds). :func:`optimistic_ogd` and :func:`projected_gd` are their steps as optax
+transformations.
 """
 
 from __future__ import annotations
@@ -45,14 +37,9 @@ Array = jax.Array
 
 
 class TwoPointHyperparams(NamedTuple):
-    """Hyperparameters shared by Algorithms 1 and 3 (all arrays; a grid is a vmap over them).
-
-    Attributes:
-      domain: :class:`~bandits_jax.bco.domains.Ball` or ``Box``.
-      delta: exploration radius (after the dtype floor).
-      xi: shrinkage ``delta / r``.
-      schedule: :class:`~bandits_jax.bco.schedules.ScheduleParams`.
-    """
+    """Hyperparameters shared by Algorithms 1 and 3 (all arrays; a grid is a vmap over them):
+    the domain (``Ball`` or ``Box``), ``delta`` (after the dtype floor), ``xi = delta / r`` and
+    the :class:`~bandits_jax.bco.schedules.ScheduleParams`."""
 
     domain: Any
     delta: Array
@@ -68,8 +55,8 @@ class TwoPointState(NamedTuple):
       w_hat: internal iterate ``w^_t``.
       g_tilde: optimism buffer ``g~_t`` (latest directional derivative per coordinate).
       sched: schedule state (``t - 1``, ``Vbar_{t-1}``).
-      status: int32 status of the last update (``CONVERGED`` or ``NONFINITE``).
-      num_failures: int32 count of rounds whose update was rejected.
+      status, num_failures: last status (``CONVERGED`` or ``NONFINITE``) and count of rejected
+        rounds (int32).
       hparams: the hyperparameters.
     """
 
@@ -127,50 +114,18 @@ def oogd_step(
 
 
 def _scalar_hyperparams(
-    *, dim, schedule, domain, horizon, lam, smoothness, lipschitz, scale, offset, delta
+    *, dim, schedule, domain, horizon, smoothness, delta, **schedule_kw
 ) -> TwoPointHyperparams:
+    """One validated grid point; ``schedule_kw`` (``lam``, ``lipschitz``, ``scale``, ``offset``)
+    goes to ``schedules.schedule_params``."""
     dom.check_dim(domain, dim)
     R, r = dom.concrete_radii(domain)
     dtype = dom.dtype_of(domain)
     sp = sch.schedule_params(
-        schedule,
-        dim,
-        radius=R,
-        horizon=horizon,
-        lam=lam,
-        smoothness=smoothness,
-        lipschitz=lipschitz,
-        scale=scale,
-        offset=offset,
-        dtype=dtype,
+        schedule, dim, radius=R, horizon=horizon, smoothness=smoothness, dtype=dtype, **schedule_kw
     )
     delta_v, xi_v = est.exploration(dim, horizon, smoothness, R, r, dtype, delta)
     return TwoPointHyperparams(domain, jnp.asarray(delta_v, dtype), jnp.asarray(xi_v, dtype), sp)
-
-
-def _hyperparams(
-    *, dim, schedule, domain, horizon, lam, smoothness, lipschitz, scale, offset, delta
-) -> TwoPointHyperparams:
-    """The builder behind every two-point learner's ``hyperparams`` (:func:`_make_hparams_method`):
-    the numeric arguments broadcast into leading grid axes, one validated point at a time."""
-    dim = checks.check_int("dim", dim)
-    if schedule not in sch.KINDS:
-        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
-    return grid(
-        _scalar_hyperparams,
-        {
-            "horizon": horizon,
-            "lam": lam,
-            "smoothness": smoothness,
-            "lipschitz": lipschitz,
-            "scale": scale,
-            "offset": offset,
-            "delta": delta,
-        },
-        dim=dim,
-        schedule=schedule,
-        domain=domain,
-    )
 
 
 def check_hparams(hp: Any, cls: type, dim: int) -> None:
@@ -181,15 +136,11 @@ def check_hparams(hp: Any, cls: type, dim: int) -> None:
     dom.check_dim(hp.domain, dim)
 
 
-def _check_values(values: Array, num: int = 2) -> Array:
+def _check_values(values: Array) -> Array:
     values = jnp.asarray(values)
-    if values.shape != (num,):
-        raise ValueError(
-            f"values: expected shape ({num},) ({num}-point feedback), got {values.shape}"
-        )
-    if not jnp.issubdtype(values.dtype, jnp.floating) and not jnp.issubdtype(
-        values.dtype, jnp.integer
-    ):
+    if values.shape != (2,):
+        raise ValueError(f"values: expected shape (2,) (2-point feedback), got {values.shape}")
+    if not any(jnp.issubdtype(values.dtype, kind) for kind in (jnp.floating, jnp.integer)):
         raise ValueError(f"values: expected real loss values, got dtype {values.dtype}")
     return values
 
@@ -218,25 +169,15 @@ def from_query(
     return assemble(init=init, act=act, update=update_with, hyperparams=hyperparams, dim=dim)
 
 
-def check_factory(dim, schedule: str | None = None) -> int:
-    """Eager checks of a learner factory's static arguments."""
-    dim = checks.check_int("dim", dim)
-    if schedule is not None and schedule not in sch.KINDS:
-        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
-    return dim
-
-
 def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAux]:
-    """Algorithm 1's query around ``w``: a uniform coordinate ``i_t`` and the points
-    ``w +- delta e_{i_t}``; shared by Algorithm 1 and the ensembles built on its estimator."""
+    """Algorithm 1's query around ``w``: a uniform coordinate ``i_t`` and ``w +- delta e_{i_t}``."""
     i = est.sample_coordinate(key, w.shape[-1])
     points, spacing = est.coordinate_queries(w, i, delta)
     return points, CoordAux(i, spacing)
 
 
 def query_coordinates(state: Any, key: Array) -> tuple[Array, CoordAux]:
-    """The ``query`` of every learner on Algorithm 1's estimator (Algorithms 1, 5, 6):
-    :func:`coordinate_query` around ``state.w`` with radius ``state.hparams.delta``."""
+    """The ``query`` of Algorithms 1, 5 and 6: :func:`coordinate_query` around ``state.w``."""
     return coordinate_query(state.w, state.hparams.delta, key)
 
 
@@ -248,7 +189,12 @@ def coordinate_feedback(g_tilde: Array, aux: CoordAux, values: Array) -> tuple[A
     return g, g_tilde_next, est.coordinate_error_sq(g_tilde, aux.i, v)
 
 
-def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHyperparams]:
+def _factory(dim, schedule: str) -> tuple[int, Callable[..., TwoPointHyperparams]]:
+    """A two-point learner factory's checked ``dim`` and its ``hyperparams`` method."""
+    dim = checks.check_int("dim", dim)
+    if schedule not in sch.KINDS:
+        raise ValueError(f"schedule: expected one of {sch.KINDS}, got {schedule!r}")
+
     def hyperparams(
         domain: dom.Domain,
         *,
@@ -261,26 +207,17 @@ def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHyper
         delta=None,
     ) -> TwoPointHyperparams:
         """Builds :class:`TwoPointHyperparams` for this learner's ``dim`` and schedule kind, with
-        eager validation.
-
-        Numeric arguments may be arrays: they broadcast against each other into leading grid
-        axes (as ``mlogb.hyperparams``), each grid point validated on its own.
+        eager validation (``ValueError`` naming the argument). Numeric arguments may be arrays,
+        broadcast into leading grid axes.
 
         Args:
           domain: a ``Ball`` or ``Box`` (its dtype is the run's dtype).
           horizon: ``T`` (an int; enters ``delta`` and Theorem 1's constant).
           lam, smoothness, lipschitz, scale, offset: see ``schedules.schedule_params``.
-          delta: explicit exploration radius (default: the theorem's ``1/(2 d^2 L T R)``);
-            always raised to ``estimators.delta_floor(dtype, R)``.
-
-        Raises:
-          ValueError: naming the argument (dimension mismatch, ``R <= 0``, ``lambda <= 0``,
-            NaN, a float horizon, ...).
+          delta: exploration radius (default: the theorem's ``1/(2 d^2 L T R)``), always raised
+            to ``estimators.delta_floor(dtype, R)``.
         """
-        return _hyperparams(
-            dim=dim,
-            schedule=schedule,
-            domain=domain,
+        gridded = dict(
             horizon=horizon,
             lam=lam,
             smoothness=smoothness,
@@ -289,25 +226,21 @@ def _make_hparams_method(dim: int, schedule: str) -> Callable[..., TwoPointHyper
             offset=offset,
             delta=delta,
         )
+        return grid(_scalar_hyperparams, gridded, dim=dim, schedule=schedule, domain=domain)
 
-    return hyperparams
+    return dim, hyperparams
 
 
 def two_point_learner(*, dim: int, schedule: str = sch.VARIANCE) -> Learner:
     """Algorithm 1: coordinate two-point estimator (eq. 2.2) + optimistic OGD.
 
     Args:
-      dim: dimension (static, keyword-only like every factory: ``two_point_learner(dim=5)``).
+      dim: dimension (static).
       schedule: step-size kind (``schedules.KINDS``); ``"convex"`` with default constants is
         Theorem 1, ``"strongly_convex"`` Theorem 2, ``"variance"`` Theorems 3-4, ``"chiang"`` the
         Chiang et al. 2013 baseline (a reconstruction; see ``schedules``).
-
-    Returns:
-      A :class:`Learner`; ``hyperparams(domain, *, horizon, lam=None, smoothness=1.0,
-      lipschitz=1.0, scale=1.0, offset=None, delta=None)`` builds its hyperparameters (array
-      arguments broadcast into grid axes).
     """
-    d = check_factory(dim, schedule)
+    d, hyperparams = _factory(dim, schedule)
 
     def init(hp: TwoPointHyperparams) -> TwoPointState:
         check_hparams(hp, TwoPointHyperparams, d)
@@ -326,7 +259,7 @@ def two_point_learner(*, dim: int, schedule: str = sch.VARIANCE) -> Learner:
         new = state._replace(w=w_next, w_hat=w_hat_next, g_tilde=g_tilde_next, sched=sched_next)
         return accept(state, new, ok)
 
-    return from_query(init, query_coordinates, update, _make_hparams_method(d, schedule), d)
+    return from_query(init, query_coordinates, update, hyperparams, d)
 
 
 def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
@@ -337,7 +270,7 @@ def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     ``"variance"``, which here is ``R / sqrt(d^2 + sum_{s<t} ||g_s||^2)`` (AdaGrad-norm: the
     optimism is ``0``, so ``Vbar`` accumulates ``||g_s||^2``).
     """
-    d = check_factory(dim, schedule)
+    d, hyperparams = _factory(dim, schedule)
 
     def init(hp: TwoPointHyperparams) -> SphereState:
         check_hparams(hp, TwoPointHyperparams, d)
@@ -349,10 +282,9 @@ def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
         return points, SphereAux(u, spacing)
 
     def update(state: SphereState, aux: SphereAux, values: Array) -> SphereState:
-        values = _check_values(values)
         hp = state.hparams
         sched = sch.stateful(schedule, d, hp.schedule)
-        values = values.astype(state.w.dtype)
+        values = _check_values(values).astype(state.w.dtype)
         g = est.sphere_estimate(values, aux.u, aux.spacing)
         err_sq = jnp.sum(g * g)
         w_next = dom.project(hp.domain, state.w - sched(state.sched) * g, hp.xi)
@@ -360,7 +292,7 @@ def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
         ok = all_finite(values, err_sq, w_next)
         return accept(state, state._replace(w=w_next, sched=sched_next), ok)
 
-    return from_query(init, query, update, _make_hparams_method(d, schedule), d)
+    return from_query(init, query, update, hyperparams, d)
 
 
 def preset_learner(name: str, *, dim: int) -> Learner:
@@ -375,14 +307,13 @@ def preset_learner(name: str, *, dim: int) -> Learner:
 def from_preset(
     name: str, *, dim: int, domain: dom.Domain, **kw
 ) -> tuple[Learner, TwoPointHyperparams]:
-    """The learner of a named step-size preset (``schedules.PRESETS``) and its hyperparameters.
+    """The learner of a named step-size preset (``schedules.PRESETS``, the command's
+    ``--learners``) and its hyperparameters.
 
-    ``"alg1_thm1"``/``"alg1_thm2"``/``"alg1_thm3"``/``"chiang2013"`` are Algorithm 1 with the
-    theorems' settings (``scale = 1``; ``"alg1_thm3"``, ``R / sqrt(d^2 + Vbar)``, is the step that
-    shows gradient-variation behaviour for realistic ``T``); ``"sphere"`` and ``"sphere_thm8"``
-    give Algorithm 3 with ``R / (G sqrt(d t))`` and ``1 / (lambda t)``. The command's
-    ``--learners`` use the same names. ``kw`` goes to the learner's ``hyperparams`` (``horizon``
-    is required; ``scale``/``offset`` override the preset's).
+    ``"alg1_*"`` and ``"chiang2013"`` are Algorithm 1 with the theorems' settings, ``"sphere"``
+    and ``"sphere_thm8"`` Algorithm 3 with ``R / (G sqrt(d t))`` and ``1 / (lambda t)``. ``kw``
+    goes to the learner's ``hyperparams`` (``horizon`` is required; ``scale``/``offset`` override
+    the preset's).
     """
     p = sch.preset(name)
     kw.setdefault("scale", p.scale)
@@ -391,9 +322,7 @@ def from_preset(
     return learner, learner.hyperparams(domain, **kw)
 
 
-# ---------------------------------------------------------------------------------------------
-# The same steps as optax gradient transformations
-# ---------------------------------------------------------------------------------------------
+# --- the same steps as optax gradient transformations ----------------------------------------
 
 
 class OptimisticOGDState(NamedTuple):
@@ -415,10 +344,9 @@ def optimistic_ogd(
 ) -> optax.GradientTransformationExtraArgs:
     """Algorithm 1's optimistic OGD step as an optax transformation (params: one ``(d,)`` array).
 
-    ``update(g_t, state, params=w_t, *, hint=g~_{t+1})`` returns ``w_{t+1} - w_t`` (so
-    ``optax.apply_updates`` gives ``w_{t+1}`` up to rounding) with ``eta_t`` and ``eta_{t+1}``
-    from ``schedule`` (``err_sq = ||g_t - g~_t||^2``, ``g~_t`` being the previous hint), exactly
-    the learner's :func:`oogd_step`. Chain it after e.g. ``optax.clip_by_global_norm``.
+    ``update(g_t, state, params=w_t, *, hint=g~_{t+1})`` returns ``w_{t+1} - w_t`` by
+    :func:`oogd_step`, with ``eta_t`` and ``eta_{t+1}`` from ``schedule`` (``err_sq = ||g_t -
+    g~_t||^2``, ``g~_t`` the previous hint).
     """
 
     def init(params: Array) -> OptimisticOGDState:

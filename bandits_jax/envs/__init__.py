@@ -1,15 +1,10 @@
 """Environments as pure functions of PRNG keys.
 
 MLogB environments (``init``, ``observe``, ``outcome``, ``expected_rewards``): the Section 4
-synthetic stream, a low-rank variant (actions near an r-dimensional subspace), a heavy-tailed
-variant (action covariance spectrum ~ i^-decay), replays of recorded
-streams, and classification data as a bandit (digits, a multinomial digits variant, MNIST, and
-scikit-learn's wine, iris and breast cancer sets). BCO loss families live in
-:mod:`bandits_jax.envs.bco_losses`.
-
-The face holds the environment factories; state classes, ``replay_state`` and the MNIST reader
-(``load_mnist``, ``read_idx``, their errors) stay in their modules, e.g.
-``from bandits_jax.envs.mnist import MNISTNotFoundError``.
+synthetic stream, its low-rank and heavy-tailed variants, replays of recorded streams, and
+classification data as a bandit. BCO loss families live in :mod:`bandits_jax.envs.bco_losses`.
+The face holds the factories; state classes, ``replay_state`` and the MNIST reader stay in their
+modules (``from bandits_jax.envs.mnist import MNISTNotFoundError``).
 """
 
 # The MNIST reader module loads first, so that the factory ``mnist`` below is what ``envs.mnist``

@@ -1,33 +1,16 @@
 """Loss sequences for two-point BCO with knobs for the gradient variation (BCO paper, eq. 1.1).
 
-Every family is an oblivious sequence ``f_t``, a pure function of ``(t, x, env state)``: the
-round's data is a function of ``t`` and the state's key (``fold_in(key, t)``), so the whole
-sequence can be re-evaluated offline (best fixed point in hindsight, ``W_T``, ``F_T``).
+Every family is an oblivious sequence ``f_t``, a pure function of ``(t, x, env state)`` (the
+round's data come from ``fold_in(key, t)``), so it can be re-evaluated offline. The drift
+(``t`` 0-based) is ``b + amplitude p_t + noise z_t`` with ``||b|| = base_norm``, ``z_t ~ N(0, I)``
+and ``p_t = cos(omega t) u + sin(omega t) v`` (``V_T ~ T (amplitude omega)^2``) or, with
+``switch_every = S > 0``, a random unit direction redrawn every S rounds
+(``V_T ~ 2 (T / S) amplitude^2``); noise gives ``V_T ~ 2 d noise^2 T``.
 
-Drift pattern shared by the families (``t`` is 0-based): a base vector ``b`` (random direction,
-norm ``base_norm``) plus ``amplitude * p_t`` plus ``noise * z_t`` with ``z_t ~ N(0, I)`` i.i.d.:
-
-* ``switch_every = 0``: ``p_t = cos(omega t) u + sin(omega t) v`` (slow rotation in a random
-  plane; ``V_T ~ T (amplitude * omega)^2``);
-* ``switch_every = S > 0``: ``p_t = e_k``, a random unit direction redrawn every ``S`` rounds
-  (rarely switching; ``V_T ~ (T / S) * 2 amplitude^2``);
-* ``noise > 0``: i.i.d. perturbation, ``V_T ~ 2 d noise^2 T`` (the "``V_T`` grows like ``T``" case).
-
-Families (``X`` is a ball of radius ``R`` unless a box is given):
-
-* :func:`quadratic`: ``f_t(x) = lam/2 ||x - c_t||^2`` with ``c_t`` the drift; with
-  ``base_norm > R`` the centre lies outside the ball, so the constrained optimum has a non-zero
-  gradient (the regime where gradient variation separates the methods).
-* :func:`linear`: ``f_t(x) = <l_t, x>``, ``l_t`` the drift (``L = 0``; learners use ``L >= 1``).
-* :func:`regression`: online least squares ``1/2 (a_t.x - y_t)^2`` or logistic
-  ``log(1 + exp(-y_t a_t.x))`` with ``a_t ~ N(0, I/d)`` and a drifting parameter ``theta_t`` (the
-  drift without noise; ``noise`` is the label noise of least squares). Ball only.
-
-Reported quantities: ``V_T`` (eq. 1.1; exact for quadratics and linear losses, an upper bound
-for regression, flagged by ``variation_exact``), ``W_T`` (eq. 3.4; exact for linear losses, NaN
-otherwise: no closed form), ``F_T`` (eq. 3.5, with ``X+ = X + (G/L) B``, ``L >= 1``) and ``P_T``
-of the dynamic comparator ``v_t`` (the per-round minimiser over ``X`` for quadratics and linear
-losses; ``Pi_X(theta_t)`` for regression).
+Families on a ball of radius ``R`` (or a box): :func:`quadratic`, :func:`linear` and
+:func:`regression` (ball only). Each reports ``V_T`` (eq. 1.1; an upper bound for regression),
+``W_T`` (eq. 3.4; linear losses only, else NaN), ``F_T`` (eq. 3.5, ``X+ = X + (G/L) B``,
+``L >= 1``) and ``P_T`` of the per-round minimiser over ``X`` (``Pi_X(theta_t)`` for regression).
 """
 
 from __future__ import annotations
@@ -49,17 +32,9 @@ Array = jax.Array
 
 
 class BCOEnvState(NamedTuple):
-    """Environment state (all arrays; a batch of trials is a leading axis on every leaf).
-
-    Attributes:
-      t: next round index (0-based, int32).
-      key: PRNG key from which per-round data are derived by ``fold_in``.
-      base: base vector ``b`` of the drift.
-      u, v: orthonormal pair spanning the rotation plane.
-      amplitude, omega, noise: drift knobs (scalars; a batch of env states with different
-        knobs is a grid). The per-round noise draw is compiled in only if the family was built
-        with ``noise > 0``; otherwise the ``noise`` field has no effect.
-    """
+    """Environment state: the next round ``t`` (int32), the PRNG ``key`` of the round data, the
+    drift's ``base`` and rotation plane ``u, v`` and its knobs ``amplitude, omega, noise``
+    (scalars; a batch of them is a grid; ``noise`` acts only if the family has noise)."""
 
     t: Array
     key: Array
@@ -72,24 +47,15 @@ class BCOEnvState(NamedTuple):
 
 
 class BCOEnvFunctions(NamedTuple):
-    """A loss family: pure functions plus static constants. It satisfies
-    :class:`bandits_jax.protocols.BCOEnv` and the optional analysis part
-    :class:`bandits_jax.protocols.BCOAnalysis` that :func:`bandits_jax.bco.summarize` reads.
+    """A loss family (:class:`~bandits_jax.protocols.BCOEnv` and
+    :class:`~bandits_jax.protocols.BCOAnalysis`): pure functions plus static constants.
 
     Attributes:
-      init: ``key -> BCOEnvState``.
-      loss: ``(state, t, x) -> f_t(x)`` for ``x`` of shape ``(..., d)``.
-      grad: ``(state, t, x) -> grad f_t(x)``.
-      step: ``state -> state`` (advances ``t``).
-      comparator: ``(state, t) -> v_t`` (dynamic comparator).
-      grad_variation: ``(state, t) -> sup_x ||grad f_t - grad f_{t-1}||^2`` (0 at ``t = 0``).
-      min_loss_plus: ``(state, t) -> min_{X+} f_t`` (for ``F_T``).
-      best_fixed_point: ``(state, T) -> (x*, status)``, ``argmin_X sum_{t<T} f_t``.
-      grad_variance: ``(state, T) -> W_T`` (NaN where not available).
-      domain, d, lam, smoothness, lipschitz: constants (``lam = 0`` if not strongly convex;
+      grad: ``(state, t, x) -> grad f_t(x)`` for ``x`` of shape (..., d).
+      grad_variance: NaN where not available.
+      d, lam, smoothness, lipschitz: constants (``lam = 0`` if not strongly convex;
         ``lipschitz`` is a high-probability bound when ``noise > 0``).
       variation_exact: whether ``grad_variation`` is exact (else an upper bound).
-      name: family name.
     """
 
     init: Callable
@@ -115,10 +81,6 @@ class BCOEnvFunctions(NamedTuple):
         return self.d
 
 
-# ---------------------------------------------------------------------------------------------
-# Shared drift
-# ---------------------------------------------------------------------------------------------
-
 _K_SWITCH, _K_NOISE, _K_DATA, _K_LABEL = 1, 2, 3, 4
 
 
@@ -130,15 +92,6 @@ def _normal(key, shape, dtype):
     """Standard normal draws made in float32 and cast, so that float32 and float64 runs of the
     same family and key see the same sequence (up to rounding)."""
     return jax.random.normal(key, shape, jnp.float32).astype(dtype)
-
-
-def _check_common(amplitude, omega, noise, base_norm, switch_every):
-    checks.check_int("switch_every", switch_every, 0)
-    for name, val in (("amplitude", amplitude), ("omega", omega), ("noise", noise)):
-        if not (math.isfinite(float(val)) and float(val) >= 0):
-            raise ValueError(f"{name}: expected a finite value >= 0, got {val}")
-    if not (math.isfinite(float(base_norm)) and float(base_norm) >= 0):
-        raise ValueError(f"base_norm: expected a finite value >= 0, got {base_norm}")
 
 
 def _make_init(d, base_norm, amplitude, omega, noise, dtype):
@@ -167,10 +120,7 @@ def _make_init(d, base_norm, amplitude, omega, noise, dtype):
 
 
 def _drift(es: BCOEnvState, t, switch_every: int, with_noise: bool = True) -> Array:
-    """``b + amplitude p_t (+ noise z_t)`` for round ``t`` (see module docstring).
-
-    ``with_noise`` is static: families built with ``noise == 0`` skip the per-round draw.
-    """
+    """``b + amplitude p_t (+ noise z_t)`` for round ``t``; ``with_noise`` is static."""
     dtype = es.base.dtype
     d = es.base.shape[-1]
     if switch_every > 0:
@@ -196,24 +146,8 @@ def _over_rounds(fn, es, T):
     return jax.vmap(lambda t: fn(es, t))(jnp.arange(T, dtype=jnp.int32))
 
 
-def _dist_to_domain(domain, c):
-    return jnp.linalg.norm(c - dom.project(domain, c), axis=-1)
-
-
 def _high_prob_norm(base_norm, amplitude, noise, d):
     return float(base_norm) + float(amplitude) + 3.0 * float(noise) * math.sqrt(d)
-
-
-def _resolve_domain(d, radius, domain, dtype):
-    if domain is None:
-        domain = dom.ball(radius, dtype=dtype)
-    dom.check_dim(domain, d)
-    return domain
-
-
-# ---------------------------------------------------------------------------------------------
-# Quadratics
-# ---------------------------------------------------------------------------------------------
 
 
 def _no_grad_variance(es, T: int):
@@ -234,10 +168,8 @@ def _family(
     variation_exact: bool = True,
     grad_variance: Callable = _no_grad_variance,
 ) -> BCOEnvFunctions:
-    """A :class:`BCOEnvFunctions` from a family's ``init`` and its per-round functions
-    ``per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)``;
-    every family shares
-    ``step`` and (unless given) the NaN ``grad_variance``."""
+    """A :class:`BCOEnvFunctions` from ``init`` and ``per_round = (loss, grad, comparator,
+    grad_variation, min_loss_plus, best_fixed_point)``."""
     loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point = per_round
     return BCOEnvFunctions(
         init=init,
@@ -260,18 +192,24 @@ def _family(
 
 
 def _drifting(dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype):
-    """The set-up shared by :func:`quadratic` and :func:`linear`: validated ``d``, the domain,
-    the per-round signal ``(es, t) -> c_t`` (centre or loss vector) and the env's ``init``."""
+    """The validated set-up of every family: ``(d, domain, signal, init, dtype)`` with the
+    per-round drift ``signal(es, t)`` (centre or loss vector)."""
     d = checks.check_int("dim", dim)
-    _check_common(amplitude, omega, noise, base_norm, switch_every)
+    checks.check_int("switch_every", switch_every, 0)
+    knobs = (("amplitude", amplitude), ("omega", omega), ("noise", noise), ("base_norm", base_norm))
+    for name, val in knobs:
+        if not (math.isfinite(float(val)) and float(val) >= 0):
+            raise ValueError(f"{name}: expected a finite value >= 0, got {val}")
     dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    domain = _resolve_domain(d, radius, domain, dtype)
+    if domain is None:
+        domain = dom.ball(radius, dtype=dtype)
+    dom.check_dim(domain, d)
     has_noise = float(noise) > 0
 
     def signal(es, t):
         return _drift(es, t, switch_every, has_noise)
 
-    return d, domain, signal, _make_init(d, base_norm, amplitude, omega, noise, dtype)
+    return d, domain, signal, _make_init(d, base_norm, amplitude, omega, noise, dtype), dtype
 
 
 def quadratic(
@@ -287,14 +225,12 @@ def quadratic(
     domain: dom.Domain | None = None,
     dtype=None,
 ) -> BCOEnvFunctions:
-    """``f_t(x) = lam/2 ||x - c_t||^2`` with drifting / switching / noisy centres (module doc).
-
-    ``lam``-strongly convex and ``lam``-smooth. ``V_T = lam^2 sum_t ||c_t - c_{t-1}||^2``
-    exactly (the gradient difference does not depend on ``x``).
-    """
+    """``f_t(x) = lam/2 ||x - c_t||^2`` with drifting centres (module docstring): ``lam``-strongly
+    convex and smooth, ``V_T = lam^2 sum_t ||c_t - c_{t-1}||^2`` exactly. With
+    ``base_norm > R`` the constrained optimum has a non-zero gradient."""
     if not (math.isfinite(float(lam)) and float(lam) > 0):
         raise ValueError(f"lam: expected lambda > 0, got {lam}")
-    d, domain, centre, init = _drifting(
+    d, domain, centre, init, _ = _drifting(
         dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype
     )
     R = float(dom.outer_radius(domain))
@@ -317,7 +253,8 @@ def quadratic(
         return jnp.where(t > 0, lam**2 * jnp.sum(dc * dc), 0.0)
 
     def min_loss_plus(es, t):
-        gap = jnp.maximum(_dist_to_domain(domain, centre(es, t)) - G / L_conv, 0.0)
+        c = centre(es, t)
+        gap = jnp.maximum(jnp.linalg.norm(c - dom.project(domain, c), axis=-1) - G / L_conv, 0.0)
         return 0.5 * lam * gap**2
 
     def best_fixed_point(es, T: int):
@@ -335,11 +272,6 @@ def noisy_iid(dim: int, *, noise: float = 0.5, **kw) -> BCOEnvFunctions:
     return env._replace(name="noisy_iid")
 
 
-# ---------------------------------------------------------------------------------------------
-# Linear losses
-# ---------------------------------------------------------------------------------------------
-
-
 def linear(
     dim: int,
     *,
@@ -352,12 +284,9 @@ def linear(
     domain: dom.Domain | None = None,
     dtype=None,
 ) -> BCOEnvFunctions:
-    """``f_t(x) = <l_t, x>`` with slowly varying / switching / noisy ``l_t`` (module doc).
-
-    ``V_T = sum_t ||l_t - l_{t-1}||^2`` and ``W_T = sum_t ||l_t - mean(l)||^2`` exactly; the
-    best fixed point is the linear minimiser of ``sum_t l_t`` over ``X``.
-    """
-    d, domain, vec, init = _drifting(
+    """``f_t(x) = <l_t, x>`` with drifting ``l_t`` (module docstring); ``V_T`` and
+    ``W_T = sum_t ||l_t - mean(l)||^2`` are exact."""
+    d, domain, vec, init, _ = _drifting(
         dim, radius, base_norm, amplitude, omega, switch_every, noise, domain, dtype
     )
     G = _high_prob_norm(base_norm, amplitude, noise, d)
@@ -390,11 +319,6 @@ def linear(
 
     per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)
     return _family("linear", init, per_round, domain, d, lipschitz=G, grad_variance=grad_variance)
-
-
-# ---------------------------------------------------------------------------------------------
-# Online regression streams
-# ---------------------------------------------------------------------------------------------
 
 
 def projected_gradient_solve(
@@ -443,18 +367,15 @@ def projected_gradient_solve(
 
 
 class _RegressionKind(NamedTuple):
-    """The parts of :func:`regression` that depend on its ``kind``, chosen once per family.
+    """The parts of :func:`regression` that depend on its ``kind``.
 
     Attributes:
-      constants: ``(a_max, R, theta_max, noise) -> (G, L_smooth)``: the high-probability
-        Lipschitz bound and the smoothness of ``f_t`` over the ball of radius ``R``.
+      constants: ``(a_max, R, theta_max, noise) -> (G, L_smooth)`` over the ball of radius R.
       label: ``(es, key, z, dtype) -> y_t`` from the clean score ``z = a_t.theta_t``.
-      loss: ``(z, y) -> f`` of the score ``z = a.x``.
-      slope: ``(z, y) -> df/dz`` (``grad f_t(x) = slope * a_t``).
-      variation: ``(a1, y1, a0, y0, R) -> sup_x ||grad f_t - grad f_{t-1}||^2`` (a bound).
+      loss, slope: ``(z, y) -> f`` and ``df/dz`` of the score ``z = a.x``.
+      variation: ``(a1, y1, a0, y0, R) ->`` a bound on ``sup_x ||grad f_t - grad f_{t-1}||^2``.
       min_loss_plus: ``(y, reach) -> min f_t`` over ``X+`` where ``|a.x| <= reach``.
-      objective: ``(a, y, T) -> (value_and_grad, lipschitz of the gradient)`` of
-        ``1/T sum_t f_t`` (the data of ``T`` rounds stacked).
+      objective: ``(a, y, T) -> (value_and_grad, gradient Lipschitz)`` of ``1/T sum_t f_t``.
     """
 
     constants: Callable
@@ -464,22 +385,6 @@ class _RegressionKind(NamedTuple):
     variation: Callable
     min_loss_plus: Callable
     objective: Callable
-
-
-def _lsq_constants(a_max, R, th, noise):
-    return a_max * (a_max * (R + th) + 3.0 * float(noise)), a_max**2
-
-
-def _lsq_label(es, key, z, dtype):
-    return z + es.noise * _normal(key, (), dtype)
-
-
-def _lsq_loss(z, y):
-    return 0.5 * (z - y) ** 2
-
-
-def _lsq_slope(z, y):
-    return z - y
 
 
 def _lsq_variation(a1, y1, a0, y0, R):
@@ -493,10 +398,6 @@ def _lsq_variation(a1, y1, a0, y0, R):
     return (m_norm * R + b_norm) ** 2
 
 
-def _lsq_min_loss_plus(y, reach):
-    return 0.5 * jnp.maximum(jnp.abs(y) - reach, 0.0) ** 2
-
-
 def _lsq_objective(a, y, T):
     H = a.T @ a / T
     b = a.T @ y / T
@@ -508,16 +409,6 @@ def _lsq_objective(a, y, T):
     return vg, lapack.eigvalsh(H)[-1]
 
 
-def _logistic_constants(a_max, R, th, noise):
-    return a_max, a_max**2 / 4.0
-
-
-def _logistic_label(es, key, z, dtype):
-    return jnp.where(
-        jax.random.uniform(key, (), jnp.float32).astype(dtype) < jax.nn.sigmoid(z), 1.0, -1.0
-    )
-
-
 def _logistic_loss(z, y):
     return jax.nn.softplus(-y * z)
 
@@ -526,12 +417,9 @@ def _logistic_slope(z, y):
     return -y * jax.nn.sigmoid(-y * z)
 
 
-def _logistic_variation(a1, y1, a0, y0, R):
-    return (jnp.linalg.norm(a1) + jnp.linalg.norm(a0)) ** 2
-
-
-def _logistic_min_loss_plus(y, reach):
-    return jax.nn.softplus(-reach)
+def _logistic_label(es, key, z, dtype):
+    u = jax.random.uniform(key, (), jnp.float32).astype(dtype)
+    return jnp.where(u < jax.nn.sigmoid(z), 1.0, -1.0)
 
 
 def _logistic_objective(a, y, T):
@@ -544,14 +432,24 @@ def _logistic_objective(a, y, T):
 
 _REGRESSION_KINDS = {
     "least_squares": _RegressionKind(
-        _lsq_constants, _lsq_label, _lsq_loss, _lsq_slope, _lsq_variation, _lsq_min_loss_plus,
-        _lsq_objective,
+        constants=lambda a_max, R, th, noise: (a_max * (a_max * (R + th) + 3.0 * noise), a_max**2),
+        label=lambda es, key, z, dtype: z + es.noise * _normal(key, (), dtype),
+        loss=lambda z, y: 0.5 * (z - y) ** 2,
+        slope=lambda z, y: z - y,
+        variation=_lsq_variation,
+        min_loss_plus=lambda y, reach: 0.5 * jnp.maximum(jnp.abs(y) - reach, 0.0) ** 2,
+        objective=_lsq_objective,
     ),
     "logistic": _RegressionKind(
-        _logistic_constants, _logistic_label, _logistic_loss, _logistic_slope,
-        _logistic_variation, _logistic_min_loss_plus, _logistic_objective,
+        constants=lambda a_max, R, th, noise: (a_max, a_max**2 / 4.0),
+        label=_logistic_label,
+        loss=_logistic_loss,
+        slope=_logistic_slope,
+        variation=lambda a1, y1, a0, y0, R: (jnp.linalg.norm(a1) + jnp.linalg.norm(a0)) ** 2,
+        min_loss_plus=lambda y, reach: jax.nn.softplus(-reach),
+        objective=_logistic_objective,
     ),
-}  # fmt: skip
+}
 
 
 def regression(
@@ -567,26 +465,21 @@ def regression(
     dtype=None,
     solver_steps: int = 5000,
 ) -> BCOEnvFunctions:
-    """Online least squares / logistic regression with a drifting parameter ``theta_t``.
+    """Online regression with ``a_t ~ N(0, I/d)`` and a drifting parameter ``theta_t``.
 
-    ``a_t ~ N(0, I/d)``; least squares: ``y_t = a_t.theta_t + noise * eps_t``,
-    ``f_t(x) = 1/2 (a_t.x - y_t)^2``; logistic: ``y_t = +-1`` with ``P(y_t = 1) =
-    sigmoid(a_t.theta_t)``, ``f_t(x) = log(1 + exp(-y_t a_t.x))``. With ``base_norm > R``,
-    ``theta_t`` lies outside the ball. The best fixed point comes from
-    :func:`projected_gradient_solve`; ``grad_variation`` is an upper bound
-    (``(||M||_2 R + ||b||)^2`` with ``grad f_t - grad f_{t-1} = M x - b`` for least squares,
-    ``(||a_t|| + ||a_{t-1}||)^2`` for logistic).
+    Least squares: ``y_t = a_t.theta_t + noise eps_t``, ``f_t(x) = 1/2 (a_t.x - y_t)^2``;
+    logistic: ``P(y_t = 1) = sigmoid(a_t.theta_t)``, ``f_t(x) = log(1 + exp(-y_t a_t.x))``.
+    ``grad_variation`` is an upper bound; :func:`projected_gradient_solve` gives ``x*``.
     """
     if kind not in _REGRESSION_KINDS:
         raise ValueError(f"kind: expected 'least_squares' or 'logistic', got {kind!r}")
     fam = _REGRESSION_KINDS[kind]
-    d = checks.check_int("dim", dim)
-    _check_common(amplitude, omega, noise, base_norm, switch_every)
-    dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    domain = dom.ball(radius, dtype=dtype)
+    d, domain, _, init, dtype = _drifting(
+        dim, radius, base_norm, amplitude, omega, switch_every, noise, None, dtype
+    )
     R = float(radius)
     a_max = 1.0 + 3.0 / math.sqrt(d)  # high-probability bound on ||a_t||
-    G, L_smooth = fam.constants(a_max, R, float(base_norm) + float(amplitude), noise)
+    G, L_smooth = fam.constants(a_max, R, float(base_norm) + float(amplitude), float(noise))
     rplus = R + G / max(L_smooth, 1.0)
 
     def theta(es, t):
@@ -623,7 +516,6 @@ def regression(
         x0 = jnp.zeros((d,), dtype)
         return projected_gradient_solve(vg, domain, x0, lip, max_steps=solver_steps)
 
-    init = _make_init(d, base_norm, amplitude, omega, noise, dtype)
     per_round = (loss, grad, comparator, grad_variation, min_loss_plus, best_fixed_point)
     return _family(
         kind, init, per_round, domain, d, lipschitz=G, smoothness=L_smooth, variation_exact=False

@@ -1,33 +1,18 @@
 """Classification data as a contextual bandit (EOFD-MLogB paper, section 4, "Setup").
 
-The protocol of Cesa-Bianchi et al. (2013) that section 4 uses for MNIST: every round the learner
-sees ``num_candidates`` examples with distinct labels, one drawn uniformly from each of the
-classes shown, in a random order; choosing the example of the target class pays 1, any other
-pays 0 (K = 1, rewards ``[1]``). With fewer candidates than classes, the target class is always
-shown and the others are a uniformly random subset.
+The protocol of Cesa-Bianchi et al. (2013): every round the learner sees ``num_candidates``
+examples of distinct classes (the target class always among them, random order); the target
+class's example pays 1, any other 0 (K = 1). Features are normalised (the paper's "normalized
+features" plus a bias) as ``a = [x / ||x||_2, 1] / sqrt(2)`` (``||a|| = 1``; ``x = 0`` gives
+``[0, ..., 0, 1/sqrt(2)]``), so ``d`` is the number of raw features plus one.
 
-Normalisation (the paper only says "normalized features" plus a bias)::
+Multinomial variant (K >= 2, this library's design): class ``c`` yields outcome
+``y = outcome_of_class[c]`` with probability ``1 - label_noise``, else a uniform one in {0..K},
+paying ``rewards[y-1]`` (0 for y = 0); the expected reward is
+``(1 - label_noise) r[outcome_of_class[c]] + label_noise mean(r_0..r_K)``, ``r_0 = 0``.
 
-    a = [x / ||x||_2, 1] / sqrt(2),      so that ||a||_2 = 1 and a[-1] = 1/sqrt(2)
-
-(an all-zero ``x`` gives ``a = [0, ..., 0, 1/sqrt(2)]``): actions in the unit ball the analysis
-assumes; the division rescales W* by a constant and changes nothing else. ``d`` is the number of
-raw features plus one: 65 for scikit-learn's 8x8 digits, 785 for MNIST.
-
-Multinomial variant (K >= 2, of this library's design): the classes are grouped into K + 1
-outcome levels by ``outcome_of_class`` (default for digits with K = 4: digit ``c`` has level
-``c // 2``). Choosing an example of class ``c`` yields ``y = outcome_of_class[c]`` with
-probability ``1 - label_noise`` and a uniformly random outcome in {0..K} otherwise, paying
-``rewards[y-1]`` (0 for y = 0); the expected reward, used for regret, is
-``(1 - label_noise) * r[outcome_of_class[c]] + label_noise * mean(r_0..r_K)`` with ``r_0 = 0``.
-The binary protocol is ``outcome_of_class = 1[c == target]``, ``rewards = [1]``, no noise.
-
-The environment follows the MLogB environment protocol of ``bandits_jax.envs``; the data set is
-closed over as a constant (uint8 pixels where possible) and the state holds, as data, each
-class's outcome level and the always-shown classes: ``init_target(key, c)`` starts the binary
-protocol with target ``c`` (a traced int32 is fine), so one compiled program serves every target
-class. Besides digits and MNIST, scikit-learn's bundled :func:`wine`, :func:`iris` and
-:func:`breast_cancer` (no download) are available with the binary protocol.
+The data are closed over as a constant (uint8 pixels where possible); the classes' outcome
+levels are state, so ``init_target(key, c)`` serves every target with one compiled program.
 """
 
 from __future__ import annotations
@@ -40,35 +25,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax import checks
 from bandits_jax.mlogb.hparams import state_dtype
-
-__all__ = [
-    "ClassificationEnv",
-    "ClassificationState",
-    "classification_bandit",
-    "normalise_features",
-    "load_digits",
-    "load_sklearn",
-    "digits",
-    "digits_multinomial",
-    "mnist",
-    "wine",
-    "iris",
-    "breast_cancer",
-]
 
 
 class ClassificationState(NamedTuple):
-    """The current round's candidates and the per-class outcome law.
-
-    Attributes:
-      labels: int32 ``(N,)`` class of each candidate.
-      actions: ``(N, d)`` their normalised features.
-      level: int32 ``(C,)`` outcome level in ``{0..K}`` of each class (binary protocol:
-        ``1[c == target]``).
-      shown: int32 ``(F,)`` classes shown every round (binary protocol: ``[target]``, F = 1;
-        multinomial variant: none, F = 0).
-    """
+    """The round's candidates (int32 ``labels`` (N,), ``actions`` (N, d)), each class's outcome
+    ``level`` in ``{0..K}`` (int32 (C,)) and the classes ``shown`` every round (binary protocol:
+    ``[target]``, else none)."""
 
     labels: jax.Array
     actions: jax.Array
@@ -77,21 +41,15 @@ class ClassificationState(NamedTuple):
 
 
 class ClassificationEnv(NamedTuple):
-    """An MLogB environment built from a labelled data set (pure functions of PRNG keys).
+    """An MLogB environment (:class:`bandits_jax.protocols.MLogBEnv`) from a labelled data set.
 
     Attributes:
-      init: ``init(key) -> state`` (with the target class the env was built with).
-      observe: ``observe(state, key) -> (state, actions (N, d), mask (N,) bool)``.
-      outcome: ``outcome(state, x, key) -> y`` in ``{0..K}`` (int32) for a shown candidate ``x``.
-      expected_rewards: ``expected_rewards(state, actions) -> (N,)`` for the shown candidates.
-      num_outcomes: ``K``.
-      dim: ``d`` (raw features + 1).
+      init, observe, outcome, expected_rewards, num_outcomes, dim: as the protocol.
       max_actions: ``N``, the candidates per round (all shown: the mask is all True).
       num_classes: number of classes in the data.
       rewards: ``(K,)`` numpy rewards of outcomes 1..K.
-      init_target: ``init_target(key, target) -> state``: the binary protocol with rewarded class
-        ``target`` (an int or a traced int32 scalar; a concrete one outside ``0..C-1`` raises
-        ``ValueError``, a traced one is not checked); ``None`` for the multinomial variant.
+      init_target: ``init_target(key, target) -> state``, the binary protocol with rewarded class
+        ``target`` (an int or traced int32; a concrete one is checked); None if multinomial.
     """
 
     init: Callable[[jax.Array], ClassificationState]
@@ -115,7 +73,7 @@ def normalise_features(raw: np.ndarray) -> np.ndarray:
 
 
 def _compact(raw: np.ndarray) -> np.ndarray:
-    """Keeps integer pixels in [0, 255] as uint8 (MNIST: 47 MB instead of 377 MB in float64)."""
+    """Keeps integer pixels in [0, 255] as uint8, anything else as float64."""
     raw = np.asarray(raw)
     if raw.dtype == np.uint8:
         return raw
@@ -147,9 +105,6 @@ def classification_bandit(
         ``1[c == target]`` (then ``rewards`` must have length 1).
       label_noise: probability in ``[0, 1]`` that the outcome is uniform on ``{0..K}``.
       dtype: float dtype of the actions; default JAX's default float.
-
-    Returns:
-      A :class:`ClassificationEnv`.
     """
     raw, labels, counts = _checked_data(features, labels)
     num_classes = counts.size
@@ -158,10 +113,9 @@ def classification_bandit(
     binary = outcome_of_class is None
     dtype = state_dtype(dtype)
     featurise, dim = _featuriser(raw, dtype)
-    n_fixed = 1 if binary else 0  # always-shown classes: the target in the binary protocol
-    shown = [int(target)] if binary else []
-    init, init_target = _starts(level, shown, num_classes, n_cand, n_fixed, dim, dtype)
-    observe = _observer(labels, counts, n_cand, n_fixed, featurise)
+    shown = [int(target)] if binary else []  # always shown: the target in the binary protocol
+    init, init_target = _starts(level, shown, num_classes, n_cand, dim, dtype)
+    observe = _observer(labels, counts, n_cand, len(shown), featurise)
     outcome, expected_rewards = _outcome_fns(r, label_noise, dtype)
     return ClassificationEnv(
         init,
@@ -178,8 +132,7 @@ def classification_bandit(
 
 
 def _checked_data(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(raw, labels, counts)``: the features kept compact (:func:`_compact`), the labels and
-    the examples per class, checked (a 2-D array, one label per row, every class present)."""
+    """``(raw, labels, counts)``: compact features, labels and examples per class, checked."""
     labels = np.asarray(labels)
     raw = _compact(features)
     if raw.ndim != 2:
@@ -197,12 +150,10 @@ def _checked_data(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, n
 
 def _checked_candidates(num_candidates: Any, num_classes: int) -> int:
     """The candidates per round: ``num_candidates`` (an int in ``1..C``) or ``C``."""
-    if num_candidates is not None and (
-        not isinstance(num_candidates, int | np.integer) or isinstance(num_candidates, bool)
-    ):
-        raise ValueError(f"num_candidates: expected an int, got {num_candidates!r}")
-    n_cand = num_classes if num_candidates is None else int(num_candidates)
-    if not 1 <= n_cand <= num_classes:
+    if num_candidates is None:
+        return num_classes
+    n_cand = checks.check_int("num_candidates", num_candidates)
+    if n_cand > num_classes:
         raise ValueError(
             f"num_candidates: expected 1..{num_classes} (distinct classes), got {n_cand}"
         )
@@ -212,8 +163,7 @@ def _checked_candidates(num_candidates: Any, num_classes: int) -> int:
 def _outcome_law(
     target: int, rewards: Any, outcome_of_class: Any, label_noise: float, num_classes: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(rewards, level)``: the ``(K,)`` rewards of outcomes 1..K and the int32 ``(C,)``
-    outcome level of each class (binary protocol: ``1[c == target]``), checked."""
+    """``(rewards, level)``: the (K,) rewards and each class's int32 outcome level, checked."""
     r = np.asarray([1.0] if rewards is None else rewards, dtype=np.float64).reshape(-1)
     K = r.shape[0]
     if K < 1 or not np.all(np.isfinite(r) & (r >= 0)):
@@ -241,8 +191,7 @@ def _outcome_law(
 
 
 def _featuriser(raw: np.ndarray, dtype: Any) -> tuple[Callable, int]:
-    """``(featurise, d)``: ``featurise(idx) -> (n, d)`` normalised features of the examples
-    ``idx`` (the module docstring's ``[x / ||x||, 1] / sqrt(2)``, from the compact data)."""
+    """``(featurise, d)``: ``featurise(idx) -> (n, d)`` normalised features of examples ``idx``."""
     inv_norm = np.linalg.norm(raw.astype(np.float64), axis=1)
     inv_norm = np.divide(1.0, inv_norm, out=np.zeros_like(inv_norm), where=inv_norm > 0)
     raw_j = jnp.asarray(raw)
@@ -261,13 +210,11 @@ def _starts(
     shown: list[int],
     num_classes: int,
     n_cand: int,
-    n_fixed: int,
     dim: int,
     dtype: Any,
 ) -> tuple[Callable, Callable]:
-    """``(init, init_target)``: the state before the first round with the given outcome
-    ``level`` and always-``shown`` classes, and the binary protocol's state for a target class
-    given as data (checked when concrete)."""
+    """``(init, init_target)``: the first state with the given ``level`` and ``shown`` classes,
+    and the binary protocol's for a target class given as data."""
     all_classes = jnp.arange(num_classes, dtype=jnp.int32)
 
     def start(levels, shown_classes):
@@ -275,7 +222,7 @@ def _starts(
             jnp.zeros((n_cand,), jnp.int32),
             jnp.zeros((n_cand, dim), dtype),
             jnp.asarray(levels, jnp.int32),
-            jnp.asarray(shown_classes, jnp.int32).reshape(n_fixed),
+            jnp.asarray(shown_classes, jnp.int32).reshape(len(shown)),
         )
 
     def init(key):
@@ -299,9 +246,8 @@ def _starts(
 def _observer(
     labels: np.ndarray, counts: np.ndarray, n_cand: int, n_fixed: int, featurise: Callable
 ) -> Callable:
-    """``observe(state, key)``: a round's ``n_cand`` candidates of distinct classes (the
-    always-shown ones and a random subset of the others, in random order), one random example
-    of each."""
+    """``observe(state, key)``: the shown classes and a random subset of the others (random
+    order, ``n_cand`` in all), one random example of each."""
     num_classes = counts.size
     # Per-class index table, padded: example j of class c is by_class[c, j], j < counts[c].
     width = int(counts.max())
@@ -329,13 +275,11 @@ def _observer(
 
 
 def _outcome_fns(r: np.ndarray, label_noise: float, dtype: Any) -> tuple[Callable, Callable]:
-    """``(outcome, expected_rewards)`` of the shown candidates: a class's level, or a uniform
-    outcome with probability ``label_noise``; expected reward ``(1 - p) r_y + p mean(r)``."""
+    """``(outcome, expected_rewards)`` of the shown candidates (module docstring)."""
     K = r.shape[0]
     r_full = np.concatenate([[0.0], r])
     mean_r = float(r_full.mean())
     p_noise = float(label_noise)
-    # Expected reward of outcome level y: (1 - p) r_y + p mean(r_0..r_K).
     reward_of_level = jnp.asarray((1.0 - p_noise) * r_full + p_noise * mean_r, dtype)
 
     def _labels_of(state, actions):
@@ -365,12 +309,8 @@ _SKLEARN_SETS = {
 
 
 def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A classification data set bundled with scikit-learn (no download): ``(features, labels)``.
-
-    Args:
-      name: ``"digits"`` (1797 x 64, 10 classes), ``"wine"`` (178 x 13, 3), ``"iris"``
-        (150 x 4, 3) or ``"breast_cancer"`` (569 x 30, 2).
-    """
+    """``(features, labels)`` of a data set bundled with scikit-learn: ``"digits"``, ``"wine"``,
+    ``"iris"`` or ``"breast_cancer"``."""
     if name not in _SKLEARN_SETS:
         raise ValueError(f"name: expected one of {list(_SKLEARN_SETS)}, got {name!r}")
     try:
@@ -385,13 +325,8 @@ def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_digits(half: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's bundled 8x8 digits (1797 examples, pixels 0..16, no download).
-
-    Args:
-      half: ``None`` for every example; ``0`` the even-indexed examples (899), ``1`` the
-        odd-indexed ones (898): two disjoint halves with every class, so that recipes can be
-        tuned on one and reported on the other.
-    """
+    """scikit-learn's bundled 8x8 digits: every example (``half=None``), or the even- (0) or
+    odd-indexed (1) ones, disjoint halves with every class (tune on one, report on the other)."""
     x, y = load_sklearn("digits")
     if half is None:
         return x, y
@@ -400,33 +335,28 @@ def load_digits(half: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     return x[half::2], y[half::2]
 
 
-def _sklearn_bandit(
-    name: str, target: int, num_candidates: int | None, dtype: Any
-) -> ClassificationEnv:
-    """The binary protocol on a bundled data set (the loader is shared with :func:`digits`)."""
-    x, y = load_sklearn(name)
-    return classification_bandit(x, y, target=target, num_candidates=num_candidates, dtype=dtype)
-
-
 def wine(
     *, target: int = 0, num_candidates: int | None = None, dtype: Any = None
 ) -> ClassificationEnv:
     """The binary protocol on scikit-learn's wine data (d = 13 + 1, 3 classes, K = 1)."""
-    return _sklearn_bandit("wine", target, num_candidates, dtype)
+    data = load_sklearn("wine")
+    return classification_bandit(*data, target=target, num_candidates=num_candidates, dtype=dtype)
 
 
 def iris(
     *, target: int = 0, num_candidates: int | None = None, dtype: Any = None
 ) -> ClassificationEnv:
     """The binary protocol on scikit-learn's iris data (d = 4 + 1, 3 classes, K = 1)."""
-    return _sklearn_bandit("iris", target, num_candidates, dtype)
+    data = load_sklearn("iris")
+    return classification_bandit(*data, target=target, num_candidates=num_candidates, dtype=dtype)
 
 
 def breast_cancer(
     *, target: int = 0, num_candidates: int | None = None, dtype: Any = None
 ) -> ClassificationEnv:
     """The binary protocol on scikit-learn's breast cancer data (d = 30 + 1, 2 classes, K = 1)."""
-    return _sklearn_bandit("breast_cancer", target, num_candidates, dtype)
+    data = load_sklearn("breast_cancer")
+    return classification_bandit(*data, target=target, num_candidates=num_candidates, dtype=dtype)
 
 
 def digits(
@@ -434,8 +364,8 @@ def digits(
 ) -> ClassificationEnv:
     """Section 4's binary protocol on scikit-learn's digits (d = 64 + 1, K = 1); ``half``: every
     example (``None``) or one of two disjoint halves (:func:`load_digits`)."""
-    x, y = load_digits(half)
-    return classification_bandit(x, y, target=target, num_candidates=num_candidates, dtype=dtype)
+    data = load_digits(half)
+    return classification_bandit(*data, target=target, num_candidates=num_candidates, dtype=dtype)
 
 
 def digits_multinomial(
@@ -484,10 +414,7 @@ def mnist(
     from bandits_jax.envs.mnist import load_mnist
 
     data = load_mnist(path, split=split, cache_dir=cache_dir)
+    images, labels = data.images, data.labels.astype(np.int32)
     return classification_bandit(
-        data.images,
-        data.labels.astype(np.int32),
-        target=target,
-        num_candidates=num_candidates,
-        dtype=dtype,
+        images, labels, target=target, num_candidates=num_candidates, dtype=dtype
     )

@@ -1,23 +1,16 @@
 """MNIST loader: the standard IDX files (gzipped or not) or an ``.npz``, no network.
 
-The classification-to-bandit experiments of section 4 of the EOFD-MLogB paper use MNIST
-(d = 784 + 1 with the bias). This library never downloads anything: put the files in a directory
-and pass it (``path=``), or put them in the cache directory (``$BANDITS_JAX_DATA/mnist`` or
-``~/.cache/bandits_jax/mnist``). Accepted layouts:
+Section 4 of the EOFD-MLogB paper uses MNIST (d = 784 + 1). Nothing is downloaded: pass a
+directory (``path=``) or use the cache directory (``$BANDITS_JAX_DATA/mnist`` or
+``~/.cache/bandits_jax/mnist``) holding either the four IDX files of LeCun et al., each
+optionally gzipped (``train-images.idx3-ubyte`` with a dot accepted too)::
 
-* the four IDX files of LeCun et al. under their usual names, each optionally gzipped::
+    train-images-idx3-ubyte[.gz]  train-labels-idx1-ubyte[.gz]
+    t10k-images-idx3-ubyte[.gz]   t10k-labels-idx1-ubyte[.gz]
 
-      train-images-idx3-ubyte[.gz]  train-labels-idx1-ubyte[.gz]
-      t10k-images-idx3-ubyte[.gz]   t10k-labels-idx1-ubyte[.gz]
-
-  (``train-images.idx3-ubyte`` with a dot is accepted too);
-* one ``mnist.npz`` with arrays ``x_train, y_train, x_test, y_test`` (the Keras layout).
-
-The IDX format (http://yann.lecun.com/exdb/mnist/): two zero bytes, a type code (0x08 uint8,
-0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64), the number of dimensions, then
-each dimension as a big-endian uint32, then the data in row-major big-endian order. Every way a
-file can be malformed (short header, wrong magic, unknown type, data shorter or longer than the
-header says, a broken gzip stream) raises :class:`IDXFormatError` naming the file.
+or one Keras-layout ``mnist.npz`` (``x_train, y_train, x_test, y_test``). An IDX file is two
+zero bytes, a type code, the number of dimensions, each as a big-endian uint32, then the data
+(row-major, big-endian); any malformed file raises :class:`IDXFormatError` naming it.
 """
 
 from __future__ import annotations
@@ -31,16 +24,6 @@ import zlib
 from typing import NamedTuple
 
 import numpy as np
-
-__all__ = [
-    "IDXFormatError",
-    "MNISTNotFoundError",
-    "MNIST",
-    "default_cache_dir",
-    "read_idx",
-    "write_idx",
-    "load_mnist",
-]
 
 _IDX_TYPES = {
     0x08: np.dtype(np.uint8),
@@ -83,8 +66,7 @@ def default_cache_dir() -> pathlib.Path:
 
 
 def _read_bytes(path: pathlib.Path) -> bytes:
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         try:
             return gzip.decompress(raw)
@@ -94,17 +76,8 @@ def _read_bytes(path: pathlib.Path) -> bytes:
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:
-    """Reads one IDX file (gzipped or not) into a native-endian numpy array.
-
-    Args:
-      path: the file.
-
-    Returns:
-      The array, with the shape and element type the header declares.
-
-    Raises:
-      IDXFormatError: the header or data length is inconsistent, or the gzip stream is broken.
-    """
+    """Reads one IDX file (gzipped or not) into a native-endian numpy array; a malformed file
+    raises :class:`IDXFormatError`."""
     path = pathlib.Path(path)
     raw = _read_bytes(path)
     if len(raw) < 4:
@@ -142,13 +115,8 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
 
 
 def write_idx(path: str | os.PathLike, array: np.ndarray, *, compress: bool | None = None) -> None:
-    """Writes ``array`` as an IDX file (gzipped when ``compress`` or the name ends in ``.gz``).
-
-    Args:
-      path: destination.
-      array: uint8, int8, int16, int32, float32 or float64 array with 1 to 255 dimensions.
-      compress: force gzip on or off; default from the file name.
-    """
+    """Writes ``array`` (uint8, int8, int16, int32, float32 or float64; 1 to 255 dimensions) as
+    an IDX file, gzipped when ``compress`` or (``compress=None``) the name ends in ``.gz``."""
     path = pathlib.Path(path)
     array = np.asarray(array)
     dtype = array.dtype.newbyteorder("=")
@@ -168,8 +136,7 @@ def write_idx(path: str | os.PathLike, array: np.ndarray, *, compress: bool | No
         compress = path.suffix == ".gz"
     if compress:
         payload = gzip.compress(payload)
-    with open(path, "wb") as f:
-        f.write(payload)
+    path.write_bytes(payload)
 
 
 def _find_split(directory: pathlib.Path, stem: str) -> pathlib.Path | None:
@@ -225,11 +192,10 @@ def _load_npz(path: pathlib.Path, split: str) -> MNIST:
     return _check_pair(images, labels, str(path))
 
 
-def _missing_message(searched: list[pathlib.Path], split: str) -> str:
+def _missing_message(directory: pathlib.Path, split: str) -> str:
     img, lab = _SPLIT_FILES[split]
-    places = "\n".join(f"  {p}" for p in searched)
     return (
-        f"MNIST ({split} split) not found. Looked in:\n{places}\n"
+        f"MNIST ({split} split) not found. Looked in:\n  {directory}\n"
         f"Put either the IDX files {img}[.gz] and {lab}[.gz] (from "
         "http://yann.lecun.com/exdb/mnist/ or a mirror) or a Keras-style mnist.npz "
         f"(x_{split}, y_{split}) in one of those directories, or pass path=... "
@@ -247,13 +213,9 @@ def load_mnist(
     """Loads MNIST from a directory of IDX files, an ``.npz`` file, or the cache directory.
 
     Args:
-      path: a directory holding the IDX files or ``mnist.npz``, or the ``.npz`` file itself.
-        If ``None``, ``cache_dir`` (default :func:`default_cache_dir`) is searched.
-      split: ``"train"`` (60000 images) or ``"test"`` (10000 images).
-      cache_dir: where to look when ``path`` is ``None``.
-
-    Returns:
-      :class:`MNIST` with uint8 images flattened to ``(n, 784)`` and uint8 labels.
+      path: a directory of IDX files or ``mnist.npz``, or the ``.npz`` itself; ``None``: search
+        ``cache_dir`` (default :func:`default_cache_dir`).
+      split: ``"train"`` or ``"test"``.
 
     Raises:
       MNISTNotFoundError: no usable files where it looked (the message says where to put them).
@@ -261,26 +223,21 @@ def load_mnist(
     """
     if split not in _SPLIT_FILES:
         raise ValueError(f"split: expected 'train' or 'test', got {split!r}")
-    if path is not None:
-        p = pathlib.Path(path).expanduser()
-        if p.is_file():
-            if p.suffix == ".npz":
-                return _load_npz(p, split)
-            raise MNISTNotFoundError(
-                f"path: {p} is a file but not an .npz; give the directory of the IDX files"
-            )
-        candidates = [p]
+    if path is None:
+        directory = pathlib.Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     else:
-        candidates = [pathlib.Path(cache_dir).expanduser() if cache_dir else default_cache_dir()]
-    for directory in candidates:
-        if not directory.is_dir():
-            continue
-        img_stem, lab_stem = _SPLIT_FILES[split]
-        img, lab = _find_split(directory, img_stem), _find_split(directory, lab_stem)
+        directory = pathlib.Path(path).expanduser()
+        if directory.is_file():
+            if directory.suffix == ".npz":
+                return _load_npz(directory, split)
+            raise MNISTNotFoundError(
+                f"path: {directory} is a file but not an .npz; give the directory of the IDX files"
+            )
+    if directory.is_dir():
+        img, lab = (_find_split(directory, stem) for stem in _SPLIT_FILES[split])
         if img is not None and lab is not None:
-            images, labels = read_idx(img), read_idx(lab)
-            return _check_pair(images, labels, f"{img} / {lab}")
+            return _check_pair(read_idx(img), read_idx(lab), f"{img} / {lab}")
         npz = directory / "mnist.npz"
         if npz.is_file():
             return _load_npz(npz, split)
-    raise MNISTNotFoundError(_missing_message(candidates, split))
+    raise MNISTNotFoundError(_missing_message(directory, split))

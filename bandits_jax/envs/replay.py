@@ -1,9 +1,7 @@
 """Replays fixed MLogB action sets and outcome uniforms (for JAX-vs-numpy comparisons).
 
-The environment state carries the whole recorded stream and a round counter; outcomes are drawn
-from ``W*`` by the inverse-CDF rule of :func:`bandits_jax.mlogb.model.sample_outcome` with the
-recorded uniforms, so a numpy implementation fed the same arrays sees the same outcomes for the
-same choices.
+Outcomes are drawn from ``W*`` by the inverse-CDF rule of
+:func:`bandits_jax.mlogb.model.sample_outcome` with the recorded uniforms.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The synthetic multinomial logistic environment of He et al., Section 4.
 
-``W*`` uniform on the sphere ``||W*||_F = S``; each round an action set of random size in
-``[min_actions, max_actions]`` drawn uniformly on the unit sphere, padded to ``max_actions`` with a
-mask; outcomes from the multinomial logistic model (eq. 1) by inverse-CDF sampling of one uniform
-(:func:`bandits_jax.mlogb.model.sample_outcome`). Rewards default to ``[0.25, 0.5, 0.75, 1]`` for
-K = 4 (``linspace(1/K, 1, K)`` in general) and ``[1]`` for K = 1. S is not stated in the paper
-(errata 8); it is a parameter here.
-
-The validation and the round structure are shared with the low-rank variant
-(:func:`bandits_jax.envs.lowrank_mlogb.lowrank_mlogb`) through :func:`_check_common` and
-:func:`_build_env`, which differ only in how ``W*`` and the raw actions are drawn.
+``W*`` uniform on the sphere ``||W*||_F = S`` (S is not stated in the paper, errata 8); each
+round a random number of actions in ``[min_actions, max_actions]``, uniform on the unit sphere
+and padded with a mask; outcomes by inverse-CDF sampling of the model (eq. 1). The validation
+and round structure (:func:`_check_common`, :func:`_build_env`) serve the low-rank and
+heavy-tailed streams too.
 """
 
 from __future__ import annotations
@@ -32,9 +27,17 @@ class SyntheticState(NamedTuple):
     rewards: jax.Array
 
 
+class BasisState(NamedTuple):
+    """State of the low-rank and heavy-tailed streams: ``W*`` (K, d), rewards (K,) and the
+    trial's orthonormal ``basis`` (d, r) of the action covariance."""
+
+    W_star: jax.Array
+    rewards: jax.Array
+    basis: jax.Array
+
+
 class MLogBEnvFunctions(NamedTuple):
-    """An MLogB environment (pure functions of keys), the tuple that the synthetic, low-rank and
-    replay environments return; it satisfies :class:`bandits_jax.protocols.MLogBEnv`."""
+    """An MLogB environment (pure functions of keys, :class:`bandits_jax.protocols.MLogBEnv`)."""
 
     init: Callable
     observe: Callable
@@ -101,14 +104,8 @@ def _build_env(
     init: Callable[[jax.Array], Any],
     draw_actions: Callable[[Any, jax.Array], jax.Array],
 ) -> MLogBEnvFunctions:
-    """An MLogB environment whose state has ``W_star`` and ``rewards`` fields.
-
-    Args:
-      c: the checked arguments.
-      init: ``key -> state``.
-      draw_actions: ``(state, key) -> (max_actions, d)`` raw actions, normalised here to unit
-        norm; a uniform number of them in ``[min_actions, max_actions]`` is shown.
-    """
+    """An MLogB environment from ``init(key)`` (a state with ``W_star`` and ``rewards``) and
+    ``draw_actions(state, key) -> (max_actions, d)`` raw actions (normalised here)."""
     lo, hi = c.min_actions, c.max_actions
 
     def observe(state, key: jax.Array):
@@ -128,6 +125,11 @@ def _build_env(
     return MLogBEnvFunctions(init, observe, outcome, expected_rewards, c.K, c.d, hi)
 
 
+def _scaled(W: jax.Array, c: _Checked) -> jax.Array:
+    """``W`` scaled to ``||W||_F = S``."""
+    return W * (c.S / jnp.linalg.norm(W))
+
+
 def synthetic_mlogb(
     *,
     num_outcomes: int,
@@ -138,12 +140,22 @@ def synthetic_mlogb(
     max_actions: int = 30,
     dtype=None,
 ) -> MLogBEnvFunctions:
-    """Builds the Section 4 synthetic environment (see module docstring)."""
+    """Builds the Section 4 synthetic environment (see module docstring).
+
+    Args:
+      S: ``||W*||_F > 0``.
+      rewards: ``(K,)`` rewards of outcomes 1..K (default ``linspace(1/K, 1, K)``).
+      min_actions, max_actions: fewest and most actions shown a round (the padded size).
+      dtype: float dtype of the state and actions; default JAX's default float.
+
+    Raises:
+      ValueError: an argument out of range (the message names it).
+    """
     c = _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
 
     def init(key: jax.Array) -> SyntheticState:
         W = jax.random.normal(key, (c.K, c.d), c.dtype)
-        return SyntheticState(W * (c.S / jnp.linalg.norm(W)), jnp.asarray(c.rewards, c.dtype))
+        return SyntheticState(_scaled(W, c), jnp.asarray(c.rewards, c.dtype))
 
     def draw_actions(state: SyntheticState, key: jax.Array) -> jax.Array:
         del state

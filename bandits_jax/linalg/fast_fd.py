@@ -1,32 +1,17 @@
 """Fast Frequent Directions: a 2m-column buffer and one small SVD every m rounds.
 
 Ghashami, Liberty, Phillips & Woodruff (2016), "Frequent Directions: simple and deterministic
-matrix sketching", SIAM J. Comput. 45(5), Algorithm 3 ("Fast-FD"), written for columns: the
-sketch of ``M_t = sum_s B_s B_s^T`` (``B_s``: D x k) is a factor ``S`` (D x 2m) with
+matrix sketching", SIAM J. Comput. 45(5), Algorithm 3, for columns: a factor ``S`` (D x 2m) with
 
     S S^T <= M_t <= S S^T + rho I,      rho <= (tr M_t - tr S S^T) / (m + 1).
 
-Incoming columns are appended to the buffer; when a block does not fit, the buffer is shrunk
-first: with ``S = U diag(sigma) W^T``, the top m directions are kept with weights
-``sigma_i^2 - delta`` and the rest dropped, ``delta = sigma_{m+1}^2`` (added to ``rho``). Each
-shrink subtracts at least ``(m + 1) delta`` from the trace, which gives the bound on ``rho``.
-A shrink costs O(D m^2) and happens once every m / k blocks, so a round costs O(D m) amortised
-(O(D k) for the copy into the buffer between shrinks), against O(D m^2) per round for the
-per-round rule of :mod:`bandits_jax.linalg.sketch` (eq. 14-15 of EOFD-MLogB).
+Blocks are appended to the buffer; when one does not fit, the buffer is shrunk to its top m
+directions with weights ``sigma_i^2 - delta``, ``delta = sigma_{m+1}^2`` (added to ``rho``), by
+an ``eigh`` of the 2m x 2m Gram matrix: O(D m) a round amortised.
 
-The thin SVD is taken through the buffer's 2m x 2m Gram matrix (one product ``S^T S`` and one
-small ``eigh``), which loses accuracy only in directions whose weight is below ``eps sigma_1^2``.
-
-Reading it as the spectral state ``(V, mu, rho)`` of :class:`bandits_jax.linalg.sketch.FDState`:
-between shrinks the buffer holds up to 2m directions, so :func:`view` returns a D x 2m ``V``
-(orthonormal where ``mu > 0``, zero columns where ``mu = 0``) with ``V diag(mu) V^T = S S^T``,
-again through the Gram matrix (O(D m^2): for tests and occasional use).
-
-EOFD-MLogB needs the sketch's eigenbasis every round (Woodbury step, Lemma 1, Lemma 2), so its
-``sketch_rule="fast"`` keeps the spectral state instead of the factor: :func:`spectral_round`
-and :func:`commit_basis` below hold ``V = basis @ R`` with a deferred rotation ``R`` (the basis
-is rebuilt only at a shrink, :func:`bandits_jax.linalg.sketch.rebase`) and shrink by Algorithm
-3's rule; :func:`spectral_rule` packs them as a :class:`~bandits_jax.linalg.sketch.SketchRule`.
+EOFD-MLogB needs the eigenbasis every round (Lemmas 1-2), so its ``sketch_rule="fast"`` keeps
+the spectral state ``V = basis @ R`` with a deferred rotation instead (:func:`spectral_round`,
+:func:`spectral_rule`), rebuilding the basis only at a shrink.
 """
 
 from __future__ import annotations
@@ -51,30 +36,10 @@ from bandits_jax.linalg.sketch import (
     rebase,
 )
 
-__all__ = [
-    "FastFDState",
-    "Rotation",
-    "commit_basis",
-    "covariance",
-    "init",
-    "rebase",
-    "shrink",
-    "spectral_round",
-    "spectral_rule",
-    "update",
-    "view",
-]
-
 
 class FastFDState(NamedTuple):
-    """Fast-FD state.
-
-    Attributes:
-      buffer: (D, 2m) the factor ``S``; columns at and after ``count`` are zero.
-      count: int32, number of filled columns (m after a shrink, at most 2m).
-      rho: accumulated shrinkage ``sum delta`` (scalar).
-      rejected: int32, blocks rejected for non-finite values (the state is kept).
-    """
+    """Fast-FD state: the factor ``buffer`` (D, 2m), zero at and after column ``count``, the
+    accumulated shrinkage ``rho`` and the number of ``rejected`` (non-finite) blocks."""
 
     buffer: jax.Array
     count: jax.Array
@@ -119,11 +84,9 @@ def shrink(state: FastFDState) -> FastFDState:
 
 
 def update(state: FastFDState, B: jax.Array) -> FastFDState:
-    """Absorbs ``B B^T`` (B: D x k, k <= m): appends B's columns, shrinking first if they do not
-    fit (``lax.cond``, so only one round in m / k pays for the SVD).
+    """Absorbs ``B B^T`` (B: D x k, k <= m), shrinking first if B does not fit.
 
-    A block with non-finite entries raises ``ValueError`` when called eagerly; under ``jit`` it
-    is rejected (the state is kept, ``rejected`` counts it)."""
+    A non-finite block raises ``ValueError`` eagerly; under ``jit`` it is rejected (counted)."""
     D, two_m = state.buffer.shape
     m = two_m // 2
     if B.ndim != 2 or B.shape[0] != D or not 1 <= B.shape[1] <= m:
@@ -133,8 +96,7 @@ def update(state: FastFDState, B: jax.Array) -> FastFDState:
         raise ValueError("B: expected finite values, got NaN or inf")
     B = B.astype(state.buffer.dtype)
     ok = jnp.all(jnp.isfinite(B))
-    # A rejected block is written as zeros at ``count`` (those columns are zero already) and not
-    # counted: no select over the whole D x 2m buffer, which would cost a pass per round.
+    # A rejected block is written as zeros at ``count`` (zero already): no select over the buffer.
     B = jnp.where(ok, B, 0.0)
     new = lax.cond(ok & (state.count + k > two_m), shrink, lambda s: s, state)
     zero = jnp.zeros((), jnp.int32)
@@ -151,8 +113,8 @@ def covariance(state: FastFDState) -> jax.Array:
 
 
 def view(state: FastFDState) -> FDState:
-    """The sketch as a spectral state ``(V, mu, rho)`` with 2m directions, ``mu`` descending,
-    ``V diag(mu) V^T = S S^T`` (columns of V with ``mu = 0`` are zero); O(D m^2)."""
+    """The sketch as an :class:`~bandits_jax.linalg.sketch.FDState` with 2m directions:
+    ``V diag(mu) V^T = S S^T``, ``mu`` descending (columns of V with ``mu = 0`` are zero)."""
     S = state.buffer
     lam, W = _gram_eigh(S)
     tol = S.shape[1] * jnp.finfo(S.dtype).eps * lam[0]
@@ -161,23 +123,10 @@ def view(state: FastFDState) -> FDState:
     return FDState(V=V, mu=jnp.where(pos, lam, 0.0), rho=state.rho)
 
 
-# --- Fast FD in spectral form with a deferred basis rotation (EOFD-MLogB's sketch_rule="fast") ---
-
-
 class Rotation(NamedTuple):
-    """The small part of one fast-FD round on the spectral state ``V = basis @ R``.
-
-    Attributes:
-      R: (n, n) new rotation; columns at and after ``rank`` are zero (unused slots).
-      mu: (n,) new weights, descending, zero at and after ``rank``.
-      rank: int32, number of sketch directions (orthonormal columns of ``basis @ R``).
-      used: int32, number of basis columns in use after the round.
-      delta: the mass discarded by a shrink (``lambda_{m+1}`` of the core; 0 without one).
-      shrink: bool, whether the round shrinks (then the basis is rebuilt, :func:`commit_basis`).
-      coeffs: (n, m) coordinates of the new basis in the basis with ``Q`` written in (a shrink).
-      status: the core eigensolve's status (:attr:`bandits_jax.linalg.secular.SecularEigh.status`:
-        ``MAX_STEPS`` when a secular root hit the step cap; int32).
-    """
+    """The small part of one fast-FD round: the new sketch's ``R, mu, rank, used`` (zero at and
+    after ``rank``), the mass ``delta`` a shrink discards, whether the round does ``shrink`` and
+    then the new basis's ``coeffs`` (n, m) in the basis with ``Q`` written in, and ``status``."""
 
     R: jax.Array
     mu: jax.Array
@@ -198,26 +147,16 @@ def spectral_round(
     M: jax.Array,
     sketch_size: int,
 ) -> Rotation:
-    """Absorbs ``X M X^T`` into the sketch ``V diag(mu) V^T`` with ``V = basis @ R`` (Algorithm 3
-    of Ghashami et al. in the spectral form of EOFD-MLogB's eq. 12-15); only small work.
-
-    The arrays have ``n = c + k`` slots for a capacity of ``c`` directions between rounds
-    (``k`` the block width), so the round's ``Q`` always fits in the basis columns
-    ``used .. used + k``. ``ext`` is the extension ``X = V C + Q T`` in V's coordinates
-    (``C = R^T basis^T X``). The core ``diag(mu, 0) + [C; T] M [C; T]^T`` is decomposed by
-    :func:`bandits_jax.linalg.secular.eigh_diag_plus_lowrank` (slots at and after ``rank`` and
-    degenerate residual directions get a sentinel below every genuine eigenvalue), and
-    ``[V, Q] U = basis' (R U_V + E U_Q)`` with ``E`` placing ``Q``: only ``R`` rotates. When
-    the next block would not fit (``used + k > c``) the sketch shrinks to ``m = sketch_size``
-    directions with weights ``lambda_i - lambda_{m+1}`` and
-    ``delta = lambda_{m+1}`` (eq. 15 at the shrink; :func:`commit_basis` rebuilds the basis).
+    """Absorbs ``X M X^T`` into ``V diag(mu) V^T``, ``V = basis @ R`` (Algorithm 3 in the
+    spectral form of eq. 12-15; ``ext`` in V's coordinates); only ``R`` rotates. When the next
+    block would not fit, the sketch shrinks to ``sketch_size`` directions with weights
+    ``lambda_i - lambda_{m+1}`` (eq. 15; :func:`commit_basis` rebuilds the basis).
     """
     n = mu.shape[0]
     k = ext.T.shape[0]
     m = sketch_size
     dtype = mu.dtype
-    # The core is a diagonal plus a rank-k term: k secular-equation updates (O(k n^2), plain jnp)
-    # instead of a dense (n + k)^2 eigh (O(n^3) LAPACK, whose threads collapse on a shared CPU).
+    # Slots at and after ``rank`` and degenerate directions get a sentinel below every eigenvalue.
     genuine = jnp.concatenate([jnp.arange(n) < rank, ext.valid])
     A = jnp.where(genuine[:, None], ext.coords, 0.0)
     sentinel = -(1.0 + jnp.sum(mu) + jnp.trace(M @ (A.T @ A)))
@@ -257,19 +196,14 @@ def spectral_round(
 
 
 def commit_basis(basis: jax.Array, Q: jax.Array, rot: Rotation, used: jax.Array) -> jax.Array:
-    """The basis after a round: ``Q`` (D, k) written into columns ``used .. used + k`` (O(D k)),
-    then at a shrink ``basis coeffs`` (O(D n m), once every ``(c - m) / k`` rounds); see
-    :func:`rebase`."""
+    """The basis after a round: :func:`~bandits_jax.linalg.sketch.rebase` at a shrink."""
     return rebase(basis, Q, used, rot.coeffs, rot.shrink)
 
 
 def spectral_rule(sketch_size: int, capacity: int, block: int) -> SketchRule:
-    """Fast FD in spectral form as a :class:`~bandits_jax.linalg.sketch.SketchRule`: a sketch of
-    up to ``capacity`` directions (``n = capacity + block`` slots, so a round's ``Q`` always
-    fits) absorbing each round's block without truncation (:func:`spectral_round`), shrunk to
-    ``sketch_size`` directions when the next block would not fit; ``V = basis @ R``, the basis
-    rebuilt only at a shrink. An adaptive size does not apply (``budget`` must be None); the
-    radius rank is the number of directions (at least 1)."""
+    """Fast FD in spectral form as a :class:`~bandits_jax.linalg.sketch.SketchRule`: up to
+    ``capacity`` directions (``capacity + block`` slots), shrunk to ``sketch_size`` when the
+    next block would not fit (:func:`spectral_round`). No adaptive size (``budget`` None)."""
     n = capacity + block
 
     def init(D: int, dtype) -> Sketch:

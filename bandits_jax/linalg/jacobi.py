@@ -1,25 +1,14 @@
 """Eigenvalues of many small symmetric matrices by cyclic Jacobi rotations, in plain ``jnp``.
 
-The optimistic bonus of MLogB for K >= 2 (He et al., eq. 10/19, Lemma 1) needs
-``lambda_max(A(x))`` of one K x K matrix per action. ``jnp.linalg.eigvalsh`` on an (N, K, K)
-stack is a loop of N LAPACK calls on CPU (and N x trials calls under ``vmap``), which cost more
-than the rest of the selection. Here the K x K matrix is held as its K(K+1)/2 entries, each an
-array over the batch, and every rotation is elementwise arithmetic on those arrays, so a whole
-sweep is a few fused loops over the batch, whatever the leading axes are. Above ``MAX_K`` the
-functions call LAPACK (the unrolled sweep grows as K^2).
-
-Cyclic Jacobi (Golub & Van Loan, Matrix Computations, 4th ed., Algorithm 8.5.3 with the stable
-rotation of Algorithm 8.5.1) converges quadratically; a sweep annihilates each off-diagonal entry
-in turn, and sweeps stop once every off-diagonal entry is below ``eps`` times the diagonal's
-scale (a bounded ``lax.while_loop``). Jacobi is the most accurate eigenvalue method known for
-symmetric positive definite matrices (Demmel & Veselic 1992): with their stopping rule
-``|a_pq| <= eps sqrt(a_pp a_qq)`` small eigenvalues keep relative accuracy. This module's rule is
-normwise, so that holds on moderately graded matrices (``tests/linalg/test_jacobi.py``) but not
-on strongly graded ones (a spread of 1e-8 can cost small eigenvalues their relative accuracy);
-the bonus needs only ``lambda_max``, accurate to ``eps`` times the scale either way.
+The MLogB bonus for K >= 2 (He et al., eq. 10/19, Lemma 1) needs ``lambda_max`` of one K x K
+matrix per action. Each matrix is held as its K(K+1)/2 entries, each an array over the batch, so
+a sweep (Golub & Van Loan, 4th ed., Algorithms 8.5.1, 8.5.3) is elementwise; sweeps stop once
+every off-diagonal entry is below ``eps`` times the diagonal's scale. Above ``MAX_K``: LAPACK.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -27,9 +16,7 @@ from jax import lax
 
 from bandits_jax.linalg import lapack
 
-__all__ = ["eigvalsh", "lambda_max"]
-
-MAX_SWEEPS = 12  # quadratic convergence: 3-6 sweeps as a rule for K <= 8 in float64
+MAX_SWEEPS = 12  # cap of the sweep loop (convergence is quadratic)
 MAX_K = 8  # above this the unrolled sweep (K (K - 1) / 2 rotations) is too long: LAPACK instead
 
 
@@ -93,16 +80,8 @@ def _diagonal(A: jax.Array, max_sweeps: int) -> list[jax.Array]:
 
 
 def eigvalsh(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
-    """Eigenvalues (ascending) of symmetric ``A`` of shape (..., K, K), like
-    ``jnp.linalg.eigvalsh`` (only the upper triangle is read), for small K.
-
-    Args:
-      A: (..., K, K) symmetric, finite (non-finite input gives non-finite output).
-      max_sweeps: cap of the sweep loop (static).
-
-    Returns:
-      (..., K) eigenvalues, ascending.
-    """
+    """Eigenvalues (ascending) of symmetric ``A`` (..., K, K), like ``jnp.linalg.eigvalsh``
+    (upper triangle read; non-finite input gives non-finite output)."""
     if A.shape[-1] > MAX_K:
         return lapack.eigvalsh(A)
     return jnp.sort(jnp.stack(_diagonal(A, max_sweeps), axis=-1), axis=-1)
@@ -113,8 +92,4 @@ def lambda_max(A: jax.Array, max_sweeps: int = MAX_SWEEPS) -> jax.Array:
     sort."""
     if A.shape[-1] > MAX_K:
         return lapack.eigvalsh(A)[..., -1]
-    d = _diagonal(A, max_sweeps)
-    out = d[0]
-    for x in d[1:]:
-        out = jnp.maximum(out, x)
-    return out
+    return functools.reduce(jnp.maximum, _diagonal(A, max_sweeps))

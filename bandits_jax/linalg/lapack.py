@@ -1,16 +1,11 @@
 """Dense factorizations and solves that never deadlock XLA's CPU runtime when batched.
 
-jaxlib's CPU LAPACK kernels (``?potrf``, ``?syevd``, ``?trsm``, ``?getrf``, ``?gesdd``, ...)
-split a batch of matrices into pieces, queue the pieces on XLA's intra-op thread pool and block
-the calling pool thread until they finish (``jax::ParallelBatchMap``); a call on one matrix runs
-inline. XLA's thunk executor starts independent calls of one program at once, so when as many
-batched calls wait as the pool has threads, the pieces queue behind them and the program never
-returns (``docs/xla_cpu_hang.md``: the reproduction, jax 0.10.2). Every library program batches
-its factorizations by ``vmap`` (trials, grids), so each function here, under ``vmap`` on CPU,
-maps over the batch one matrix a call (``lax.map``), and stays one batched call elsewhere (GPU).
-Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name. Forward-mode
-differentiation (``jax.jvp``) goes through them; reverse mode does not (``custom_vmap``), as it
-does not through the learners' bounded ``lax.while_loop`` iterations anyway.
+jaxlib's CPU LAPACK kernels split a batch into pieces on XLA's intra-op thread pool and block the
+calling pool thread until they finish; when as many batched calls wait as the pool has threads,
+the program never returns (``docs/xla_cpu_hang.md``). So each function here, under ``vmap`` on
+CPU, maps over the batch one matrix a call (``lax.map``), and stays one batched call elsewhere.
+Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name. ``jax.jvp`` goes
+through them; reverse mode does not (``custom_vmap``).
 """
 
 from __future__ import annotations
@@ -25,9 +20,8 @@ from jax.scipy import linalg as jsl
 
 
 def _one_matrix_a_call(fn: Callable) -> Callable:
-    """``fn`` whose ``vmap`` is ``lax.map`` on CPU and ``vmap`` elsewhere (module docstring); a
-    one-argument ``fn`` maps leading axes past two the same way (solves take one matrix: vmap
-    them)."""
+    """``fn`` whose ``vmap`` is ``lax.map`` on CPU, ``vmap`` elsewhere; a one-argument ``fn``
+    maps leading axes past two the same way (solves take one matrix: vmap them)."""
     mapped = jax.custom_batching.custom_vmap(fn)
 
     @mapped.def_vmap
@@ -105,16 +99,3 @@ def svd(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
 def qr(a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The reduced QR factors of ``a`` (``jnp.linalg.qr``)."""
     return jnp.linalg.qr(a)
-
-
-__all__ = [
-    "cho_solve",
-    "cholesky",
-    "eigh",
-    "eigvalsh",
-    "lower_solve",
-    "lower_solve_t",
-    "qr",
-    "solve",
-    "svd",
-]

@@ -1,10 +1,8 @@
-"""Operations with ``Z = lam * I + V diag(mu) V^T`` without forming the D x D matrix.
+"""Operations with ``Z = lam I + V diag(mu) V^T`` (EOFD-MLogB, eq. 11) without forming it.
 
-EOFD-MLogB (He et al.), eq. (11) and the Woodbury identity of Section 3.2.2:
-``Z^{-1} = (I - V diag(mu / (lam + mu)) V^T) / lam``.
-
-Only columns with ``mu > 0`` must be orthonormal: every formula here weights column ``i`` by a
-function of ``mu_i`` that vanishes at ``mu_i = 0``, so zero-weight columns never matter.
+Woodbury (Section 3.2.2): ``Z^{-1} = (I - V diag(mu / (lam + mu)) V^T) / lam``. Every formula
+weights column ``i`` by a function of ``mu_i`` that vanishes at 0, so only columns with
+``mu > 0`` must be orthonormal.
 """
 
 from __future__ import annotations
@@ -42,21 +40,17 @@ def dense(V: jax.Array, mu: jax.Array, lam: jax.Array) -> jax.Array:
     return lam * jnp.eye(V.shape[0], dtype=V.dtype) + (V * mu) @ V.T
 
 
-UNROLL_MAX_K = (
-    8  # K x K systems up to this size are solved by unrolled jnp (vmaps), beyond by LAPACK
-)
+# K x K systems up to this size are solved by unrolled jnp (vmaps), beyond by LAPACK.
+UNROLL_MAX_K = 8
 
 
 def diag_lowrank_solve(diag: jax.Array, A: jax.Array, J: jax.Array, g: jax.Array) -> jax.Array:
     """Returns ``(diag(diag) + A J A^T)^{-1} g`` for ``diag > 0``, A (n, k), J (k, k) PSD.
 
-    Woodbury identity in its symmetric form: with ``J = F F^T`` (``F`` from
-    :func:`bandits_jax.linalg.secular.psd_factor`, zero columns for a singular J),
-    ``(L + A J A^T)^{-1} = L^{-1} - L^{-1} A F (I + F^T A^T L^{-1} A F)^{-1} F^T A^T L^{-1}``.
-    The k x k matrix ``I + F^T G F`` is symmetric with eigenvalues >= 1, so an unpivoted
-    Cholesky factorisation is stable; for ``k <= UNROLL_MAX_K`` it is unrolled in plain ``jnp``,
-    which vectorises under ``vmap`` (a batched LAPACK call on CPU is a loop of tiny calls).
-    O(n k^2 + k^3).
+    Symmetric Woodbury identity with ``J = F F^T`` (:func:`~bandits_jax.linalg.secular.psd_factor`):
+    ``(L + A J A^T)^{-1} = L^{-1} - L^{-1} A F (I + F^T A^T L^{-1} A F)^{-1} F^T A^T L^{-1}``;
+    the inner matrix has eigenvalues >= 1, so an unrolled, unpivoted Cholesky
+    (:func:`spd_solve`) is stable for ``k <= UNROLL_MAX_K``.
     """
     k = J.shape[0]
     if k == 1:

@@ -5,22 +5,17 @@ EOFD-MLogB (He et al.), Lemma 2, eq. (23)-(25). The KKT conditions of
 
     w = lam/(lam+nu) w' + nu/(lam+nu) Vt diag(mu / (lam+nu+mu)) Vt^T w',
 
-with ``nu > 0`` the root of ``f(nu) = S^2`` (eq. 24), where (eq. 25, written with weights that
-vanish at ``mu_i = 0`` so that zero-weight columns of ``Vt`` never matter)
+with ``nu > 0`` the root of ``f(nu) = S^2`` (eq. 24), where (eq. 25, zero-weight columns of
+``Vt`` never matter)
 
     f(nu) = r0 lam^2/(lam+nu)^2 + sum_i a_i^2 (mu_i+lam)^2/(mu_i+lam+nu)^2,
     a = Vt^T w',  r0 = max(||w'||^2 - ||a||^2, 0)   (errata 2: clip the cancellation).
 
-Errata 3: Newton on ``f(nu) - S^2`` is slow where f is steep; we solve
-``psi(nu) = S / sqrt(f(nu)) - 1 = 0`` (increasing and concave, so Newton from ``nu = 0`` climbs
-monotonically to the root), inside the bracket ``[0, (max mu + lam)(||w'||/S - 1)]`` with a
-bisection fallback, and judge convergence on the norm of ``w`` (relative error of ``||w||``),
-not on the relative error of ``nu``, which is tiny when ``w'`` only just leaves the ball.
-
-Feasibility whatever the status: ``psi >= 0`` is the feasible side (``f(nu) <= S^2``). A root that
-is not ``CONVERGED`` (``MAX_STEPS``), or whose own ``psi`` says it lies outside the ball by more
-than the tolerance (:data:`ROOT_TOL` eps), is replaced by the bracket's feasible end ``hi``, so the
-dual variable returned always gives ``||w|| <= S`` up to :func:`ball_margin`.
+Errata 3: Newton runs on ``psi(nu) = S / sqrt(f(nu)) - 1`` (increasing and concave, so from
+``nu = 0`` it climbs monotonically to the root) in the bracket
+``[0, (max mu + lam)(||w'||/S - 1)]`` with bisection as a fallback, converging on ``||w||``.
+A root that is not ``CONVERGED`` or lies outside the ball by more than ``ROOT_TOL`` eps is
+replaced by the bracket's feasible end, so ``||w|| <= S`` up to :func:`ball_margin`.
 """
 
 from __future__ import annotations
@@ -43,17 +38,10 @@ ROUNDING_PER_SQRT_DIM = 4.0
 
 
 def ball_margin(size: int, dtype) -> float:
-    """Relative margin by which a projected ``w`` of ``size = K d`` entries may end outside
-    ``||w|| <= S`` through rounding alone: ``(ROOT_TOL + ROUNDING_PER_SQRT_DIM sqrt(K d)) eps``.
-
-    Lemma 2 (He et al., eq. 23-25) represents ``||w(nu)||^2`` as ``f(nu)``, from ``a = Vt^T w'``,
-    ``mu`` and ``||w'||^2``. (i) Newton from ``nu = 0`` on the concave ``psi`` nears the root from
-    the infeasible side and stops at ``psi >= -ROOT_TOL eps``: ``sqrt(f(nu)) <= S (1 + 8 eps)``.
-    (ii) ``f(nu)`` (and so ``psi``), the assembly ``w = alpha w' + Vt c`` (``Vt`` orthonormal to
-    rounding) and the check's own ``||w||`` each sum ``K d`` rounded terms: ``sqrt(K d) eps``
-    relative each (Higham & Mary's probabilistic bound), so ``4 sqrt(K d) eps`` covers (ii)
-    (``tests/linalg/test_projection.py`` checks both shares against long double).
-    """
+    """Relative margin ``(ROOT_TOL + ROUNDING_PER_SQRT_DIM sqrt(K d)) eps`` by which a projected
+    ``w`` of ``size = K d`` entries may leave the ball through rounding: the root's tolerance and
+    ``sqrt(K d) eps`` (Higham & Mary's probabilistic bound) for each of ``f(nu)``, the assembly
+    of ``w`` and the check's ``||w||``."""
     return (ROOT_TOL + ROUNDING_PER_SQRT_DIM * math.sqrt(size)) * float(jnp.finfo(dtype).eps)
 
 
@@ -61,11 +49,8 @@ class DualSolution(NamedTuple):
     """Dual variable of Lemma 2 and its diagnostics.
 
     Attributes:
-      nu: the root (0 when the projection is inactive).
-      active: whether ``||w'|| > S``.
-      steps: Newton/bisection iterations (int32).
-      status: ``CONVERGED``/``MAX_STEPS``/``NONFINITE``, or ``INACTIVE`` (int32,
-        :mod:`bandits_jax.status`).
+      nu: the root (0 when the projection is inactive, ``||w'|| <= S``).
+      status: ``CONVERGED``/``MAX_STEPS``/``NONFINITE``/``INACTIVE`` (int32).
     """
 
     nu: jax.Array
@@ -90,13 +75,9 @@ def solve_dual(
     """Finds ``nu >= 0`` with ``f(nu) = S^2`` for any representation of eq. (25)'s ``f``.
 
     Args:
-      f_and_df: ``nu -> (f(nu), f'(nu))``, built with ``effective_norm_sq(w_sq, S)`` as
-        ``f(0)`` (so an inactive projection gives ``f(0) = S^2``).
+      f_and_df: ``nu -> (f(nu), f'(nu))`` with ``f(0) = effective_norm_sq(w_sq, S)``.
       w_sq: ``||w'||^2``.
-      S: the ball radius.
-      curvature: an upper bound on the largest eigenvalue of ``Zt``; then
-        ``nu <= curvature (||w'||/S - 1)`` brackets the root.
-      max_steps: iteration cap.
+      curvature: an upper bound on the largest eigenvalue of ``Zt`` (brackets the root).
     """
     dtype = jnp.result_type(w_sq, S, curvature)
     eps = jnp.finfo(dtype).eps
@@ -118,11 +99,9 @@ def solve_dual(
         i0 = jnp.zeros((), jnp.int32)
         return RootResult(zero, zero, i0, jnp.full((), int(INACTIVE), jnp.int32), zero, zero)
 
-    # Unbatched calls skip the loop (and its first evaluation) when the ball is not left; under
-    # vmap both branches run and the selects below give the same result.
+    # Unbatched calls skip the loop when the ball is not left; under vmap the selects decide.
     res = lax.cond(active, newton, skip, hi)
-    # psi(x) = res.fx < 0 means ||w(x)|| > S: keep x only when converged and feasible to the
-    # tolerance, else take the feasible end of the bracket (psi(hi) >= 0).
+    # Keep x only when converged and feasible (psi >= -tol), else the bracket's feasible end.
     good = (res.status == CONVERGED) & (res.fx >= -ROOT_TOL * eps)
     nu = jnp.where(active, jnp.where(good, res.x, res.hi), 0.0)
     status = jnp.where(active, res.status, INACTIVE).astype(jnp.int32)

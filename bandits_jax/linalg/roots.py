@@ -1,13 +1,8 @@
 """Bounded, bracketed scalar Newton iteration inside ``lax.while_loop``.
 
-Shared numerics for the dual root of the Frobenius-ball projection (EOFD-MLogB, Lemma 2,
-eq. 24-25) and the per-coordinate FTRL equations of the one-point box learner (BCO paper,
-Algorithm 4, eq. D.4). No bandit words here.
-
-The solver follows optimistix's ``_iterate.py`` shape: the loop carry holds the iterate, the
-bracket, the step count and a status; the condition is ``~done & (step < max_steps)``; running out
-of steps and non-finite values become int32 status codes (:mod:`bandits_jax.status`), never
-exceptions under ``jit``.
+Used for the projection's dual root (EOFD-MLogB, Lemma 2, eq. 24-25) and the one-point box
+learner's FTRL equations (BCO paper, Algorithm 4, eq. D.4). Running out of steps and non-finite
+values become int32 status codes (:mod:`bandits_jax.status`), never exceptions.
 """
 
 from __future__ import annotations
@@ -20,17 +15,7 @@ import jax.numpy as jnp
 from jax import lax
 
 # The solver codes of the library's one status space, re-exported for ``roots.CONVERGED`` etc.
-from bandits_jax.status import CONVERGED, INACTIVE, INEXACT, MAX_STEPS, NONFINITE
-
-__all__ = [
-    "CONVERGED",
-    "INACTIVE",
-    "INEXACT",
-    "MAX_STEPS",
-    "NONFINITE",
-    "RootResult",
-    "bracketed_newton",
-]
+from bandits_jax.status import CONVERGED, INACTIVE, INEXACT, MAX_STEPS, NONFINITE  # noqa: F401
 
 
 class RootResult(NamedTuple):
@@ -38,8 +23,6 @@ class RootResult(NamedTuple):
 
     Attributes:
       x: the root estimate (the last finite iterate; a bracket end point on failure).
-      fx: function value at ``x``.
-      steps: number of iterations taken (int32).
       status: ``CONVERGED``, ``MAX_STEPS`` or ``NONFINITE`` (int32).
       lo, hi: the final bracket (``f(lo) <= 0 <= f(hi)`` as far as ``fn`` was evaluated).
     """
@@ -62,22 +45,14 @@ def bracketed_newton(
     ftol: jax.Array | float,
     xtol: jax.Array | float,
 ) -> RootResult:
-    """Finds a root of an increasing scalar function on ``[lo, hi]``.
-
-    Newton steps are taken from ``x0``; a step that is non-finite or leaves the current bracket is
-    replaced by bisection, and the bracket shrinks after every evaluation, so the iterate never
-    leaves ``[lo, hi]`` whatever ``fn`` does.
+    """Finds a root of an increasing scalar function on ``[lo, hi]`` by Newton steps from ``x0``;
+    a step that is non-finite or leaves the shrinking bracket is replaced by bisection.
 
     Args:
-      fn: ``x -> (f(x), f'(x))``, increasing on the bracket with ``f(lo) <= 0 <= f(hi)``.
-      lo, hi: bracket end points (scalars).
-      x0: starting point inside the bracket.
-      max_steps: static iteration cap (bounded loop; under ``vmap`` all lanes stop by then).
+      fn: ``x -> (f(x), f'(x))``, increasing, ``f(lo) <= 0 <= f(hi)``.
+      max_steps: static iteration cap.
       ftol: stop when ``|f(x)| <= ftol``.
       xtol: stop when ``hi - lo <= xtol * (1 + |x|)``.
-
-    Returns:
-      A :class:`RootResult`.
     """
     return _bracketed_newton(fn, lo, hi, x0, max_steps=max_steps, ftol=ftol, xtol=xtol)
 
@@ -96,8 +71,7 @@ def _bracketed_newton(fn, lo, hi, x0, *, max_steps, ftol, xtol, stacked: bool = 
         return small_f | small_bracket | ~jnp.isfinite(fx)
 
     # The loop's floats travel as one stacked array (x, lo, hi alone when fn's values have another
-    # dtype or shape than x): XLA writes each separate loop output with its own kernel, which
-    # costs compile time.
+    # dtype or shape than x): fewer loop outputs, less compile time.
     f_type, df_type = jax.eval_shape(fn, x0)
     one = f_type.dtype == df_type.dtype == dtype and f_type.shape == df_type.shape == x0.shape
 
@@ -122,8 +96,7 @@ def _bracketed_newton(fn, lo, hi, x0, *, max_steps, ftol, xtol, stacked: bool = 
         return first | (~done_fn(x, fx, lo, hi) & (step < max_steps))
 
     def body(carry):
-        # The first trip evaluates fn at x0 and moves nothing (so fn is compiled once, in the
-        # body, not a second time before the loop); each later trip is one Newton/bisection step.
+        # The first trip only evaluates fn at x0 (so fn is compiled once, in the body).
         v, step, first = carry
         x, fx, dfx, lo, hi = unpack(v)
         # The bracket keeps the sign change: f(lo) <= 0 <= f(hi).
@@ -146,9 +119,6 @@ def _bracketed_newton(fn, lo, hi, x0, *, max_steps, ftol, xtol, stacked: bool = 
     hi_f = jnp.where(fx > 0, x, hi_f)
     finite = jnp.isfinite(fx) & jnp.isfinite(x)
     converged = done_fn(x, fx, lo_f, hi_f) & finite
-    status = jnp.where(
-        ~finite,
-        NONFINITE,
-        jnp.where(converged, CONVERGED, MAX_STEPS),
-    ).astype(jnp.int32)
+    status = jnp.where(~finite, NONFINITE, jnp.where(converged, CONVERGED, MAX_STEPS))
+    status = status.astype(jnp.int32)
     return RootResult(x=x, fx=fx, steps=steps, status=status, lo=lo_f, hi=hi_f)

@@ -1,32 +1,15 @@
-"""Eigendecomposition of ``diag(d) + A M A^T`` by rank-one secular-equation updates.
+"""Eigendecomposition of ``diag(d) + A M A^T`` (K small) by rank-one secular-equation updates.
 
-The Frequent-Directions core (EOFD-MLogB, Algorithm 1, eq. 14-15; ``linalg.sketch.truncate``) is
-a diagonal plus a rank-K term with K small. ``jnp.linalg.eigh`` solves it with a LAPACK call that,
-under ``vmap`` on CPU, becomes a loop of small calls. Here the same decomposition is written in
-plain ``jnp`` so that a batch vectorises:
+The Frequent-Directions core (EOFD-MLogB, Algorithm 1, eq. 14-15) in plain ``jnp``, which
+vectorises under ``vmap`` (a LAPACK ``eigh`` there is a loop of small calls on CPU):
+``M = L L^T`` (LDL^T dropping zero pivots), then K rank-one updates ``diag(lam) + z z^T``
+(Bunch, Nielsen & Sorensen 1978) with deflation of ties (one block Householder reflection) and
+of zero components of ``z`` (Dongarra & Sorensen 1987), all secular roots at once by the
+two-pole rational interpolation of LAPACK's ``dlaed4`` (Li 1993) with bisection in one bounded
+``lax.while_loop``, and eigenvectors from Gu & Eisenstat's (1994) recomputed ``z_hat``.
 
-1. ``M = L L^T`` by an unpivoted LDL^T that drops zero pivots (M PSD), so the low-rank term is
-   ``sum_k a_k a_k^T`` with ``a_k`` the columns of ``A L``;
-2. K successive rank-one updates ``Q diag(lam) Q^T + a a^T`` (Bunch, Nielsen & Sorensen 1978): in
-   the eigenbasis the problem is ``diag(lam) + z z^T`` with ``z = Q^T a``;
-3. deflation (Dongarra & Sorensen 1987): tied diagonal entries (every FD weight is zero in the
-   first m rounds) are merged by one block Householder reflection that moves each group's part
-   of ``z`` onto its first member, and (numerically) zero components of ``z`` are deflated;
-4. every root of the secular equation ``1 + sum_j z_j^2 / (d_j - lam) = 0`` is found at once,
-   each relative to its nearer pole, by a bracketed two-pole rational interpolation (the
-   "middle way" of Li 1993, LAPACK Working Note 89, as in ``dlaed4``) with bisection as a
-   safeguard, in one bounded ``lax.while_loop``;
-5. the eigenvectors use Gu & Eisenstat's (1994, SIAM J. Matrix Anal. Appl. 15) recomputed
-   ``z_hat`` (a Loewner-type product formula from the computed roots), which makes them
-   numerically orthogonal however close the roots are.
-
-Nothing needs the diagonal sorted: next poles, tie groups and the final order come from pairwise
-comparisons (n x n masks and reductions), the order is applied as a one-hot permutation, and the
-n x n sums of a root step are one variadic reduction, padded to a multiple of ``LANES``. So there
-is no sort, gather or scatter (which XLA's CPU backend runs elementwise) and no LAPACK call; the
-K updates chain without re-sorting. Cost per update: O(n^2) per root step for all roots (1 +
-``UNROLLED`` steps as a rule), an n x n product for the tie reflection (skipped when no group is
-reflected) and, for K > 1, one for ``Q``. ``docs/eofd.md`` compares it with LAPACK ``eigh``.
+No sort, gather or scatter (which XLA's CPU backend runs elementwise): poles, tie groups and the
+order come from n x n comparisons and reductions padded to a multiple of ``LANES``.
 """
 
 from __future__ import annotations
@@ -41,29 +24,15 @@ from jax import lax
 from bandits_jax.checks import is_concrete
 from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE
 
-__all__ = [
-    "SecularEigh",
-    "eigh_diag_plus_lowrank",
-    "eigh_diag_plus_rank_one",
-    "lowrank_eigh",
-    "psd_factor",
-]
-
 UNROLLED = 3  # root steps always taken after the midpoint step (as a rule all that is needed)
 LANES = 8  # width of the vectorised partial reductions of _row_sums
 MAX_EXTRA_STEPS = 64  # further root steps, only while some root is short of its tolerance
 
 
 class SecularEigh(NamedTuple):
-    """Result of :func:`eigh_diag_plus_lowrank`.
-
-    Attributes:
-      evals: (n,) eigenvalues, ascending (as ``jnp.linalg.eigh``).
-      evecs: (n, n) orthonormal eigenvectors, one per column.
-      converged: bool, the inputs were finite and every secular root met its tolerance within
-        the step cap, ``1 + UNROLLED + MAX_EXTRA_STEPS`` steps (roots that did not still lie in
-        their bracket, so the result stays usable); :attr:`status` as a status code.
-    """
+    """Ascending ``evals`` and column ``evecs`` (as ``jnp.linalg.eigh``) and ``converged``:
+    finite inputs and every root within tolerance by the step cap (a root that is not still lies
+    in its bracket)."""
 
     evals: jax.Array
     evecs: jax.Array
@@ -71,17 +40,15 @@ class SecularEigh(NamedTuple):
 
     @property
     def status(self) -> jax.Array:
-        """``NONFINITE`` if a result is not finite, else ``MAX_STEPS`` if the solve did not
-        converge (a root short of its tolerance at the step cap), else ``CONVERGED`` (int32)."""
+        """``NONFINITE``, else ``MAX_STEPS`` if not converged, else ``CONVERGED`` (int32)."""
         finite = jnp.all(jnp.isfinite(self.evals)) & jnp.all(jnp.isfinite(self.evecs))
         code = jnp.where(self.converged, CONVERGED, MAX_STEPS)
         return jnp.where(finite, code, NONFINITE).astype(jnp.int32)
 
 
 def psd_factor(M: jax.Array) -> jax.Array:
-    """``L`` (K, K) with ``L L^T = M`` for a symmetric PSD ``M``, by an unpivoted LDL^T in plain
-    ``jnp`` (K unrolled steps); pivots at or below ``K eps max|M|`` (zero for a PSD matrix up to
-    rounding) drop their column, so singular ``M`` is fine."""
+    """``L`` (K, K) with ``L L^T = M`` for symmetric PSD ``M`` by an unrolled, unpivoted LDL^T;
+    pivots at or below ``K eps max|M|`` drop their column, so singular ``M`` is fine."""
     K = M.shape[0]
     M = 0.5 * (M + M.T)
     tol = K * jnp.finfo(M.dtype).eps * jnp.max(jnp.abs(M))
@@ -98,15 +65,9 @@ def psd_factor(M: jax.Array) -> jax.Array:
 
 
 def _row_sums(*xs: jax.Array, prod: bool = False) -> tuple[jax.Array, ...]:
-    """Row sums (or products) of several (n, n) arrays in one variadic ``lax.reduce``: one
-    fused loop instead of one per array.
-
-    The rows are cut into ``LANES``-wide chunks and reduced first across the chunks, then across
-    the lanes: a reduction over a major axis is a sequence of elementwise vector operations,
-    which XLA's CPU backend vectorises under IEEE semantics, whereas a reduction over the minor
-    axis stays a scalar loop (reassociating it needs fast math). The width must be a multiple of
-    ``LANES`` (:func:`_rank_one` pads the problem: padding the n x n terms here instead is not
-    fused and loses the gain)."""
+    """Row sums (or products) of (n, n) arrays in one variadic ``lax.reduce``: across
+    ``LANES``-wide chunks first (a major axis, which XLA's CPU backend vectorises), then across
+    lanes; n must be a multiple of ``LANES``."""
     n = xs[0].shape[-1]
     if n % LANES:
         raise ValueError(f"xs: expected a width that is a multiple of {LANES}, got {n}")
@@ -121,16 +82,11 @@ def _row_sums(*xs: jax.Array, prod: bool = False) -> tuple[jax.Array, ...]:
 
 
 def _tie_reflection(d: jax.Array, y: jax.Array, tol: jax.Array):
-    """Deflation of tied diagonal entries, in any order of ``d`` (no sort, no scatter).
+    """Deflation of tied diagonal entries, in any order of ``d``.
 
-    Entries within ``tol`` of a common entry form a group (``g_i = min{j : |d_i - d_j| <= tol}``,
-    equal ``g`` = same group, so members lie within ``2 tol``); the block Householder reflection
-    ``H = H^T = H^{-1}`` moves each group's part of ``y`` onto its first member (Dongarra &
-    Sorensen 1987). Every step is an elementwise n x n expression or a reduction over it, which
-    vectorises under ``vmap``.
-
-    Returns ``(y_new, H, reflects)`` with ``y_new = H y``, ``H`` dense (n, n) and ``reflects``
-    False when ``H = I`` (no group of two or more with a non-zero part of ``y``)."""
+    Group of ``i``: ``g_i = min{j : |d_i - d_j| <= tol}``; the block Householder reflection
+    ``H = H^T = H^{-1}`` moves each group's part of ``y`` onto its first member. Returns
+    ``(H y, H, reflects)``, ``reflects`` False when ``H = I``."""
     n = d.shape[0]
     idx = jnp.arange(n)
     tie = jnp.abs(d[:, None] - d[None, :]) <= tol
@@ -156,23 +112,18 @@ def _tie_reflection(d: jax.Array, y: jax.Array, tol: jax.Array):
 
 def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     """Roots of ``1 + sum_j w_j / (d_j - lam)`` (``w >= 0``, zero where not active; active
-    entries of ``d`` distinct, any order), one per active pole: root i lies in
-    ``(d_i, d_next)`` with ``d_next`` the next larger active pole (``d_i + sum w`` for the
-    largest). Returns ``(origin, tau, converged)`` with ``lam_i = origin_i + tau_i`` and
+    ``d`` distinct, any order), root i in ``(d_i, next active pole)`` (``d_i + sum w`` for the
+    largest). Returns ``(origin, tau, converged)``, ``lam_i = origin_i + tau_i`` with
     ``origin_i`` the nearer pole.
 
-    One ``lax.while_loop`` whose body is compiled once: the first step evaluates the secular
-    function at each interval's midpoint, which decides the nearer pole (the origin) and gives
-    the first two-pole step; ``UNROLLED`` more steps run whatever the tolerance says (a trip
-    count known in advance, as a rule all that is needed), then only while some root is short
-    of its tolerance, at most ``MAX_EXTRA_STEPS`` more."""
+    The first step, at each interval's midpoint, picks the nearer pole; ``UNROLLED`` more steps
+    always run, then at most ``MAX_EXTRA_STEPS`` while some root is short of its tolerance."""
     n = d.shape[0]
     dtype = d.dtype
     eps = jnp.finfo(dtype).eps
     above = active[None, :] & (d[None, :] > d[:, None])  # [i, j]: active pole j right of d_i
     below = active[None, :] & (d[None, :] < d[:, None])  # [i, j]: active pole j left of d_i
-    # The next pole on each side and whether there is one: one variadic reduction (min, max and
-    # or are exact, so the order of the terms does not matter).
+    # The next pole on each side and whether there is one (exact reductions, in any order).
     nxt, any_above, prev, any_below = lax.reduce(
         (
             jnp.where(above, d[None, :], jnp.inf),
@@ -189,11 +140,9 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     gap = jnp.where(last, total, jnp.where(last, 0.0, nxt) - d)
     gap = jnp.where(active & (gap > 0), gap, 1.0)  # inactive rows: any harmless value
     d_right = jnp.where(last, d + gap, nxt)
-    # The two poles of each root's model (relative to its origin, which starts at its left pole):
-    # the left pole (its share of the sum in psi) and the right one (phi). The largest root has
-    # no pole on its right; as in LAPACK dlaed4 (i = n) its own pole's term, exact, is phi and
-    # the poles left of it, psi, are modelled at the next one (with one model pole for all of
-    # them it was the slowest root and set the loop's trip count).
+    # The two poles of each root's model, relative to its origin (first its left pole): the left
+    # (psi) and the right (phi). For the largest root, as in dlaed4 (i = n), its own pole's term
+    # is phi and the poles left of it (psi) are modelled at the next one.
     p0 = jnp.where(last, jnp.where(any_below, prev - d, -1.0), 0.0)
     q0 = jnp.where(last, 0.0, gap)
     # [i, j]: pole j's term in psi (else phi).
@@ -201,9 +150,7 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
     wpos = w > 0
 
     def sums(origin, tau):
-        # Everything from 1-D inputs into one variadic reduction, so that XLA computes the
-        # n x n terms once, in one loop, with no n x n temporaries (faster under vmap than
-        # four separate sums).
+        # One variadic reduction from 1-D inputs: the n x n terms in one loop, no temporaries.
         den = (d[None, :] - origin[:, None]) - tau[:, None]  # d_j - lam_i
         r = jnp.where(wpos[None, :], 1.0 / jnp.where(wpos[None, :], den, 1.0), 0.0)
         terms = w[None, :] * r
@@ -215,8 +162,7 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
             jnp.where(left_mask, 0.0, dterms),
         )
 
-    # The loop's six float vectors travel as one stacked (6, n) array: XLA writes each separate
-    # loop output with its own kernel, which costs compile time.
+    # The loop's six float vectors travel as one stacked (6, n) array (fewer loop outputs).
     def body(c):
         v, done, k = c
         origin, p, q, tau, lo, hi = v
@@ -263,35 +209,19 @@ def _secular_roots(d: jax.Array, w: jax.Array, active: jax.Array):
 
 
 def _rank_one(d: jax.Array, y: jax.Array):
-    """Eigen-decomposition of ``diag(d) + y y^T`` (any order of ``d``), eigenvalues ascending.
+    """``(lam, E, converged)`` of ``diag(d) + y y^T`` (any order of ``d``), ``lam`` ascending.
 
-    Returns ``(lam, E, converged)``. The ascending order comes from pairwise comparisons and a
-    one-hot permutation applied to the (n,)-vectors that define the eigenvectors, so no sort,
-    gather or scatter is needed.
-
-    The problem is padded to a multiple of ``LANES`` with inert entries (``y = 0``, a diagonal
-    above every eigenvalue, so they are deflated and sort last) so that every n x n reduction
-    of :func:`_row_sums` vectorises; the padding is sliced off the result."""
-    n = d.shape[0]
-    dtype = d.dtype
-    eps = jnp.finfo(dtype).eps
+    Padded to a multiple of ``LANES`` with inert entries (``y = 0``, a diagonal above every
+    eigenvalue: deflated and sorted last), sliced off the result."""
+    n0, dtype = d.shape[0], d.dtype
     ynorm2 = jnp.sum(y * y)
-    scale = jnp.maximum(jnp.max(jnp.abs(d)), ynorm2)
-    tol = 8 * eps * scale
-    width = -(-n // LANES) * LANES
-    if width > n:
+    tol = 8 * jnp.finfo(dtype).eps * jnp.maximum(jnp.max(jnp.abs(d)), ynorm2)
+    n = -(-n0 // LANES) * LANES
+    if n > n0:
         # Above every eigenvalue (<= max d + ||y||^2) and more than tol from every d.
         top = jnp.max(d) + 2.0 * ynorm2 + jnp.max(jnp.abs(d)) + 1.0
-        d = jnp.concatenate([d, jnp.full((width - n,), top, dtype)])
-        y = jnp.concatenate([y, jnp.zeros((width - n,), dtype)])
-    lam, E, converged = _rank_one_padded(d, y, tol, ynorm2)
-    return lam[:n], E[:n, :n], converged
-
-
-def _rank_one_padded(d: jax.Array, y: jax.Array, tol: jax.Array, ynorm2: jax.Array):
-    """:func:`_rank_one` on a problem whose size is a multiple of ``LANES``."""
-    n = d.shape[0]
-    dtype = d.dtype
+        d = jnp.concatenate([d, jnp.full((n - n0,), top, dtype)])
+        y = jnp.concatenate([y, jnp.zeros((n - n0,), dtype)])
     y, H, reflects = _tie_reflection(d, y, tol)
     active = jnp.sqrt(ynorm2) * jnp.abs(y) > tol
     y = jnp.where(active, y, 0.0)
@@ -332,31 +262,15 @@ def _rank_one_padded(d: jax.Array, y: jax.Array, tol: jax.Array, ynorm2: jax.Arr
     W = jnp.where(both, z_hat[:, None] / jnp.where(both, den, 1.0), 0.0)
     W = W / jnp.where(active_s, jnp.sqrt(jnp.sum(W * W, axis=0)), 1.0)[None, :]
     W = jnp.where(active_s[None, :], W, P.T)
-    # The n^3 product only when some tie group was reflected (as a rule, only in the first
-    # rounds of a sketch, whose zero weights tie).
+    # The n^3 product only when some tie group was reflected.
     E = lax.cond(reflects, lambda W: H @ W, lambda W: W, W)
-    return lam_s, E, converged
-
-
-def eigh_diag_plus_rank_one(d: jax.Array, z: jax.Array) -> SecularEigh:
-    """Eigendecomposition of ``diag(d) + z z^T`` (any order of ``d``); see the module docstring."""
-    return SecularEigh(*_rank_one(d, z))
+    return lam_s[:n0], E[:n0, :n0], converged
 
 
 def eigh_diag_plus_lowrank(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularEigh:
-    """Eigendecomposition of ``diag(d) + A M A^T`` for M symmetric PSD (K x K), K small.
+    """``jnp.linalg.eigh(jnp.diag(d) + A @ M @ A.T)`` for ``M`` (K, K) symmetric PSD, K small.
 
-    A drop-in for ``jnp.linalg.eigh(jnp.diag(d) + A @ M @ A.T)`` (eigenvalues ascending,
-    eigenvectors in columns) that vectorises under ``vmap``: K rank-one secular updates, no
-    LAPACK call. In ``linalg.sketch.truncate`` the core is ``d = [mu, 0] + sentinel mask``,
-    ``A = ext.coords``.
-
-    Args:
-      d: (n,) diagonal. A: (n, K). M: (K, K) symmetric positive semi-definite.
-
-    Returns:
-      :class:`SecularEigh` ``(evals, evecs, converged)``. Non-finite inputs raise
-      ``ValueError`` when called eagerly; under ``jit`` they give ``converged = False``.
+    Non-finite inputs raise ``ValueError`` eagerly; under ``jit`` they give ``converged = False``.
     """
     if d.ndim != 1 or A.ndim != 2 or A.shape[0] != d.shape[0]:
         raise ValueError(f"A: expected shape ({d.shape[0]}, K) for d of shape (n,), got {A.shape}")
@@ -370,14 +284,12 @@ def eigh_diag_plus_lowrank(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularE
 
 
 def lowrank_eigh(d: jax.Array, A: jax.Array, M: jax.Array) -> SecularEigh:
-    """:func:`eigh_diag_plus_lowrank` without the eager checks (for callers inside a jitted
-    update, whose non-finite inputs are flagged by ``converged`` and rejected there)."""
+    """:func:`eigh_diag_plus_lowrank` without the eager checks."""
     Z = A @ psd_factor(M)
     K = A.shape[1]
-    res = eigh_diag_plus_rank_one(d, Z[:, 0])
-    lam, Q, ok = res
+    lam, Q, ok = _rank_one(d, Z[:, 0])
     for k in range(1, K):
-        r = eigh_diag_plus_rank_one(lam, Q.T @ Z[:, k])
-        lam, Q, ok = r.evals, Q @ r.evecs, ok & r.converged
+        lam, E, converged = _rank_one(lam, Q.T @ Z[:, k])
+        Q, ok = Q @ E, ok & converged
     finite = jnp.all(jnp.isfinite(d)) & jnp.all(jnp.isfinite(Z))
     return SecularEigh(lam, Q, ok & finite)

@@ -1,33 +1,17 @@
 """Block Frequent Directions on the spectral state ``(V, mu, rho)``.
 
-EOFD-MLogB (He et al.), Algorithm 1, eq. (12)-(15), Lemmas 3-4 (Appendix A). The sketch keeps
-``V diag(mu) V^T`` (V: D x m orthonormal, mu >= 0) approximating ``M_t = sum_s B_s B_s^T`` with
-``V diag(mu) V^T <= M_t <= V diag(mu) V^T + rho I``.
+EOFD-MLogB (He et al.), Algorithm 1, eq. (12)-(15), Lemmas 3-4: ``V diag(mu) V^T`` (V: D x m
+orthonormal, mu >= 0) with ``V diag(mu) V^T <= M_t <= V diag(mu) V^T + rho I``,
+``M_t = sum_s B_s B_s^T``. The SVD of eq. (14) needs no D-sized SVD: with ``B = X G``,
+``X = V C + Q T`` (:func:`extend`, ``Q`` implicit) and the eigendecomposition of the
+(m+k) x (m+k) core ``diag(mu, 0) + [C; T] G G^T [C; T]^T`` gives eq. (14)'s singular vectors
+through ``[V, Q]``. Degenerate residual directions (``X`` in ``span V``, always so when
+``m >= D``) get a negative sentinel eigenvalue and are discarded; with ``m >= D`` nothing is
+truncated and ``rho`` stays 0 (errata 1).
 
-The SVD of ``[V mu^{1/2}, B]^T`` (eq. 14), exactly and without the paper's full SVD:
-
-1. projecting the new block's column space ``X`` (``B = X G``) on ``V``: ``C = V^T X``;
-2. orthonormalising the residual ``R = X - V C`` through its k x k Gram matrix (near
-   ``span V``: one re-orthogonalisation pass and a thin SVD): ``Q`` (D x k, kept implicit as
-   ``(X - V C) T_pinv``) with ``[V, Q]`` orthonormal and ``X = V C + Q T``;
-3. an eigendecomposition of the small (m+k) x (m+k) core
-   ``S = diag(mu, 0) + [C; T] G G^T [C; T]^T``, whose eigenvalues are the squared singular values
-   of eq. (14) and whose eigenvectors, mapped by ``[V, Q]``, are its right singular vectors.
-
-Steps 1-2 depend only on ``V`` and ``X``: EOFD-MLogB reuses one :class:`Extension` for both
-low-rank terms of a round (both lie in the span of ``I_K kron x_t``) and never forms the
-surrogate's eigenvectors as a D x (m+K) matrix.
-
-Degenerate residual directions (``X`` already in ``span V``, always so when ``m >= D``) have
-no orthonormal completion: they are flagged, their columns of ``Q`` and rows of ``T`` zeroed and
-their core eigenvalue set to a negative sentinel, so they are always discarded. With ``m >= D``
-(``m_eff = D``) nothing is truncated and ``rho`` stays 0 (errata 1).
-
-Sketch rules (:class:`SketchRule`): EOFD-MLogB's round takes the sketch as data, a NamedTuple of
-pure functions it calls in order (``extend`` after pass 1, ``absorb``, ``commit`` as pass 2).
-Here: Algorithm 1 every round (:func:`per_round_rule`) and with a deferred basis rotation
-(:func:`deferred_rule`: ``V = basis @ R``, formed once the spare columns run out);
-:func:`bandits_jax.linalg.fast_fd.spectral_rule` gives Fast FD.
+A :class:`SketchRule` is a round's sketch as data: :func:`per_round_rule` (Algorithm 1),
+:func:`deferred_rule` (``V = basis @ R`` formed when the spare columns run out) and
+:func:`bandits_jax.linalg.fast_fd.spectral_rule`.
 """
 
 from __future__ import annotations
@@ -43,13 +27,8 @@ from bandits_jax.linalg import lapack, secular
 
 
 class FDState(NamedTuple):
-    """Spectral sketch state.
-
-    Attributes:
-      V: (D, m) orthonormal columns (columns with ``mu = 0`` may be arbitrary unit vectors).
-      mu: (m,) non-negative weights, descending.
-      rho: accumulated discarded mass ``rho_{1:t}`` (scalar).
-    """
+    """Spectral sketch state: ``V`` (D, m) orthonormal, ``mu`` (m,) weights >= 0 descending,
+    ``rho`` the accumulated discarded mass ``rho_{1:t}``."""
 
     V: jax.Array
     mu: jax.Array
@@ -57,17 +36,11 @@ class FDState(NamedTuple):
 
 
 class Extension(NamedTuple):
-    """Orthonormal extension ``X = V C + Q T`` of the sketch basis by a block's column space.
+    """Orthonormal extension ``X = V C + Q T`` of the basis, ``Q = (X - V C) T_pinv`` implicit.
 
-    ``Q`` is kept implicit, ``Q = (X - V C) T_pinv``, so that no D-sized residual is formed
-    unless a second Gram-Schmidt pass is needed; :func:`residual_basis` materialises it.
-
-    Attributes:
-      X: (D, k) the block's column space.
-      C: (m, k) coordinates of ``X`` in ``V``.
-      T: (k, k) coordinates of ``X`` in ``Q`` (rows of invalid directions are zero).
-      T_pinv: (k, k) with ``Q = (X - V C) T_pinv`` (columns of invalid directions are zero).
-      valid: (k,) bool, False for degenerate residual directions (then ``Q``'s column is 0).
+    ``C`` (m, k) and ``T`` (k, k) are ``X``'s coordinates in ``V`` and ``Q``; ``valid`` (k,) is
+    False for degenerate residual directions, whose rows of ``T``, columns of ``T_pinv`` and ``Q``
+    are zero.
     """
 
     X: jax.Array
@@ -83,10 +56,7 @@ class Extension(NamedTuple):
 
 
 def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FDState:
-    """Empty sketch: ``mu = 0``, ``rho = 0``, ``V`` the first ``m_eff = min(m, D)`` unit vectors.
-
-    Algorithm 2 allows an arbitrary orthonormal ``V_1``; m > D is capped (errata 1).
-    """
+    """Empty sketch: ``V`` the first ``m_eff = min(m, D)`` unit vectors (errata 1), ``mu = 0``."""
     m_eff = min(sketch_size, dim)
     return FDState(
         V=jnp.eye(dim, m_eff, dtype=dtype),
@@ -96,18 +66,14 @@ def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FDState:
 
 
 def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
-    """Extends the basis ``V`` by the column space of ``X`` (D, k); see the module docstring.
+    """Extends the basis ``V`` (D, m) by the column space of ``X`` (D, k).
 
-    The residual ``R = X - V C`` is orthonormalised through its k x k Gram matrix
-    ``X^T X - C^T C`` (no D-sized work) while that is accurate, i.e. while every residual keeps
-    at least half of its column's norm. Otherwise (``X`` close to ``span V``) ``R`` is formed
-    and re-orthogonalised once ("twice is enough", Kahan-Parlett), then a thin SVD is used.
-    The test is a ``lax.cond`` per call, so unbatched runs skip the passes over V when they are
-    not needed; under ``vmap`` both branches run and the result is the same.
+    The residual ``X - V C`` is orthonormalised through its Gram matrix ``X^T X - C^T C`` while
+    every residual keeps at least half its column's norm; otherwise it is formed,
+    re-orthogonalised once ("twice is enough", Kahan-Parlett) and a thin SVD is used.
 
     Args:
-      V: (D, m) basis. X: (D, k) block.
-      C: ``V^T X`` if the caller already has it (e.g. fused with another product).
+      C: ``V^T X`` if the caller already has it.
     """
     dtype = V.dtype
     k = X.shape[1]
@@ -153,8 +119,7 @@ def residual_basis(V: jax.Array, ext: Extension) -> jax.Array:
 
 
 def apply_basis(V: jax.Array, ext: Extension, coef: jax.Array) -> jax.Array:
-    """Maps coordinates in ``[V, Q]`` (shape (m + k,) or (m + k, j)) to R^D in one pass over V:
-    ``V c_V + Q c_Q = V (c_V - C T_pinv c_Q) + X (T_pinv c_Q)``."""
+    """``[V, Q] coef`` (coef: (m + k,) or (m + k, j)) in one pass over V."""
     m = V.shape[1]
     g = ext.T_pinv @ coef[m:]
     return V @ (coef[:m] - ext.C @ g) + ext.X @ g
@@ -171,25 +136,10 @@ def basis_coords(V: jax.Array, ext: Extension, w: jax.Array) -> jax.Array:
     return jnp.concatenate([Vw, q_coords(ext, ext.X.T @ w, Vw)])
 
 
-def core(mu: jax.Array, ext: Extension, M: jax.Array) -> jax.Array:
-    """Core ``diag(mu, 0) + [C; T] M [C; T]^T`` of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``."""
-    A = ext.coords
-    k = ext.T.shape[0]
-    base = jnp.concatenate([mu, jnp.zeros((k,), mu.dtype)])
-    S = jnp.diag(base) + A @ M @ A.T
-    return 0.5 * (S + S.T)
-
-
 class Truncation(NamedTuple):
-    """The small part of an FD update: the new ``V`` is ``[V, Q] U``.
-
-    Attributes:
-      U: (m + k, m) top eigenvectors of the core, descending.
-      mu: (m,) shrunk weights ``sigma_i^2 - sigma_{m+1}^2`` (eq. 15).
-      sigma2: the discarded mass ``sigma_bar_{m+1}^2`` (0 when it does not exist).
-      status: the core eigensolve's status (:attr:`bandits_jax.linalg.secular.SecularEigh.status`:
-        ``MAX_STEPS`` when a secular root hit the step cap; int32).
-    """
+    """The small part of an FD update: the new ``V = [V, Q] U`` (``U``: (m + k, m)), weights
+    ``mu = sigma_i^2 - sigma2`` (eq. 15), the discarded ``sigma2 = sigma_bar_{m+1}^2`` and the
+    core eigensolve's ``status`` (int32)."""
 
     U: jax.Array
     mu: jax.Array
@@ -198,50 +148,32 @@ class Truncation(NamedTuple):
 
 
 def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
-    """Eigendecomposition and truncation of the core (Algorithm 1 lines 3-6, eq. 14-15).
-
-    Only (m + k)-sized work; :func:`absorb` then maps ``U`` through ``[V, Q]``.
-    """
-    k = ext.T.shape[0]
-    eig = _core_eigh(mu, ext, M)
-    sigma2 = jnp.maximum(eig.evals[k - 1], 0.0)
-    mu_new = jnp.maximum(eig.evals[k:][::-1] - sigma2, 0.0)
-    return Truncation(U=eig.evecs[:, k:][:, ::-1], mu=mu_new, sigma2=sigma2, status=eig.status)
+    """Eigendecomposition and truncation of the core (Algorithm 1 lines 3-6, eq. 14-15)."""
+    return truncate_adaptive(mu, ext, M, mu.shape[0], 0.0)[0]
 
 
-# Largest K for which the FD core's eigendecomposition uses the secular solver (see
-# :func:`_core_eigh`); a static choice, read at trace time.
+# Largest k for which the core's eigendecomposition uses the secular solver (read at trace time).
 SECULAR_MAX_K = 1
 
 
-def _use_secular(n: int, k: int) -> bool:
-    """Static choice of the core's eigensolver: K rank-one secular updates
-    (:mod:`bandits_jax.linalg.secular`) for ``k <= SECULAR_MAX_K``, else
-    :func:`~bandits_jax.linalg.lapack.eigh`."""
-    return k <= SECULAR_MAX_K
-
-
 def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> secular.SecularEigh:
-    """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``);
-    degenerate directions get a sentinel below every genuine (>= 0) eigenvalue.
+    """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``, the
+    matrix of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``); degenerate directions get a sentinel
+    below every genuine (>= 0) eigenvalue.
 
-    The core is a diagonal plus a rank-k term, so for small k its eigenpairs come from k
-    rank-one secular-equation updates (:func:`bandits_jax.linalg.secular.lowrank_eigh`: plain
-    ``jnp``, exact to rounding, with deflation of the tied and zero weights of the first m
-    rounds) that vectorise under ``vmap``, instead of a LAPACK ``eigh`` that becomes a loop of
-    small calls there. A degenerate direction has a zero row in ``A``, so the secular solver
-    deflates it and returns its sentinel and unit vector exactly. The choice is static
-    (:func:`_use_secular`); LAPACK's ``eigh`` counts as converged."""
-    m = mu.shape[0]
-    k = ext.T.shape[0]
+    For ``k <= SECULAR_MAX_K``: k rank-one secular updates
+    (:func:`~bandits_jax.linalg.secular.lowrank_eigh`, plain ``jnp`` that vectorises under
+    ``vmap``; a degenerate direction has a zero row in ``A`` and is deflated exactly), else
+    LAPACK's ``eigh`` (counted as converged)."""
     A = ext.coords
-    base = jnp.concatenate([mu, jnp.zeros((k,), mu.dtype)])
-    invalid = jnp.concatenate([jnp.zeros((m,), bool), ~ext.valid])
-    if _use_secular(m + k, k):
+    base = jnp.concatenate([mu, jnp.zeros((ext.T.shape[0],), mu.dtype)])
+    invalid = jnp.concatenate([jnp.zeros(mu.shape, bool), ~ext.valid])
+    if ext.T.shape[0] <= SECULAR_MAX_K:
         M = 0.5 * (M + M.T)
         sentinel = -(1.0 + jnp.sum(base) + jnp.sum((A @ M) * A))
         return secular.lowrank_eigh(base + jnp.where(invalid, sentinel, 0.0), A, M)
-    S = core(mu, ext, M)
+    S = jnp.diag(base) + A @ M @ A.T
+    S = 0.5 * (S + S.T)
     sentinel = -(1.0 + jnp.trace(S))
     S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
     return secular.SecularEigh(*lapack.eigh(S), converged=jnp.asarray(True))
@@ -252,13 +184,9 @@ def truncate_adaptive(
 ) -> tuple[Truncation, jax.Array]:
     """:func:`truncate` with an active rank ``r <= m`` that grows to keep the discarded mass small.
 
-    The capacity ``m = mu.shape[0]`` is static; weights beyond the active rank are 0 (their
-    columns of ``U`` stay orthonormal, zero-weight directions). The new rank is the smallest
-    ``r'`` in ``[rank, m]`` whose discarded eigenvalue ``sigma_{r'+1}^2 <= budget`` (``r' = m``
-    if none); then ``mu_i = sigma_i^2 - sigma_{r'+1}^2`` for ``i < r'`` (eq. 15 at rank r').
-
-    Returns:
-      ``(truncation, new_rank)`` (int32). With ``rank = m`` this is :func:`truncate`.
+    The new rank is the smallest ``r'`` in ``[rank, m]`` with ``sigma_{r'+1}^2 <= budget``
+    (``m`` if none); weights beyond it are 0 and ``mu_i = sigma_i^2 - sigma_{r'+1}^2`` (eq. 15).
+    Returns ``(truncation, new_rank)``.
     """
     m = mu.shape[0]
     k = ext.T.shape[0]
@@ -276,20 +204,13 @@ def truncate_adaptive(
 def absorb(
     state: FDState, ext: Extension, M: jax.Array, extra: jax.Array | None = None
 ) -> tuple[FDState, jax.Array, jax.Array | None, jax.Array]:
-    """Block FD update absorbing ``X M X^T`` (M PSD, k x k), Algorithm 1.
+    """Block FD update absorbing ``X M X^T`` (Algorithm 1); returns
+    ``(new_state, sigma2, [V, Q] extra or None, status)`` (:class:`Truncation`).
 
     Args:
-      state: the sketch ``(V_t, mu_t, rho_{1:t-1})``.
-      ext: :func:`extend` of ``V_t`` by ``X``.
+      ext: :func:`extend` of ``state.V`` by ``X``.
       M: (k, k) PSD middle factor (``grad sigma(W_{t+1} x_t)`` for EOFD-MLogB, eq. 12-13).
-      extra: optional (m + k,) coordinates in ``[V, Q]`` to map to R^D in the same matrix
-        product that forms the new ``V`` (at large D each pass over V costs as much as the
-        arithmetic, so a caller's ``[V, Q] c`` rides along for free).
-
-    Returns:
-      ``(new_state, sigma2, mapped, status)`` with ``sigma2`` the discarded squared singular
-      value ``sigma_bar_{m+1}^2``, ``mapped = [V, Q] extra`` (or None) and ``status`` the
-      core eigensolve's (:class:`Truncation`).
+      extra: optional (m + k,) coordinates in ``[V, Q]``, mapped in the product forming ``V``.
     """
     tr = truncate(state.mu, ext, M)
     V_new, mapped = map_basis(state.V, ext, tr.U, extra)
@@ -308,26 +229,16 @@ def map_basis(
 
 
 def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array, jax.Array]:
-    """Absorbs ``B B^T`` for a generic D x k block ``B`` (Algorithm 1 with ``M = I``); returns
-    ``(new_state, sigma2, status)`` as :func:`absorb`."""
+    """Absorbs ``B B^T`` (B: D x k); returns ``(new_state, sigma2, status)`` as :func:`absorb`."""
     ext = extend(state.V, B)
     new, sigma2, _, status = absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
     return new, sigma2, status
 
 
-# --- Sketch rules: a round of EOFD-MLogB's sketch as data ---
-
-
 class Sketch(NamedTuple):
-    """A sketch ``V diag(mu) V^T`` with ``V = basis @ R`` (``R`` None: ``V`` is ``basis``).
-
-    Attributes:
-      basis: (D, n) columns ``0 .. used`` orthonormal (or zero), the rest zero.
-      R: (n, r) rotation, or None.
-      mu: (r,) weights.
-      rank: int32, the active rank (adaptive size) or the number of directions (fast rule).
-      used: int32, basis columns in use (where a round's new columns ``Q`` are written).
-    """
+    """A sketch ``V diag(mu) V^T`` with ``V = basis @ R`` (``R`` None: ``V = basis``): ``basis``
+    (D, n) orthonormal (or zero) in its first ``used`` columns, where a round's ``Q`` is written
+    next, zero after; ``rank`` is the active rank (adaptive size) or number of directions."""
 
     basis: jax.Array
     R: jax.Array | None
@@ -341,14 +252,9 @@ class Sketch(NamedTuple):
 
 
 class Round(NamedTuple):
-    """The small part of one round of a :class:`SketchRule` (no D-sized work).
-
-    Attributes:
-      R, mu, rank, used: the new sketch's (:class:`Sketch`).
-      delta: the mass discarded (added to ``rho``; eq. 15's ``sigma_{m+1}^2``).
-      status: the core eigensolve's status (int32).
-      plan: what the rule's pass 2 needs (a pytree of the rule's own; finite-checked with the rest).
-    """
+    """The small part of one round of a :class:`SketchRule`: the new sketch's ``R, mu, rank,
+    used``, the discarded mass ``delta`` (eq. 15's ``sigma_{m+1}^2``), the core eigensolve's
+    ``status`` and the ``plan`` (a pytree) the rule's pass 2 needs."""
 
     R: jax.Array | None
     mu: jax.Array
@@ -364,15 +270,12 @@ class SketchRule(NamedTuple):
 
     Attributes:
       init: ``(D, dtype) -> Sketch``, the empty sketch.
-      extend: ``(sketch, X, P) -> (ext_b, ext)`` with ``P = basis^T X`` from pass 1: the
-        extension of the basis (``ext_b``, pass 2 maps through it) and of ``V``
-        (``ext``: ``X = V C + Q T`` in V's coordinates, eq. 12-14; small work).
-      absorb: ``(sketch, ext, M, coef, budget) -> Round``: absorbs ``X M X^T`` (eq. 12-15) in
-        small work; ``coef`` are the round's step coordinates in ``[V, Q]``, ``budget`` the
-        adaptive size's discard budget (None: fixed size).
+      extend: ``(sketch, X, P) -> (ext_b, ext)`` with ``P = basis^T X``: the extensions of the
+        basis (pass 2 maps through ``ext_b``) and of ``V`` (eq. 12-14).
+      absorb: ``(sketch, ext, M, coef, budget) -> Round``: absorbs ``X M X^T`` (eq. 12-15);
+        ``coef``: the step in ``[V, Q]``; ``budget``: the adaptive size's (None: fixed size).
       commit: ``(sketch, ext_b, round, coef, ok) -> (basis, step, round)``, pass 2: the new
-        basis and ``[V, Q] coef`` in one product; where not ``ok`` (``coef`` and ``ext_b``
-        then zeroed, :func:`mask_extension`) the basis is left as it was.
+        basis and ``[V, Q] coef`` in one product; the basis is kept where not ``ok``.
       radius_rank: ``sketch -> rank`` for the radius (Lemma 6; a static int for a fixed size).
     """
 
@@ -386,9 +289,8 @@ class SketchRule(NamedTuple):
 
 
 def mask_extension(ext: Extension, ok: jax.Array) -> Extension:
-    """``ext``, or where not ``ok`` one whose ``Q`` and ``X`` part are zero (``apply_basis``
-    then maps coordinates through the basis alone): a rejected round's pass 2 writes zero
-    columns where zero columns are, so the D-sized work is done once either way."""
+    """``ext``, or where not ``ok`` one with zero ``X``, ``C`` and ``T_pinv`` (so
+    :func:`apply_basis` maps through ``V`` alone and a rejected round changes nothing)."""
     return ext._replace(
         X=jnp.where(ok, ext.X, 0.0),
         C=jnp.where(ok, ext.C, 0.0),
@@ -422,8 +324,7 @@ def _truncation_round(sk: Sketch, ext: Extension, M: jax.Array, budget: jax.Arra
 
 
 def per_round_rule(sketch_size: int, *, rank: int | None = None) -> SketchRule:
-    """Algorithm 1 every round with V formed every round (``basis = V``, ``R`` None): pass 2 is
-    one D x (m+k) x (m+1) product giving the new ``V = [V, Q] U`` and the step.
+    """Algorithm 1 with V formed every round (``basis = V``, ``R`` None).
 
     Args:
       sketch_size: m (the capacity, ``<= D``).
@@ -451,10 +352,8 @@ def per_round_rule(sketch_size: int, *, rank: int | None = None) -> SketchRule:
 
 
 def deferred_rule(sketch_size: int, spare_columns: int, *, rank: int | None = None) -> SketchRule:
-    """Algorithm 1 every round with a deferred basis rotation: ``V = basis @ R``, ``basis``
-    (D x n, ``n = m + c``, ``c = spare_columns >= k``) orthonormal in its ``used`` columns, a
-    round's new columns written into the spare ones (:func:`extend_deferred`) and
-    ``V = basis @ R`` formed (then ``R = I``, ``used = m``) only when the next round's would
+    """Algorithm 1 with a deferred rotation ``V = basis @ R``: each round's ``Q`` is written
+    into the ``spare_columns >= k`` spare columns and ``V`` is formed only when the next would
     not fit (:func:`rebase`). Arguments as :func:`per_round_rule`."""
     m, n = sketch_size, sketch_size + spare_columns
 
@@ -487,17 +386,12 @@ def deferred_rule(sketch_size: int, spare_columns: int, *, rank: int | None = No
 def extend_deferred(
     basis: jax.Array, R: jax.Array, used: jax.Array, X: jax.Array, P: jax.Array
 ) -> tuple[Extension, Extension]:
-    """The extension of Algorithm 1 (eq. 12-14) when ``V = basis @ R``: ``(ext_b, ext)``.
+    """The extension (eq. 12-14) when ``V = basis @ R``: ``(ext_b, ext)``.
 
-    ``ext_b`` extends the whole used basis by ``X`` (``X = basis P + Qb Tb``, ``P = basis^T X``
-    given, ``Qb`` implicit, to be written into the spare columns ``used .. used + k``). After a
-    truncation ``span V`` is a strict subspace of the used columns, so ``X``'s residual against
-    ``V`` is not ``Qb Tb``: ``ext`` is the extension ``X = V C + Q T`` of :func:`extend` taken
-    in basis coordinates, with ``R`` for ``V`` and ``X``'s coordinates ``[P; Tb]`` (``Tb`` at
-    rows ``used .. used + k``) for ``X``: ``C = R^T P`` and ``Q`` has coordinates
-    ``(P - R C) T^+`` on the old columns and ``Tb T^+`` on the new ones. Only (n, k)-sized work
-    beyond ``ext_b``; the FD core ``diag(mu, 0) + [C; T] M [C; T]^T`` is the same matrix as
-    with an explicit V."""
+    ``ext_b`` extends the used basis by ``X`` (``P = basis^T X`` given; its ``Q`` goes to columns
+    ``used .. used + k``). ``ext`` is :func:`extend` of ``R`` by ``X``'s basis coordinates
+    ``[P; Tb]`` (``span V`` is a strict subspace of the used columns after a truncation), so
+    the core is the same matrix as with an explicit V; only (n, k)-sized work beyond ``ext_b``."""
     n, k = R.shape[0], X.shape[1]
     ext_b = extend(basis, X, P)
     # ext_b.C is zero at rows >= used (zero columns), where Tb goes.
@@ -514,10 +408,8 @@ def commit_deferred(
     coeffs: jax.Array,
     flag: jax.Array,
 ) -> tuple[jax.Array, jax.Array]:
-    """Pass 2 of a deferred rotation: one product over ``[basis, Q]`` (``Q``: ``ext_b``'s k
-    new columns) gives ``Q`` and the step ``basis on_basis + Q on_q``; ``Q`` is written into
-    columns ``used .. used + k`` and, when ``flag``, the basis becomes ``[basis' coeffs, 0]``
-    (:func:`rebase`). Returns ``(basis', step)``."""
+    """Pass 2 of a deferred rotation: one product over ``[basis, Q]`` gives ``Q`` and the step
+    ``basis on_basis + Q on_q``; returns ``(rebase(basis, Q, used, coeffs, flag), step)``."""
     n, k = on_basis.shape[0], on_q.shape[0]
     dtype = on_basis.dtype
     # Coordinates of [Q, step] in [basis, Q].
@@ -530,15 +422,11 @@ def commit_deferred(
 def rebase(
     basis: jax.Array, Q: jax.Array, used: jax.Array, coeffs: jax.Array, flag: jax.Array
 ) -> jax.Array:
-    """Writes ``Q`` (D, k) into columns ``used .. used + k`` of ``basis`` (D, n) (O(D k)), then,
-    when ``flag``, replaces the basis by ``[basis coeffs, 0]`` (``coeffs``: (n, m); O(D n m)).
+    """Writes ``Q`` (D, k) into columns ``used .. used + k`` of ``basis`` (D, n), then, when
+    ``flag``, replaces the basis by ``[basis coeffs, 0]`` (``coeffs``: (n, m)).
 
-    Shared by the deferred rotations (:func:`deferred_rule`'s materialisation of
-    ``V = basis @ R``, the fast rule's shrink). The product runs in a ``lax.while_loop`` of zero
-    or one trip whose only large operand is its carry: measured, a ``lax.cond`` over the basis,
-    a slice read back and rewritten, or a product with a captured ``Q`` (hoisted out of the
-    loop by XLA and so computed every round) each cost a D-sized pass per round; this form
-    costs none."""
+    The product runs in a ``lax.while_loop`` of zero or one trip whose only large operand is
+    its carry, so rounds without it make no D-sized pass (``docs/design.md``)."""
     D, n = basis.shape
     m = coeffs.shape[1]
     basis = lax.dynamic_update_slice(basis, Q, (jnp.zeros((), jnp.int32), used))

@@ -1,12 +1,10 @@
 """Multinomial logistic bandits: EOFD-MLogB and its full-Hessian parent OFUL-MLogB, and the
 baselines in the same protocol (uniform random, greedy online Newton, LinUCB, ada-OFU-ECOLog,
-linear and logistic Thompson sampling)
-and the exact-fit reference (the regularised MLE refitted every round, O(t) a round).
+linear and logistic Thompson sampling, the exact-fit reference).
 
 The face holds the learner factories, the hyperparameter builders ``hyperparams`` and
-``section4``, the recipes ``tuned`` and ``practical`` and the runner step ``interact``; state and
-hyperparameter classes, each baseline's own hyperparameter builder (``learner.hyperparams``) and
-helpers stay in their modules, e.g. ``from bandits_jax.mlogb.linucb import LinUCBState``.
+``section4``, the recipes ``tuned`` and ``practical`` and the runner step ``interact``; the rest
+stays in its module, e.g. ``from bandits_jax.mlogb.linucb import LinUCBState``.
 
 Paper: He, Zhang, Yang, Zhang, "Efficient Multinomial Logistic Bandit via Frequent Directions".
 """

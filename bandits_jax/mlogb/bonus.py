@@ -1,15 +1,11 @@
-"""Optimistic rewards of EOFD-/OFUL-MLogB from the K x K matrices ``A(x)``.
+"""Optimistic rewards of EOFD-/OFUL-MLogB from the K x K matrices ``A(x)``, and the selection.
 
 He et al., eq. (16) (K = 1), eq. (10)/(19) (K >= 2) and Lemma 1 (eq. 17-18):
-``A(x) = (I_K kron x)^T Z^{-1} (I_K kron x)`` with ``||Z^{-1/2}(I_K kron x)||_2^2 = ||A(x)||_2``.
-``A(x)`` is positive definite, so its spectral norm is ``lambda_max`` (errata 7). The first bonus
-term ``||(grad sigma(W x) kron x) r||_{Z^{-1}}^2 = g^T A(x) g`` with ``g = grad sigma(W x) r``, so
-both EOFD (Lemma 1's A) and OFUL (dense A) share this module.
-
-Both learners report scores in two parts, ``index = estimate + bonus``:
-- K = 1 (eq. 16): estimate ``w^T x``, bonus ``sqrt(beta) ||x||_{Z^{-1}}`` (the selection index is a
-  logit; the optimistic reward is ``sigmoid(index)``, errata 6: the confidence ellipsoid alone);
-- K >= 2 (eq. 19): estimate ``r^T sigma(W x)``, bonus the two terms of eq. (10) with Z.
+``A(x) = (I_K kron x)^T Z^{-1} (I_K kron x)``, positive definite, so ``||A(x)||_2 =
+lambda_max`` (errata 7), and eq. (10)'s first term is ``g^T A(x) g`` with
+``g = grad sigma(W x) r``. Scores come in two parts, ``index = estimate + bonus``: for K = 1
+(eq. 16) ``w^T x`` and ``sqrt(beta) ||x||_{Z^{-1}}`` (a logit: the optimistic reward is
+``sigmoid(index)``, errata 6); for K >= 2 (eq. 19) ``r^T sigma(W x)`` and eq. (10)'s two terms.
 """
 
 from __future__ import annotations
@@ -49,8 +45,7 @@ def optimistic_reward(K: int, estimate: jax.Array, bonus: jax.Array) -> jax.Arra
 
 
 def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
-    """Eager mask checks (shape, boolean, not all False when concrete); ``None``: all valid.
-    Array-likes (a list of bools) are taken as arrays."""
+    """Eager mask checks (shape, boolean, not all False when concrete); ``None``: all valid."""
     if mask is None:
         return jnp.ones(shape, bool)
     if not isinstance(mask, jax.Array | np.ndarray):
@@ -67,15 +62,12 @@ def check_mask(shape: tuple[int, ...], mask: jax.Array | None) -> jax.Array:
 
 
 def select_index(values: jax.Array, mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
-    """Returns ``(index, status)``: the lowest index among valid entries within a relative
-    ``1e-9`` of the maximum (errata 9), and a selection status (int32,
-    :mod:`bandits_jax.status`: ``CONVERGED``, ``NAN_SCORES`` or ``EMPTY_MASK``).
+    """``(index, status)``: the lowest valid index within a relative ``TIE_RTOL`` of the maximum
+    (errata 9: at round 1 every unit-norm action ties) and the int32 status.
 
-    At round 1 every unit-norm action scores the same; a fixed rule makes JAX and numpy paths
-    choose the same action. ``+inf`` wins (ties among ``+inf`` go to the lowest index); NaN scores
-    are never chosen over non-NaN ones and set ``NAN_SCORES`` (all valid scores NaN: the
-    lowest valid index); an all-False mask is a ``ValueError`` when the mask is concrete and
-    ``EMPTY_MASK`` (index 0) under ``jit``.
+    ``+inf`` wins; NaN scores are never chosen over others and set ``NAN_SCORES`` (all NaN: the
+    lowest valid index); an all-False mask is a ``ValueError`` when concrete, ``EMPTY_MASK``
+    (index 0) under ``jit``.
     """
     mask = check_mask(values.shape, mask)
     nan = jnp.isnan(values)
@@ -88,9 +80,7 @@ def select_index(values: jax.Array, mask: jax.Array | None = None) -> tuple[jax.
     ok = cand & ((values >= thr) | ~any_cand)
     idx = jnp.argmax(ok).astype(jnp.int32)
     status = jnp.where(
-        ~jnp.any(mask),
-        EMPTY_MASK,
-        jnp.where(jnp.any(mask & nan), NAN_SCORES, CONVERGED),
+        ~jnp.any(mask), EMPTY_MASK, jnp.where(jnp.any(mask & nan), NAN_SCORES, CONVERGED)
     ).astype(jnp.int32)
     return idx, status
 

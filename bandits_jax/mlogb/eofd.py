@@ -1,33 +1,21 @@
 """EOFD-MLogB: OFUL-MLogB with a Frequent-Directions sketch of the Hessian.
 
-He et al., "Efficient Multinomial Logistic Bandit via Frequent Directions", Algorithm 2 (with
-Algorithm 1 for the sketch), eq. (16)-(25). With ``X = I_K kron x_t`` and the sketch
-``Z_t = lam I + V diag(mu) V^T``, selection is Lemma 1's optimistic index (eq. 16 / 19) and an
-update is one round of named steps (:func:`_update`); the sketch rule, a
-:class:`~bandits_jax.linalg.sketch.SketchRule`, supplies the sketch's part of each:
+He et al., Algorithm 2 (with Algorithm 1 for the sketch), eq. (16)-(25). With ``X = I_K kron x_t``
+and the sketch ``Z_t = lam I + V diag(mu) V^T``, selection is Lemma 1's optimistic index
+(eq. 16 / 19). An update (:func:`_update`) is pass 1 (``basis^T [X, w]`` and the extension
+``X = V C + Q T``, eq. 12-14), the Newton step (eq. 8, 20-22: the surrogate is a diagonal plus
+rank K in ``span[V, Q]``) and Lemma 2's projection (eq. 23-25) as solves on (m+K)-vectors, the
+FD update with ``grad^2 l_t(W_{t+1})`` (Algorithm 1, eq. 12-15), the rejection of non-finite
+results (``NONFINITE``, the state kept) and pass 2 (the new basis and the step); the status is the
+worst of Lemma 2's root and the eigensolve's. The sketch rule
+(:class:`~bandits_jax.linalg.sketch.SketchRule`) supplies the sketch's part of each step.
 
-1. pass 1 (:func:`_pass1`): one product ``basis^T [X, w]`` and one orthonormal extension
-   ``X = V C + Q T`` (``rule.extend``, eq. 12-14); the surrogate at ``W_t``, the sketch term at
-   ``W_{t+1}`` and the gradient all lie in ``span[V, Q]``;
-2. Newton step (:func:`_newton_step`): the surrogate ``Z_t + eta grad^2 l_t(W_t)`` (eq. 20-22) is
-   a diagonal plus a rank-K term in that span, so the Woodbury step (eq. 8) and Lemma 2's
-   projection (eq. 23-25) are solves on (m+K)-vectors;
-3. absorb (``rule.absorb``): Algorithm 1's FD update with ``grad^2 l_t(W_{t+1})`` (eq. 12-15);
-4. reject non-finite small quantities (a rejected update keeps the previous state);
-5. pass 2 and commit (``rule.commit``, :func:`_commit`): the new basis and the step.
-
-The update's status (``state.status``) is the :func:`bandits_jax.status.worst` of Lemma 2's root
-and step 3's eigensolve, or ``NONFINITE`` when the update is rejected.
-
-The state holds ``V = basis @ R`` (:class:`EOFDState`). Sketch rules: Algorithm 1 with V formed
-every round (``spare_columns=0``) or with a deferred basis rotation (``basis @ R`` formed once
-every ``c / K`` rounds; the default from K d = ``DEFER_MIN_DIM`` on); ``sketch_rule="fast"``,
-Fast Frequent Directions (Ghashami, Liberty, Phillips & Woodruff 2016). Options, off by default:
-``regularization="robust"`` (Robust FD, Luo, Chen, Zhang & Zhang 2019:
-``Z_t = (lam + rho_{1:t-1}/2) I + V diag(mu) V^T`` wherever Z is used) and an adaptive sketch
-size (``max_sketch_size``, ``delta_target``: the rank grows to keep ``Delta_t <= tau``; the
-paper's closing remark). ``docs/eofd.md`` has each step, rule and option in full, with the
-measurements behind the defaults.
+The state holds ``V = basis @ R``. Rules: Algorithm 1 with V formed every round or with a
+deferred rotation (``spare_columns``), or Fast Frequent Directions (``sketch_rule="fast"``,
+Ghashami et al. 2016). Options: ``regularization="robust"`` (Robust FD, Luo et al. 2019:
+``Z_t = (lam + rho_{1:t-1}/2) I + V diag(mu) V^T``) and an adaptive sketch size
+(``max_sketch_size``, ``delta_target``: the rank grows to keep ``Delta_t <= tau``, the paper's
+closing remark). ``docs/eofd.md`` has each step, rule and option in full.
 """
 
 from __future__ import annotations
@@ -50,30 +38,19 @@ from bandits_jax.status import worst
 
 
 class EOFDState(NamedTuple):
-    """EOFD-MLogB state (every sketch rule): the sketch is ``V diag(mu) V^T`` with
-    ``V = basis @ R`` (module docstring).
+    """EOFD-MLogB state: the sketch is ``V diag(mu) V^T`` with ``V = basis @ R``.
 
     Attributes:
       W: (K, d) estimate ``W_t``.
-      basis: (K d, n): columns ``0 .. used`` orthonormal (or zero), the rest zero. Per-round
-        rule: ``n = m_eff + c`` (``c`` spare columns; ``c = 0``: V itself); fast rule:
-        ``n = c + K`` (``c`` the capacity, ``buffer_size``).
-      R: rotation with zero rows at and after ``used``: (n, m_eff) per round (None with
-        ``c = 0``); (n, n) under the fast rule, columns at and after ``rank`` zero.
-      mu: weights, (m_eff,) per round, (n,) fast (descending, zero at and after ``rank``);
-        ``m_eff`` is the capacity ``min(max_sketch_size, K d)`` of an adaptive sketch.
-      rho: ``rho_{1:t-1}``, the mass discarded so far.
-      rank: int32: the active rank per round (``m_eff`` for a fixed size; weights beyond it are
-        0); the number of sketch directions under the fast rule.
-      used: int32, basis columns in use (where the next round's new direction is written).
-      acc: running sum of eq. (36)'s last line (theory radius).
-      t: completed updates (int32).
-      hparams: :class:`MLogBHyperparams`.
-      info: :class:`UpdateInfo` of the last update.
-      robust: bool scalar, the robust regularisation (``regularization="robust"``). Data, not a
-        static option, so that the paper's and the robust learner of one shape share one
-        compiled program.
-      status, num_failures: the last update's status and the rejected updates so far.
+      basis: (K d, n), columns ``0 .. used`` orthonormal (or zero), the rest zero: per round
+        ``n = m_eff + c`` (``c`` spare columns), fast ``n = c + K`` (``c``: ``buffer_size``).
+      R: the rotation, zero rows from ``used`` on: (n, m_eff) per round (None with ``c = 0``),
+        (n, n) fast. mu: the weights, (m_eff,) or (n,) fast (descending, zero from ``rank`` on);
+        ``m_eff = min(max_sketch_size, K d)``.
+      rho: ``rho_{1:t-1}``, the mass discarded so far. rank: int32, the active rank.
+      used: int32, basis columns in use. acc: eq. (36)'s running sum. t: completed updates.
+      hparams: :class:`MLogBHyperparams`. info: :class:`UpdateInfo` of the last update.
+      robust: bool, the robust regularisation (data, so both variants share one program).
     """
 
     W: jax.Array
@@ -111,13 +88,8 @@ def lemma1_matrices(
     K: int,
     R: jax.Array | None = None,
 ):
-    """``A(x)`` of Lemma 1, eq. (18), for every row of ``actions`` (N, d): (N, K, K).
-
-    ``C[n, i, k] = <x_n, u_ki>`` with ``u_ki`` block ``i`` of column ``k`` of V; cost O(N K d m).
-    ``lam`` is Z's scalar part (``lam + rho/2`` for the robust regularisation). With ``R`` the
-    directions are ``V @ R`` (the deferred rotation of both sketch rules, V then being the basis;
-    O(N K n m) more).
-    """
+    """``A(x)`` of Lemma 1, eq. (18), for every row of ``actions`` (N, d): (N, K, K), in
+    O(N K d m); ``lam`` is Z's scalar part, and with ``R`` the directions are ``V @ R``."""
     d = actions.shape[1]
     Vr = V.reshape(K, d, V.shape[1])
     # One (N, d) x (d, m) product per block: no transposed copy of V.
@@ -130,6 +102,28 @@ def lemma1_matrices(
     return A + xx[:, None, None] * jnp.eye(K, dtype=actions.dtype)
 
 
+class _Pass1(NamedTuple):
+    """Pass 1's results: the extensions of the basis and of V, ``[V, Q]^T w`` and ``W_t x``."""
+
+    ext_b: sketch.Extension
+    ext: sketch.Extension
+    bw: jax.Array
+    Wx: jax.Array
+
+
+def _pass1(rule: SketchRule, sk: Sketch, W: jax.Array, x: jax.Array) -> _Pass1:
+    """Pass 1 over the basis, ``basis^T [X, w]``; the rule's extension ``X = V C + Q T``
+    (eq. 12-14) from it, and ``[V, Q]^T w`` without another pass (``V^T = R^T basis^T``)."""
+    K = W.shape[0]
+    w = W.reshape(-1)
+    X = jnp.kron(jnp.eye(K, dtype=W.dtype), x[:, None])  # (D, K)
+    P = sk.basis.T @ jnp.concatenate([X, w[:, None]], axis=1)
+    ext_b, ext = rule.extend(sk, X, P[:, :K])
+    Vw = sk.v_coords(P[:, K])
+    Wx = W @ x  # = X^T w
+    return _Pass1(ext_b, ext, jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)]), Wx)
+
+
 class _Step(NamedTuple):
     """The small part of one EOFD round (everything but the sketch and the D-sized maps)."""
 
@@ -140,24 +134,15 @@ class _Step(NamedTuple):
     acc_increment: jax.Array
 
 
-def _newton_step(
-    hp: MLogBHyperparams,
-    lam: jax.Array,
-    mu: jax.Array,
-    A: jax.Array,
-    bw: jax.Array,
-    Wx: jax.Array,
-    w_sq0: jax.Array,
-    y: jax.Array,
-    max_newton_steps: int,
-    dim: int,
-) -> _Step:
+def _newton_step(opt: _Options, state: EOFDState, p1: _Pass1, y: jax.Array) -> _Step:
     """Newton step (eq. 8, 20-22), projection (Lemma 2, eq. 23-25) and the eq. (36) increment
-    in the orthonormal basis ``[V, Q]`` of a round: ``A = [V, Q]^T X``, ``bw = [V, Q]^T w``,
-    ``Wx = W_t x``, ``w_sq0 = ||w||^2``, ``lam`` Z's scalar part, ``mu`` the weights of V."""
-    K = A.shape[1]
-    dtype = A.dtype
-    eta = hp.eta
+    in the orthonormal basis ``[V, Q]`` of the round: ``A = [V, Q]^T X``, ``bw = [V, Q]^T w``,
+    ``Wx = W_t x``, ``lam`` Z's scalar part, ``mu`` the weights of V."""
+    hp, mu, lam = state.hparams, state.mu, _z_scalar(state)
+    A, bw, Wx = p1.ext.coords, p1.bw, p1.Wx
+    K, dtype, eta = A.shape[1], A.dtype, hp.eta
+    w = state.W.reshape(-1)
+    w_sq0 = jnp.sum(w * w)
     # Surrogate Zt = Z_t + eta grad^2 l_t(W_t) (eq. 20-22) restricted to span[V, Q]:
     # lam I + diag(mu, 0) + A (eta grad sigma) A^T, a diagonal plus rank K. Its inverse is
     # applied by the Woodbury identity instead of an eigendecomposition (exact; eq. 21's SVD
@@ -190,7 +175,7 @@ def _newton_step(
         return f, df
 
     curvature = jnp.max(diag) + jnp.trace(J @ (A.T @ A))  # >= lambda_max(Zt)
-    sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=max_newton_steps)
+    sol = projection.solve_dual(f_and_df, w_sq, hp.S, curvature, max_steps=opt.max_newton_steps)
     nu = sol.nu
     alpha = lam / (lam + nu)
     y_nu = b - nu * zt_solve(nu, b)
@@ -210,57 +195,9 @@ def _newton_step(
     )
     step_x = z_new - Wx
     inc = confidence.increment(
-        hp, num_outcomes=K, dim=dim, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
+        hp, num_outcomes=K, dim=opt.d, step_x_sq=jnp.sum(step_x**2), step_z_sq=step_z_sq
     )
     return _Step(coef=coef, alpha=alpha, z_new=z_new, sol=sol, acc_increment=inc)
-
-
-# --- One round, in named steps ---
-
-
-class _Pass1(NamedTuple):
-    """Pass 1's results: the extensions of the basis and of V, ``[V, Q]^T w`` and ``W_t x``."""
-
-    ext_b: sketch.Extension
-    ext: sketch.Extension
-    bw: jax.Array
-    Wx: jax.Array
-
-
-def _pass1(rule: SketchRule, sk: Sketch, W: jax.Array, x: jax.Array) -> _Pass1:
-    """Pass 1 over the basis, ``basis^T [X, w]``; the rule's extension ``X = V C + Q T``
-    (eq. 12-14) from it, and ``[V, Q]^T w`` without another pass (``V^T = R^T basis^T``)."""
-    K = W.shape[0]
-    w = W.reshape(-1)
-    X = jnp.kron(jnp.eye(K, dtype=W.dtype), x[:, None])  # (D, K)
-    P = sk.basis.T @ jnp.concatenate([X, w[:, None]], axis=1)
-    ext_b, ext = rule.extend(sk, X, P[:, :K])
-    Vw = sk.v_coords(P[:, K])
-    Wx = W @ x  # = X^T w
-    return _Pass1(ext_b, ext, jnp.concatenate([Vw, sketch.q_coords(ext, Wx, Vw)]), Wx)
-
-
-def _commit(
-    state: EOFDState,
-    ok: jax.Array,
-    w_new: jax.Array,
-    basis: jax.Array,
-    rnd: sketch.Round,
-    acc: jax.Array,
-    sol: projection.DualSolution,
-    beta: jax.Array,
-) -> EOFDState:
-    """The new state: the small fields guarded by ``ok`` (kept where rejected; ``W`` and the basis
-    were kept by the update), the status ``worst`` of the root's and the eigensolve's."""
-    new = state._replace(
-        W=w_new.reshape(state.W.shape), basis=basis, R=rnd.R, mu=rnd.mu,
-        rho=state.rho + rnd.delta, rank=rnd.rank, used=rnd.used, acc=acc, t=state.t + 1,
-        info=base.UpdateInfo(sol.active, sol.nu, sol.steps, beta),
-    )  # fmt: skip
-    return accept(state, new, ok, worst(sol.status, rnd.status), written=("W", "basis"))
-
-
-# --- The learner: static options, functions over them ---
 
 
 class _Options(NamedTuple):
@@ -300,24 +237,14 @@ def _radius(opt: _Options, state: EOFDState) -> jax.Array:
     )  # fmt: skip
 
 
-def _a_matrices(opt: _Options, state: EOFDState, actions: jax.Array) -> jax.Array:
-    return lemma1_matrices(state.basis, state.mu, _z_scalar(state), actions, opt.K, state.R)
-
-
 def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
-    """One EOFD-MLogB round (Algorithm 2) in its named steps: pass 1, Newton step
-    (eq. 8, 20-25), absorb (Algorithm 1, eq. 12-15), reject non-finite, pass 2 and commit
-    (module docstring); the sketch's part of each is ``opt.rule``'s."""
+    """One round of Algorithm 2 in the steps of the module docstring."""
     base.check_update_args(x, y, opt.K, opt.d)
     x = x.astype(state.W.dtype)
     hp, sk, rule = state.hparams, state.sketch, opt.rule
-    lam = _z_scalar(state)
     w = state.W.reshape(-1)
     p1 = _pass1(rule, sk, state.W, x)  # 1. pass 1
-    st = _newton_step(  # 2. Newton step and projection
-        hp, lam, sk.mu, p1.ext.coords, p1.bw, p1.Wx, jnp.sum(w * w), y, opt.max_newton_steps,
-        opt.d,
-    )  # fmt: skip
+    st = _newton_step(opt, state, p1, y)  # 2. Newton step and projection
     M_new = model.jacobian(model.sigma(st.z_new))  # grad^2 l_t(W_{t+1}) = X M_new X^T
     budget = None
     if opt.tau is not None:  # adaptive size: the most one truncation may discard
@@ -329,7 +256,14 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
     ext_b = sketch.mask_extension(p1.ext_b, ok)
     basis, dw, rnd = rule.commit(sk, ext_b, rnd, jnp.where(ok, st.coef, 0.0), ok)  # 5. pass 2
     w_new = jnp.where(ok, st.alpha, 1.0) * w + dw
-    return _commit(state, ok, w_new, basis, rnd, acc, st.sol, _radius(opt, state))
+    # The small fields are guarded by ok; W and the basis were kept by the update where rejected.
+    sol, beta = st.sol, _radius(opt, state)
+    new = state._replace(
+        W=w_new.reshape(state.W.shape), basis=basis, R=rnd.R, mu=rnd.mu,
+        rho=state.rho + rnd.delta, rank=rnd.rank, used=rnd.used, acc=acc, t=state.t + 1,
+        info=base.UpdateInfo(sol.active, sol.nu, sol.steps, beta),
+    )  # fmt: skip
+    return accept(state, new, ok, worst(sol.status, rnd.status), written=("W", "basis"))
 
 
 def eofd(
@@ -348,34 +282,23 @@ def eofd(
     # How fast: the same result to rounding.
     spare_columns: int | None = None,
 ) -> Learner:
-    """EOFD-MLogB (Algorithm 2), optionally robust, with an adaptive sketch size, or with the
-    fast sketch rule (module docstring).
+    """EOFD-MLogB (Algorithm 2) and its variants (module docstring).
 
     Args:
-      num_outcomes: K >= 1 (K = 1 is the logistic bandit with decision rule eq. 16).
-      dim: action dimension d.
-      sketch_size: m >= 1; ``m_eff = min(m, K d)`` (errata 1: m >= K d reproduces OFUL-MLogB).
-        With ``max_sketch_size`` it is the initial active rank.
-      regularization: ``"paper"`` (``Z = lam I + V diag(mu) V^T``, Algorithm 2) or ``"robust"``
-        (``Z = (lam + rho/2) I + V diag(mu) V^T``, Robust FD).
-      max_sketch_size: capacity ``m_max >= sketch_size`` of an adaptive sketch (capped at K d);
-        needs ``delta_target``.
-      delta_target: ``tau >= 1``: the active rank grows so that ``Delta_t <= tau`` while it can
-        (``inf``: never grows; ``1``: grows whenever mass would be discarded).
+      sketch_size: m >= 1; ``m_eff = min(m, K d)`` (errata 1: m >= K d reproduces OFUL-MLogB);
+        the initial active rank of an adaptive sketch.
+      regularization: ``"paper"`` (Algorithm 2) or ``"robust"`` (Robust FD).
+      max_sketch_size, delta_target: an adaptive sketch of capacity ``m_max >= sketch_size``
+        whose rank grows so that ``Delta_t <= tau`` (``tau >= 1``, ``inf``: never grows).
       max_newton_steps: cap of the Lemma 2 root loop.
-      sketch_rule: ``"per_round"`` (Algorithm 1, the paper) or ``"fast"`` (Fast FD: it keeps
-        m to c directions, so it discards less; not with an adaptive sketch size).
-      buffer_size: capacity ``c`` of the fast rule (default ``2 m``, Ghashami et al., or
-        ``m + K`` when K > m; capped at K d), ``c >= m + K``; needs ``sketch_rule="fast"``.
-      spare_columns: (speed only, same result to rounding) spare basis columns ``c >= K`` of
-        the per-round rule's deferred rotation, V formed once every ``c / K`` rounds; ``0``:
-        V formed every round; default :func:`default_spare_columns`. Needs ``"per_round"``.
+      sketch_rule: ``"per_round"`` (Algorithm 1) or ``"fast"`` (Fast FD; fixed size only).
+      buffer_size: the fast rule's capacity ``c >= m + K`` (default ``m + max(m, K)``, at most
+        K d).
+      spare_columns: the per-round rule's spare basis columns, ``0`` or ``>= K`` (speed only;
+        default :func:`default_spare_columns`).
 
     Returns:
-      An :class:`~bandits_jax.learner_base.Learner`.
-
-    Raises:
-      ValueError: naming the offending argument.
+      A :class:`~bandits_jax.learner_base.Learner`.
     """
     K, d = base.check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
     D = K * d
@@ -387,34 +310,22 @@ def eofd(
     return base.assemble(
         num_outcomes=K,
         dim=d,
-        rank=m,
         init=functools.partial(_init, opt, robust),
-        a_matrices=functools.partial(_a_matrices, opt),
+        a_matrices=lambda s, a: lemma1_matrices(s.basis, s.mu, _z_scalar(s), a, K, s.R),
         update=functools.partial(_update, opt),
         radius=functools.partial(_radius, opt),
     )
 
 
-# --- Options, validated once each ---
-
 SKETCH_RULES = ("per_round", "fast")
 
-# K d from which the per-round rule defers its basis rotation by default (see
-# :func:`default_spare_columns`).
-DEFER_MIN_DIM = 1000
+DEFER_MIN_DIM = 1000  # K d from which the per-round rule defers its basis rotation by default
 
 
 def default_spare_columns(m: int, K: int, D: int) -> int:
-    """Default number ``c`` of spare basis columns of the per-round rule (``D = K d``): 0 (no
-    deferral, V formed every round) below ``DEFER_MIN_DIM``, else about ``m / 4``, a multiple
-    of K (``c / K`` rounds between materialisations), at least K.
-
-    Every pass over the basis reads ``m + c`` columns and ``V = basis @ R`` costs
-    ``K d (m + c) m`` once every ``c / K`` rounds, so the per-round cost is about
-    ``a (m + c) + b (m + c) m K / c`` (``a`` a pass, ``b`` a product, per basis entry), least
-    at ``c = m sqrt(b K / a)``; the deferral also adds small fixed work per round (a second
-    extension in basis coordinates, the rotation of R, scores through R). The measurements
-    behind ``m / 4`` and ``DEFER_MIN_DIM``: ``docs/evidence.md``, "mlogb.eofd"."""
+    """Default number ``c`` of spare basis columns of the per-round rule (``D = K d``): 0 (V formed
+    every round) below ``DEFER_MIN_DIM``, else about ``m / 4``, a multiple of K, at least K (a
+    round costs about ``a (m + c) + b (m + c) m K / c``; ``docs/evidence.md``, "mlogb.eofd")."""
     if D < DEFER_MIN_DIM:
         return 0
     if m >= D:
@@ -429,11 +340,8 @@ def _check_adaptive(
     if max_sketch_size is None and delta_target is None:
         return int(sketch_size), None
     if max_sketch_size is None or delta_target is None:
-        given, other = (
-            ("delta_target", "max_sketch_size")
-            if max_sketch_size is None
-            else ("max_sketch_size", "delta_target")
-        )
+        pair = ["max_sketch_size", "delta_target"]
+        given, other = pair[::-1] if max_sketch_size is None else pair
         raise ValueError(f"{given} needs {other} (an adaptive sketch size takes both)")
     m_max = check_int("max_sketch_size", max_sketch_size, int(sketch_size))
     if (
@@ -471,10 +379,8 @@ def _sketch_rule(
     if sketch_rule == "fast":
         if adaptive:
             raise ValueError(
-                'sketch_rule="fast" cannot be combined with max_sketch_size/delta_target: the '
-                "fast rule already holds up to buffer_size directions between shrinks, and a "
-                "rank grown at a shrink would leave less room, so shrinks (O(K d c m) each) "
-                "would come more often until every round shrinks; use the per-round rule"
+                'sketch_rule="fast" cannot be combined with max_sketch_size/delta_target (a grown '
+                "rank leaves less room between shrinks); use the per-round rule"
             )
         c = m + max(m, K) if buffer_size is None else check_int("buffer_size", buffer_size, m + K)
         return fast_fd.spectral_rule(m, min(c, D), K)

@@ -1,32 +1,25 @@
 """Buffered EOFD-MLogB: a sketched fit corrected by damped Newton steps on a ring buffer.
 
-EOFD's sketch (He et al., Algorithm 1, eq. 12-15) as the quadratic summary of the rounds that left
-a bounded buffer, and the estimate refitted each round by damped Newton
-(:func:`~bandits_jax.mlogb.newton.minimise`) on, in ``w = vec(W)`` (``D = K d``, ``X_s = I_K kron
-x_s``, ``l_s`` eq. 1's log-loss of round s),
+EOFD's sketch (He et al., Algorithm 1, eq. 12-15) summarises the rounds that left a buffer of the
+``B`` most recent ones; each round refits (:func:`~bandits_jax.mlogb.newton.minimise`), in
+``w = vec(W)`` with ``X_s = I_K kron x_s`` and ``l_s`` eq. (1)'s log-loss,
 
     F_t(W) = (c/2) ||w||^2 + (1/2) w^T V diag(mu) V^T w - b^T w + sum_{s in buffer} l_s(W).   (1)
 
-The buffer holds the ``B`` most recent rounds (slot ``t mod B``). When round t overwrites the slot
-of round ``s = t - B``, ``l_s`` is replaced by its second-order expansion at ``W_t`` (``z = W_t
-x_s``, ``J = diag(sigma(z)) - sigma(z) sigma(z)^T``): ``Z = V diag(mu) V^T <- FD(Z + X_s J X_s^T)``
-(Algorithm 1; ``rho`` += the discarded eigenvalue, eq. 15) and, with ``Q = Z + (c - lam) I``,
+An evicted round s enters by its expansion at ``W_t`` (``z = W_t x_s``, ``J = grad sigma(z)``,
+``H_s = X_s J X_s^T``): ``Z = V diag(mu) V^T <- FD(Z + H_s)`` and, with ``Q = Z + (c - lam) I``,
+``A = c I + Z``,
 
     b <- b + (Q' - Q) w_t - X_s (sigma(z) - e_{y_s})                 (2, summary="gradient")
-
-(the summary's gradient at ``w_t`` kept exact), or with ``A = c I + Z``, ``H_s = X_s J X_s^T``
-
     a' = (A + H_s)^{-1} (b + H_s w_t - X_s (sigma(z) - e_{y_s})),  b <- A' a'   (3, "anchor")
 
-(its minimiser kept: discarded curvature then no longer pulls). ``c = lam + rho/2``
-(``regularization="robust"``: Robust FD, Luo et al. 2019) or ``c = lam`` (``"paper"``).
-``CONVERGED`` if the fit ends with ``||g|| <= sqrt(eps) (1 + ||b|| + sum_s ||x_s||)`` (worst with
-the FD eigensolve's status), else ``MAX_STEPS``; a non-finite update is rejected (``NONFINITE``).
-H is ``c I + U L L^T U^T``, ``U = [V, X_1 .. X_B]`` (``r = m + B K`` columns), ``L =
-blockdiag(diag(mu)^{1/2}, L_1 .. L_B)``, ``L_s L_s^T = J_s`` (:func:`jacobian_root`), solved by
-Woodbury through the r x r core ``S = c I + L^T U^T U L``, or formed where ``D <= r``
-(``hessian="auto"``). Scores: OFUL-MLogB's with ``A(x) = X^T H^{-1} X`` (eq. 10/16/19, as
-:mod:`.exact` with its fixed radius ``beta``)."""
+``c = lam + rho/2`` (``"robust"``, Robust FD) or ``lam`` (``"paper"``). The Hessian
+``c I + U L L^T U^T`` (``U = [V, X_1 .. X_B]``, ``L = blockdiag(diag(mu)^{1/2}, L_1 .. L_B)``,
+``L_s L_s^T = J_s``) is solved by Woodbury through the ``r x r`` core ``S = c I + L^T U^T U L``
+(``r = m + B K``), or formed where ``D <= r``. ``CONVERGED`` if ``||g|| <= sqrt(eps) (1 + ||b|| +
+sum_s ||x_s||)``, else ``MAX_STEPS``. Scores: OFUL-MLogB's (eq. 10/16/19) with
+``A(x) = X^T H^{-1} X`` and :mod:`.exact`'s fixed radius ``beta``.
+"""
 
 from __future__ import annotations
 
@@ -39,17 +32,9 @@ import jax.numpy as jnp
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, no_failures
 from bandits_jax.linalg import lapack, sketch
-from bandits_jax.mlogb import bonus, confidence, model, newton
+from bandits_jax.mlogb import confidence, model, newton
+from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb.exact import ExactHyperparams, exact_hyperparams
-from bandits_jax.mlogb.learner import (
-    UpdateInfo,
-    check_actions,
-    check_hparams,
-    check_static,
-    check_update_args,
-    empty_info,
-    from_score_parts,
-)
 from bandits_jax.status import CONVERGED, worst
 
 #: Default buffer size B (rounds refitted exactly).
@@ -61,21 +46,15 @@ HESSIANS = ("auto", "woodbury", "dense")
 
 
 class EOFDBufferState(NamedTuple):
-    """State of :func:`eofd_buffered` (module docstring; ``D = K d``, ``r = m + B K``).
+    """State of :func:`eofd_buffered` (``D = K d``, ``r = m + B K``).
 
     Attributes:
       W: (K, d) the fit. V: (D, m) sketch directions; mu: (m,) weights; rho: discarded mass.
-      b: (D,) linear term of the evicted rounds' quadratic summary (eq. 2).
-      X: (B, d) buffered actions (zero rows unfilled); Y: (B,) int32 outcomes;
-      filled: (B,) bool.
-      chol: (n, n) Cholesky factor of the Woodbury core ``S`` of ``H`` at ``W`` (``n = r``) or,
-        with the dense Hessian, of ``H`` itself (``n = D``);
-      root_J: (B, K, K) the factors ``L_s`` (``L_s L_s^T = J_s``, zero on unfilled rows) at ``W``
-        (scores).
+      b: (D,) linear term of the summary. X: (B, d), Y: (B,) int32, filled: (B,) the buffer.
+      chol: Cholesky factor of the Woodbury core S (r, r) or of H (D, D) where dense.
+      root_J: (B, K, K) the ``L_s`` at ``W`` (zero on unfilled rows).
       grad_norm: ``||grad F_t(W)||`` after the last fit. t: completed updates (int32).
-      hparams: :class:`~bandits_jax.mlogb.exact.ExactHyperparams`. info: :class:`UpdateInfo`
-        (``newton_steps``: Newton iterations of the last fit).
-      status, num_failures: the last update's status and the rejected updates so far.
+      hparams: :class:`~bandits_jax.mlogb.exact.ExactHyperparams`. info: :class:`UpdateInfo`.
     """
 
     W: jax.Array
@@ -91,19 +70,15 @@ class EOFDBufferState(NamedTuple):
     grad_norm: jax.Array
     t: jax.Array
     hparams: ExactHyperparams
-    info: UpdateInfo
+    info: base.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
 
-# --- the Woodbury form of H -----------------------------------------------------------------
-
-
 def jacobian_root(z: jax.Array) -> jax.Array:
-    """Lower-triangular ``L`` with ``L L^T = grad sigma(z) = diag(s) - s s^T`` (..., K, K), the
-    closed-form Cholesky factor of a multinomial covariance: with ``q_k = sigma_0 +
-    sum_{j >= k} s_j`` (``q_1 = 1``), ``L_kk = sqrt(s_k q_{k+1} / q_k)`` and, for ``i > k``,
-    ``L_ik = -s_i sqrt(s_k / (q_k q_{k+1}))`` (0 where ``q_{k+1} = 0``: then ``s_i = 0``)."""
+    """The closed-form lower Cholesky factor ``L`` (..., K, K) of ``grad sigma(z)``: with
+    ``q_k = sigma_0 + sum_{j >= k} s_j``, ``L_kk = sqrt(s_k q_{k+1} / q_k)`` and, for ``i > k``,
+    ``L_ik = -s_i sqrt(s_k / (q_k q_{k+1}))`` (0 where ``q_{k+1} = 0``)."""
     probs = model.probabilities(z)
     s = probs[..., 1:]
     tail = jnp.cumsum(s[..., ::-1], axis=-1)[..., ::-1]  # sum_{j >= k} s_j
@@ -148,25 +123,8 @@ def _core_chol(G: _Gram, root_mu: jax.Array, root_J: jax.Array, c: jax.Array) ->
     return lapack.cholesky(S)
 
 
-def _l_t_u_t(V, X, root_mu, root_J, Wv):
-    """``L^T U^T vec(Wv)`` (r,) for Wv (K, d)."""
-    u_v = V.T @ Wv.reshape(-1)
-    u_x = X @ Wv.T  # (B, K): x_s^T w_k
-    return jnp.concatenate([root_mu * u_v, jnp.einsum("skj,sk->sj", root_J, u_x).reshape(-1)])
-
-
-def _u_l(V, X, root_mu, root_J, y, K):
-    """``U L y`` as a (K, d) matrix."""
-    m = V.shape[1]
-    B, d = X.shape
-    yx = jnp.einsum("skj,sj->sk", root_J, y[m:].reshape(B, K))
-    return (V @ (root_mu * y[:m])).reshape(K, d) + yx.T @ X
-
-
 def _dense_chol(V, mu, X, root_J, c):
-    """Cholesky factor of ``H = c I + V diag(mu) V^T + sum_s J_s kron x_s x_s^T`` (D x D), the
-    Hessian of eq. (1) formed outright: O(D^2 (m + B K) + D^3), cheaper than the Woodbury core
-    where ``D <= r``."""
+    """Cholesky factor of the Hessian of eq. (1) formed outright (D x D)."""
     B, d = X.shape
     K = root_J.shape[1]
     J = jnp.einsum("ski,sji->skj", root_J, root_J)  # L_s L_s^T, zero on unfilled rows
@@ -175,12 +133,16 @@ def _dense_chol(V, mu, X, root_J, c):
     return lapack.cholesky(H)
 
 
-def _objective(W, V, mu, b, X, Y, wts, c):
-    """``F_t(W)`` of eq. (1) (``wts``: 1 on filled rows)."""
+def _summary(W, V, mu, b, c):
+    """The quadratic summary of eq. (1) at W and ``V^T w``."""
     w = W.reshape(-1)
     vw = V.T @ w
-    quad = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w
-    return quad + jnp.sum(wts * newton.row_losses(W, X, Y)[1])
+    return 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w, vw
+
+
+def _objective(W, V, mu, b, X, Y, wts, c):
+    """``F_t(W)`` of eq. (1) (``wts``: 1 on filled rows)."""
+    return _summary(W, V, mu, b, c)[0] + jnp.sum(wts * newton.row_losses(W, X, Y)[1])
 
 
 def _derivatives(W, V, mu, b, X, Y, wts, c, G, dense):
@@ -189,42 +151,43 @@ def _derivatives(W, V, mu, b, X, Y, wts, c, G, dense):
     K, d = W.shape
     loss, grad, z, _ = newton.rows_loss_grad(W, X, Y, wts)
     root_J = jacobian_root(z) * wts[:, None, None]
-    w = W.reshape(-1)
-    vw = V.T @ w
-    F = 0.5 * c * (w @ w) + 0.5 * jnp.sum(mu * vw * vw) - b @ w + loss
+    quad, vw = _summary(W, V, mu, b, c)
+    F = quad + loss
     g = c * W + (V @ (mu * vw) - b).reshape(K, d) + grad
     chol = _dense_chol(V, mu, X, root_J, c) if dense else _core_chol(G, jnp.sqrt(mu), root_J, c)
     return F, g, (root_J, chol)
 
 
+def _woodbury(V, X, mu, root_J, chol, c, g):
+    """``H^{-1} g = (g - U L S^{-1} L^T U^T g) / c`` for g (K, d), ``chol`` the factor of S."""
+    (K, d), (B, _), m = g.shape, X.shape, V.shape[1]
+    root_mu = jnp.sqrt(mu)
+    gx = jnp.einsum("skj,sk->sj", root_J, X @ g.T)  # L_s^T (x_s^T g_k)_k
+    y = lapack.cho_solve(chol, jnp.concatenate([root_mu * (V.T @ g.reshape(-1)), gx.reshape(-1)]))
+    yx = jnp.einsum("skj,sj->sk", root_J, y[m:].reshape(B, K))
+    ul_y = (V @ (root_mu * y[:m])).reshape(K, d) + yx.T @ X  # U L y as (K, d)
+    return (g - ul_y) / c
+
+
 def _h_solve(V, X, mu, c, it: newton.Newton, dense):
-    """``H^{-1} g``: ``(g - U L S^{-1} L^T U^T g) / c`` (Woodbury), or by H's factor where
-    ``dense``."""
-    K = it.g.shape[0]
+    """``H^{-1} g`` by Woodbury, or by H's factor where ``dense``."""
     root_J, chol = it.aux
     if dense:
         return lapack.cho_solve(chol, it.g.reshape(-1)).reshape(it.g.shape)
-    root_mu = jnp.sqrt(mu)
-    y = lapack.cho_solve(chol, _l_t_u_t(V, X, root_mu, root_J, it.g))
-    return (it.g - _u_l(V, X, root_mu, root_J, y, K)) / c
+    return _woodbury(V, X, mu, root_J, chol, c, it.g)
 
 
 def _anchor(V, mu, x, root_J, c, rhs):
     """``(c I + V diag(mu) V^T + X J X^T)^{-1} rhs`` for one round (``X = I_K kron x``,
     ``root_J``: ``L`` with ``L L^T = J``), by the Woodbury core of size ``m + K``."""
-    K = root_J.shape[0]
     X, R = x[None, :], root_J[None]
-    root_mu = jnp.sqrt(mu)
-    chol = _core_chol(_gram(V, X, K), root_mu, R, c)
-    y = lapack.cho_solve(chol, _l_t_u_t(V, X, root_mu, R, rhs))
-    return (rhs - _u_l(V, X, root_mu, R, y, K)) / c
+    chol = _core_chol(_gram(V, X, root_J.shape[0]), jnp.sqrt(mu), R, c)
+    return _woodbury(V, X, mu, R, chol, c, rhs)
 
 
 def _evict(state, x_old, y_old, evict, half_rho, anchored):
-    """Round ``(x_old, y_old)`` leaves the buffer into the summary at ``state.W`` (eq. 2, or
-    eq. 3 when ``anchored``) and the sketch (Algorithm 1); the state's ``(V, mu, rho, b)`` and
-    ``CONVERGED`` where ``evict`` is False (the slot was empty). Returns ``(V, mu, rho, b,
-    fd_status)``."""
+    """``(V, mu, rho, b, fd_status)`` after round ``(x_old, y_old)`` enters the summary at
+    ``state.W`` (eq. 2, or 3 when ``anchored``) and the sketch, where ``evict`` (a filled slot)."""
     K, d = state.W.shape
     dtype, hp = state.W.dtype, state.hparams
     z = state.W @ x_old
@@ -269,9 +232,8 @@ def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings, dense):
 def _a_matrices(
     state: EOFDBufferState, actions: jax.Array, half_rho: float, dense: bool
 ) -> jax.Array:
-    """The bonus's ``A(x) = X^T H^{-1} X`` for every action (N, K, K): ``(||x||^2 I_K - Y^T Y) /
-    c`` with ``Y = chol^{-1} L^T U^T X`` (Woodbury), or ``Y^T Y`` with ``Y = chol^{-1} X`` where
-    ``dense``."""
+    """``A(x) = X^T H^{-1} X`` (N, K, K): ``(||x||^2 I_K - Y^T Y) / c`` with
+    ``Y = chol^{-1} L^T U^T X`` (Woodbury), or by H's factor where ``dense``."""
     K, d = state.W.shape
     if dense:
         return newton.a_matrices(state.chol, actions, K)
@@ -292,9 +254,6 @@ def _a_matrices(
     return A / c
 
 
-# --- the learner -----------------------------------------------------------------------------
-
-
 class _Options(NamedTuple):
     K: int
     d: int
@@ -308,7 +267,7 @@ class _Options(NamedTuple):
 
 
 def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
-    check_hparams(hp, opt.K, ("lam", "beta"))
+    base.check_hparams(hp, opt.K, ("lam", "beta"))
     dtype = hp.lam.dtype
     K, d, B = opt.K, opt.d, opt.B
     fd = sketch.init(K * d, opt.m, dtype)
@@ -318,24 +277,15 @@ def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
         X=jnp.zeros((B, d), dtype), Y=jnp.zeros((B,), jnp.int32), filled=jnp.zeros((B,), bool),
         chol=jnp.sqrt(hp.lam) * jnp.eye(n, dtype=dtype), root_J=jnp.zeros((B, K, K), dtype),
         grad_norm=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
-        info=empty_info(dtype),
+        info=base.empty_info(dtype),
         **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
 
-def _score_parts(opt: _Options, state: EOFDBufferState, actions: jax.Array):
-    """OFUL-MLogB's ``(estimate, bonus)`` with ``A(x)`` from H at the fit (eq. 10/16)."""
-    check_actions(actions, opt.d)
-    actions = actions.astype(state.W.dtype)
-    hp = state.hparams
-    A = _a_matrices(state, actions, opt.half_rho, opt.dense)
-    return bonus.parts(state.W, actions, A, hp.rewards, hp.beta)
-
-
 def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
     """Evicts the slot's round (eq. 2 or 3), writes round t there and refits eq. (1)."""
-    check_update_args(x, y, opt.K, opt.d)
+    base.check_update_args(x, y, opt.K, opt.d)
     hp = state.hparams
     dtype = state.W.dtype
     x = x.astype(dtype)
@@ -353,7 +303,7 @@ def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -
     )  # fmt: skip
     root_J, chol = it.aux
     ok = all_finite(x, (it.x, V, mu, rho, b, chol, root_J, gn))
-    info = empty_info(dtype)._replace(newton_steps=it.steps, beta=hp.beta)
+    info = base.empty_info(dtype)._replace(newton_steps=it.steps, beta=hp.beta)
     # The buffers change in one row: a rejected round leaves it as it was.
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
     new = state._replace(
@@ -378,29 +328,20 @@ def eofd_buffered(
     """Buffered EOFD-MLogB (module docstring).
 
     Args:
-      num_outcomes: K >= 1; dim: d.
       sketch_size: m >= 1 (``m_eff = min(m, K d)``), the sketch of the evicted rounds.
       buffer_size: B >= 1, the recent rounds fitted exactly.
-      regularization: ``"robust"`` (the default: ``c = lam + rho/2``, Robust FD) or
-        ``"paper"`` (``c = lam``: the discarded mass is dropped, as Algorithm 2's Z).
-      summary: how an evicted round enters the summary: ``"gradient"`` (eq. 2: its gradient at
-        the estimate kept exact) or ``"anchor"`` (eq. 3: the summary's minimiser kept).
-      newton_steps: cap of the Newton steps of each round's fit (warm-started).
-      max_halvings: cap of the line search's step halvings.
-      hessian: how the fit and the bonus solve with H: ``"woodbury"`` (the r x r core, module
-        docstring), ``"dense"`` (H formed, D x D) or ``"auto"`` (the default: dense where
-        ``D <= r``, where it costs less; the two agree to rounding).
+      regularization: ``"robust"`` (``c = lam + rho/2``) or ``"paper"`` (``c = lam``).
+      summary: ``"gradient"`` (eq. 2) or ``"anchor"`` (eq. 3).
+      newton_steps, max_halvings: caps of each fit's Newton steps and step halvings.
+      hessian: ``"woodbury"`` (the r x r core), ``"dense"`` (H formed) or ``"auto"`` (dense where
+        ``D <= r``); the two agree to rounding.
 
     Returns:
-      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
-      :func:`~bandits_jax.mlogb.exact.exact_hyperparams` (``lam``, ``beta``, ``rewards``; its
-      ``hyperparams``; a grid: ``jax.vmap(learner.init)``).
-
-    Raises:
-      ValueError: naming ``eofd_buffered`` and the offending argument.
+      A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
+      :func:`~bandits_jax.mlogb.exact.exact_hyperparams`.
     """
     fn = "eofd_buffered"
-    K, d = named(fn, check_static, num_outcomes, dim, sketch_size)
+    K, d = named(fn, base.check_static, num_outcomes, dim, sketch_size)
     B = named(fn, check_int, "buffer_size", buffer_size, 1)
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
     M = named(fn, check_int, "max_halvings", max_halvings, 1)
@@ -412,11 +353,16 @@ def eofd_buffered(
     m = min(int(sketch_size), K * d)
     dense = hessian == "dense" or (hessian == "auto" and K * d <= m + B * K)
     opt = _Options(K, d, m, B, N, M, 0.5 if robust else 0.0, summary == "anchor", dense)
-    return from_score_parts(
-        K, d, functools.partial(_init, opt), functools.partial(_score_parts, opt),
-        functools.partial(_update, opt), scores=functools.partial(bonus.optimistic_reward, K),
+    return base.assemble(
+        num_outcomes=K,
+        dim=d,
+        init=functools.partial(_init, opt),
+        a_matrices=functools.partial(_a_matrices, half_rho=opt.half_rho, dense=dense),
+        update=functools.partial(_update, opt),
+        radius=lambda state: state.hparams.beta,
         hyperparams=exact_hyperparams,
-    )  # fmt: skip
+        in_ball=False,
+    )
 
 
 __all__ = ["DEFAULT_BUFFER", "HESSIANS", "SUMMARIES", "EOFDBufferState", "eofd_buffered"]

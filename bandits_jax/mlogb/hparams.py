@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.checks import check_float, check_int
+from bandits_jax.checks import cast_checked, check_float, check_int, named
 from bandits_jax.mlogb.confidence import BETA_MODES
 
 
@@ -21,15 +21,12 @@ class MLogBHyperparams(NamedTuple):
     """Hyperparameters (all arrays; leading axes, if any, are grid axes).
 
     Attributes:
-      lam: regulariser ``lambda > 0`` (``H_1 = lam I``).
-      eta: ONS step size ``eta > 0``.
+      lam: regulariser ``lambda > 0`` (``H_1 = lam I``). eta: ONS step size ``eta > 0``.
       S: radius of the parameter ball ``||W||_F <= S``.
       rewards: (..., K) outcome rewards ``r_1..r_K`` (``r_0 = 0``).
-      beta: the fixed radius (mode ``fixed``) or a scale factor (modes ``theory``/``order``).
-      beta_mode: int32, 0 fixed, 1 theory (eq. 36), 2 order (eq. 27).
-      delta: confidence level in (0, 1).
-      action_bound: ``D >= sup ||x||`` (Assumption 1).
-      lipschitz: ``L`` of Assumption 2 (upper bound on ``grad sigma``).
+      beta: the fixed radius, or the scale of the theory (eq. 36) or order (eq. 27) radius.
+      beta_mode: int32, 0 fixed, 1 theory, 2 order. delta: confidence level in (0, 1).
+      action_bound: ``D >= sup ||x||`` (Assumption 1). lipschitz: ``L`` of Assumption 2.
     """
 
     lam: jax.Array
@@ -69,18 +66,38 @@ def state_dtype(dtype) -> np.dtype:
     return dt
 
 
-def _cast(name: str, value: np.ndarray, dtype: np.dtype, *, low: float, low_open: bool):
-    """Casts to ``dtype`` and checks the cast values: finite and above ``low``."""
-    with np.errstate(over="ignore", under="ignore"):
-        c = np.asarray(value, dtype=float).astype(dtype)
-    bad = ~np.isfinite(c) | ((c <= low) if low_open else (c < low))
-    if np.any(bad):
-        want = f"> {low:g}" if low_open else f">= {low:g}"
+def check_seed(fn: str, seed: object) -> np.ndarray:
+    """An int (or int array) in ``[0, 2**32)`` as a uint32 array; bools and floats are refused."""
+    s = np.asarray(seed)
+    if not np.issubdtype(s.dtype, np.integer) or np.any(s < 0) or np.any(s >= 2**32):
+        raise ValueError(f"{fn}: seed must be an int (or int array) in [0, 2**32), got {seed!r}")
+    return s.astype(np.uint32)
+
+
+def checked(fn: str, name: str, value, dtype, positive: bool = True) -> np.ndarray:
+    """``value`` finite and ``> 0`` (``positive``) or ``>= 0``, also once cast to ``dtype``
+    (float32: 1e-300 -> 0, 1e300 -> inf); a ValueError names ``fn`` and ``name``."""
+    arr = named(fn, check_float, name, value, low_open=positive)
+    return cast_checked(fn, name, arr, dtype, positive)
+
+
+def grid_arrays(fn: str, dtype, rewards, **fields: np.ndarray) -> dict:
+    """The validated ``rewards`` (:func:`check_rewards`) and ``fields`` broadcast to their common
+    grid axes, as ``dtype`` arrays (integer fields keep their dtype); a ValueError names ``fn``."""
+    r = cast_checked(fn, "rewards", named(fn, check_rewards, rewards), dtype, False)
+    shapes = [np.shape(a) for a in fields.values()] + [r.shape[:-1]]
+    try:
+        batch = np.broadcast_shapes(*shapes)
+    except ValueError:
         raise ValueError(
-            f"{name} must be finite and {want} in {dtype.name}, got {value!r} "
-            f"({np.asarray(c).ravel()[np.argmax(np.ravel(bad))]!r} after the cast to {dtype.name})"
-        )
-    return c
+            f"{fn}: {', '.join(fields)} and rewards[..., 0] must broadcast, got shapes "
+            f"{', '.join(map(str, shapes))}"
+        ) from None
+    out = {
+        k: jnp.asarray(np.broadcast_to(a, batch), a.dtype if a.dtype.kind in "iu" else dtype)
+        for k, a in fields.items()
+    }
+    return {**out, "rewards": jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype)}
 
 
 def hyperparams(
@@ -101,67 +118,32 @@ def hyperparams(
     Args:
       lam, eta, S: positive scalars or arrays (arrays broadcast to grid axes).
       rewards: (K,) or (..., K) non-negative rewards; ``None`` means ``[1.]`` (K = 1).
-      beta: a float (fixed ``beta_t = beta``, used as ``sqrt(beta)`` and ``beta`` in eq. 19),
-        ``"theory"`` (eq. 36 tracked online) or ``"order"`` (eq. 27).
-      beta_scale: multiplies the theory/order radius.
-      delta: confidence level in (0, 1).
-      action_bound: bound ``D`` on action norms; lipschitz: ``L`` in [0, 1].
-      dtype: floating dtype of the state (default: JAX's default float, float32 unless
-        ``jax_enable_x64`` is on). float32 is the faster choice for large sweeps; use float64 to
-        compare with a reference implementation or with another run to the last bits (the
-        command and the exactness tests run in float64).
-
-    Raises:
-      ValueError: naming the offending argument.
+      beta: a float (fixed ``beta_t = beta``), ``"theory"`` (eq. 36 tracked online) or
+        ``"order"`` (eq. 27); beta_scale multiplies the latter two.
+      delta: confidence level in (0, 1). action_bound: ``D``. lipschitz: ``L`` in [0, 1].
+      dtype: float32 or float64 (default: JAX's default float).
     """
-    dtype = state_dtype(dtype)
-    lam_a, eta_a, S_a = check_float("lam", lam), check_float("eta", eta), check_float("S", S)
-    r = check_rewards(rewards)
-    if isinstance(beta, str):
-        if beta not in ("theory", "order"):
-            raise ValueError(f"beta must be a float, 'theory' or 'order', got {beta!r}")
-        mode = BETA_MODES[beta]
-        beta_v = check_float("beta_scale", beta_scale)
-        beta_name = "beta_scale"
+    fn, dtype = "hyperparams", state_dtype(dtype)
+    if isinstance(beta, str) and beta not in ("theory", "order"):
+        raise ValueError(f"beta must be a float, 'theory' or 'order', got {beta!r}")
+    mode = BETA_MODES[beta if isinstance(beta, str) else "fixed"]
+    if mode == BETA_MODES["fixed"]:
+        beta_v = checked(fn, "beta", beta, dtype, positive=False)
     else:
-        mode = BETA_MODES["fixed"]
-        beta_v = np.asarray(beta, dtype=float)
-        if not np.all(np.isfinite(beta_v)) or np.any(beta_v < 0):
-            raise ValueError(f"beta must be finite and >= 0, got {beta!r}")
-        beta_name = "beta"
-    d = np.asarray(delta, dtype=float)
-    if not np.all((d > 0) & (d < 1)):  # NaN fails too
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    D = check_float("action_bound", action_bound)
-    L = np.asarray(lipschitz, dtype=float)
-    if not np.all((L >= 0) & (L <= 1)):  # NaN fails too
-        raise ValueError(f"lipschitz must lie in [0, 1], got {lipschitz!r}")
-    # Validate the values the state will hold (float32: 1e-300 -> 0, 1e300 -> inf).
-    lam_a = _cast("lam", lam_a, dtype, low=0.0, low_open=True)
-    eta_a = _cast("eta", eta_a, dtype, low=0.0, low_open=True)
-    S_a = _cast("S", S_a, dtype, low=0.0, low_open=True)
-    D = _cast("action_bound", D, dtype, low=0.0, low_open=True)
-    r = _cast("rewards", r, dtype, low=0.0, low_open=False)
-    beta_v = _cast(beta_name, beta_v, dtype, low=0.0, low_open=mode != BETA_MODES["fixed"])
-    d = _cast("delta", d, dtype, low=0.0, low_open=True)
+        beta_v = checked(fn, "beta_scale", beta_scale, dtype)
+    d = named(fn, check_float, "delta", delta, high=1.0, high_open=True)
+    L = named(fn, check_float, "lipschitz", lipschitz, low_open=False, high=1.0)
+    positive = {
+        name: checked(fn, name, v, dtype)
+        for name, v in (("lam", lam), ("eta", eta), ("S", S), ("action_bound", action_bound))
+    }
+    d = cast_checked(fn, "delta", d, dtype, True)
     if np.any(d >= 1):
         raise ValueError(
             f"delta must lie in (0, 1) in {dtype.name}, got {delta!r} (1 after the cast)"
         )
-    scalars = np.broadcast_arrays(lam_a, eta_a, S_a, beta_v, d, D, L, r[..., 0])
-    batch = scalars[0].shape
-    f = lambda a: jnp.asarray(np.broadcast_to(a, batch), dtype)  # noqa: E731
-    return MLogBHyperparams(
-        lam=f(lam_a),
-        eta=f(eta_a),
-        S=f(S_a),
-        rewards=jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype),
-        beta=f(beta_v),
-        beta_mode=jnp.full(batch, mode, jnp.int32),
-        delta=f(d),
-        action_bound=f(D),
-        lipschitz=f(L),
-    )
+    extra = dict(beta=beta_v, beta_mode=np.asarray(mode, np.int32), delta=d, lipschitz=L)
+    return MLogBHyperparams(**grid_arrays(fn, dtype, rewards, **positive, **extra))
 
 
 class Section4(NamedTuple):
@@ -185,12 +167,9 @@ def section4(
     action_bound: float = 1.0,
     dtype=None,
 ) -> Section4:
-    """Section 4's tuning: ``lam0 = sqrt(K) alpha S``, ``eta0 = S/2 + ln(K+1)/4``,
+    """Section 4's tuning: ``lam0 = sqrt(K) alpha S``, ``eta0 = S/2 + ln(K+1)/4`` (errata 8),
     ``(lam, eta) = ((sqrt(K) d)^l lam0, (sqrt(K) d)^e eta0)``, ``m = floor(K d / 10)``,
-    ``delta = 1/T``, with ``alpha = 2(1 + S D) + ln(K+1)`` (Theorem 1).
-
-    ``l`` and ``e`` may be arrays (the paper's grid is ``{-0.5, ..., 1}^2``): the result is then a
-    batched hyperparameter set. Errata 8: ``eta0`` is not Theorem 1's ``eta = alpha/2``.
+    ``delta = 1/T``, ``alpha = 2(1 + S D) + ln(K+1)`` (Theorem 1); arrays ``l``, ``e`` give a grid.
     """
     K, d = check_int("num_outcomes", num_outcomes, 1), check_int("dim", dim, 1)
     horizon = check_int("horizon", horizon, 2)  # delta = 1/T < 1

@@ -3,7 +3,6 @@
 He et al., Algorithm 2's loop body and the regret of eq. (2). An MLogB environment is a NamedTuple
 of pure functions ``init(key)``, ``observe(env_state, key) -> (env_state, actions, mask)``,
 ``outcome(env_state, x, key) -> y`` and ``expected_rewards(env_state, actions) -> (N,)``.
-
 """
 
 from __future__ import annotations
@@ -22,22 +21,13 @@ class MLogBMetrics(NamedTuple):
 
     Attributes:
       regret: expected regret ``max_x r.sigma(W* x) - r.sigma(W* x_t)`` (eq. 2).
-      reward: expected reward of the chosen action.
-      choice: index of the chosen action; y: the observed outcome.
+      reward: expected reward of the choice. choice: its index. y: the observed outcome.
       rho: the learner's accumulated sketching error after the update (0 without a sketch).
-      beta: confidence radius used at selection (NaN for a learner without one: LinUCB, LinTS,
-        uniform).
+      beta: confidence radius used at selection (NaN for a learner without one).
       projected, newton_steps, status: Lemma 2 projection diagnostics of the update.
-      bonus_spread, estimate_spread: max - min over the action set of the optimistic bonus and of
-        the estimate (selection-index space). Their ratio tells whether exploration can change a
-        decision: a tiny ratio means the learner is effectively greedy.
-      explored: whether the optimistic choice differs from the greedy choice (argmax of the
-        estimate alone): the direct measure of exploration of which the spread ratio is a proxy.
-      select_status: status code of the selection (:mod:`bandits_jax.status`; ``NAN_SCORES``:
-        some valid score was NaN and not chosen; ``EMPTY_MASK``: no valid action, the round is
-        void).
-      rank: the active sketch rank after the update (EOFD; grows with an adaptive sketch size),
-        -1 for learners without a sketch.
+      bonus_spread, estimate_spread, explored: as in :class:`~bandits_jax.mlogb.learner.Choice`.
+      select_status: status code of the selection (:mod:`bandits_jax.status`).
+      rank: the active sketch rank after the update (EOFD), -1 without a sketch.
     """
 
     regret: jax.Array

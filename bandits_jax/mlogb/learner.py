@@ -1,17 +1,15 @@
 """What the MLogB learners share: their part of the one learner protocol, diagnostics, validation.
 
-An MLogB learner is a :class:`bandits_jax.learner_base.Learner` (docs/design.md):
-``act(state, (actions, mask), key) -> Choice``, ``update(state, action, y)`` (the
-:class:`Choice`, or the chosen vector ``x``), and the family's own ``scores(state, actions) ->
-(N,)`` optimistic rewards R_t(x), ``score_parts(state, actions) -> (estimate, bonus)`` and
-``select(state, actions, mask) -> index``. :func:`from_score_parts` builds all of them from a
-learner's ``score_parts`` (:func:`assemble` from Lemma 1's ``A(x)``). Every state has ``W``
-(K, d), ``t`` (completed updates), ``hparams`` and ``info`` (:class:`UpdateInfo` of the last
-update), and ``status`` and ``num_failures`` (``learner_base.accept``).
+An MLogB learner is a :class:`bandits_jax.learner_base.Learner` (docs/design.md) with
+``act(state, (actions, mask), key) -> Choice``, ``update(state, action, y)``, ``scores`` (the
+optimistic rewards R_t(x)), ``score_parts`` (``(estimate, bonus)``) and ``select``, all built by
+:func:`from_score_parts` (:func:`assemble` from Lemma 1's ``A(x)``). Every state has ``W`` (K, d),
+``t``, ``hparams``, ``status`` and ``num_failures`` (``learner_base.accept``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -24,28 +22,18 @@ from bandits_jax.checks import check_int, is_concrete
 from bandits_jax.learner_base import Learner, compiled
 from bandits_jax.learner_base import assemble as assemble_learner
 from bandits_jax.linalg import projection
-from bandits_jax.mlogb import bonus, confidence
+from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
-from bandits_jax.status import (
-    BAD_OUTCOME,
-    INEXACT,
-    is_failure,
-    status_name,
-    worst,
-)
+from bandits_jax.status import BAD_OUTCOME, INEXACT, is_failure, status_name, worst
 
 
 class UpdateInfo(NamedTuple):
-    """Diagnostics of the last update.
+    """Diagnostics of the last update (its status is the state's ``status``).
 
     Attributes:
-      projected: whether the Lemma 2 projection was active.
-      nu: its dual variable (0 when inactive).
+      projected: whether the Lemma 2 projection was active. nu: its dual variable (0 if not).
       newton_steps: root-finder iterations (int32).
-      beta: the confidence radius used by the last selection-time formula (before the update).
-
-    The update's status is the state's ``status`` field (``NONFINITE``, and ``BAD_OUTCOME`` for a
-    ``y`` outside 0..K under ``jit``, mean it was rejected and the previous state kept).
+      beta: the confidence radius of the selection before the update.
     """
 
     projected: jax.Array
@@ -62,7 +50,7 @@ class Choice(NamedTuple):
       status: the selection's status (``bonus.select_index``: ``NAN_SCORES``, ``EMPTY_MASK``).
       explored: whether the choice differs from the greedy one (argmax of the estimate alone).
       bonus_spread, estimate_spread: max - min over the valid actions of the bonus and of the
-        estimate (a tiny ratio of the two means the learner is effectively greedy).
+        estimate (a tiny ratio: the learner is effectively greedy).
     """
 
     index: jax.Array
@@ -75,33 +63,6 @@ class Choice(NamedTuple):
 
 def _spread(v: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.max(jnp.where(mask, v, -jnp.inf)) - jnp.min(jnp.where(mask, v, jnp.inf))
-
-
-def _observation(observation: Any) -> tuple[jax.Array, jax.Array]:
-    """``(actions, mask)`` of an MLogB observation (the pair, or the actions alone; no mask: all
-    valid), the mask checked before any scoring (an all-False concrete mask is a ValueError)."""
-    actions, mask = observation if isinstance(observation, tuple) else (observation, None)
-    actions = jnp.asarray(actions)
-    return actions, bonus.check_mask((actions.shape[0],), mask)
-
-
-def _choose(est: jax.Array, bon: jax.Array, actions: jax.Array, mask: jax.Array) -> Choice:
-    """The tie-broken argmax of ``estimate + bonus`` over the valid actions, with its
-    diagnostics (:class:`Choice`)."""
-    idx, status = bonus.select_index(est + bon, mask)
-    return Choice(
-        index=idx,
-        x=actions[idx],
-        status=status,
-        explored=idx != bonus.argmax_tie(est, mask),
-        bonus_spread=_spread(bon, mask),
-        estimate_spread=_spread(est, mask),
-    )
-
-
-def _action_vector(action: Any) -> jax.Array:
-    """The chosen vector ``x`` of an update's action (a :class:`Choice`, or ``x`` itself)."""
-    return jnp.asarray(action.x if isinstance(action, Choice) else action)
 
 
 def _raise_if_unusable(choice: Choice, name: str) -> Choice:
@@ -133,9 +94,8 @@ def check_static(
 
 
 def check_hparams(hp, num_outcomes: int, scalars: tuple[str, ...] = ("lam",)) -> None:
-    """Shape checks of ``init`` (values were validated by the hyperparameter builder): one point,
-    ``rewards`` of shape (K,) and every field named in ``scalars`` a scalar. A batch of points
-    (leading grid axes) is refused with a message that says how to initialise it."""
+    """Shape checks of ``init``: one point (a batch is refused with a message saying how to
+    initialise it), ``rewards`` of shape (K,) and each field named in ``scalars`` a scalar."""
     shapes = [jnp.shape(getattr(hp, name)) for name in scalars]
     checks.check_one_point(hp.rewards.shape[:-1] or next((s for s in shapes if s), ()))
     if hp.rewards.shape != (num_outcomes,):
@@ -156,10 +116,8 @@ def check_actions(actions: jax.Array, dim: int) -> None:
 
 
 def check_outcome(y: Any, num_outcomes: int) -> jax.Array:
-    """Eager checks of an outcome ``y``: a scalar, and when concrete an integer value in ``0..K``
-    (a ``ValueError`` naming ``y``). Returns it as an array. A boolean (what
-    ``jax.random.bernoulli`` returns) is the outcome ``1``/``0`` of a K = 1 bandit, returned as
-    int32; for K >= 2 it is refused."""
+    """``y`` as an array after eager checks: a scalar, when concrete an integer in ``0..K`` (a
+    ``ValueError`` naming ``y``); a boolean is a K = 1 outcome (int32), refused for K >= 2."""
     if isinstance(y, bool) or jnp.result_type(y) == jnp.bool_:
         if num_outcomes != 1:
             raise ValueError(
@@ -189,9 +147,8 @@ def outcome_valid(y: jax.Array, num_outcomes: int) -> jax.Array:
 
 
 def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -> jax.Array:
-    """Eager checks of an update's action ``x`` (shape ``(dim,)``, finite) and outcome ``y`` (an
-    integer in ``0..K``, or a boolean when K = 1): ``ValueError`` naming the argument. Returns
-    ``y`` as an array (:func:`check_outcome`)."""
+    """Eager checks of an update's ``x`` (shape ``(dim,)``, finite) and ``y``
+    (:func:`check_outcome`, returned): a ``ValueError`` naming the argument."""
     if x.shape != (dim,):
         raise ValueError(f"x must have shape ({dim},), got {x.shape}")
     if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
@@ -201,12 +158,8 @@ def check_update_args(x: jax.Array, y: jax.Array, num_outcomes: int, dim: int) -
 
 def into_ball(state):
     """Final safeguard of ``||W||_F <= S``: a ``W`` outside the ball by more than
-    :func:`~bandits_jax.linalg.projection.ball_margin` (Lemma 2's root tolerance plus the rounding
-    of its representation, ``(8 + 4 sqrt(K d)) eps`` of the dtype) is rescaled onto the sphere,
-    and the status becomes its :func:`~bandits_jax.status.worst` with ``INEXACT`` (a
-    ``CONVERGED``/``INACTIVE`` one becomes ``INEXACT``, counted in ``num_failures``): a violation
-    that rounding does not explain (e.g. float32 at ``||x|| >> D``), a failure. Within the margin
-    ``W`` is kept as is."""
+    :func:`~bandits_jax.linalg.projection.ball_margin` is rescaled onto the sphere and the status
+    becomes its :func:`~bandits_jax.status.worst` with ``INEXACT`` (a failure)."""
     W, S = state.W, state.hparams.S
     margin = projection.ball_margin(W.size, W.dtype)
     n = jnp.sqrt(jnp.sum(W * W))
@@ -217,57 +170,42 @@ def into_ball(state):
     return state._replace(W=W, status=status, num_failures=state.num_failures + newly)
 
 
-def radius_of(state, *, num_outcomes: int, dim: int, rank: int) -> jax.Array:
-    """The confidence radius ``beta`` a state selects with (see :mod:`.confidence`)."""
-    rho = getattr(state, "rho", jnp.zeros_like(state.acc))  # OFUL keeps no sketch
-    return confidence.radius(
-        state.hparams, state.t, rho, state.acc, num_outcomes=num_outcomes, dim=dim, rank=rank
-    )
-
-
 def assemble(
     *,
     num_outcomes: int,
     dim: int,
-    rank: int,
     init: Callable[[Any], Any],
     a_matrices: Callable[[Any, jax.Array], jax.Array],
     update: Callable[[Any, jax.Array, jax.Array], Any],
-    radius: Callable[[Any], jax.Array] | None = None,
+    radius: Callable[[Any], jax.Array],
     hyperparams: Callable[..., Any] = _mlogb_hyperparams,
+    in_ball: bool = True,
 ) -> Learner:
-    """Builds the learner's scoring functions around its ``A(x)`` matrices (eq. 10/19, Lemma 1).
+    """An optimistic learner (:func:`from_score_parts`) scored by eq. (10)/(16)/(19).
 
     Args:
-      num_outcomes, dim: K and d. rank: the sketch rank in the radius (``K d`` for OFUL).
-      init, update: the learner's own functions.
+      num_outcomes, dim: K and d. init, update: the learner's own functions.
       a_matrices: ``(state, actions (N, d)) -> (N, K, K)`` matrices
-        ``(I_K kron x)^T Z^{-1} (I_K kron x)``.
-      radius: ``state -> beta`` when not :func:`radius_of` with ``rank`` (robust/adaptive EOFD).
+        ``A(x) = (I_K kron x)^T Z^{-1} (I_K kron x)`` (Lemma 1).
+      radius: ``state -> beta``, the radius of the selection.
       hyperparams: the learner's hyperparameter builder (default ``mlogb.hyperparams``).
+      in_ball: whether each update ends with :func:`into_ball` (``hparams.S`` is the bound).
     """
     K, d = num_outcomes, dim
 
     def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
         check_actions(actions, d)
         actions = actions.astype(state.W.dtype)
-        beta = radius(state) if radius else radius_of(state, num_outcomes=K, dim=d, rank=rank)
         A = a_matrices(state, actions)
-        return bonus.parts(state.W, actions, A, state.hparams.rewards, beta)
+        return bonus.parts(state.W, actions, A, state.hparams.rewards, radius(state))
 
     def update_in_ball(state, x: jax.Array, y: jax.Array):
         # ||W|| <= S whatever the learner's rounding. Bad outcomes: see from_score_parts.
         return into_ball(update(state, x, y))
 
-    return from_score_parts(
-        K,
-        d,
-        init,
-        score_parts,
-        update_in_ball,
-        scores=lambda est, bon: bonus.optimistic_reward(K, est, bon),
-        hyperparams=hyperparams,
-    )
+    scores = functools.partial(bonus.optimistic_reward, K)
+    step = update_in_ball if in_ball else update
+    return from_score_parts(K, d, init, score_parts, step, scores=scores, hyperparams=hyperparams)
 
 
 def from_score_parts(
@@ -282,17 +220,12 @@ def from_score_parts(
 ) -> Learner:
     """An MLogB :class:`~bandits_jax.learner_base.Learner` from its ``score_parts``: ``act`` and
     ``select`` take the tie-broken argmax of ``estimate + bonus`` over the valid actions,
-    ``scores`` is ``scores(estimate, bonus)`` (default their sum), ``hyperparams`` the learner's
-    builder (default ``mlogb.hyperparams``).
+    ``scores`` is ``scores(estimate, bonus)`` (default their sum).
 
     ``update(state, x, y)`` must keep its previous state and report ``NONFINITE`` when ``x`` is
-    not finite (through ``learner_base.accept``). On that contract the learner's update also
-    rejects, under ``jit``, an outcome outside ``0..K`` or not integer-valued: ``update`` sees a
-    NaN ``x`` (at no state-sized cost) and the status says ``BAD_OUTCOME``.
-
-    Called outside ``jit``, each function validates its concrete arguments eagerly (a
-    ``ValueError`` naming the argument: actions, mask, x, y; NaN scores of valid actions in
-    ``act`` and ``select``) and then runs one compiled program; inside ``jit`` it is inlined.
+    not finite (``learner_base.accept``); so an outcome outside ``0..K`` under ``jit`` becomes a
+    NaN ``x`` and the status ``BAD_OUTCOME``. Outside ``jit`` each function validates its concrete
+    arguments eagerly (a ``ValueError`` naming the argument) and runs one compiled program.
     """
     K, d = num_outcomes, dim
     combine = scores if scores is not None else (lambda est, bon: est + bon)
@@ -300,10 +233,16 @@ def from_score_parts(
 
     def act(state, observation, key=None) -> Choice:
         actions, mask = observation  # as check_act left them
-        return _choose(*score_parts(state, actions), actions, mask)
+        est, bon = score_parts(state, actions)
+        idx, status = bonus.select_index(est + bon, mask)
+        explored = idx != bonus.argmax_tie(est, mask)
+        return Choice(idx, actions[idx], status, explored, _spread(bon, mask), _spread(est, mask))
 
     def check_act(state, observation, key=None):
-        actions, mask = _observation(observation)
+        # (actions, mask) or the actions alone (all valid); the mask is checked before scoring.
+        actions, mask = observation if isinstance(observation, tuple) else (observation, None)
+        actions = jnp.asarray(actions)
+        mask = bonus.check_mask((actions.shape[0],), mask)
         check_actions(actions, d)
         return state, (actions, mask), key
 
@@ -314,7 +253,7 @@ def from_score_parts(
         return new._replace(status=jnp.where(valid, new.status, BAD_OUTCOME).astype(jnp.int32))
 
     def check_update(state, action, y):
-        x = _action_vector(action)
+        x = jnp.asarray(action.x if isinstance(action, Choice) else action)  # a Choice or x
         return state, x, check_update_args(x, y, K, d)
 
     learner = assemble_learner(

@@ -1,29 +1,18 @@
 """Logistic Thompson sampling with an online Laplace posterior (a standard baseline).
 
-Chapelle and Li (2011), Algorithm 3 (regularised logistic regression, one observation a batch),
-as Open Bandit Pipeline's ``LogisticTS`` has it, for the multinomial logistic model of He et al.'s
-eq. (1) (K = 1 is the logistic bandit), ``W`` (K, d), ``D = K d``, ``l`` eq. (1)'s log-loss. The
-posterior after round t-1 is ``N(W_t, P_t^{-1})``, ``P_1 = lam I``; round t's Laplace step is
+Chapelle and Li (2011), Algorithm 3, as Open Bandit Pipeline's ``LogisticTS``, for the model of
+He et al.'s eq. (1) (``D = K d``). The posterior after round t-1 is ``N(W_t, P_t^{-1})``,
+``P_1 = lam I``; round t's Laplace step is
 
     W_{t+1} = argmin_W  1/2 vec(W - W_t)^T P_t vec(W - W_t) + l(W; x_t, y_t),
     P_{t+1} = P_t + grad sigma(z*) kron x_t x_t^T,   z* = W_{t+1} x_t,
 
-with ``covariance="full"`` (the whole precision, a Cholesky factorisation each round: small K d)
-or ``"diagonal"`` (Chapelle and Li's ``P_t = diag(q_t)``, only the diagonal added, O(K d)).
-
-The MAP point in K dimensions. With ``Sigma = P_t^{-1}``, ``B = I_K kron x``, ``C = B^T Sigma B``
-and ``a = W_t x``, stationarity gives ``vec(W_{t+1}) = vec(W_t) - Sigma B u`` with ``u`` the
-minimiser of the strictly convex ``psi(u) = 1/2 u^T C u + l(a - C u)`` (:func:`map_step`: damped
-Newton, :func:`~bandits_jax.mlogb.newton.minimise`, from ``u = 0``, gradient ``C r`` with the
-residual ``r = u - (sigma(z) - e_y)``, ``z = a - C u``, step ``(I + grad sigma(z) C)^{-1} r``).
-``CONVERGED`` when then ``||r|| <= sqrt(eps) (1 + ||u||)``, else ``MAX_STEPS``; a non-finite
-result is rejected (``NONFINITE``, the previous state kept).
-
-The draw: ``W~_t = W_t + v F_t xi_t``, ``F_t`` the posterior's factor (``diag(q_t)^{-1/2}``, or
-``L_t^{-T}`` with ``P_t = L_t L_t^T``), so ``W~_t ~ N(W_t, v^2 P_t^{-1})``; the keys and normals
-are :mod:`.lin_ts`'s, drawn by ``init`` and each accepted ``update`` (``state.sample``). The
-score ``r^T sigma(W~_t x)`` is split as ``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t
-x))``: the runner's argmax of their sum is the Thompson choice.
+with the whole ``P_t`` (``covariance="full"``) or its diagonal (``"diagonal"``). With
+``Sigma = P_t^{-1}``, ``B = I_K kron x``, ``C = B^T Sigma B``, ``vec(W_{t+1}) = vec(W_t) -
+Sigma B u`` for the minimiser ``u`` of ``1/2 u^T C u + l(W_t x - C u)`` (:func:`map_step`:
+``CONVERGED`` when its residual is at rounding, else ``MAX_STEPS``). The draw
+``W~_t = W_t + v F_t xi_t`` (``F_t F_t^T = P_t^{-1}``) uses :mod:`.lin_ts`'s normals; the score
+``r^T sigma(W~_t x)`` is split as ``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``.
 """
 
 from __future__ import annotations
@@ -37,16 +26,8 @@ import jax.numpy as jnp
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack
+from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb import model, newton
-from bandits_jax.mlogb.learner import (
-    UpdateInfo,
-    check_actions,
-    check_hparams,
-    check_static,
-    check_update_args,
-    empty_info,
-    from_score_parts,
-)
 from bandits_jax.mlogb.lin_ts import next_key, standard_normals, ts_fields
 
 __all__ = [
@@ -61,14 +42,9 @@ COVARIANCES = ("diagonal", "full")
 
 
 class LogisticTSHyperparams(NamedTuple):
-    """Hyperparameters of :func:`logistic_ts` (leading axes, if any, are grid axes).
-
-    Attributes:
-      lam: prior precision ``lam > 0`` (``P_1 = lam I``).
-      v: posterior scale ``v >= 0`` (``W~ ~ N(W, v^2 P^{-1})``; 0 is greedy on the MAP point).
-      seed: uint32 seed of the state's PRNG key.
-      rewards: (..., K) outcome rewards ``r_1..r_K`` (``r_0 = 0``).
-    """
+    """Hyperparameters of :func:`logistic_ts` (leading axes, if any, are grid axes): the prior
+    precision ``lam > 0``, the posterior scale ``v >= 0``, the uint32 ``seed`` and the (..., K)
+    ``rewards`` ``r_1..r_K`` (``r_0 = 0``)."""
 
     lam: jax.Array
     v: jax.Array
@@ -80,14 +56,11 @@ class LogisticTSState(NamedTuple):
     """State of :func:`logistic_ts` (``D = K d``).
 
     Attributes:
-      W: (K, d) the posterior mean ``W_t``.
-      prec: the precision: (K, d) ``q_t`` (diagonal) or (D, D) ``P_t`` (full).
-      factor: (K, d) ``q_t^{-1/2}`` (diagonal) or (D, D) the lower Cholesky factor of ``P_t``.
+      W: (K, d) the posterior mean ``W_t``. prec: ``q_t`` (K, d) or ``P_t`` (D, D).
+      factor: ``q_t^{-1/2}`` (K, d) or the lower Cholesky factor of ``P_t`` (D, D).
       sample: (K, d) this round's draw ``W~_t``. key: raw PRNG key data ``k_t``.
-      t: completed updates (int32).
-      hparams: :class:`LogisticTSHyperparams`. info: :class:`UpdateInfo` of the last update
-        (``newton_steps``: the MAP step's iterations; ``beta`` holds ``v``).
-      status, num_failures: the last update's status and the rejected updates so far.
+      t: completed updates (int32). hparams: :class:`LogisticTSHyperparams`.
+      info: :class:`UpdateInfo` (``newton_steps``: the MAP step's; ``beta`` holds ``v``).
     """
 
     W: jax.Array
@@ -97,7 +70,7 @@ class LogisticTSState(NamedTuple):
     key: jax.Array
     t: jax.Array
     hparams: LogisticTSHyperparams
-    info: UpdateInfo
+    info: base.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -108,23 +81,13 @@ def logistic_ts_hyperparams(
     """Builds :class:`LogisticTSHyperparams`, validated eagerly.
 
     Args:
-      lam: finite ``> 0``; v: finite ``>= 0``; seed: an int in ``[0, 2**32)``; scalars or
-        arrays (broadcast to grid axes).
-      rewards: (K,) or (..., K) non-negative rewards; ``None`` means ``[1.]`` (K = 1).
-      dtype: float32 or float64 (default: JAX's default float).
-
-    Raises:
-      ValueError: naming the function and the offending argument.
+      lam: finite ``> 0``; v: finite ``>= 0``; seed: an int in ``[0, 2**32)``; scalars or arrays
+        (broadcast to grid axes). rewards: (K,) or (..., K), ``>= 0`` (``None``: ``[1.]``).
+      dtype: float32 or float64 (default: JAX's).
     """
     return LogisticTSHyperparams(
         **ts_fields("logistic_ts_hyperparams", lam, v, seed, rewards, dtype)
     )
-
-
-def _loss(z: jax.Array, y: jax.Array) -> jax.Array:
-    """``l`` at logits z (K,): ``logsumexp([0, z]) - z_y`` (``z_0 = 0``)."""
-    z0 = jnp.concatenate([jnp.zeros((1,), z.dtype), z])
-    return jax.nn.logsumexp(z0) - z0[y]
 
 
 def map_step(
@@ -136,7 +99,7 @@ def map_step(
     e_y = model.onehot(y, K, a.dtype)
 
     def psi(u):
-        return 0.5 * u @ (C @ u) + _loss(a - C @ u, y)
+        return 0.5 * u @ (C @ u) + newton.log_losses((a - C @ u)[None], y[None])[0]
 
     def derivatives(u):
         s = model.sigma(a - C @ u)
@@ -171,7 +134,7 @@ def _draw(opt: _Options, W, factor, v, key) -> jax.Array:
 
 
 def _init(opt: _Options, hp: LogisticTSHyperparams) -> LogisticTSState:
-    check_hparams(hp, opt.K, ("lam", "v", "seed"))
+    base.check_hparams(hp, opt.K, ("lam", "v", "seed"))
     dtype = hp.lam.dtype
     K, d, D = opt.K, opt.d, opt.K * opt.d
     if opt.full:
@@ -184,14 +147,14 @@ def _init(opt: _Options, hp: LogisticTSHyperparams) -> LogisticTSState:
     W = jnp.zeros((K, d), dtype)
     state = LogisticTSState(
         W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        t=jnp.zeros((), jnp.int32), hparams=hp, info=empty_info(dtype), **no_failures(),
+        t=jnp.zeros((), jnp.int32), hparams=hp, info=base.empty_info(dtype), **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
 
 def _score_parts(opt: _Options, state: LogisticTSState, actions: jax.Array):
     """``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``."""
-    check_actions(actions, opt.d)
+    base.check_actions(actions, opt.d)
     X = actions.astype(state.W.dtype)
     r = state.hparams.rewards
     est = model.expected_reward(state.W, X, r)
@@ -200,10 +163,8 @@ def _score_parts(opt: _Options, state: LogisticTSState, actions: jax.Array):
 
 def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -> LogisticTSState:
     """The Laplace step (module docstring), then the next round's draw."""
-    K, d = opt.K, opt.d
-    check_update_args(x, y, K, d)
-    dtype = state.W.dtype
-    hp = state.hparams
+    K, d, dtype, hp = opt.K, opt.d, state.W.dtype, state.hparams
+    base.check_update_args(x, y, K, d)
     x = x.astype(dtype)
     y = jnp.asarray(y, jnp.int32)
     B = jnp.einsum("kl,i->kil", jnp.eye(K, dtype=dtype), x).reshape(K * d, K)  # I_K kron x
@@ -230,7 +191,7 @@ def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -
     key = next_key(state.key)
     new = state._replace(
         W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        t=state.t + 1, info=empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
+        t=state.t + 1, info=base.empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
     )  # fmt: skip
     return accept(state, new, finite_floats(new), status)
 
@@ -246,31 +207,22 @@ def logistic_ts(
     """Logistic Thompson sampling with an online Laplace posterior (module docstring).
 
     Args:
-      num_outcomes: K >= 1; dim: d.
-      covariance: ``"diagonal"`` (Chapelle and Li's diagonal precision, O(K d) a round) or
-        ``"full"`` (the whole precision, a Cholesky factorisation of the (K d, K d) matrix each
-        round: for small K d).
-      newton_steps: cap of the MAP step's damped Newton iterations (K-dimensional, warm-started
-        at the last mean).
-      max_halvings: cap of the line search's step halvings.
+      covariance: ``"diagonal"`` (O(K d) a round) or ``"full"`` (for small K d).
+      newton_steps, max_halvings: caps of the MAP step's Newton steps and step halvings.
 
     Returns:
-      An :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
-      :func:`logistic_ts_hyperparams`. ``score_parts`` returns
-      ``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``; ``scores`` their sum.
-
-    Raises:
-      ValueError: naming ``logistic_ts`` and the offending argument.
+      A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
+      :func:`logistic_ts_hyperparams`.
     """
     fn = "logistic_ts"
-    K, d = named(fn, check_static, num_outcomes, dim)
+    K, d = named(fn, base.check_static, num_outcomes, dim)
     if not isinstance(covariance, str) or covariance not in COVARIANCES:
         raise ValueError(f"{fn}: covariance must be one of {COVARIANCES}, got {covariance!r}")
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
     opt = _Options(
         K, d, covariance == "full", N, named(fn, check_int, "max_halvings", max_halvings, 1)
     )
-    return from_score_parts(
+    return base.from_score_parts(
         K, d, functools.partial(_init, opt), functools.partial(_score_parts, opt),
         functools.partial(_update, opt), hyperparams=logistic_ts_hyperparams,
     )  # fmt: skip

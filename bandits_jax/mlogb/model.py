@@ -3,9 +3,8 @@
 EOFD-MLogB (He et al.), eq. (1) and Appendix B.1. Conventions: outcomes ``0..K`` with outcome 0
 the zero-reward dummy; ``sigma`` drops component 0 (B.1's refinement) and lives in R^K;
 ``vec(W) = W.reshape(-1)`` for ``W`` of shape (K, d), so block ``k`` of length d is row ``k`` and
-``(I_K kron x)`` is the D x K matrix whose column ``k`` holds ``x`` in block ``k``.
-
-Appendix B.1 writes ``exp(x_k)`` for ``exp(z_k)`` (errata 5): we use ``exp(z_k)``.
+``(I_K kron x)`` is the D x K matrix whose column ``k`` holds ``x`` in block ``k``. Appendix B.1
+writes ``exp(x_k)`` for ``exp(z_k)`` (errata 5): we use ``exp(z_k)``.
 """
 
 from __future__ import annotations
@@ -38,10 +37,8 @@ def onehot(y: jax.Array, num_outcomes: int, dtype) -> jax.Array:
 
 
 def sample_outcome(z: jax.Array, u: jax.Array) -> jax.Array:
-    """Inverse-CDF draw of an outcome in ``{0..K}`` from logits z (K,) and a uniform u in [0,1).
-
-    Deterministic given ``u``, so numpy and JAX paths fed the same uniforms see the same outcomes.
-    """
+    """Inverse-CDF draw of an outcome in ``{0..K}`` from logits z (K,) and a uniform u in [0,1)
+    (deterministic given ``u``: numpy and JAX paths fed the same uniforms agree)."""
     cdf = jnp.cumsum(probabilities(z))
     k = z.shape[-1]
     return jnp.minimum(jnp.searchsorted(cdf, u, side="right"), k).astype(jnp.int32)

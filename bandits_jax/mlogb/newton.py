@@ -24,19 +24,6 @@ from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import model
 from bandits_jax.status import CONVERGED, MAX_STEPS
 
-__all__ = [
-    "ARMIJO",
-    "ROUNDING",
-    "Newton",
-    "a_matrices",
-    "converged",
-    "minimise",
-    "norm",
-    "row_losses",
-    "rows_loss_grad",
-    "write_row",
-]
-
 ARMIJO = 1e-4  # sufficient-decrease constant of the line search
 ROUNDING = 64.0  # eps multiples of 1 + |F| below which a full step is taken untested
 
@@ -118,12 +105,16 @@ def write_row(
             filled.at[pos].set(ok | filled[pos]))  # fmt: skip
 
 
+def log_losses(z: jax.Array, Y: jax.Array) -> jax.Array:
+    """The log-losses (B,) of eq. (1) at logits z (B, K) of the outcomes Y (B,)."""
+    z0 = jnp.concatenate([jnp.zeros_like(z[:, :1]), z], axis=1)  # outcome 0's logit is 0
+    return jax.nn.logsumexp(z0, axis=1) - jnp.take_along_axis(z0, Y[:, None], axis=1)[:, 0]
+
+
 def row_losses(W: jax.Array, X: jax.Array, Y: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(z, l)``: the logits (B, K) ``X W^T`` and the log-losses (B,) of eq. (1) of the rows."""
     z = X @ W.T
-    z0 = jnp.concatenate([jnp.zeros_like(z[:, :1]), z], axis=1)  # outcome 0's logit is 0
-    zy = jnp.take_along_axis(z0, Y[:, None], axis=1)[:, 0]
-    return z, jax.nn.logsumexp(z0, axis=1) - zy
+    return z, log_losses(z, Y)
 
 
 def rows_loss_grad(

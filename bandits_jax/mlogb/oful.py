@@ -1,14 +1,11 @@
 """OFUL-MLogB (Zhang and Sugiyama, 2023): the full-Hessian baseline of EOFD-MLogB.
 
-He et al., Section 2.1, eq. (3)-(10). The state keeps the dense K d x K d matrix
-``H_t = lam I + sum_{s<t} grad^2 l_s(W_{s+1})``. Per round:
-
-- scores: ``A(x) = (I_K kron x)^T H_t^{-1} (I_K kron x)`` from one Cholesky factor of ``H_t``
-  (O(D^3) once, then O(N K D^2)); the bonus of eq. (10) via :mod:`bandits_jax.mlogb.bonus`;
-- update: the exact eigendecomposition route of Section 3.1: ``Ht = Q diag(e) Q^T`` (O(D^3)), the
-  Newton step (eq. 8) and the ellipsoidal projection (eq. 9) by Lemma 2 with ``Vt = Q`` and
-  ``mu = e - lam`` (the residual term of eq. 25 is then empty); then
-  ``H_{t+1} = H_t + grad^2 l_t(W_{t+1})``.
+He et al., Section 2.1, eq. (3)-(10), with the dense K d x K d matrix
+``H_t = lam I + sum_{s<t} grad^2 l_s(W_{s+1})``. Scores: ``A(x) = (I_K kron x)^T H_t^{-1}
+(I_K kron x)`` from one Cholesky factor of ``H_t`` and eq. (10)'s bonus (:mod:`.bonus`). Update:
+Section 3.1's route, ``H_t + eta grad^2 l_t(W_t) = Q diag(e) Q^T``, the Newton step (eq. 8) and
+the projection (eq. 9) by Lemma 2 with ``V = Q``, ``mu = e - lam``; then
+``H_{t+1} = H_t + grad^2 l_t(W_{t+1})``.
 """
 
 from __future__ import annotations
@@ -21,17 +18,9 @@ import jax.numpy as jnp
 
 from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
 from bandits_jax.linalg import lapack, projection
-from bandits_jax.mlogb import confidence, model
+from bandits_jax.mlogb import confidence, model, newton
+from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb.hparams import MLogBHyperparams
-from bandits_jax.mlogb.learner import (
-    UpdateInfo,
-    assemble,
-    check_hparams,
-    check_static,
-    check_update_args,
-    empty_info,
-    radius_of,
-)
 
 
 class OFULState(NamedTuple):
@@ -43,7 +32,7 @@ class OFULState(NamedTuple):
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
-    info: UpdateInfo
+    info: base.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -53,9 +42,17 @@ def hessian_term(s: jax.Array, x: jax.Array) -> jax.Array:
     return jnp.kron(model.jacobian(s), jnp.outer(x, x))
 
 
-def _oful_init(hp: MLogBHyperparams, *, K: int, d: int) -> OFULState:
-    """``init`` of :func:`oful`: ``W_1 = 0``, ``H_1 = lam I`` (validated eagerly)."""
-    check_hparams(hp, K)
+def _radius(K: int, d: int, state: OFULState) -> jax.Array:
+    """Eq. (36)/(27) with no sketch: ``rho = 0``, rank ``K d``."""
+    zero = jnp.zeros_like(state.acc)
+    return confidence.radius(
+        state.hparams, state.t, zero, state.acc, num_outcomes=K, dim=d, rank=K * d
+    )
+
+
+def _init(K: int, d: int, hp: MLogBHyperparams) -> OFULState:
+    """``W_1 = 0``, ``H_1 = lam I`` (validated eagerly)."""
+    base.check_hparams(hp, K)
     dtype = hp.lam.dtype
     # A fresh buffer per leaf (and own hyperparameter copies), so the state can be donated.
     return OFULState(
@@ -64,33 +61,21 @@ def _oful_init(hp: MLogBHyperparams, *, K: int, d: int) -> OFULState:
         acc=jnp.zeros((), dtype),
         t=jnp.zeros((), jnp.int32),
         hparams=jax.tree_util.tree_map(jnp.array, hp),
-        info=empty_info(dtype),
+        info=base.empty_info(dtype),
         **no_failures(),
     )
 
 
-def _oful_a_matrices(state: OFULState, actions: jax.Array, *, K: int, d: int) -> jax.Array:
-    """``(I_K kron x_n)^T H_t^{-1} (I_K kron x_n)`` for all actions, (N, K, K)."""
-    # One Cholesky factor of H_t, then L^{-1} (I_K kron x_n) for all actions at once.
-    N = actions.shape[0]
-    D = K * d
-    L = lapack.cholesky(state.H)
-    X = jnp.einsum("ij,nd->idnj", jnp.eye(K, dtype=actions.dtype), actions).reshape(D, N * K)
-    Y = lapack.lower_solve(L, X).reshape(D, N, K)
-    return jnp.einsum("dni,dnj->nij", Y, Y)
-
-
-def _oful_update(
-    state: OFULState, x: jax.Array, y: jax.Array, *, K: int, d: int, max_newton_steps: int
+def _update(
+    K: int, d: int, max_newton_steps: int, state: OFULState, x: jax.Array, y: jax.Array
 ) -> OFULState:
-    """``update`` of :func:`oful`: Newton step, ellipsoidal projection, then ``H_{t+1}``."""
-    check_update_args(x, y, K, d)
+    """Newton step, ellipsoidal projection, then ``H_{t+1}``."""
+    base.check_update_args(x, y, K, d)
     hp = state.hparams
     dtype = state.W.dtype
     x = x.astype(dtype)
     lam, eta = hp.lam, hp.eta
     w = state.W.reshape(-1)
-    beta_used = radius_of(state, num_outcomes=K, dim=d, rank=K * d)
 
     s = model.sigma(state.W @ x)
     H_tilde = state.H + eta * hessian_term(s, x)
@@ -113,7 +98,7 @@ def _oful_update(
         hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=dw @ state.H @ dw
     )
     H_new = state.H + hessian_term(model.sigma(W_new @ x), x)
-    info = UpdateInfo(projected=sol.active, nu=sol.nu, newton_steps=sol.steps, beta=beta_used)
+    info = base.UpdateInfo(sol.active, sol.nu, sol.steps, _radius(K, d, state))
     new = state._replace(W=W_new, H=0.5 * (H_new + H_new.T), acc=acc, t=state.t + 1, info=info)
     return accept(state, new, finite_floats(new), sol.status)
 
@@ -125,17 +110,12 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> Learner:
       num_outcomes: K >= 1; dim: d.
       max_newton_steps: cap of the projection's dual root loop.
     """
-    K, d = check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
-
-    def init(hp: MLogBHyperparams) -> OFULState:
-        # A closure, not a partial: the protocol's init takes the hyperparameters only.
-        return _oful_init(hp, K=K, d=d)
-
-    return assemble(
+    K, d = base.check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
+    return base.assemble(
         num_outcomes=K,
         dim=d,
-        rank=K * d,
-        init=init,
-        a_matrices=functools.partial(_oful_a_matrices, K=K, d=d),
-        update=functools.partial(_oful_update, K=K, d=d, max_newton_steps=max_newton_steps),
+        init=functools.partial(_init, K, d),
+        a_matrices=lambda state, actions: newton.a_matrices(lapack.cholesky(state.H), actions, K),
+        update=functools.partial(_update, K, d, max_newton_steps),
+        radius=functools.partial(_radius, K, d),
     )

@@ -1,17 +1,14 @@
 """Tuned recipes: the registry of MLogB learner kinds and the rules that tune them.
 
 :data:`REGISTRY` is the one table of learners (kind -> label, legend, colour, factory,
-hyperparameter builder); every command, table, figure and benchmark reads it. :data:`RULES` is
-the one table of recipes: a row maps a problem regime (a known bound ``S`` on ``||W*||_F`` or
-none; ranges of ``K`` and ``K d``) and a kind to a tuned point (``l``, ``e``, ``beta`` and, with
-no known bound, ``S``) in Section 4's scaling ``lam = (sqrt(K) d)^l lam0``,
-``eta = (sqrt(K) d)^e eta0`` of He et al., "Efficient Multinomial Logistic Bandit via Frequent
-Directions" (:func:`~bandits_jax.mlogb.hparams.section4`), a sketch size (Section 4's
-``floor(K d / 10)`` or ``min(K d, cap)``), buffered EOFD's buffer and summary, whether
-:func:`practical` returns that kind there, and the ``docs/recipes.md`` section whose command
-chose it. :func:`tuned` and :func:`practical` read the first row that matches;
-:func:`rules_markdown` renders the table that ``docs/recipes.md`` shows. The paper's own
-learners (``eofd-paper``, ``oful-paper``) run at Section 4's point ``(0.75, 0.75, theory)``.
+hyperparameter builder) that every command, table, figure and benchmark reads. :data:`RULES` is
+the one table of recipes: a row maps a regime (a known bound ``S`` on ``||W*||_F`` or none; ranges
+of ``K`` and ``K d``) and a kind to a tuned point (``l``, ``e``, ``beta``, and ``S`` where none is
+known) in Section 4's scaling ``lam = (sqrt(K) d)^l lam0``, ``eta = (sqrt(K) d)^e eta0``
+(:func:`~bandits_jax.mlogb.hparams.section4`), a sketch size, buffered EOFD's buffer and summary,
+whether :func:`practical` returns the kind there, and the ``docs/recipes.md`` section whose
+command chose it (:func:`rules_markdown` renders that table). The paper's learners
+(``eofd-paper``, ``oful-paper``) run at Section 4's point ``(0.75, 0.75, theory)``.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.checks import check_int, named
@@ -49,12 +47,10 @@ class Exponents(NamedTuple):
 
 
 class Rule(NamedTuple):
-    """One row of :data:`RULES`: in the regime (``known``: whether the caller knows ``S``; ``K``
-    and ``Kd``: inclusive ranges, ``None`` unbounded above) the kind runs at ``point``, with the
-    sketch ``min(K d, sketch)`` (``None``: Section 4's ``max(1, floor(K d / 10))``) and, for
-    buffered EOFD, ``buffer`` rounds and the eviction ``summary``; ``practical``: what
-    :func:`practical` returns there; ``section``: the ``docs/recipes.md`` heading with the
-    command that chose it."""
+    """One row of :data:`RULES`: in the regime (``known``: whether ``S`` is known; ``K``, ``Kd``:
+    inclusive ranges, ``None`` unbounded) the kind runs at ``point`` with the sketch
+    ``min(K d, sketch)`` (``None``: Section 4's), buffered EOFD's ``buffer`` and ``summary``;
+    ``practical``: :func:`practical` returns it; ``section``: the ``docs/recipes.md`` heading."""
 
     kind: str
     known: bool
@@ -194,19 +190,15 @@ def _buffered(K: int, d: int, m: int, T: int | None) -> Learner:
 
 
 class Kind(NamedTuple):
-    """One row of the learner registry (:data:`REGISTRY`): what every command and recipe reads.
+    """One row of the learner registry (:data:`REGISTRY`).
 
     Attributes:
-      label: short name in tables and JSON (e.g. ``"LinUCB"``).
-      legend: name in figure legends (e.g. ``"LinUCB (tuned)"``).
-      color: its matplotlib colour in every figure.
-      factory: ``(K, d, m, horizon) -> Learner`` (``m``: sketch size, ignored by learners
-        without a sketch; ``horizon``: T, for learners that preallocate a buffer).
+      label: short name in tables and JSON. legend: name in figure legends. color: matplotlib's.
+      factory: ``(K, d, m, horizon) -> Learner`` (``m``: sketch size; ``horizon``: T).
       hparams: ``(num_outcomes=, dim=, S=, horizon=, l=, e=, beta=, rewards=, dtype=) ->
-        hyperparameters`` at a point (``l``, ``e``, a numeric ``beta``: arrays of one shape, the
-        grid axes; ``S`` and ``rewards`` resolved by :func:`hparams_for`).
+        hyperparameters`` (``l``, ``e``, a numeric ``beta``: arrays of the grid's shape).
       sketched: whether ``m`` applies. k1_only: defined for K = 1 only.
-      paper: the paper's learner as written: the command runs it at ``--l/--e/--beta``.
+      paper: the paper's learner as written (the command runs it at ``--l/--e/--beta``).
     """
 
     label: str
@@ -238,13 +230,18 @@ def _section4_lam(*, num_outcomes: int, dim: int, S: float, horizon: int, l: Any
                                rewards=rewards, beta=0.0).hparams.lam)  # fmt: skip
 
 
+def _lam_beta(what: str, beta: Any, kw: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Section 4's ``lam`` and a numeric ``beta`` broadcast to its grid axes."""
+    if isinstance(beta, str):
+        raise ValueError(f"beta must be a number for {what}, got {beta!r}")
+    lam = _section4_lam(**kw)
+    return lam, np.broadcast_to(np.asarray(beta, float), lam.shape)
+
+
 def _linucb_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
     """LinUCB's ridge at Section 4's ``lam``, ``alpha = sqrt(beta)``."""
-    if isinstance(beta, str):
-        raise ValueError(f"beta must be a number for linucb, got {beta!r}")
-    lam = _section4_lam(**kw)
-    alpha = np.sqrt(np.broadcast_to(np.asarray(beta, float), lam.shape))
-    return linucb_hyperparams(lam=lam, alpha=alpha, rewards=kw["rewards"], dtype=dtype)
+    lam, b = _lam_beta("linucb", beta, kw)
+    return linucb_hyperparams(lam=lam, alpha=np.sqrt(b), rewards=kw["rewards"], dtype=dtype)
 
 
 def _ecolog_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
@@ -258,10 +255,7 @@ def _ecolog_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
 def _exact_hp(*, beta: Any, dtype: Any, **kw: Any) -> Any:
     """The exact fit (and the buffered EOFD, whose hyperparameters are the exact fit's) at
     Section 4's ``lam`` with the radius ``beta``."""
-    if isinstance(beta, str):
-        raise ValueError(f"beta must be a number for exact, got {beta!r}")
-    lam = _section4_lam(**kw)
-    b = np.broadcast_to(np.asarray(beta, float), lam.shape)
+    lam, b = _lam_beta("exact", beta, kw)
     return exact_hyperparams(lam=lam, beta=b, rewards=kw["rewards"], dtype=dtype)
 
 
@@ -269,12 +263,9 @@ def _ts_hp(build: Callable[..., Any]) -> Callable[..., Any]:
     """Thompson sampling at Section 4's ``lam`` (the prior precision), ``v = sqrt(beta)``."""
 
     def hparams(*, beta: Any, dtype: Any, **kw: Any) -> Any:
-        if isinstance(beta, str):
-            raise ValueError(f"beta must be a number for Thompson sampling, got {beta!r}")
-        lam = _section4_lam(**kw)
-        v = np.sqrt(np.broadcast_to(np.asarray(beta, float), lam.shape))
-        return build(lam=lam, v=v, seed=np.zeros(lam.shape, np.uint32), rewards=kw["rewards"],
-                     dtype=dtype)  # fmt: skip
+        lam, b = _lam_beta("Thompson sampling", beta, kw)
+        seed = np.zeros(lam.shape, np.uint32)
+        return build(lam=lam, v=np.sqrt(b), seed=seed, rewards=kw["rewards"], dtype=dtype)
 
     return hparams
 
@@ -352,11 +343,9 @@ def hparams_for(
     rewards: Any = None,
     dtype: Any = None,
 ) -> Any:
-    """Hyperparameters of a kind at exponents ``(l, e)`` and radius ``beta`` (arrays give a grid;
-    ``beta`` may also be ``"theory"``/``"order"`` for the online-Newton kinds). ``S=None``: no
-    known bound, the ``S`` of the kind's no-bound rule. The grid axes of ``l``, ``e`` and a
-    numeric ``beta`` broadcast together, so every field has them (a grid is a batch of states:
-    ``jax.vmap(learner.init)``)."""
+    """Hyperparameters of a kind at exponents ``(l, e)`` and radius ``beta`` (``"theory"`` or
+    ``"order"`` for the online-Newton kinds); arrays broadcast to a grid (``jax.vmap`` the
+    ``init``). ``S=None``: no known bound, the ``S`` of the kind's no-bound rule."""
     _, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
     K = int(num_outcomes)
     if not isinstance(beta, str):
@@ -371,8 +360,6 @@ def hparams_for(
 
 
 def _as_grid(beta: Any, l: Any, e: Any, dtype: Any) -> Any:
-    import jax.numpy as jnp
-
     shape = np.broadcast(np.asarray(l), np.asarray(e), np.asarray(beta)).shape
     b = np.broadcast_to(np.asarray(beta, float), shape)
     if not np.all(np.isfinite(b)) or np.any(b < 0):
@@ -390,13 +377,11 @@ def tuned(
     rewards: Any = None,
     dtype: Any = None,
 ) -> Tuned:
-    """A kind's learner with its tuned hyperparameters (its :func:`rule`).
+    """A kind (one of :data:`KINDS`) with its tuned hyperparameters (its :func:`rule`).
 
     Args:
-      kind: one of :data:`KINDS`.
-      num_outcomes, dim: K and d.
-      S: the known bound on ``||W*||_F``, or ``None`` when there is none, e.g. on classification
-        data (the rule's point chooses ``S`` too).
+      S: the known bound on ``||W*||_F``, or ``None`` (e.g. classification data: the rule's
+        point chooses ``S`` too).
       horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
     """
     ex, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
@@ -423,10 +408,9 @@ def practical(
     rewards: Any = None,
     dtype: Any = None,
 ) -> Tuned:
-    """The recommended learner for the problem described (:func:`practical_kind`) with its tuned
-    hyperparameters; ``S``: the known bound on ``||W*||_F`` or ``None`` (the default, e.g.
-    classification data); ``horizon``, ``rewards`` and ``dtype`` are :func:`tuned`'s (spelt out,
-    so that a misspelt keyword is named as ``practical``'s); ``.kind`` says which came back."""
+    """The recommended learner (:func:`practical_kind`) with its tuned hyperparameters; the
+    arguments are :func:`tuned`'s (spelt out, so a misspelt keyword is named as ``practical``'s);
+    ``.kind`` says which came back."""
     kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S)
     return tuned(
         kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, rewards=rewards,

@@ -1,18 +1,13 @@
 """Ridge regression on action features, kept by Sherman-Morrison: LinUCB's and LinTS's state.
 
-Li, Chu, Langford and Schapire (2010) and Agrawal and Goyal (2013) with one shared parameter (the
-``A = lam I + sum z z^T`` form of Abbasi-Yadkori, Pal and Szepesvari 2011). The outcome ``y``
-becomes the scalar reward ``r_y`` (``rewards[y-1]`` for ``y >= 1``, 0 for ``y = 0``) and the
-features are ``z = [x, 1]`` (an intercept, regularised by ``lam`` like the others) or ``z = x``:
+With one shared parameter (the ``A = lam I + sum z z^T`` form of Abbasi-Yadkori, Pal and
+Szepesvari 2011), the outcome ``y`` as the scalar reward ``r_y`` (``r_0 = 0``) and the features
+``z = [x, 1]`` (an intercept, regularised by ``lam``) or ``z = x``:
 
     A_t = lam I + sum_{s<t} z_s z_s^T,   b_t = sum_{s<t} r_{y_s} z_s,   theta_t = A_t^{-1} b_t.
 
-``A_t^{-1}`` is kept by Sherman-Morrison, ``A^{-1} - u u^T / (1 + z^T u)`` with ``u = A^{-1} z``:
-O(D^2) a round with matrix-vector products only (a rank-one Cholesky update is also O(D^2) but a
-loop of D dependent steps, slow inside ``lax.scan``). The recursion is recursive least squares
-with no forgetting, whose rounding errors do not grow geometrically; ``A^{-1}`` is re-symmetrised
-each round and ``theta`` recomputed as ``A^{-1} b`` (b an exact running sum), so it carries no
-error of its own recursion.
+``A_t^{-1}`` is kept by Sherman-Morrison (O(D^2) a round, matrix-vector products only),
+re-symmetrised each round, and ``theta`` recomputed as ``A^{-1} b`` (``b`` an exact running sum).
 """
 
 from __future__ import annotations
@@ -22,8 +17,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-__all__ = ["Ridge", "check_intercept", "features", "init", "observe", "reward", "update"]
 
 
 class Ridge(NamedTuple):
@@ -38,6 +31,12 @@ def check_intercept(fn: str, intercept: object) -> bool:
     if not isinstance(intercept, bool | np.bool_):
         raise ValueError(f"{fn}: intercept must be a bool, got {intercept!r}")
     return bool(intercept)
+
+
+def weights(state: Any) -> jax.Array:
+    """The (K, d) view ``W`` every MLogB state has: row 0 is ``state.theta``, the other rows 0."""
+    K, theta = state.hparams.rewards.shape[-1], state.theta
+    return jnp.zeros(theta.shape[:-1] + (K, theta.shape[-1]), theta.dtype).at[..., 0, :].set(theta)
 
 
 def features(X: jax.Array, intercept: bool) -> jax.Array:
@@ -57,19 +56,23 @@ def reward(rewards: jax.Array, y: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.zeros((1,), rewards.dtype), rewards])[y]
 
 
+def sherman_morrison(A_inv: jax.Array, z: jax.Array, c: jax.Array | float = 1.0) -> jax.Array:
+    """``(A + c z z^T)^{-1} = A^{-1} - c u u^T / (1 + c z^T u)``, ``u = A^{-1} z``, symmetrised."""
+    u = A_inv @ z
+    new = A_inv - c * jnp.outer(u, u) / (1.0 + c * (z @ u))
+    return 0.5 * (new + new.T)
+
+
 def update(ridge: Ridge, z: jax.Array, r: jax.Array) -> tuple[Ridge, jax.Array]:
     """The rank-one update by ``(z, r)`` and the new ``theta = A^{-1} b``."""
-    u = ridge.A_inv @ z
-    A_inv = ridge.A_inv - jnp.outer(u, u) / (1.0 + z @ u)
-    A_inv = 0.5 * (A_inv + A_inv.T)
+    A_inv = sherman_morrison(ridge.A_inv, z)
     b = ridge.b + r * z
     return Ridge(A_inv, b), A_inv @ b
 
 
 def observe(state: Any, x: jax.Array, y: jax.Array, intercept: bool):
-    """One round of a ridge learner's ``state`` (fields ``A_inv``, ``b``, ``theta``, ``bias`` and
-    ``hparams.rewards``): :func:`update` by ``(z, r_y)``. Returns ``(Ridge, full theta, feature
-    weights (d,), intercept)`` (the intercept stays 0 without one)."""
+    """:func:`update` of a ridge learner's ``state`` by ``(z, r_y)``: ``(Ridge, full theta,
+    feature weights (d,), intercept)`` (the intercept stays 0 without one)."""
     z = features(x.astype(state.b.dtype), intercept)
     new, theta = update(Ridge(state.A_inv, state.b), z, reward(state.hparams.rewards, y))
     d = x.shape[-1]

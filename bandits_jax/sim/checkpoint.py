@@ -1,20 +1,17 @@
 """Checkpoints of run states as plain arrays in ``.npz`` files (no pickle).
 
-A checkpoint stores the leaves of a pytree (a :class:`bandits_jax.sim.runner.RunState`, metrics,
-anything made of arrays) as ``leaf_00000, leaf_00001, ...`` plus their tree paths and a JSON
-metadata string, all as numpy arrays; it is read back with ``allow_pickle=False``. Since the tree
-structure itself is not stored (that would need pickle), :func:`restore` takes a template tree of
-the same structure (e.g. the freshly initialised state) and checks that the paths, shapes and
-dtypes match, so a checkpoint from another configuration is refused with a clear message instead of
-silently loaded. Typed PRNG keys (``jax.random.key``) are stored as their key data and rewrapped.
-Writes are atomic (temporary file, then ``os.replace``), so an interrupted write leaves the
-previous checkpoint intact. Every file carries a SHA-256 checksum of its arrays, checked on
-restore; a truncated or corrupt file is a :class:`CheckpointError` naming the path, and
-:class:`DirectoryLock` keeps two processes from writing the same directory.
+A checkpoint stores the leaves of a pytree as ``leaf_00000, leaf_00001, ...`` with their tree
+paths, a JSON metadata string and a SHA-256 checksum; typed PRNG keys are stored as their key
+data and rewrapped. The tree structure itself is not stored, so :func:`restore` takes a template
+of the same structure and checks paths, shapes and dtypes: a checkpoint of another configuration,
+a truncated or a corrupt file is a :class:`CheckpointError` naming the path. Writes are atomic
+(temporary file, then ``os.replace``), and :class:`DirectoryLock` keeps two processes from
+writing the same directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -44,10 +41,8 @@ PyTree = Any
 
 
 class CheckpointError(ValueError):
-    """A checkpoint is missing, unreadable or does not match the run it should resume.
-
-    Messages are one line, so a command can print them as they are.
-    """
+    """A checkpoint is missing, unreadable or does not match the run it should resume (a
+    one-line message, which a command prints as it is)."""
 
 
 class CheckpointLockError(CheckpointError):
@@ -79,11 +74,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 class DirectoryLock:
-    """An exclusive lock file (``O_CREAT | O_EXCL``, holding the pid) in a directory.
-
-    Use as a context manager. A lock left by a dead process is taken over with a warning; one held
-    by a live process raises :class:`CheckpointLockError` at once (no waiting).
-    """
+    """An exclusive lock file (``O_CREAT | O_EXCL``, holding the pid) in a directory, used as a
+    context manager: a dead process's lock is taken over with a warning; a live one's raises
+    :class:`CheckpointLockError` at once."""
 
     def __init__(self, directory: str | os.PathLike, name: str = ".lock"):
         self.directory = pathlib.Path(directory)
@@ -109,10 +102,7 @@ class DirectoryLock:
                     f"{self.path}: taking over a stale lock (process {pid} is not running)",
                     stacklevel=2,
                 )
-                try:
-                    self.path.unlink()
-                except FileNotFoundError:
-                    pass
+                self.path.unlink(missing_ok=True)
                 continue
             except OSError as e:
                 if e.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
@@ -129,10 +119,7 @@ class DirectoryLock:
     def release(self) -> None:
         if self.held:
             self.held = False
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
+            self.path.unlink(missing_ok=True)
 
     def __enter__(self) -> DirectoryLock:
         return self.acquire()
@@ -159,13 +146,8 @@ def _paths_and_leaves(tree: PyTree) -> tuple[list[str], list[Any]]:
 
 
 def save(path: str | os.PathLike, tree: PyTree, meta: dict | None = None) -> None:
-    """Writes ``tree``'s leaves and ``meta`` (JSON-serialisable) to ``path`` atomically.
-
-    Args:
-      path: destination ``.npz`` file; its directory is created if needed.
-      tree: pytree of arrays (jax or numpy); sharded arrays are gathered to the host.
-      meta: small JSON-serialisable dict stored alongside (e.g. rounds done, configuration).
-    """
+    """Writes ``tree``'s leaves (gathered to the host) and ``meta``, a small JSON-serialisable
+    dict, to the ``.npz`` file ``path`` atomically (its directory created if needed)."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     paths, leaves = _paths_and_leaves(tree)
@@ -193,37 +175,30 @@ def save(path: str | os.PathLike, tree: PyTree, meta: dict | None = None) -> Non
         raise
 
 
-def _open(path: pathlib.Path):
+@contextlib.contextmanager
+def _reading(path: pathlib.Path):
+    """The open ``.npz`` file; a missing, truncated or corrupt one is a :class:`CheckpointError`."""
     if not path.is_file():
         raise CheckpointError(f"{path}: no checkpoint there")
     try:
-        return np.load(path, allow_pickle=False)
+        with np.load(path, allow_pickle=False) as z:
+            yield z
     except _READ_ERRORS as e:
         raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
 
 
 def read_meta(path: str | os.PathLike) -> dict:
     """The metadata dict stored by :func:`save`."""
-    path = pathlib.Path(path)
-    with _open(path) as z:
-        try:
-            return json.loads(str(z["__meta__"]))
-        except _READ_ERRORS as e:
-            raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
+    with _reading(pathlib.Path(path)) as z:
+        return json.loads(str(z["__meta__"]))
 
 
 def restore(
     path: str | os.PathLike, like: PyTree, *, require_finite: bool = False
 ) -> tuple[PyTree, dict]:
-    """Reads a checkpoint into the structure of ``like``.
-
-    Args:
-      path: a file written by :func:`save`.
-      like: a template with the same tree structure, leaf shapes and dtypes (values ignored;
-        ``jax.ShapeDtypeStruct`` leaves, e.g. from ``jax.eval_shape``, will do).
-
-    Returns:
-      ``(tree, meta)``: the stored tree as jax arrays (typed keys rewrapped) and the metadata.
+    """``(tree, meta)``: the checkpoint written by :func:`save` to ``path``, as jax arrays in the
+    structure of ``like`` (a template of the same tree structure, leaf shapes and dtypes, e.g.
+    ``jax.ShapeDtypeStruct`` leaves), and its metadata.
 
     Raises:
       CheckpointError: missing/unreadable/truncated file, a checksum mismatch, a different
@@ -232,15 +207,12 @@ def restore(
     path = pathlib.Path(path)
     want_paths, want_leaves = _paths_and_leaves(like)
     _, treedef = jax.tree_util.tree_flatten(like)
-    with _open(path) as z:
-        try:
-            got_paths = [str(p) for p in z["__paths__"]]
-            kinds = [str(k) for k in z["__kinds__"]]
-            meta = json.loads(str(z["__meta__"]))
-            stored = [z[f"leaf_{i:05d}"] for i in range(len(got_paths))]
-            stored_sum = str(z["__checksum__"]) if "__checksum__" in z.files else None
-        except _READ_ERRORS as e:
-            raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
+    with _reading(path) as z:
+        got_paths = [str(p) for p in z["__paths__"]]
+        kinds = [str(k) for k in z["__kinds__"]]
+        meta = json.loads(str(z["__meta__"]))
+        stored = [z[f"leaf_{i:05d}"] for i in range(len(got_paths))]
+        stored_sum = str(z["__checksum__"]) if "__checksum__" in z.files else None
     if stored_sum is not None and checksum(stored) != stored_sum:
         raise CheckpointError(f"{path}: checksum mismatch (corrupt checkpoint)")
     if got_paths != want_paths:

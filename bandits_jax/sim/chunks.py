@@ -1,33 +1,16 @@
 """Long runs in chunks of rounds: a ``lax.scan`` per chunk, progress, checkpoints, resume.
 
-A run of ``T`` rounds is played as ``ceil(T / chunk_size)`` calls of one compiled chunk function
-(``bandits_jax.sim.runner.play`` over ``chunk_size`` rounds, plus one more compiled length for a
-shorter last chunk). Between chunks the host
+A run of ``T`` rounds is ``ceil(T / chunk_size)`` calls of one chunk function
+(:func:`bandits_jax.sim.runner.play` over ``chunk_size`` rounds), compiled ahead of time so that
+``ChunkStats.run_seconds`` excludes compilation. After each chunk the host advances a
+:class:`Progress` bar and writes the chunk's metrics (``metrics_00000.npz``, ...), then the run
+state (``state.npz``, :mod:`.checkpoint`) as the commit point. A resumed run gives bit-identical
+metrics and states to an uninterrupted one. Every file carries the run's identity (a hash of
+rounds, chunk size and configuration) and its chunk index; a file of another run is refused.
 
-* reports progress on stderr (a :class:`Progress` bar: trial-rounds done, their rate, time
-  left, and what is compiling),
-* writes the chunk's metrics (``metrics_00000.npz``, ...) and then the run state
-  (``state.npz``: learner, environment and PRNG key as arrays, see :mod:`.checkpoint`), the state
-  being written last so that it is the commit point.
-
-Resuming loads ``state.npz`` and the metric files and plays the remaining chunks with the same
-compiled function, so an interrupted run and an uninterrupted one give bit-identical metrics and
-states (the chunk size must be the same; it is recorded and checked, as is a user configuration).
-Every file carries the run's identity (a hash of rounds, chunk size and configuration, so of the
-trial's seed too), its chunk index and a checksum: a metrics file of another run or trial, a
-state with NaN, a truncated file or a chunk count past the end is refused with a
-:class:`~bandits_jax.sim.checkpoint.CheckpointError`. The directory holds a lock file while a run
-writes it (:class:`~bandits_jax.sim.checkpoint.DirectoryLock`).
-
-The chunk function is compiled ahead of time (``jit(...).lower(...).compile()``), so compile time
-is reported separately from run time: ``ChunkStats.run_seconds`` is the wall time of the chunks
-alone, which is what per-round timings should use.
-
-States may be a single run (``batched=False``), a batch of runs with a leading run axis on every
-leaf (``batched=True``; metrics then have shape ``(runs, rounds, ...)``), sharded over a device
-mesh (see :mod:`.sharding`), or a tuple of such batches played by a tuple of step functions in the
-same compiled call (several learners in one sweep).
-
+States may be one run, a batch with a leading run axis (``batched=True``; metrics then have shape
+``(runs, rounds, ...)``), sharded over a device mesh (:mod:`.sharding`), or a tuple of batches
+played by a tuple of step functions in the same compiled call.
 """
 
 from __future__ import annotations
@@ -48,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tqdm
+from jax.sharding import NamedSharding, PartitionSpec
 
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.runner import StepFn, play
@@ -66,19 +50,12 @@ PyTree = Any
 
 
 class Progress:
-    """A progress bar (tqdm) counting trial-rounds: one round of one run, so a chunk of ``L``
-    rounds played by ``N`` runs together counts ``N * L``. Every command counts this unit.
+    """A tqdm bar counting trial-rounds (a chunk of ``L`` rounds of ``N`` runs counts ``N * L``).
 
-    One bar may span several runs (the trials and learners of one setting, a sweep's batches):
-    :func:`run_chunked` calls :meth:`advance` after each chunk. The time left is tqdm's smoothed
-    rate over wall time, compiling included; while a chunk function compiles the bar says
-    ``compiling ...`` (:meth:`compiling`, called by :meth:`ChunkFn.compiled` when it is given the
-    bar, as :func:`run_chunked` does). The counts are kept when nothing is
-    drawn.
+    One bar may span several runs; :func:`run_chunked` advances it after each chunk and shows
+    ``compiling ...`` while a chunk compiles. The counts are kept when nothing is drawn.
 
     Args:
-      total: trial-rounds in all.
-      label: shown before the bar.
       stream: where to draw (default ``sys.stderr``).
       enabled: ``False`` draws nothing (``--quiet``).
       min_interval: on a stream that is not a terminal (a log), seconds between redraws.
@@ -183,42 +160,26 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
         return None
     if ma is None:
         return None
-    arg = int(ma.argument_size_in_bytes)
-    out = int(ma.output_size_in_bytes)
-    temp = int(ma.temp_size_in_bytes)
-    alias = int(ma.alias_size_in_bytes)
-    return {
-        "argument_bytes": arg,
-        "output_bytes": out,
-        "temp_bytes": temp,
-        "alias_bytes": alias,
-        "peak_bytes": arg + out + temp - alias,
-    }
-
-
-def _signature(tree: PyTree, length: int) -> tuple:
-    """What a compiled chunk depends on: length, tree structure, shapes and dtypes."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    return (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
+    kinds = ("argument", "output", "temp", "alias")
+    fig = {f"{k}_bytes": int(getattr(ma, f"{k}_size_in_bytes")) for k in kinds}
+    fig["peak_bytes"] = sum(fig[f"{k}_bytes"] for k in kinds[:3]) - fig["alias_bytes"]
+    return fig
 
 
 class ChunkFn:
-    """``chunk(state, length) -> (state, metrics)``, compiled once per length (ahead of time).
+    """``chunk(state, length) -> (state, metrics)``, compiled ahead of time once per length.
 
-    The input ``state`` is donated: its buffers are reused for the output state and deleted, so a
-    long run holds one copy of its carry. Pass a copy (``jax.tree.map(jnp.copy, state)``) to keep
-    the input; :func:`run_chunked` does so for the caller's initial state.
+    The input ``state`` is donated (its buffers are reused and deleted), so a long run holds one
+    copy of its carry; :func:`run_chunked` passes a copy of the caller's.
 
     Args:
       step: a step function, or a tuple of them (then states are tuples, one batch each).
       batched: states carry a leading run axis on every leaf (played with ``vmap``).
-      mesh: a 1-D ``jax.sharding.Mesh`` (axis ``"runs"``) to shard the run axis over (requires
-        ``batched``; the run count must be a multiple of the mesh size, see
-        :func:`bandits_jax.sim.sharding.pad_runs`).
-      microbatch: play the runs (per device) as ``lax.map`` over ``vmap``-ed slices of this many
-        runs (the run count per device must be a multiple): a run's numbers then do not depend
-        on how many runs share the call (XLA's CPU kernels block sums by the batch width), and
-        temporaries shrink to one slice's; ``None``: one ``vmap`` over all runs.
+      mesh: a 1-D ``jax.sharding.Mesh`` to shard the run axis over (needs ``batched`` and a
+        multiple of the mesh size of runs, :func:`bandits_jax.sim.sharding.pad_runs`).
+      microbatch: play each device's runs as ``lax.map`` over ``vmap``-ed slices of this many
+        runs, so that a run's numbers do not depend on how many share the call (XLA's CPU
+        kernels block sums by the batch width); ``None``: one ``vmap`` over all runs.
     """
 
     def __init__(
@@ -241,63 +202,54 @@ class ChunkFn:
         self.microbatch = microbatch
         if mesh is not None and not batched:
             raise ValueError("mesh: sharding needs batched=True (a leading run axis)")
+        self._sharding = (
+            None if mesh is None else NamedSharding(mesh, PartitionSpec(mesh.axis_names[0]))
+        )
         self.round_axis = 1 if batched else 0
         self.compile_seconds = 0.0
         self._compiled: dict[Any, Any] = {}
 
-    def _play_all(self, states, length: int):
-        outs = []
-        for step, s in zip(self.steps, states, strict=True):
-            fn = functools.partial(play, step, num_rounds=length)
-            if not self.batched:
-                outs.append(fn(s))
-            elif self.microbatch is None:
-                outs.append(jax.vmap(fn)(s))
-            else:  # vmapped over microbatch-wide slices, one slice after another
-                outs.append(_map_metrics_last(fn, s, self.microbatch))
-        new_states = tuple(o[0] for o in outs)
-        metrics = tuple(o[1] for o in outs)
-        return new_states, metrics
-
     def _function(self, length: int) -> Callable:
         def fn(state):
-            states = state if self.multi else (state,)
-            new_states, metrics = self._play_all(states, length)
-            if self.multi:
-                return new_states, metrics
-            return new_states[0], metrics[0]
+            outs = []
+            for step, s in zip(self.steps, state if self.multi else (state,), strict=True):
+                run = functools.partial(play, step, num_rounds=length)
+                if not self.batched:
+                    outs.append(run(s))
+                elif self.microbatch is None:
+                    outs.append(jax.vmap(run)(s))
+                else:  # every run computed by the same microbatch-wide code, slice after slice
+                    n = jax.tree_util.tree_leaves(s)[0].shape[0]
+                    if n % self.microbatch:
+                        raise ValueError(
+                            f"microbatch: {n} runs is not a multiple of the width {self.microbatch}"
+                        )
+                    outs.append(jax.lax.map(run, s, batch_size=self.microbatch))
+            states, metrics = zip(*outs, strict=True)
+            return (states, metrics) if self.multi else (states[0], metrics[0])
 
         if self.mesh is None:
             return jax.jit(fn, donate_argnums=0)
-        from jax.sharding import NamedSharding, PartitionSpec
-
-        spec = PartitionSpec(self.mesh.axis_names[0])
-        # Runs are independent (no collectives), so the per-device body is the unsharded vmapped
-        # scan on a slice; check_vma=False because learner code (while_loop carries built from
-        # constants) need not annotate which values vary across devices.
+        # Runs are independent (no collectives); check_vma=False because learner code (while_loop
+        # carries built from constants) need not annotate which values vary across devices.
+        sharding = self._sharding
         sharded = jax.shard_map(
-            fn, mesh=self.mesh, in_specs=(spec,), out_specs=spec, check_vma=False
+            fn, mesh=self.mesh, in_specs=(sharding.spec,), out_specs=sharding.spec, check_vma=False
         )
-        sharding = NamedSharding(self.mesh, spec)
         return jax.jit(sharded, in_shardings=(sharding,), out_shardings=sharding, donate_argnums=0)
 
     def place(self, state: PyTree) -> PyTree:
-        """Puts ``state`` where the compiled function wants it (sharded over the mesh).
-
-        Abstract leaves (``jax.ShapeDtypeStruct``, e.g. from ``jax.eval_shape``) get the sharding
-        attached, so a chunk can be compiled (and its memory analysed) before any run exists.
-        """
+        """Puts ``state`` where the compiled function wants it (sharded over the mesh); abstract
+        leaves (``jax.ShapeDtypeStruct``) get the sharding attached, so a chunk can be compiled
+        (and its memory analysed) before any run exists."""
         if self.mesh is None:
             return state
-        from jax.sharding import NamedSharding, PartitionSpec
-
-        sharding = NamedSharding(self.mesh, PartitionSpec(self.mesh.axis_names[0]))
         leaves = jax.tree_util.tree_leaves(state)
         if leaves and all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves):
             return jax.tree.map(
-                lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), state
+                lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=self._sharding), state
             )
-        return jax.device_put(state, sharding)
+        return jax.device_put(state, self._sharding)
 
     def runs(self, state: PyTree) -> int:
         """Runs a chunk of ``state`` plays together (its trial-rounds per round)."""
@@ -307,9 +259,10 @@ class ChunkFn:
         return sum(int(jax.tree_util.tree_leaves(s)[0].shape[0]) for s in states)
 
     def compiled(self, state: PyTree, length: int, progress: Progress | None = None):
-        """The executable for ``length`` rounds (compiled on first use; time recorded;
-        ``progress``, a :class:`Progress`, says so meanwhile)."""
-        sig = _signature(state, length)
+        """The executable for ``length`` rounds, compiled on first use (time recorded, shown on
+        ``progress``)."""
+        leaves, treedef = jax.tree_util.tree_flatten(state)
+        sig = (length, treedef, tuple((np.shape(x), str(x.dtype)) for x in leaves))
         if sig not in self._compiled:
             what = f"a {length}-round chunk of {self.runs(state)} run(s)"
             with contextlib.nullcontext() if progress is None else progress.compiling(what):
@@ -322,14 +275,13 @@ class ChunkFn:
     def compile_run(
         self, state: PyTree, num_rounds: int, chunk_size: int, progress: Progress | None = None
     ) -> None:
-        """Compiles every chunk length that :func:`run_chunked` plays for ``num_rounds`` rounds
-        in chunks of ``chunk_size`` from ``state`` (ahead of time, before any chunk is timed)."""
+        """Compiles every chunk length :func:`run_chunked` plays for ``num_rounds`` rounds."""
         for length in sorted(set(_chunk_lengths(num_rounds, chunk_size))):
             self.compiled(state, length, progress)
 
     def memory(self, state: PyTree, length: int) -> dict[str, int] | None:
         """:func:`memory_figures` of the chunk for ``state`` (arrays or ``ShapeDtypeStruct``s)
-        and ``length`` rounds, per device; compiles it if needed (the executable is kept)."""
+        and ``length`` rounds, per device (compiled if needed, and kept)."""
         return memory_figures(self.compiled(state, length))
 
     def eval_shape(self, state: PyTree, length: int) -> PyTree:
@@ -340,30 +292,11 @@ class ChunkFn:
         return self.compiled(state, length)(self.place(state))
 
 
-def _map_metrics_last(fn: Callable, states: PyTree, width: int):
-    """``jax.vmap(fn)(states)`` computed as ``lax.map`` over slices of ``width`` runs (the run
-    count must be a multiple of ``width``): every run is computed by the same ``width``-wide
-    code however many runs there are, and temporaries are those of one slice."""
-    n = jax.tree_util.tree_leaves(states)[0].shape[0]
-    if n % width:
-        raise ValueError(f"microbatch: {n} runs is not a multiple of the width {width}")
-    return jax.lax.map(fn, states, batch_size=width)
-
-
 class ChunkStats(NamedTuple):
-    """Timings of a chunked run.
-
-    Attributes:
-      rounds_done: rounds played in all (restored ones included).
-      rounds_timed: rounds played in this call.
-      run_seconds: wall time of the chunks played in this call, compile excluded.
-      total_run_seconds: the same over all rounds done, restored chunks included (their times
-        are recorded in the checkpoint).
-      compile_seconds: compile time spent in this call.
-      chunk_seconds: wall time of each chunk played in this call.
-      resumed_from: rounds restored from a checkpoint (0 if none).
-      finished: whether all rounds are done (False when stopped by ``stop_after_chunks``).
-    """
+    """Timings of a chunked run: the rounds done in all and those played (timed) in this call;
+    the run seconds of this call's chunks (compile excluded) and of all chunks done (restored ones
+    as recorded); this call's compile seconds; each chunk's seconds; the rounds restored from a
+    checkpoint; and whether all rounds are done (not when stopped by ``stop_after_chunks``)."""
 
     rounds_done: int
     rounds_timed: int
@@ -389,15 +322,6 @@ def _chunk_lengths(num_rounds: int, chunk_size: int) -> list[int]:
     return [chunk_size] * full + ([rest] if rest else [])
 
 
-def _config_json(config: Any) -> str:
-    return json.dumps(config, sort_keys=True, default=str)
-
-
-def run_id(meta_base: dict) -> str:
-    """The identity of a run: a hash of its rounds, chunk size and configuration."""
-    return hashlib.sha256(json.dumps(meta_base, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def run_chunked(
     chunk_fn: ChunkFn,
     state: PyTree,
@@ -415,28 +339,19 @@ def run_chunked(
     """Plays ``num_rounds`` rounds in chunks, with progress and optional checkpoints.
 
     Args:
-      chunk_fn: a :class:`ChunkFn` for the run's step function(s).
-      state: the initial run state (``init_run(...)``, batched or a tuple as ``chunk_fn`` says).
-        When resuming it is the template the checkpoint is checked against.
-      num_rounds: rounds in all.
+      state: the initial run state (as ``chunk_fn`` plays it); when resuming, the template the
+        checkpoint is checked against.
       chunk_size: rounds per compiled call (a checkpoint after each).
-      checkpoint_dir: where ``state.npz`` and ``metrics_*.npz`` go; ``None`` for no checkpoints.
+      checkpoint_dir: where ``state.npz`` and ``metrics_*.npz`` go; ``None``: no checkpoints.
       resume: continue from ``checkpoint_dir`` if it holds a checkpoint of this run (same
         ``num_rounds``, ``chunk_size`` and ``config``); otherwise start afresh and overwrite.
       config: JSON-serialisable description of the run, stored and compared on resume.
-      progress: a :class:`Progress` to advance by the trial-rounds played (``N * L`` for a
-        chunk of ``L`` rounds of ``N`` runs; restored ones skipped) and to show compiles on
-        (``None``: silent).
-      keep: applied to each chunk's metrics before they leave the device (e.g. select fields).
-        Must keep the round axis.
-      stop_after_chunks: play at most this many chunks in this call (as if interrupted), for
-        tests and for time-boxed jobs; the checkpoint lets a later call finish the run.
-      donate_initial: let the first chunk donate ``state`` itself (its buffers are deleted)
-        instead of a copy, so the run never holds two copies of its carry.
+      keep: applied to each chunk's metrics on the device (e.g. select fields; keeps rounds).
+      stop_after_chunks: play at most this many chunks in this call (as if interrupted).
+      donate_initial: let the first chunk donate ``state`` itself instead of a copy.
 
     Returns:
-      :class:`ChunkedResult`; ``metrics`` leaves have the rounds done along
-      ``chunk_fn.round_axis``.
+      :class:`ChunkedResult`; ``metrics`` have the rounds done along ``chunk_fn.round_axis``.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size: expected >= 1, got {chunk_size}")
@@ -448,77 +363,51 @@ def run_chunked(
     meta_base = {
         "num_rounds": int(num_rounds),
         "chunk_size": int(chunk_size),
-        "config": _config_json(config),
+        "config": json.dumps(config, sort_keys=True, default=str),
     }
-    ident = run_id(meta_base)
-    lock = checkpoint.DirectoryLock(ckdir) if ckdir is not None else contextlib.nullcontext()
-    with lock:
-        return _run_locked(
-            chunk_fn,
-            state,
-            num_rounds,
-            chunk_size=chunk_size,
-            lengths=lengths,
-            ckdir=ckdir,
-            meta_base=meta_base,
-            ident=ident,
-            resume=resume,
-            progress=progress,
-            keep=keep,
-            stop_after_chunks=stop_after_chunks,
-            donate_initial=donate_initial,
+    ident = hashlib.sha256(json.dumps(meta_base, sort_keys=True).encode()).hexdigest()[:16]
+    ck = None if ckdir is None else _Checkpoints(ckdir, meta_base, ident)
+    with contextlib.nullcontext() if ckdir is None else checkpoint.DirectoryLock(ckdir):
+        start = _Start([], 0, 0, 0.0)
+        if ck is not None and resume and (ckdir / "state.npz").is_file():
+            state, start = ck.restore(chunk_fn, state, lengths, keep)
+            if progress is not None and start.rounds_done:
+                progress.skip(start.rounds_done * chunk_fn.runs(state))
+        elif ck is not None:
+            ck.clear()
+        compile_before = chunk_fn.compile_seconds
+        if not donate_initial:  # the chunks donate their input: keep the caller's state intact
+            state = jax.tree.map(jnp.copy, state)
+        pieces = list(start.pieces)  # the metrics of every chunk done, restored ones first
+        seconds: list[float] = []  # of each chunk played in this call
+        rounds_done = start.rounds_done
+        runs = chunk_fn.runs(state)
+        for k in range(start.chunk, len(lengths)):
+            if stop_after_chunks is not None and len(seconds) >= stop_after_chunks:
+                break
+            exe = chunk_fn.compiled(state, lengths[k], progress)  # compiled outside the timing
+            t0 = time.perf_counter()
+            state, metrics = exe(chunk_fn.place(state))
+            metrics = jax.device_get(keep(metrics))
+            jax.block_until_ready(state)
+            seconds.append(time.perf_counter() - t0)
+            pieces.append(metrics)
+            rounds_done += lengths[k]
+            if ck is not None:
+                ck.save(k, metrics, state, rounds_done, start.seconds + sum(seconds))
+            if progress is not None:
+                progress.advance(lengths[k] * runs)
+        stats = ChunkStats(
+            rounds_done=rounds_done,
+            rounds_timed=rounds_done - start.rounds_done,
+            run_seconds=float(sum(seconds)),
+            total_run_seconds=start.seconds + float(sum(seconds)),
+            compile_seconds=chunk_fn.compile_seconds - compile_before,
+            chunk_seconds=tuple(seconds),
+            resumed_from=sum(lengths[: start.chunk]),
+            finished=rounds_done >= num_rounds,
         )
-
-
-def _run_locked(
-    chunk_fn: ChunkFn,
-    state: PyTree,
-    num_rounds: int,
-    *,
-    chunk_size: int,
-    lengths: list[int],
-    ckdir: pathlib.Path | None,
-    meta_base: dict,
-    ident: str,
-    resume: bool,
-    progress: Progress | None,
-    keep: Callable[[PyTree], PyTree],
-    stop_after_chunks: int | None,
-    donate_initial: bool = False,
-) -> ChunkedResult:
-    """:func:`run_chunked`'s body, run while holding the checkpoint directory's lock: restore
-    or clear the checkpoint, play the remaining chunks, gather their metrics and timings."""
-    start = _Start([], 0, 0, 0.0)
-    if ckdir is not None and resume and (ckdir / "state.npz").is_file():
-        state, start = _restore(chunk_fn, state, ckdir, meta_base, ident, lengths, chunk_size, keep)
-        if progress is not None and start.rounds_done:
-            progress.skip(start.rounds_done * chunk_fn.runs(state))
-    elif ckdir is not None:
-        _clear(ckdir)
-
-    compile_before = chunk_fn.compile_seconds
-    # The chunks donate their input state; the caller's initial state is not theirs to delete
-    # (unless the caller gives it up: donate_initial).
-    if not donate_initial:
-        state = jax.tree.map(jnp.copy, state)
-    state, pieces, chunk_seconds = _play_chunks(
-        chunk_fn, state, lengths, start, ckdir, meta_base, ident, progress, keep,
-        stop_after_chunks,
-    )  # fmt: skip
-    timed = sum(lengths[start.chunk : start.chunk + len(chunk_seconds)])
-    rounds_done = start.rounds_done + timed
-    run_seconds = float(sum(chunk_seconds))
-    stats = ChunkStats(
-        rounds_done=rounds_done,
-        rounds_timed=timed,
-        run_seconds=run_seconds,
-        total_run_seconds=start.seconds + run_seconds,
-        compile_seconds=chunk_fn.compile_seconds - compile_before,
-        chunk_seconds=tuple(chunk_seconds),
-        resumed_from=sum(lengths[: start.chunk]),
-        finished=rounds_done >= num_rounds,
-    )
-    return ChunkedResult(state, _gather(chunk_fn, state, pieces, keep), stats)
+        return ChunkedResult(state, _gather(chunk_fn, state, pieces, keep), stats)
 
 
 class _Start(NamedTuple):
@@ -531,103 +420,72 @@ class _Start(NamedTuple):
     seconds: float
 
 
-def _restore(
-    chunk_fn: ChunkFn,
-    template: PyTree,
-    ckdir: pathlib.Path,
-    meta_base: dict,
-    ident: str,
-    lengths: list[int],
-    chunk_size: int,
-    keep: Callable[[PyTree], PyTree],
-) -> tuple[PyTree, _Start]:
-    """The checkpoint's state (checked against ``template``) and :class:`_Start`; refuses a
-    checkpoint of other settings or another run, and a metrics file of another run, trial or
-    chunk."""
-    meta = checkpoint.read_meta(ckdir / "state.npz")
-    for k, v in meta_base.items():
-        if meta.get(k) != v:
+class _Checkpoints(NamedTuple):
+    """The checkpoint directory of one run: its identity ``ident`` and the settings
+    ``meta_base`` that a resume must match."""
+
+    ckdir: pathlib.Path
+    meta_base: dict
+    ident: str
+
+    def restore(self, chunk_fn: ChunkFn, template: PyTree, lengths: list[int], keep: Callable):
+        """The checkpoint's state (checked against ``template``) and :class:`_Start`; refuses a
+        checkpoint of other settings or another run, and a metrics file of another run, trial
+        or chunk."""
+        ckdir, ident = self.ckdir, self.ident
+        meta = checkpoint.read_meta(ckdir / "state.npz")
+        for k, v in self.meta_base.items():
+            if meta.get(k) != v:
+                raise checkpoint.CheckpointError(
+                    f"{ckdir}: checkpoint has {k}={meta.get(k)!r}, this run has {v!r}; "
+                    "resume with the same settings or start without --resume"
+                )
+        if meta.get("run_id", ident) != ident:
+            raise checkpoint.CheckpointError(f"{ckdir}: state.npz belongs to another run")
+        start_chunk, rounds_done = meta.get("chunks_done"), meta.get("rounds_done")
+        if (
+            not isinstance(start_chunk, int)
+            or not 0 <= start_chunk <= len(lengths)
+            or rounds_done != sum(lengths[:start_chunk])
+        ):
             raise checkpoint.CheckpointError(
-                f"{ckdir}: checkpoint has {k}={meta.get(k)!r}, this run has {v!r}; "
-                "resume with the same settings or start without --resume"
+                f"{ckdir}: state.npz says {start_chunk!r} chunks ({rounds_done!r} rounds) done, "
+                f"but this run has {len(lengths)} chunks of {self.meta_base['chunk_size']} rounds"
             )
-    if meta.get("run_id", ident) != ident:
-        raise checkpoint.CheckpointError(f"{ckdir}: state.npz belongs to another run")
-    start_chunk, rounds_done = meta.get("chunks_done"), meta.get("rounds_done")
-    if (
-        not isinstance(start_chunk, int)
-        or not 0 <= start_chunk <= len(lengths)
-        or rounds_done != sum(lengths[:start_chunk])
-    ):
-        raise checkpoint.CheckpointError(
-            f"{ckdir}: state.npz says {start_chunk!r} chunks ({rounds_done!r} rounds) done, "
-            f"but this run has {len(lengths)} chunks of {chunk_size} rounds"
-        )
-    state, _ = checkpoint.restore(ckdir / "state.npz", template, require_finite=True)
-    pieces = []
-    for k in range(start_chunk):
-        like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
-        mpath = ckdir / f"metrics_{k:05d}.npz"
-        piece, mmeta = checkpoint.restore(mpath, like)
-        if mmeta.get("run_id") != ident or mmeta.get("chunk") != k:
-            raise checkpoint.CheckpointError(
-                f"{mpath}: metrics of another run, trial or chunk (run {mmeta.get('run_id')},"
-                f" chunk {mmeta.get('chunk')}; expected run {ident}, chunk {k})"
-            )
-        pieces.append(jax.device_get(piece))
-    seconds = float(meta.get("run_seconds", 0.0))
-    return state, _Start(pieces, start_chunk, rounds_done, seconds)
+        state, _ = checkpoint.restore(ckdir / "state.npz", template, require_finite=True)
+        pieces = []
+        for k in range(start_chunk):
+            like = jax.eval_shape(keep, chunk_fn.eval_shape(state, lengths[k])[1])
+            mpath = ckdir / f"metrics_{k:05d}.npz"
+            piece, mmeta = checkpoint.restore(mpath, like)
+            if mmeta.get("run_id") != ident or mmeta.get("chunk") != k:
+                raise checkpoint.CheckpointError(
+                    f"{mpath}: metrics of another run, trial or chunk (run {mmeta.get('run_id')},"
+                    f" chunk {mmeta.get('chunk')}; expected run {ident}, chunk {k})"
+                )
+            pieces.append(jax.device_get(piece))
+        seconds = float(meta.get("run_seconds", 0.0))
+        return state, _Start(pieces, start_chunk, rounds_done, seconds)
 
+    def clear(self) -> None:
+        """A fresh run: the directory exists and holds no metrics or state of an earlier run."""
+        self.ckdir.mkdir(parents=True, exist_ok=True)
+        for old in self.ckdir.glob("metrics_*.npz"):
+            old.unlink()
+        (self.ckdir / "state.npz").unlink(missing_ok=True)
 
-def _clear(ckdir: pathlib.Path) -> None:
-    """A fresh run: the directory exists and holds no metrics or state of an earlier run."""
-    ckdir.mkdir(parents=True, exist_ok=True)
-    for old in ckdir.glob("metrics_*.npz"):
-        old.unlink()
-    stale = ckdir / "state.npz"
-    if stale.exists():
-        stale.unlink()
-
-
-def _play_chunks(
-    chunk_fn, state, lengths, start, ckdir, meta_base, ident, progress, keep, stop_after_chunks
-):  # fmt: skip
-    """Plays the chunks from ``start.chunk`` on (at most ``stop_after_chunks`` of them), each
-    compiled outside its timed region, its metrics then the state checkpointed after it and the
-    bar advanced; returns the last state, the metrics of every chunk done (restored ones first)
-    and the seconds of each chunk played."""
-    pieces = list(start.pieces)
-    chunk_seconds: list[float] = []
-    rounds_done = start.rounds_done
-    runs = chunk_fn.runs(state)
-    for k in range(start.chunk, len(lengths)):
-        if stop_after_chunks is not None and len(chunk_seconds) >= stop_after_chunks:
-            break
-        length = lengths[k]
-        exe = chunk_fn.compiled(state, length, progress)  # compile outside the timed region
-        t0 = time.perf_counter()
-        state, metrics = exe(chunk_fn.place(state))
-        metrics = jax.device_get(keep(metrics))
-        jax.block_until_ready(state)
-        chunk_seconds.append(time.perf_counter() - t0)
-        pieces.append(metrics)
-        rounds_done += length
-        if ckdir is not None:
-            checkpoint.save(ckdir / f"metrics_{k:05d}.npz", metrics, {"run_id": ident, "chunk": k})
-            checkpoint.save(
-                ckdir / "state.npz",
-                state,
-                {
-                    **meta_base,
-                    "run_id": ident,
-                    "chunks_done": k + 1,
-                    "rounds_done": rounds_done,
-                    "run_seconds": start.seconds + sum(chunk_seconds),
-                },
-            )
-        if progress is not None:
-            progress.advance(length * runs)
-    return state, pieces, chunk_seconds
+    def save(self, k: int, metrics: PyTree, state: PyTree, rounds_done: int, seconds: float):
+        """Chunk ``k``'s metrics, then the state after it (the commit point)."""
+        meta = {"run_id": self.ident, "chunk": k}
+        checkpoint.save(self.ckdir / f"metrics_{k:05d}.npz", metrics, meta)
+        meta = {
+            **self.meta_base,
+            "run_id": self.ident,
+            "chunks_done": k + 1,
+            "rounds_done": rounds_done,
+            "run_seconds": seconds,
+        }
+        checkpoint.save(self.ckdir / "state.npz", state, meta)
 
 
 def _gather(

@@ -7,7 +7,7 @@ with replacement, ``resamples`` times, from a fixed numpy seed: Efron and Tibshi
 Introduction to the Bootstrap", 1993, ch. 13), and the ratio of means
 ``mean(r_learner) / mean(r_reference)``.
 
-:func:`verdict` is issue 45's rule: a learner "wins" against the reference (less regret) only
+:func:`verdict` is the rule for a claim: a learner "wins" against the reference (less regret) only
 where the interval of its paired difference lies below zero on two or more disjoint evaluation
 draws of seeds, each of them; it "loses" where every draw's interval lies above zero; otherwise
 (an interval that holds zero, draws that disagree, or fewer than two draws) the two are "level".

@@ -24,14 +24,9 @@ StepFn = Callable[[PyTree, PyTree, jax.Array], tuple[PyTree, PyTree, PyTree]]
 
 
 class RunState(NamedTuple):
-    """Everything a run carries from one round to the next (all arrays, checkpointable).
-
-    Attributes:
-      learner: the learner state (its hyperparameters included).
-      env: the environment state.
-      key: the PRNG key that the next round splits.
-      t: number of rounds already played (int32).
-    """
+    """What a run carries from one round to the next (all arrays, checkpointable): the learner
+    state (hyperparameters included), the environment state, the PRNG key the next round splits
+    and ``t``, the rounds played (int32)."""
 
     learner: PyTree
     env: PyTree
@@ -45,17 +40,8 @@ def init_run(learner_state: PyTree, env_state: PyTree, key: jax.Array) -> RunSta
 
 
 def play(step: StepFn, state: RunState, num_rounds: int) -> tuple[RunState, PyTree]:
-    """Plays ``num_rounds`` rounds inside one ``lax.scan``.
-
-    Args:
-      step: the family's round function (see module docstring); closed over, not traced.
-      state: the run carry.
-      num_rounds: static number of rounds.
-
-    Returns:
-      ``(final_state, metrics)`` where every leaf of ``metrics`` has a leading axis of length
-      ``num_rounds``.
-    """
+    """Plays ``num_rounds`` (static) rounds inside one ``lax.scan``; returns the final state
+    and the metrics, every leaf with a leading axis of length ``num_rounds``."""
 
     def body(carry: RunState, _):
         key, sub = jax.random.split(carry.key)
@@ -80,16 +66,10 @@ def make_rollout(
 
     With ``trials=True`` the env states and keys carry a leading trial axis; with ``grid=True``
     the learner states carry a leading grid axis (a batch of hyperparameters). With both, metrics
-    have shape ``(grid, trials, num_rounds, ...)``: every (grid point, trial) pair runs in the same
-    compiled call.
+    have shape ``(grid, trials, num_rounds, ...)``, all in one compiled call. Nothing is donated
+    (only metrics come back, and callers often reuse the states with several keys).
 
-    Nothing is donated: the carry is built inside the call (``lax.scan`` updates it in place) and
-    only metrics come back, so no input buffer could be reused, and callers commonly run the same
-    learner and env states with several keys. :class:`bandits_jax.sim.chunks.ChunkFn`, which
-    returns the carry, donates it.
-
-    ``run`` checks its arguments' leading axes against ``trials`` and ``grid`` first
-    (:func:`check_batch_axes`): a ``ValueError`` names the argument and the flag it needs.
+    ``run`` first checks its arguments' leading axes against the flags (:func:`check_batch_axes`);
     ``run.lower(...)`` lowers the jitted program, unchecked.
     """
     fn = functools.partial(rollout, step, num_rounds=num_rounds)
@@ -126,10 +106,9 @@ _BATCHED_BY = {
 def check_batch_axes(
     learner_state: PyTree, env_state: PyTree, key: Any, *, trials: bool, grid: bool
 ) -> None:
-    """:func:`make_rollout`'s check of its arguments' leading axes against its flags: the
-    learner state has a grid axis exactly when ``grid`` (read off its scalar ``status``); the
-    keys have a trial axis exactly when ``trials``, and then every leaf of the environment state
-    has one of the same size. A ``ValueError`` names the argument and the flag."""
+    """:func:`make_rollout`'s check: the learner state has a grid axis exactly when ``grid``
+    (read off its ``status``); the keys have a trial axis exactly when ``trials``, and then so
+    has every leaf of the environment state. A ``ValueError`` names the argument and the flag."""
     name = f"make_rollout(trials={trials}, grid={grid})"
     batches = {"key": _key_batch(key)}
     if hasattr(learner_state, "status"):

@@ -1,29 +1,11 @@
 """Sharding a batch of runs over devices: a 1-D mesh over the flattened run axis.
 
-A sweep flattens (learner grid point, trial, environment) into one run axis; the runs are
-independent, so the batch is split over a 1-D :class:`jax.sharding.Mesh` (axis ``"runs"``) and
-every device plays its slice with the same vmapped scan (``jax.shard_map`` in
-:class:`bandits_jax.sim.chunks.ChunkFn`): no communication between devices, and each run gets the
-same numbers as in the unsharded call. The run count is padded to a multiple of the device count
-by repeating the last run (:func:`pad_runs`); the padding is dropped afterwards.
-
-On one CPU, several host devices can be forced to use both (or all) cores; the flag must be set
-before ``jax`` is imported::
-
-    XLA_FLAGS=--xla_force_host_platform_device_count=2 bandits-jax sweep ...
-
-(the CLI's ``--devices N`` sets it for you).
-
-Multi-host use (several machines): start the same script on every host and call
-``jax.distributed.initialize(coordinator_address=..., num_processes=N, process_id=i)`` before
-anything else touches JAX (:mod:`bandits_jax.sim.distributed` shows the launch; on
-Slurm / Cloud TPU the arguments are inferred). Then ``jax.devices()`` lists the devices of all
-hosts and :func:`run_mesh` builds the mesh over them. Every host builds the same full (padded)
-batch of initial states from the same seeds (they are small) and :func:`shard_runs` turns it into
-global arrays with ``jax.make_array_from_callback``, each host materialising only the slices its
-own devices hold. Read results with ``jax.experimental.multihost_utils.process_allgather`` and
-let only ``jax.process_index() == 0`` write files; checkpoints are then per host (save
-``metrics.addressable_shards`` or gather first).
+A sweep's runs are independent, so they are split over a 1-D :class:`jax.sharding.Mesh` (axis
+``"runs"``): every device plays its slice with the same vmapped scan (``jax.shard_map`` in
+:class:`bandits_jax.sim.chunks.ChunkFn`), with no communication, and each run gets the numbers
+of the unsharded call. The run count is padded to a multiple of the device count by repeating
+the last run (:func:`pad_runs`). Over several hosts, :func:`shard_runs` builds global arrays of
+which each host materialises only its own devices' slices (``docs/sweeps.md``).
 """
 
 from __future__ import annotations
@@ -31,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -57,19 +40,15 @@ def num_runs(tree: PyTree) -> int:
 
 
 def pad_runs(tree: PyTree, multiple: int) -> tuple[PyTree, int]:
-    """Pads the run axis to a multiple of ``multiple`` by repeating the last run.
-
-    Returns:
-      ``(padded_tree, original_run_count)``.
-    """
+    """``(padded_tree, original_run_count)``: the run axis padded to a multiple of ``multiple``
+    by repeating the last run."""
     n = num_runs(tree)
     extra = (-n) % multiple
     if extra == 0:
         return tree, n
 
     def pad(x):
-        reps = jax.numpy.repeat(x[-1:], extra, axis=0)
-        return jax.numpy.concatenate([x, reps], axis=0)
+        return jnp.concatenate([x, jnp.repeat(x[-1:], extra, axis=0)], axis=0)
 
     return jax.tree_util.tree_map(pad, tree), n
 

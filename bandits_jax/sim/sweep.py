@@ -2,37 +2,20 @@
 
 An :class:`Experiment` is one (learner, environment) pair with a batch of ``G`` hyperparameter
 settings (numeric hyperparameters live in the learner state, so a grid is a batch of states).
-For ``N`` seeds its ``G * N`` runs are flattened into one run axis, grid-major (run
-``g * N + n`` is grid point ``g`` on seed ``n``); seed ``n`` gives the same environment draw and
-the same round keys to every grid point and every learner (common random numbers), so
-differences between settings are not sampling noise. All experiments of a sweep are played by
-one :class:`bandits_jax.sim.chunks.ChunkFn` (a tuple of step functions, each ``vmap``-ed over its
-runs), optionally sharded over a device mesh (:mod:`.sharding`) and chunked with progress and
-checkpoints.
-
-Memory (:func:`run_sweep`'s ``max_bytes``): before playing, the chunk function is compiled for
-the whole batch of runs and XLA's static memory figures of that executable are read
-(:func:`bandits_jax.sim.chunks.memory_figures`). When they exceed the budget (``max_bytes``, or
-``"auto"``: the device's ``bytes_limit`` or, on CPU, a fraction of physical memory), the runs are
-played in consecutive batches of equal width (one compiled function; the last batch padded by
-repeating a run) and the batches' metrics are concatenated. Each run depends only on its seed and
-grid point, so the split table is the one-batch table up to how XLA rounds: its CPU kernels block
-sums by the batch width, so a narrower ``vmap`` sums the same terms in another order (float64:
-agreement to rounding; a status decided by a tolerance may flip). With ``microbatch=w`` every
-run is computed by the same ``w``-wide code and a split table equals the one-batch table bit for
-bit. An out-of-memory error at run time halves the batch and plays the sweep again (at most
-``max_retries`` times); the figures, the plan and any retry are in ``SweepResult.memory``.
+Its ``G * N`` runs on ``N`` seeds are flattened grid-major (run ``g * N + n`` is grid point ``g``
+on seed ``n``); seed ``n`` gives every grid point and learner the same environment draw and round
+keys (common random numbers). All experiments of a sweep are played by one
+:class:`bandits_jax.sim.chunks.ChunkFn`, optionally sharded (:mod:`.sharding`), chunked, and
+split into batches that fit a memory budget (``max_bytes``, see ``docs/sweeps.md``).
 
 Honest tuning (:func:`tune_and_evaluate`): the best grid point is chosen by mean final regret on
-*tuning* seeds and reported by its regret on disjoint *evaluation* seeds. Tables
-(:func:`table`): per grid point the final regret's mean and spread, the status counts and the
-memory figures, plus the caller's ``columns=`` (MLogB's exploration diagnostic:
-:func:`bandits_jax.mlogb.exploration.exploration_columns`); ``fields=`` picks the metrics kept.
+*tuning* seeds and reported by its regret on disjoint *evaluation* seeds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -69,7 +52,6 @@ __all__ = [
     "select_grid",
     "table",
     "tune_and_evaluate",
-    "get_metric",
 ]
 
 PyTree = Any
@@ -83,20 +65,16 @@ class Experiment(NamedTuple):
     """One learner on one environment over a batch of hyperparameter settings.
 
     Attributes:
-      learner: label of the learner (e.g. ``"EOFD"``).
-      env: label of the environment (e.g. ``"synthetic d=100 K=4"``).
+      learner, env: labels (e.g. ``"EOFD"``, ``"synthetic d=100 K=4"``).
       step: ``step(learner_state, env_state, key)`` (e.g. ``mlogb.interact(learner, env)``).
       init_learner: ``hparams -> learner_state`` (e.g. ``learner.init``).
       hparams: hyperparameters with a leading grid axis of length ``G`` on every leaf.
       grid: labels of the grid points, ``name -> (G,)`` values (e.g. ``{"l": ..., "e": ...}``).
       init_env: ``key -> env_state``.
-      regret: optional ``metrics -> per-round regret`` (traced, per round) for step functions
-        whose metrics have no ``regret`` field; e.g. for ``bandits_jax.bco.interact`` the
-        dynamic regret ``lambda m: m.loss - m.comparator_loss``.
+      regret: optional ``metrics -> per-round regret`` for steps whose metrics have no
+        ``regret`` field (e.g. ``lambda m: m.loss - m.comparator_loss`` for ``bco.interact``).
       init_env_trial: optional ``(key, trial_index) -> env_state`` for environments that depend
-        on the trial (e.g. the rewarded class of a classification setting); when given,
-        :func:`build_runs` calls it with the position of the run's seed in the seed list (an
-        int32, traced under ``vmap``) instead of ``init_env(key)``.
+        on the trial; :func:`build_runs` then passes the seed's position in the seed list.
     """
 
     learner: str
@@ -128,8 +106,7 @@ class ExperimentResult(NamedTuple):
 
 class SweepResult(NamedTuple):
     """All experiments of a sweep, with timings (``run_seconds`` excludes compilation) and
-    ``memory``: the batch plan and the memory figures of its compiled call (see
-    :func:`run_sweep`; ``None`` where a caller did not plan, e.g. ``distributed.run_sweep``)."""
+    ``memory``: the batch plan and memory figures (:func:`run_sweep`; ``None`` where unplanned)."""
 
     experiments: tuple[ExperimentResult, ...]
     num_rounds: int
@@ -148,9 +125,8 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 class BatchPlan(NamedTuple):
-    """How a sweep's runs are split: ``batches`` consecutive compiled calls, each playing
-    ``slots[i]`` runs of experiment ``i`` (runs ``b * slots[i]`` onwards; past the experiment's
-    ``runs[i]`` a batch repeats its last run as padding, dropped from the results)."""
+    """How a sweep's runs are split: ``batches`` consecutive calls, batch ``b`` playing runs
+    ``b * slots[i]`` onwards of experiment ``i`` (past ``runs[i]``, padding repeats its last)."""
 
     batches: int
     slots: tuple[int, ...]
@@ -158,11 +134,15 @@ class BatchPlan(NamedTuple):
 
     @classmethod
     def of(cls, runs: Sequence[int], batches: int, multiple: int = 1) -> BatchPlan:
-        """``batches`` batches (fewer if rounding each width up to ``multiple`` covers the runs
-        sooner)."""
+        """``batches`` batches (fewer if widths rounded to ``multiple`` cover the runs sooner)."""
         slots = tuple(_ceil_div(_ceil_div(r, batches), multiple) * multiple for r in runs)
+        return cls.with_slots(runs, slots)
+
+    @classmethod
+    def with_slots(cls, runs: Sequence[int], slots: Sequence[int]) -> BatchPlan:
+        """The batches of these widths that cover ``runs``."""
         count = max(_ceil_div(r, s) for r, s in zip(runs, slots, strict=True))
-        return cls(count, slots, tuple(int(r) for r in runs))
+        return cls(count, tuple(slots), tuple(int(r) for r in runs))
 
     def indices(self, b: int) -> list[np.ndarray]:
         """Per experiment, the run indices batch ``b`` plays (padding repeats the last run)."""
@@ -179,9 +159,8 @@ class BatchPlan(NamedTuple):
 def grid_product(**axes: Sequence[Any]) -> dict[str, np.ndarray]:
     """The Cartesian product of axes, flattened: ``grid_product(l=[0, 1], e=[2, 3])`` gives
     ``{"l": [0, 0, 1, 1], "e": [2, 3, 2, 3]}`` (last axis fastest)."""
-    names = list(axes)
-    rows = list(itertools.product(*(list(axes[n]) for n in names)))
-    return {n: np.asarray([r[i] for r in rows]) for i, n in enumerate(names)}
+    rows = list(itertools.product(*axes.values()))
+    return {n: np.asarray([r[i] for r in rows]) for i, n in enumerate(axes)}
 
 
 def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
@@ -193,9 +172,7 @@ def seed_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
 
 def build_runs(exp: Experiment, seeds: Sequence[int], indices: Any = None) -> RunState:
     """The ``G * N`` initial run states of ``exp`` on ``seeds``, flattened grid-major (run
-    ``g * N + n``); with ``indices``, only those runs (in that order, repeats allowed). The
-    environment of seed ``n`` is ``init_env(key_n)``, or ``init_env_trial(key_n, n)`` when the
-    experiment has one."""
+    ``g * N + n``); with ``indices``, only those runs (in that order, repeats allowed)."""
     G, N = exp.grid_size, len(seeds)
     idx = np.arange(G * N) if indices is None else np.asarray(indices, dtype=np.int64)
     if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= G * N)):
@@ -215,41 +192,27 @@ def build_runs(exp: Experiment, seeds: Sequence[int], indices: Any = None) -> Ru
     )
 
 
-def get_metric(metrics: Any, name: str) -> Any:
-    """A field of a metrics dict or NamedTuple, ``None`` if absent."""
-    if isinstance(metrics, Mapping):
-        return metrics.get(name)
-    return getattr(metrics, name, None)
+def keep_fields(
+    fields: Sequence[str] | None, experiments: Sequence[Experiment]
+) -> Callable[[tuple], tuple[dict, ...]]:
+    """``metrics -> dicts`` (one per experiment) of the fields kept (``None``: all), with each
+    experiment's ``regret`` computed per round where it has one."""
 
-
-def keep_fields(fields: Sequence[str] | None, regret: Callable | None) -> Callable[[Any], dict]:
-    """``metrics -> dict`` of the fields kept (``None``: all), with ``regret`` computed per round
-    from the metrics when given (a step whose metrics carry no regret)."""
-
-    def keep(metrics):
-        if fields is None:
-            kept = dict(metrics if isinstance(metrics, Mapping) else metrics._asdict())
-        else:
-            kept = {f: v for f in fields if (v := get_metric(metrics, f)) is not None}
+    def keep_one(metrics, regret):
+        kept = dict(metrics if isinstance(metrics, Mapping) else metrics._asdict())
+        if fields is not None:
+            kept = {f: kept[f] for f in fields if kept.get(f) is not None}
         if regret is not None:  # metrics here carry the (runs, rounds) axes: map per round
             kept["regret"] = jax.vmap(jax.vmap(regret))(metrics)
         return kept
 
-    return keep
+    return lambda ms: tuple(keep_one(m, e.regret) for e, m in zip(experiments, ms, strict=True))
 
 
-_CHUNK_FNS: dict[Any, ChunkFn] = {}
-
-
+@functools.lru_cache(maxsize=16)
 def _chunk_fn(steps: tuple[StepFn, ...], mesh: Any, microbatch: int | None = None) -> ChunkFn:
-    """One :class:`ChunkFn` per (step functions, mesh, microbatch), so that repeated sweeps of
-    the same experiments (tuning, then evaluation) reuse compiled executables."""
-    key = (steps, mesh, microbatch)
-    if key not in _CHUNK_FNS:
-        if len(_CHUNK_FNS) >= 16:
-            _CHUNK_FNS.pop(next(iter(_CHUNK_FNS)))
-        _CHUNK_FNS[key] = ChunkFn(steps, batched=True, mesh=mesh, microbatch=microbatch)
-    return _CHUNK_FNS[key]
+    """Shared by sweeps of the same steps (tuning, then evaluation): compiled once."""
+    return ChunkFn(steps, batched=True, mesh=mesh, microbatch=microbatch)
 
 
 def memory_budget(max_bytes: int | str | None = "auto", devices: Sequence[Any] | None = None):
@@ -257,22 +220,15 @@ def memory_budget(max_bytes: int | str | None = "auto", devices: Sequence[Any] |
 
     Args:
       max_bytes: a positive byte count; ``"auto"``: ``DEVICE_MEMORY_FRACTION`` of the smallest
-        ``memory_stats()["bytes_limit"]`` of ``devices`` where they report one (GPU, TPU),
-        otherwise ``HOST_MEMORY_FRACTION`` of physical memory shared by ``devices`` (CPU);
-        ``None``: no limit (never split).
+        ``bytes_limit`` of ``devices`` (GPU, TPU), else ``HOST_MEMORY_FRACTION`` of physical
+        memory shared by ``devices`` (CPU); ``None``: no limit (never split).
       devices: the devices a call runs on (default: the first device).
     """
     if max_bytes is None:
         return None
-    if isinstance(max_bytes, str):
-        if max_bytes != "auto":
-            raise ValueError(
-                f"max_bytes: expected a positive int, 'auto' or None, got {max_bytes!r}"
-            )
+    if isinstance(max_bytes, str) and max_bytes == "auto":
         devices = list(devices) if devices is not None else jax.devices()[:1]
-        limits = [
-            int(st["bytes_limit"]) for d in devices if (st := _stats(d)) and st.get("bytes_limit")
-        ]
+        limits = [v for v in _device_stats(devices, "bytes_limit") if v]
         if limits:
             return int(min(limits) * DEVICE_MEMORY_FRACTION)
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -282,22 +238,17 @@ def memory_budget(max_bytes: int | str | None = "auto", devices: Sequence[Any] |
     return int(max_bytes)
 
 
-def _stats(device: Any) -> dict | None:
-    try:
-        return device.memory_stats()
-    except Exception:  # noqa: BLE001 - backends without memory statistics
-        return None
-
-
-def _measured_peak(devices: Sequence[Any]) -> int | None:
-    """The largest ``peak_bytes_in_use`` of ``devices`` (the process's peak so far), where the
-    backend measures it (GPU, TPU); ``None`` on CPU."""
-    peaks = [
-        int(st["peak_bytes_in_use"])
-        for d in devices
-        if (st := _stats(d)) and "peak_bytes_in_use" in st
-    ]
-    return max(peaks) if peaks else None
+def _device_stats(devices: Sequence[Any], name: str) -> list[int]:
+    """``memory_stats()[name]`` of each device whose backend reports it (GPU, TPU; not CPU)."""
+    values = []
+    for d in devices:
+        try:
+            stats = d.memory_stats() or {}
+        except Exception:  # noqa: BLE001 - backends without memory statistics
+            stats = {}
+        if stats.get(name) is not None:
+            values.append(int(stats[name]))
+    return values
 
 
 def _is_oom(err: BaseException) -> bool:
@@ -327,63 +278,67 @@ def run_sweep(
 ) -> SweepResult:
     """Plays every experiment's grid on every seed, all in one compiled call per chunk.
 
+    A resume plays the batch plan its checkpoint recorded, refused if it exceeds ``max_bytes``.
+
     Args:
-      experiments: the (learner, environment) pairs with their grids.
-      num_rounds: rounds per run.
       seeds: trial seeds (each gives an environment draw and the rounds' keys).
       mesh: a :func:`bandits_jax.sim.sharding.run_mesh` to shard the runs over; ``None``: one
         device.
       chunk_size: rounds per compiled call (default: all rounds in one call).
-      fields: metric fields kept per round (absent ones are skipped); ``None``: every field the
-        steps report (e.g. :data:`bandits_jax.mlogb.exploration.SWEEP_FIELDS` keeps what
-        MLogB's tables read).
+      fields: metric fields kept per round (absent ones skipped; ``None``: all), e.g.
+        :data:`bandits_jax.mlogb.exploration.SWEEP_FIELDS`.
       progress, checkpoint_dir, resume, config: as in :func:`bandits_jax.sim.chunks.run_chunked`
-        (the bar counts trial-rounds: ``num_rounds`` x the runs, grid points x seeds summed over
-        experiments, plus padding runs and the rounds an out-of-memory retry replays).
-      max_bytes: memory budget per device of one compiled call (:func:`memory_budget`): a byte
-        count, ``"auto"`` or ``None`` (never split). Runs that do not fit are played in batches.
+        (the bar also counts padding runs and the rounds an out-of-memory retry replays).
+      max_bytes: memory budget per device of one compiled call (:func:`memory_budget`); runs
+        that do not fit are played in batches.
       max_retries: out-of-memory errors at run time answered by halving the batch.
       microbatch: play each device's runs as slices of this many (``ChunkFn``'s ``microbatch``;
-        widths are padded to a multiple). A split sweep equals the one-call sweep bit for bit
-        only with a microbatch (module docstring); without, widths agree to rounding.
-
-    Checkpoints: ``checkpoint_dir/plan.json`` records the batch plan; a split sweep keeps batch
-    ``b`` in ``checkpoint_dir/batch_<b>`` (one batch: in ``checkpoint_dir`` itself), each batch's
-    identity including the plan. A resume plays the recorded plan (the run it claims to be) and
-    refuses it if it does not fit ``max_bytes``.
+        widths are padded to a multiple), so a split sweep equals the one-call sweep bit for bit.
 
     Returns:
       :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment and ``memory``.
     """
-    seeds = _checked(experiments, seeds, max_retries)
+    seeds = checked_seeds(experiments, seeds)
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries: expected an int >= 0, got {max_retries!r}")
     devices = jax.devices()[:1] if mesh is None else list(np.asarray(mesh.devices).flat)
     budget = memory_budget(max_bytes, devices)
-    job = _job(
-        experiments, seeds, num_rounds, chunk_size, mesh, microbatch, fields, config,
-        checkpoint_dir, progress,
-    )  # fmt: skip
+    labels = [[e.learner, e.env, {k: _py(v) for k, v in e.grid.items()}] for e in experiments]
+    job = _Job(
+        experiments=experiments,
+        seeds=seeds,
+        num_rounds=num_rounds,
+        chunk=chunk_size or max(num_rounds, 1),
+        chunk_fn=_chunk_fn(tuple(e.step for e in experiments), mesh, microbatch),
+        keep=keep_fields(fields, experiments),
+        config={
+            "user": config,
+            "seeds": seeds,
+            "experiments": labels,
+            "fields": None if fields is None else list(fields),
+        },
+        ckdir=pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None,
+        progress=progress,
+        runs=tuple(e.grid_size * len(seeds) for e in experiments),
+        multiple=(1 if mesh is None else mesh.size) * (microbatch or 1),
+    )
     compile_before = job.chunk_fn.compile_seconds
     plan, mem, retries = _initial_plan(job, budget, resume)
     played = _play_with_retries(job, plan, mem, retries, resume, max_retries)
-    memory, per_exp = _memory_report(job, played, budget, devices, microbatch)
-    stats = _Stats(played.run_seconds, job.chunk_fn.compile_seconds - compile_before)
-    res = collect(
-        experiments, played.metrics, seeds, num_rounds, stats, 1 if mesh is None else mesh.size
-    )
-    exps = tuple(r._replace(memory=m) for r, m in zip(res.experiments, per_exp, strict=True))
-    return res._replace(experiments=exps, memory=memory)
+    memory, per_exp = _memory_report(job, played, budget, devices)
+    exps = collect(experiments, played.metrics, seeds, per_exp)
+    compile_seconds = job.chunk_fn.compile_seconds - compile_before
+    devs = 1 if mesh is None else mesh.size
+    return SweepResult(exps, num_rounds, played.run_seconds, compile_seconds, devs, memory)
 
 
-def _checked(experiments: Sequence[Experiment], seeds: Sequence[int], max_retries: Any) -> list:
-    """The seeds as ints, after checking that there are experiments, seeds and a valid
-    ``max_retries``."""
+def checked_seeds(experiments: Sequence[Experiment], seeds: Sequence[int]) -> list[int]:
+    """The seeds as ints, after checking that there are experiments and seeds."""
     if not experiments:
         raise ValueError("experiments: expected at least one")
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds: expected at least one")
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ValueError(f"max_retries: expected an int >= 0, got {max_retries!r}")
     return seeds
 
 
@@ -394,7 +349,6 @@ class _Job(NamedTuple):
     seeds: list[int]
     num_rounds: int
     chunk: int  # rounds per compiled call
-    mesh: Any
     chunk_fn: ChunkFn
     keep: Callable[[Any], tuple]  # per experiment, the metrics kept (keep_fields)
     config: dict  # the checkpoints' identity
@@ -404,45 +358,9 @@ class _Job(NamedTuple):
     multiple: int  # batch widths are multiples of this: devices x microbatch
 
 
-def _job(
-    experiments, seeds, num_rounds, chunk_size, mesh, microbatch, fields, config,
-    checkpoint_dir, progress,
-) -> _Job:  # fmt: skip
-    """:func:`run_sweep`'s arguments as a :class:`_Job`: the chunk function (shared across
-    sweeps of the same steps), the checkpoint identity and the metrics kept."""
-    chunk_fn = _chunk_fn(tuple(e.step for e in experiments), mesh, microbatch)
-    config = {
-        "user": config,
-        "seeds": seeds,
-        "experiments": [
-            [e.learner, e.env, {k: _py(v) for k, v in e.grid.items()}] for e in experiments
-        ],
-        "fields": None if fields is None else list(fields),
-    }
-
-    def keep(ms):
-        return tuple(keep_fields(fields, e.regret)(m) for e, m in zip(experiments, ms, strict=True))
-
-    return _Job(
-        experiments=experiments,
-        seeds=seeds,
-        num_rounds=num_rounds,
-        chunk=chunk_size or max(num_rounds, 1),
-        mesh=mesh,
-        chunk_fn=chunk_fn,
-        keep=keep,
-        config=config,
-        ckdir=pathlib.Path(checkpoint_dir) if checkpoint_dir is not None else None,
-        progress=progress,
-        runs=tuple(e.grid_size * len(seeds) for e in experiments),
-        multiple=(1 if mesh is None else mesh.size) * (microbatch or 1),
-    )
-
-
 def _figures(job: _Job, plan: BatchPlan) -> dict:
-    """The memory figures of the compiled chunk that plays one batch of ``plan`` (compiled
-    from abstract run states; XLA's static analysis, or an estimate where it has none), with
-    the bytes of each experiment's batch of states."""
+    """The memory figures of the chunk compiled for one batch of ``plan`` (an estimate where
+    XLA has no analysis), with the bytes of each experiment's batch of states."""
     state = tuple(
         jax.eval_shape(lambda e=e, i=i: build_runs(e, job.seeds, i))
         for e, i in zip(job.experiments, plan.indices(0), strict=True)
@@ -457,14 +375,11 @@ def _figures(job: _Job, plan: BatchPlan) -> dict:
 
 
 def _initial_plan(job: _Job, budget: int | None, resume: bool) -> tuple[BatchPlan, dict, int]:
-    """The plan to play, its figures and the retries it has used: on a resume the plan its
-    checkpoint recorded (refused if it does not fit ``budget``), otherwise the fewest batches
-    that fit (:func:`_choose_plan`)."""
-    recorded = (
-        _read_plan(job.ckdir, job.runs, job.multiple)
-        if (job.ckdir is not None and resume)
-        else None
-    )
+    """The plan to play, its figures and its retries so far: on a resume the plan recorded
+    (refused if over ``budget``), otherwise the fewest batches that fit."""
+    recorded = None
+    if job.ckdir is not None and resume:
+        recorded = _read_plan(job.ckdir, job.runs, job.multiple)
     if recorded is None:
         plan, mem = _choose_plan(job.runs, job.multiple, budget, lambda p: _figures(job, p))
         return plan, mem, 0
@@ -480,8 +395,8 @@ def _initial_plan(job: _Job, budget: int | None, resume: bool) -> tuple[BatchPla
 
 
 class _Played(NamedTuple):
-    """A played sweep: the plan that succeeded, its figures, the retries in all, the notes on
-    them, the run-major metrics of each experiment and the run seconds."""
+    """A played sweep: the plan that succeeded, its figures, retries, notes on them, the
+    run-major metrics of each experiment and the run seconds."""
 
     plan: BatchPlan
     mem: dict
@@ -494,9 +409,8 @@ class _Played(NamedTuple):
 def _play_with_retries(
     job: _Job, plan: BatchPlan, mem: dict, retries: int, resume: bool, max_retries: int
 ) -> _Played:
-    """Plays ``plan`` (recorded in the checkpoint directory first, the bar's total corrected
-    for it); an out-of-memory error halves the batch (:func:`_halved`) and plays the sweep again
-    afresh, up to ``max_retries`` retries in all."""
+    """Plays ``plan`` (recorded in the checkpoint directory first); an out-of-memory error
+    halves the batch and plays the sweep again afresh, up to ``max_retries`` retries in all."""
     announced = None if job.progress is None else (job.progress.done, job.progress.total)
     notes: list[str] = []
     while True:
@@ -527,18 +441,18 @@ def _halved(old: BatchPlan, runs: tuple[int, ...], multiple: int) -> BatchPlan:
     plan = BatchPlan.of(runs, 2 * old.batches, multiple)
     if plan.slots != old.slots:
         return plan
-    halved = [max(multiple, _ceil_div(s, 2 * multiple) * multiple) for s in old.slots]
-    return BatchPlan(
-        max(_ceil_div(r, s) for r, s in zip(runs, halved, strict=True)), tuple(halved), runs
+    return BatchPlan.with_slots(
+        runs, [max(multiple, _ceil_div(s, 2 * multiple) * multiple) for s in old.slots]
     )
 
 
 def _memory_report(
-    job: _Job, played: _Played, budget: int | None, devices: Sequence[Any], microbatch: int | None
+    job: _Job, played: _Played, budget: int | None, devices: Sequence[Any]
 ) -> tuple[dict, list[dict]]:
-    """``SweepResult.memory`` (budget, plan, figures, retries and notes, the measured peak) and
+    """``SweepResult.memory`` (budget, plan, figures, retries, notes, the measured peak) and
     each experiment's ``memory`` (its runs, batch width and carry)."""
     plan, mem, runs, notes = played.plan, played.mem, job.runs, list(played.notes)
+    microbatch = job.chunk_fn.microbatch
     narrow = microbatch is None and any(
         s <= job.multiple < r for s, r in zip(plan.slots, runs, strict=True)
     )
@@ -556,7 +470,7 @@ def _memory_report(
         "bytes_per_run": mem["peak_bytes"] / per_call,
         "retries": played.retries,
         "notes": notes,
-        "measured_peak_bytes": _measured_peak(devices),
+        "measured_peak_bytes": max(_device_stats(devices, "peak_bytes_in_use"), default=None),
         "estimated": bool(mem.get("estimated", False)),
         "microbatch": microbatch,
         **{k: v for k, v in mem.items() if k.endswith("_bytes") and k != "state_bytes"},
@@ -576,19 +490,11 @@ def _memory_report(
     return memory, per_exp
 
 
-class _Stats(NamedTuple):
-    run_seconds: float
-    compile_seconds: float
-
-
 def _choose_plan(
     runs: tuple[int, ...], multiple: int, budget: int | None, figures: Callable[[BatchPlan], dict]
 ) -> tuple[BatchPlan, dict]:
-    """The fewest batches whose compiled call fits ``budget`` (one if ``budget`` is None).
-
-    Each try compiles the chunk for that batch width and reads its figures; the next width comes
-    from a line ``bytes = a + b * runs`` through the last two tries (one try: through zero).
-    """
+    """The fewest batches whose compiled call fits ``budget``: each try compiles a batch width,
+    the next from a line ``bytes = a + b * runs`` through the last two tries (or zero)."""
     batches = 1
     points: list[tuple[int, int]] = []
     for _ in range(_PLAN_STEPS):
@@ -623,8 +529,8 @@ def _choose_plan(
 def _read_plan(
     ckdir: pathlib.Path, runs: tuple[int, ...], multiple: int
 ) -> tuple[BatchPlan, int] | None:
-    """The batch plan a checkpoint was played with: ``plan.json``, or one batch where only an
-    unsplit checkpoint (``state.npz``) is there; ``None`` for a fresh directory."""
+    """The batch plan and retries in ``plan.json`` (one batch for a lone ``state.npz``), or
+    ``None`` for a fresh directory."""
     path = ckdir / "plan.json"
     if not path.is_file():
         if (ckdir / "state.npz").is_file():
@@ -643,8 +549,8 @@ def _read_plan(
             f"{path}: the checkpoint has {list(plan.runs)} runs per experiment, this sweep has "
             f"{list(runs)}; resume with the same settings or start without --resume"
         )
-    if any(s < 1 or s % multiple for s in plan.slots) or plan.batches != max(
-        _ceil_div(r, s) for r, s in zip(runs, plan.slots, strict=True)
+    if any(s < 1 or s % multiple for s in plan.slots) or plan != BatchPlan.with_slots(
+        runs, plan.slots
     ):
         raise checkpoint.CheckpointError(
             f"{path}: batches of {list(plan.slots)} runs do not suit {multiple} device(s); "
@@ -655,15 +561,14 @@ def _read_plan(
 
 def _write_plan(ckdir: pathlib.Path, plan: BatchPlan, retries: int) -> None:
     ckdir.mkdir(parents=True, exist_ok=True)
-    rec = {"batches": plan.batches, "slots": list(plan.slots), "runs": list(plan.runs)}
     tmp = ckdir / "plan.json.tmp"
-    tmp.write_text(json.dumps({**rec, "retries": retries}) + "\n")
+    tmp.write_text(json.dumps({**plan._asdict(), "retries": retries}) + "\n")
     os.replace(tmp, ckdir / "plan.json")
 
 
 def _play_batches(job: _Job, plan: BatchPlan, resume: bool) -> tuple[list[dict], float]:
-    """Plays the plan's batches one after another; returns the run-major metrics of each
-    experiment (padding dropped, batches concatenated) and the run seconds."""
+    """Plays the plan's batches in turn: each experiment's run-major metrics (without padding)
+    and the run seconds."""
     pieces: list[list[dict]] = [[] for _ in job.experiments]
     run_seconds = 0.0
     split = plan.batches > 1
@@ -671,7 +576,8 @@ def _play_batches(job: _Job, plan: BatchPlan, resume: bool) -> tuple[list[dict],
         states = []
         for exp, idx in zip(job.experiments, plan.indices(b), strict=True):
             runs = build_runs(exp, job.seeds, idx)
-            states.append(runs if job.mesh is None else sh.shard_runs(runs, job.mesh))
+            mesh = job.chunk_fn.mesh
+            states.append(runs if mesh is None else sh.shard_runs(runs, mesh))
         ckdir, config = job.ckdir, job.config
         if split:  # each batch in its own directory, its identity including the plan
             ckdir = None if ckdir is None else ckdir / f"batch_{b:04d}"
@@ -699,21 +605,20 @@ def collect(
     experiments: Sequence[Experiment],
     run_metrics: Sequence[Mapping[str, Any]],
     seeds: Sequence[int],
-    num_rounds: int,
-    stats: Any,
-    devices: int,
-) -> SweepResult:
-    """The :class:`SweepResult` of run-major metrics: each experiment's first ``G * N`` runs
-    (padding dropped) reshaped to ``(G, N, ...)``; ``stats`` is the run's ``ChunkStats``."""
+    memories: Sequence[dict | None] | None = None,
+) -> tuple[ExperimentResult, ...]:
+    """The results of run-major metrics: each experiment's first ``G * N`` runs (padding
+    dropped) reshaped to ``(G, N, ...)``, with its ``memories`` entry."""
     out = []
-    for exp, metrics in zip(experiments, run_metrics, strict=True):
+    memories = memories or [None] * len(experiments)
+    for exp, metrics, memory in zip(experiments, run_metrics, memories, strict=True):
         G, N = exp.grid_size, len(seeds)
         shaped = {
             k: np.asarray(v)[: G * N].reshape((G, N) + np.shape(v)[1:]) for k, v in metrics.items()
         }
         grid = {k: np.asarray(v).reshape(G) for k, v in exp.grid.items()}
-        out.append(ExperimentResult(exp.learner, exp.env, grid, np.asarray(seeds), shaped))
-    return SweepResult(tuple(out), num_rounds, stats.run_seconds, stats.compile_seconds, devices)
+        out.append(ExperimentResult(exp.learner, exp.env, grid, np.asarray(seeds), shaped, memory))
+    return tuple(out)
 
 
 def select_grid(exp: Experiment, indices: Sequence[int]) -> Experiment:
@@ -732,19 +637,15 @@ def table(
 ) -> list[dict]:
     """Tidy rows, one per (learner, environment, grid point): mean and sample std over trials of
     the final cumulative regret, regret per round, and (when the metrics carry ``status``) the
-    rejected updates and a ``status_<name>`` count per status code over all trials and rounds;
-    with the experiment's ``memory`` (from :func:`run_sweep`), its ``batches``, the static
-    ``peak_bytes`` per device of the compiled call that played it (all experiments of a sweep
-    share that call), ``bytes_per_run`` (that peak over the runs of one call) and
-    ``state_bytes_per_run`` (its own carry). ``columns``: ``metrics -> {column: one value per
-    grid point}``, the caller's own columns (e.g.
-    :func:`bandits_jax.mlogb.exploration.exploration_columns`)."""
+    rejected updates and a ``status_<name>`` count per status code; with the experiment's
+    ``memory`` (from :func:`run_sweep`), the :data:`MEMORY_COLUMNS` of the compiled call that
+    played it. ``columns``: ``metrics -> {column: one value per grid point}``, the caller's own
+    columns (e.g. :func:`bandits_jax.mlogb.exploration.exploration_columns`)."""
     exps = result.experiments if isinstance(result, SweepResult) else result
     rows = []
     for r in exps:
-        regret = np.asarray(r.metrics["regret"], np.float64)  # (G, N, T)
-        final = regret.sum(axis=-1)
-        N, T = final.shape[1], regret.shape[-1]
+        final = _final_regret(r)
+        N, T = final.shape[1], np.shape(r.metrics["regret"])[-1]
         extra = {} if columns is None else columns(r.metrics)
         for g in range(final.shape[0]):
             row: dict[str, Any] = {"learner": r.learner, "env": r.env}
@@ -775,10 +676,8 @@ def _py(x: Any) -> Any:
 
 
 class TuneResult(NamedTuple):
-    """Tuning rows (every grid point on tuning seeds), evaluation rows (the chosen point of each
-    experiment on evaluation seeds), the chosen grid index per experiment, and both sweeps
-    (``evaluation_sweep`` is ``None`` and ``evaluation`` empty when there are no evaluation
-    seeds)."""
+    """Table rows of the tuning sweep (every grid point) and of the evaluation sweep (the chosen
+    point per experiment; empty, and ``evaluation_sweep`` ``None``, without evaluation seeds)."""
 
     tuning: list[dict]
     evaluation: list[dict]
@@ -801,19 +700,16 @@ def tune_and_evaluate(
     """Chooses each experiment's best grid point on tuning seeds, reports it on eval seeds.
 
     Args:
-      experiments, num_rounds: as in :func:`run_sweep`.
-      tuning_seeds: seeds the choice is made on (lowest mean final regret).
-      eval_seeds: disjoint seeds the chosen configuration is reported on; none: no evaluation
-        sweep.
+      tuning_seeds: seeds the choice is made on.
+      eval_seeds: disjoint seeds the chosen point is reported on (none: no evaluation sweep).
       chooser: ``tuning sweep -> grid index per experiment`` (default: each experiment's lowest
         mean final regret over the tuning seeds, NaN ignored).
-      progress_for: ``(split, runs) -> context manager`` whose value is the
+      progress_for: ``(split, runs) -> context manager`` giving the
         :class:`~bandits_jax.sim.chunks.Progress` of one sweep (``split``: ``"tuning"`` or
-        ``"evaluation"``; ``runs``: its grid points x seeds), entered around that sweep; default:
-        the ``progress`` in ``kwargs`` (one bar for both sweeps) or none.
+        ``"evaluation"``; ``runs``: grid points x seeds); default: ``kwargs``' ``progress``.
       columns: the caller's own table columns (:func:`table`).
-      **kwargs: passed to both :func:`run_sweep` calls (``mesh``, ``chunk_size``, ...);
-        ``checkpoint_dir`` gets ``/tuning`` and ``/evaluation`` appended.
+      **kwargs: passed to both :func:`run_sweep` calls; ``checkpoint_dir`` gets ``/tuning`` and
+        ``/evaluation`` appended.
     """
     overlap = set(map(int, tuning_seeds)) & set(map(int, eval_seeds))
     if overlap:
@@ -823,46 +719,36 @@ def tune_and_evaluate(
     if progress_for is not None and "progress" in kwargs:
         raise ValueError("progress_for: give progress or progress_for, not both")
     ck = kwargs.pop("checkpoint_dir", None)
-    tune = _phase_sweep(ck, progress_for, "tuning", experiments, tuning_seeds, num_rounds, kwargs)
+
+    def phase(split: str, exps: Sequence[Experiment], seeds: Sequence[int]) -> SweepResult:
+        if progress_for is None:
+            bar = contextlib.nullcontext(kwargs.get("progress"))
+        else:
+            bar = progress_for(split, sum(e.grid_size for e in exps) * len(seeds))
+        with bar as progress:
+            return run_sweep(
+                exps,
+                num_rounds=num_rounds,
+                seeds=seeds,
+                checkpoint_dir=None if ck is None else os.path.join(ck, split),
+                **{**kwargs, "progress": progress},
+            )
+
+    tune = phase("tuning", experiments, tuning_seeds)
     chosen = tuple(int(g) for g in (chooser or _least_mean_regret)(tune))
     ev = None
     if len(eval_seeds):
         picked = [select_grid(e, [g]) for e, g in zip(experiments, chosen, strict=True)]
-        ev = _phase_sweep(ck, progress_for, "evaluation", picked, eval_seeds, num_rounds, kwargs)
+        ev = phase("evaluation", picked, eval_seeds)
     evaluation = [] if ev is None else table(ev, split="evaluation", columns=columns)
     return TuneResult(table(tune, split="tuning", columns=columns), evaluation, chosen, tune, ev)
 
 
-def _phase_sweep(
-    ck: Any,
-    progress_for: Callable[[str, int], Any] | None,
-    split: str,
-    experiments: Sequence[Experiment],
-    seeds: Sequence[int],
-    num_rounds: int,
-    kwargs: dict,
-) -> SweepResult:
-    """One :func:`run_sweep` of :func:`tune_and_evaluate`: checkpoints in ``ck/<split>``, the
-    bar of ``progress_for(split, runs)`` or else ``kwargs``' ``progress``."""
-    if progress_for is None:
-        bar = contextlib.nullcontext(kwargs.get("progress"))
-    else:
-        bar = progress_for(split, sum(e.grid_size for e in experiments) * len(seeds))
-    with bar as progress:
-        return run_sweep(
-            experiments,
-            num_rounds=num_rounds,
-            seeds=seeds,
-            checkpoint_dir=None if ck is None else os.path.join(ck, split),
-            **{**kwargs, "progress": progress},
-        )
+def _final_regret(r: ExperimentResult) -> np.ndarray:
+    """``(G, N)`` final cumulative regret of each run."""
+    return np.asarray(r.metrics["regret"], np.float64).sum(axis=-1)
 
 
 def _least_mean_regret(tune: SweepResult) -> list[int]:
-    """:func:`tune_and_evaluate`'s default chooser: per experiment, the grid point with the
-    lowest mean final regret over the tuning seeds."""
-    chosen = []
-    for r in tune.experiments:
-        final = np.asarray(r.metrics["regret"], np.float64).sum(-1).mean(-1)
-        chosen.append(int(np.nanargmin(final)))
-    return chosen
+    """Per experiment, the grid point of lowest mean final regret (NaN ignored)."""
+    return [int(np.nanargmin(_final_regret(r).mean(-1))) for r in tune.experiments]
