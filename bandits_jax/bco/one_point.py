@@ -162,7 +162,7 @@ def solve_theta(kappa, gamma, theta0, *, max_steps: int):
         ftol = 16 * eps * (2 + jnp.abs(k)) / (1 - jnp.abs(g))
         # stacked=False: the loop carries its floats one by one, which fixes how XLA groups and
         # rounds this vmapped loop.
-        return roots._bracketed_newton(
+        return roots.bracketed_newton(
             lambda th: scaled_optimality(th, k, g),
             -half,
             half,

@@ -44,6 +44,7 @@ def bracketed_newton(
     max_steps: int,
     ftol: jax.Array | float,
     xtol: jax.Array | float,
+    stacked: bool = True,
 ) -> RootResult:
     """Finds a root of an increasing scalar function on ``[lo, hi]`` by Newton steps from ``x0``;
     a step that is non-finite or leaves the shrinking bracket is replaced by bisection.
@@ -53,13 +54,10 @@ def bracketed_newton(
       max_steps: static iteration cap.
       ftol: stop when ``|f(x)| <= ftol``.
       xtol: stop when ``hi - lo <= xtol * (1 + |x|)``.
+      stacked: carry the loop's floats as one stacked array (fewer loop outputs, less compile
+        time); ``False`` carries them one by one: the same iteration, which XLA then groups, and
+        so rounds, otherwise.
     """
-    return _bracketed_newton(fn, lo, hi, x0, max_steps=max_steps, ftol=ftol, xtol=xtol)
-
-
-def _bracketed_newton(fn, lo, hi, x0, *, max_steps, ftol, xtol, stacked: bool = True) -> RootResult:
-    """:func:`bracketed_newton`; ``stacked=False`` carries the loop's floats one by one (the
-    same iteration; XLA then groups, and so rounds, the loop's kernels otherwise)."""
     dtype = jnp.result_type(lo, hi, x0)
     lo = jnp.asarray(lo, dtype)
     hi = jnp.asarray(hi, dtype)
@@ -70,8 +68,7 @@ def _bracketed_newton(fn, lo, hi, x0, *, max_steps, ftol, xtol, stacked: bool = 
         small_bracket = (hi - lo) <= xtol * (1.0 + jnp.abs(x))
         return small_f | small_bracket | ~jnp.isfinite(fx)
 
-    # The loop's floats travel as one stacked array (x, lo, hi alone when fn's values have another
-    # dtype or shape than x): fewer loop outputs, less compile time.
+    # Stacked: x, lo, hi alone when fn's values have another dtype or shape than x.
     f_type, df_type = jax.eval_shape(fn, x0)
     one = f_type.dtype == df_type.dtype == dtype and f_type.shape == df_type.shape == x0.shape
 
