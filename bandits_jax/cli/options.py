@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
 # reproduce's defaults: a high-kappa synthetic stream, a low-rank one (Frequent Directions'
 # premise) and digits over all ten target classes on the half of the examples the recipes were
-# not tuned on, where the learners' curves separate (with S = 1 on the unit sphere every
-# learner, random included, ends within about 10%).
+# not tuned on, where the learners' curves separate (with S = 1 on the unit sphere they end
+# close together, random included).
 DEFAULT_SETTINGS = ("synth-20-1-S8", "lowrank-100-1-5-S8", "digits-all-h1")
 EVAL_SEED_OFFSET = 10_000
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
@@ -485,10 +485,10 @@ def check_threads(errors: list[str], value: Any) -> None:
 XLA_OPT_LEVELS = ("auto", "default", "0", "1", "2", "3")
 XLA_OPT_AUTO_HELP = "0 for --quick runs (compiling is most of them), XLA's own otherwise"
 XLA_FUSION_EMITTERS = ("auto", "on", "off")
-XLA_FUSION_AUTO_HELP = "off (it compiled two to three times faster than on and ran no slower)"
+XLA_FUSION_AUTO_HELP = "off (faster to compile and no slower to run: docs/command.md)"
 XLA_SPLIT_AUTO_HELP = (
     "one part per CPU core the process may use (1 under the default one-thread choice, where "
-    "XLA's own split took 1.15 times as long to compile)"
+    "XLA's own split compiled more slowly: docs/command.md)"
 )
 
 

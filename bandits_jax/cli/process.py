@@ -12,8 +12,8 @@ host device with ``--devices N``, plus N idle pool threads that only run when a 
 a cross-device rendezvous: :func:`pool_size`). ``python -m benchmarks.cpu_threads`` measures it
 (``docs/bench/cpu_threads.json``). ``--threads N`` (or ``$BANDITS_JAX_THREADS``) asks for N
 threads on N cores. LAPACK calls get one BLAS thread (``OPENBLAS_NUM_THREADS=1``): they run
-inside XLA's pool threads, and OpenBLAS's own spinning threads on top of them made OFUL at
-K d = 130 over ten times slower when two runs shared two cores (``docs/xla_cpu_hang.md``). A
+inside XLA's pool threads, and OpenBLAS's own spinning threads on top of them slow OFUL's
+calls many times over when two runs share two cores (``docs/xla_cpu_hang.md``). A
 user's own ``XLA_FLAGS``, ``PJRT_NPROC``/``NPROC``, BLAS thread variables and ``taskset`` win.
 
 Compiler options (:func:`configure_xla`): ``--xla-opt-level``, ``--xla-fusion-emitters`` and
