@@ -1,14 +1,15 @@
-"""Wall time of batched rollouts with the LAPACK calls mapped one matrix a call (the library,
-``bandits_jax.linalg.lapack``) against one batched call each (plain ``jnp.linalg``, which can
-deadlock XLA's CPU runtime at its default thread options: ``docs/xla_cpu_hang.md``).
+"""Wall time of batched rollouts with the library's LAPACK calls (``bandits_jax.linalg.lapack``:
+one call on a batch below jaxlib's split work, chunks of such batches above it) against one
+batched call each (plain ``jnp.linalg``, which can deadlock XLA's CPU runtime at its default
+thread options: ``docs/xla_cpu_hang.md``).
 
 Run as ``python -m benchmarks.lapack_batching`` (``--quick`` for a shorter run, ``--json PATH``
 for the figures). Each (learner, arm) runs in its own process; float64. The arms:
 
 - ``batched-1thread``: the LAPACK calls batched, XLA with one thread (``--xla_cpu_multi_thread_
   eigen=false``, ``NPROC=1``, as the command sets it): what the library cost before the change;
-- ``mapped-1thread``: the library as it is, the same threads;
-- ``mapped-default``: the library as it is at XLA's default options (a user's own process).
+- ``library-1thread``: the library as it is, the same threads;
+- ``library-default``: the library as it is at XLA's default options (a user's own process).
 
 A case is ``mlogb.tuned(kind, ...)``'s learner played through ``sim.make_rollout`` on
 ``envs.synthetic_mlogb`` for ``trials`` vmapped trials; the time is the median of ``repeats``
@@ -29,9 +30,9 @@ import time
 ARMS = {
     "batched-1thread": ("batched", {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
                                     "NPROC": "1"}),
-    "mapped-1thread": ("mapped", {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
-                                  "NPROC": "1"}),
-    "mapped-default": ("mapped", {}),
+    "library-1thread": ("library", {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
+                                    "NPROC": "1"}),
+    "library-default": ("library", {}),
 }  # fmt: skip
 # (kind, K, d): buffered EOFD at each of its regimes, and the other kinds with a factorization.
 CASES = [
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict:
         for arm in ARMS:
             row[arm] = _run_case(case, arm, rounds, trials, repeats, a.timeout)
         base = row["batched-1thread"].get("seconds")
-        for arm in ("mapped-1thread", "mapped-default"):
+        for arm in ("library-1thread", "library-default"):
             if base and "seconds" in row[arm]:
                 row[arm]["ratio"] = row[arm]["seconds"] / base
         rows.append(row)

@@ -67,7 +67,7 @@ SMOKE: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "eigh_batch": (["--batch", "2", "--repeats", "1", "--json", "{json}"], ("dtype", "rows")),
     # docs/benchmarks.md: the exact fit against LinUCB and OFUL on digits class 1
     "exact_fit_check": (["--rounds", "20", "--seeds", "2", "--json", "{json}"], ("rounds", "rows")),
-    # docs/benchmarks.md: the library's one-matrix LAPACK calls against batched ones, per arm
+    # docs/benchmarks.md: the library's LAPACK calls against plain batched ones, per arm
     "lapack_batching": (["--quick", "--json", "{json}"], ("rounds", "trials", "arms", "cases")),
     # docs/eofd.md: fast FD against per-round FD (0.69x), rho, and EOFD with each rule
     "fast_fd": (

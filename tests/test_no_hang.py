@@ -72,3 +72,17 @@ def test_every_kind_finishes_at_xla_defaults_with_no_failure(x64):
         bad |= {f"select {k}": r["select_status"][k] for k in FAILURES if r["select_status"][k]}
         assert not bad, f"{name} (x64={x64}): failed steps {bad}"
         assert math.isfinite(r["regret"]), name
+
+
+@pytest.mark.long
+def test_largest_whole_batches_finish_at_xla_defaults():
+    """``tests/whole_batches.py``: the library's largest one-call batches at XLA's defaults."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "NPROC", "PJRT_NPROC")}
+    try:
+        out = subprocess.run([sys.executable, str(ROOT / "tests" / "whole_batches.py")], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail("batched LAPACK calls below jaxlib's split work (lapack.MIN_SPLIT_WORK) gave "
+                    "no result in 300 s: jaxlib splits them now; lower MIN_SPLIT_WORK")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "finished", out.stdout

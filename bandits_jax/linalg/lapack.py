@@ -1,16 +1,20 @@
 """Dense factorizations and solves that never deadlock XLA's CPU runtime when batched.
 
-jaxlib's CPU LAPACK kernels split a batch into pieces on XLA's intra-op thread pool and block the
-calling pool thread until they finish; when as many batched calls wait as the pool has threads,
-the program never returns (``docs/xla_cpu_hang.md``). So each function here, under ``vmap`` on
-CPU, maps over the batch one matrix a call (``lax.map``), and stays one batched call elsewhere.
-Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name. ``jax.jvp`` goes
-through them; reverse mode does not (``custom_vmap``).
+jaxlib's CPU LAPACK kernels split a batch into chunks on XLA's intra-op thread pool when the
+batch's work, ``batch x cost`` (a FLOP estimate per matrix), reaches ``2e5``, and block the
+calling pool thread until the chunks finish; when as many such calls wait as the pool has
+threads, the program never returns (``docs/xla_cpu_hang.md``). A batch below that work runs on
+the calling thread and never waits. So under ``vmap`` on CPU each function here makes one
+batched call while the batch's work (jaxlib 0.10.2's estimate) stays below ``2e5``, and maps
+over chunks that do otherwise; on other platforms it is one batched call. Unbatched they are
+the ``jax.numpy`` / ``jax.scipy`` functions they name. ``jax.jvp`` goes through them; reverse
+mode does not (``custom_vmap``).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import jax
@@ -18,84 +22,126 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy import linalg as jsl
 
-
-def _one_matrix_a_call(fn: Callable) -> Callable:
-    """``fn`` whose ``vmap`` is ``lax.map`` on CPU, ``vmap`` elsewhere; a one-argument ``fn``
-    maps leading axes past two the same way (solves take one matrix: vmap them)."""
-    mapped = jax.custom_batching.custom_vmap(fn)
-
-    @mapped.def_vmap
-    def rule(axis_size, in_batched, *args):
-        args = [a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
-                for a, b in zip(args, in_batched, strict=True)]  # fmt: skip
-        out = lax.platform_dependent(
-            *args,
-            cpu=lambda *a: lax.map(lambda one: mapped(*one), a),
-            default=jax.vmap(fn),
-        )
-        return out, jax.tree.map(lambda _: True, out)
-
-    @functools.wraps(fn)
-    def call(a, *rest):
-        if jnp.ndim(a) > 2:  # an explicit batch: as under vmap
-            if rest:
-                raise ValueError(f"linalg.lapack.{fn.__name__}: a must be one matrix (2-D; vmap "
-                                 f"over a batch), got shape {jnp.shape(a)}")  # fmt: skip
-            return jax.vmap(call)(a)
-        return mapped(a, *rest)
-
-    return call
+# jaxlib's ``GetLapackBatchChunkSize``: a batch whose work is below this runs in one piece.
+MIN_SPLIT_WORK = 200_000
+_UNROLL = 8  # chunks a loop step, where a batch is mapped
 
 
-@_one_matrix_a_call
+def _limited(cost: Callable[..., int]) -> Callable[[Callable], Callable]:
+    """Decorates a one-matrix ``fn``; ``cost(*shapes)``: jaxlib's work estimate for one call
+    (its largest LAPACK kernel) from the shapes of one matrix's arguments."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.cache
+        def level(depth: int) -> Callable:  # arguments with ``depth`` leading batch axes
+            f = fn
+            for _ in range(depth):
+                f = jax.vmap(f)
+            g = jax.custom_batching.custom_vmap(f)
+
+            @g.def_vmap
+            def rule(axis_size, in_batched, *args):
+                args = [a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+                        for a, b in zip(args, in_batched, strict=True)]  # fmt: skip
+                inner = math.prod(args[0].shape[1 : 1 + depth])
+                unit = inner * cost(*(a.shape[1 + depth :] for a in args))
+                most = max(1, (MIN_SPLIT_WORK - 1) // unit)  # matrices a call
+                chunk = -(-axis_size // -(-axis_size // most))  # as even as the pieces go
+                out = lax.platform_dependent(
+                    *args,
+                    cpu=lambda *a: _chunked(level(depth), a, axis_size, chunk, level(depth + 1)),
+                    default=jax.vmap(f),
+                )
+                return out, jax.tree.map(lambda _: True, out)
+
+            return g
+
+        @functools.wraps(fn)
+        def call(a, *rest):
+            if jnp.ndim(a) > 2:  # an explicit batch: as under vmap
+                if rest:
+                    raise ValueError(f"linalg.lapack.{fn.__name__}: a must be one matrix (2-D; "
+                                     f"vmap over a batch), got shape {jnp.shape(a)}")  # fmt: skip
+                return jax.vmap(call)(a)
+            return level(0)(a, *rest)
+
+        return call
+
+    return wrap
+
+
+def _chunked(one: Callable, args: list, n: int, chunk: int, batched: Callable):
+    """``one`` over the leading axis of ``args``: ``batched`` (one call) in chunks of ``chunk``,
+    a ``scan`` over the chunks (``_UNROLL`` a step), the remainder in one more call."""
+    if chunk >= n:
+        return batched(*args)
+    q, r = divmod(n, chunk)
+    head = [a[: q * chunk].reshape(q, chunk, *a.shape[1:]) for a in args]
+    body = batched if chunk > 1 else one
+    out = lax.scan(lambda c, x: (c, body(*(x if chunk > 1 else [v[0] for v in x]))), None, head,
+                   unroll=min(q, _UNROLL))[1]  # fmt: skip
+    if chunk == 1:
+        out = jax.tree.map(lambda o: o[:, None], out)
+    out = jax.tree.map(lambda o: o.reshape(q * chunk, *o.shape[2:]), out)
+    if r:
+        tail = _chunked(one, [a[q * chunk :] for a in args], r, chunk, batched)
+        out = jax.tree.map(lambda o, t: jnp.concatenate([o, t]), out, tail)
+    return out
+
+
+def _cols(b: tuple[int, ...]) -> int:
+    return b[1] if len(b) == 2 else 1
+
+
+@_limited(lambda a: a[0] ** 3 // 3)  # ?potrf
 def cholesky(a: jax.Array) -> jax.Array:
     """The lower Cholesky factor of ``a`` (``jnp.linalg.cholesky``)."""
     return jnp.linalg.cholesky(a)
 
 
-@_one_matrix_a_call
+@_limited(lambda a: 5 * a[0] ** 3)  # ?syevd
 def eigh(a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Eigenvalues (ascending) and eigenvectors of a symmetric ``a`` (``jnp.linalg.eigh``)."""
     return jnp.linalg.eigh(a)
 
 
-@_one_matrix_a_call
+@_limited(lambda a: 5 * a[0] ** 3)  # ?syevd
 def eigvalsh(a: jax.Array) -> jax.Array:
     """Eigenvalues (ascending) of a symmetric ``a``, upper triangle read (``eigvalsh``)."""
     return jnp.linalg.eigvalsh(a, UPLO="U")
 
 
-@_one_matrix_a_call
+@_limited(lambda a, b: max(a[0] ** 3, a[0] ** 2 * _cols(b)))  # ?getrf, ?trsm
 def solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """``a^{-1} b`` by LU (``jnp.linalg.solve``)."""
     return jnp.linalg.solve(a, b)
 
 
-@_one_matrix_a_call
+@_limited(lambda L, b: L[0] ** 2 * _cols(b))  # ?trsm
 def lower_solve(L: jax.Array, b: jax.Array) -> jax.Array:
     """``L^{-1} b`` for a lower-triangular ``L``."""
     return jsl.solve_triangular(L, b, lower=True)
 
 
-@_one_matrix_a_call
+@_limited(lambda L, b: L[0] ** 2 * _cols(b))  # ?trsm
 def lower_solve_t(L: jax.Array, b: jax.Array) -> jax.Array:
     """``L^{-T} b`` for a lower-triangular ``L``."""
     return jsl.solve_triangular(L, b, lower=True, trans="T")
 
 
-@_one_matrix_a_call
+@_limited(lambda L, b: L[0] ** 2 * _cols(b))  # ?trsm, twice
 def cho_solve(L: jax.Array, b: jax.Array) -> jax.Array:
     """``(L L^T)^{-1} b`` for a lower Cholesky factor ``L`` (``cho_solve((L, True), b)``)."""
     return jsl.cho_solve((L, True), b)
 
 
-@_one_matrix_a_call
+@_limited(lambda a: 10 * a[0] * a[1] * min(a))  # ?gesdd
 def svd(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The thin SVD ``(u, s, vh)`` of ``a`` (``jnp.linalg.svd(a, full_matrices=False)``)."""
     return jnp.linalg.svd(a, full_matrices=False)
 
 
-@_one_matrix_a_call
+@_limited(lambda a: 4 * a[0] * a[1] * min(a))  # ?geqrf, ?orgqr (bounds both)
 def qr(a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The reduced QR factors of ``a`` (``jnp.linalg.qr``)."""
     return jnp.linalg.qr(a)
