@@ -13,8 +13,8 @@ prints a markdown table (mean final regret +- standard error, the mean paired di
 each reference, LinUCB and the exact refit, with its bootstrap 95% interval, the ratio of means,
 the verdict of :func:`bandits_jax.sim.paired.verdict` over the draws, and ms per trial-round
 after compilation: all draws' pairs run in one batch a learner) and writes JSON with the
-per-pair final regrets. The known-bound settings ``synth-d-K-S4`` (Section 4's stream, ``S = 4``
-known, pairs are seeds) compare ``practical``'s kind with OFUL, robust and buffered EOFD and
+per-pair final regrets. The known-bound settings ``synth-d-K-S`` (Section 4's stream, ``S = 4``
+or 8 known, pairs are seeds) compare ``practical``'s kind with OFUL, robust and buffered EOFD and
 LinUCB; the rule keeps the cheapest kind level with it unless another wins::
 
     python -m benchmarks.paired_evidence --rounds 1000 --trials 2 --json out.json
@@ -49,6 +49,9 @@ SETTINGS = {
     "synth-8-1-S4": (1, 8, 4.0),
     "synth-20-4-S4": (4, 20, 4.0),
     "synth-40-4-S4": (4, 40, 4.0),
+    "synth-8-1-S8": (1, 8, 8.0),  # the same regimes at high kappa
+    "synth-20-4-S8": (4, 20, 8.0),
+    "synth-40-4-S8": (4, 40, 8.0),
 }
 LEARNERS = ("linucb", "eofd-buffered", "exact")
 KNOWN_LEARNERS = ("oful", "eofd-robust", "eofd-buffered", "linucb")
