@@ -150,12 +150,26 @@ def decide(settings: list[dict]) -> dict:
     for s in (s for s in settings if known_bound(s["name"])):
         pick = s["references"][0]
         verdicts = {k: c["verdict"] for k, c in s["comparisons"][pick].items()}
+        beaten = beaten_by(s)
         ms = s["draws"][0]["ms_per_round"]
-        winners = [k for k, v in verdicts.items() if v == "wins"]
-        level = [k for k, v in verdicts.items() if v == "level"] + [pick]
-        by_rule = (min(winners, key=lambda k: np.mean(s["draws"][0]["final_regret"][k]))
-                   if winners else min(level, key=ms.get))  # fmt: skip
-        out[s["name"]] = {f"vs {pick}": verdicts, "practical": pick, "by the rule": by_rule}
+        by_rule = min((k for k in ms if not beaten[k]), key=ms.get, default=None)
+        out[s["name"]] = {f"vs {pick}": verdicts, "beaten by": beaten, "practical": pick,
+                          "by the rule": by_rule}  # fmt: skip
+    return out
+
+
+def beaten_by(setting: dict) -> dict[str, list[str]]:
+    """Per learner, the learners that win against it (every pair of learners, both draws); the
+    rule's pick in a setting is the cheapest learner that none beats."""
+    kinds = list(setting["draws"][0]["final_regret"])
+    out = {k: [] for k in kinds}
+    for ref in kinds:
+        per = {k: [] for k in kinds if k != ref}
+        for draw in setting["draws"]:
+            for k, c in compare(draw["final_regret"], ref, resamples=RESAMPLES,
+                                seed=BOOT_SEED).items():  # fmt: skip
+                per[k].append((c.low, c.high))
+        out[ref] += [k for k, cs in per.items() if verdict(cs) == "wins"]
     return out
 
 

@@ -73,7 +73,7 @@ _BIG = "K d > 128: buffered EOFD with a bonus"
 _FREE = "No known bound (classification data)"
 _FREE_BUF = "With no known bound: buffered EOFD, earlier LinUCB"
 _FREE_PICK = "What practical returns with no known bound: LinUCB"
-_KNOWN_PICK = "What practical returns with a known bound: LinUCB"
+_KNOWN_PICK = "What practical returns with a known bound"
 _EXACT, _TS, _BUF = "The exact-fit reference", "Thompson sampling", "Buffered EOFD"
 
 
@@ -96,6 +96,8 @@ def _buffered_rows(known: bool, section: str, *points: Exponents) -> list[Rule]:
 _PAPER = _E(0.75, 0.75, "theory")
 RULES: tuple[Rule, ...] = (
     *_rows(True, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER, "oful-paper": _PAPER}),
+    Rule("eofd-buffered", True, _K2, (33, 128), _E(-1.5, 0.0, 0.0), _KNOWN_PICK, 64, 64, "anchor",
+         practical=True),
     Rule("linucb", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN_PICK, practical=True),
     *_rows(True, _ANY, _LARGE, _BIG, {"eofd-robust": _E(-0.5, 0.0, 1.0),
                                       "greedy": _E(-0.5, 0.0, 0.0)}),
