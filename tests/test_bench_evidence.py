@@ -85,3 +85,36 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
     # A cell measured over other than the table's 4 trials says its n.
     assert "48.0 ± 0.3 (0.10 ms; n = 50)" in stdout
     assert "60.0 ± 1.0 (0.10 ms) |" in stdout
+
+
+def test_paired_evidence_picks_the_cheapest_learner_no_other_beats():
+    """``benchmarks.paired_evidence.decide`` on a known-bound setting built here: on both draws
+    ``b`` ends 10 below ``a`` on every pair and ``c`` equals ``a`` plus noise of either sign, so
+    ``b`` wins against ``a`` and ``c`` (intervals below zero), ``a`` and ``c`` are level; the pick
+    is ``b`` although ``a`` is cheaper."""
+    import numpy as np
+
+    from benchmarks import paired_evidence as pe
+
+    rng = np.random.default_rng(0)
+    draws = []
+    for _ in range(2):
+        a = rng.uniform(40, 60, 20)
+        noise = rng.choice([-1.0, 1.0], 20) * rng.uniform(0, 2, 20)
+        regret = {
+            "linucb": a.tolist(),
+            "oful": (a - 10).tolist(),
+            "eofd-robust": (a + noise).tolist(),
+        }
+        draws.append(
+            {
+                "final_regret": regret,
+                "ms_per_round": {"linucb": 0.1, "oful": 1.0, "eofd-robust": 0.5},
+            }
+        )
+    setting = {"name": "synth-8-1-S4", "references": ["linucb"], "draws": draws}
+    pe.judge(setting)
+    got = pe.decide([setting])["synth-8-1-S4"]
+    assert got["beaten by"] == {"linucb": ["oful"], "oful": [], "eofd-robust": ["oful"]}
+    assert got["vs linucb"] == {"oful": "wins", "eofd-robust": "level"}
+    assert got["by the rule"] == "oful"
