@@ -49,7 +49,7 @@ def _limited(cost: Callable[..., int]) -> Callable[[Callable], Callable]:
                 chunk = -(-axis_size // -(-axis_size // most))  # as even as the pieces go
                 out = lax.platform_dependent(
                     *args,
-                    cpu=lambda *a: _chunked(level(depth), a, axis_size, chunk, level(depth + 1)),
+                    cpu=lambda *a: _chunked(a, axis_size, chunk, level(depth + 1)),
                     default=jax.vmap(f),
                 )
                 return out, jax.tree.map(lambda _: True, out)
@@ -70,21 +70,18 @@ def _limited(cost: Callable[..., int]) -> Callable[[Callable], Callable]:
     return wrap
 
 
-def _chunked(one: Callable, args: list, n: int, chunk: int, batched: Callable):
-    """``one`` over the leading axis of ``args``: ``batched`` (one call) in chunks of ``chunk``,
-    a ``scan`` over the chunks (``_UNROLL`` a step), the remainder in one more call."""
+def _chunked(args: list, n: int, chunk: int, batched: Callable):
+    """``batched`` (one call) over chunks of ``chunk`` along the leading axis of ``args``: a
+    ``scan`` over the chunks (``_UNROLL`` a step), the remainder in one more call. A chunk of
+    one matrix is a call on one matrix, which jaxlib never splits."""
     if chunk >= n:
         return batched(*args)
-    q, r = divmod(n, chunk)
+    q = n // chunk
     head = [a[: q * chunk].reshape(q, chunk, *a.shape[1:]) for a in args]
-    body = batched if chunk > 1 else one
-    out = lax.scan(lambda c, x: (c, body(*(x if chunk > 1 else [v[0] for v in x]))), None, head,
-                   unroll=min(q, _UNROLL))[1]  # fmt: skip
-    if chunk == 1:
-        out = jax.tree.map(lambda o: o[:, None], out)
+    out = lax.scan(lambda c, x: (c, batched(*x)), None, head, unroll=min(q, _UNROLL))[1]
     out = jax.tree.map(lambda o: o.reshape(q * chunk, *o.shape[2:]), out)
-    if r:
-        tail = _chunked(one, [a[q * chunk :] for a in args], r, chunk, batched)
+    if n > q * chunk:
+        tail = batched(*(a[q * chunk :] for a in args))
         out = jax.tree.map(lambda o, t: jnp.concatenate([o, t]), out, tail)
     return out
 
