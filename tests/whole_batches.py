@@ -9,6 +9,7 @@ returns (``docs/xla_cpu_hang.md``).
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import jax
@@ -34,8 +35,13 @@ def main(over: bool) -> None:
 
     chains = [jnp.broadcast_to(2.0 * jnp.eye(N), (b, N, N)) for b in sizes]
     xs = jax.random.normal(jax.random.key(0), (300, max(sizes), N))
+    run = jax.jit(lambda c: jax.lax.scan(step, c, xs))
+    text = run.lower(chains).as_text()
+    operands = re.findall(r"custom_call @lapack_\w+\(.*?:\s*\((.*?)\)\s*->", text, re.S)
+    for b in set(sizes):  # each batch is one LAPACK call
+        assert any(f"tensor<{b}x{N}x{N}xf64>" in o for o in operands), (b, operands)
     print("batches", sorted(set(sizes)), flush=True)
-    jax.block_until_ready(jax.jit(lambda c: jax.lax.scan(step, c, xs))(chains))
+    jax.block_until_ready(run(chains))
     print("finished")
 
 
