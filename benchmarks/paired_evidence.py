@@ -39,8 +39,8 @@ from bandits_jax.sim.paired import compare, verdict
 from benchmarks._report import finish
 
 # name -> (K, half of the digits: 1 the reported odd-indexed half, None the whole data), or for
-# the synthetic stream with a known bound (K, d, S): one setting per regime of practical's table
-# (K d <= 32, 32 < K d <= 128, K d > 128).
+# a stream with a known bound (K, d, S), the command's setting names: one per regime of
+# practical's former table (K d <= 32, 32 < K d <= 128, K d > 128).
 SETTINGS = {
     "digits-h1": (1, 1),
     "digits-whole": (1, None),
@@ -52,6 +52,10 @@ SETTINGS = {
     "synth-8-1-S8": (1, 8, 8.0),  # the same regimes at high kappa
     "synth-20-4-S8": (4, 20, 8.0),
     "synth-40-4-S8": (4, 40, 8.0),
+    # the known-bound K = 1 settings of mlogb_evidence's table (the command's names)
+    "synth-20-1-S1": (1, 20, 1.0),
+    "lowrank-100-1-5-S8": (1, 100, 8.0),
+    "heavy-200-1-1-S8": (1, 200, 8.0),
 }
 LEARNERS = ("linucb", "eofd-buffered", "exact")
 KNOWN_LEARNERS = ("oful", "eofd-robust", "eofd-buffered", "linucb")
@@ -79,8 +83,10 @@ def play(name: str, kinds: list[str], rounds: int, pairs: list[dict]) -> dict:
 
     K, S = SETTINGS[name][0], None
     if known_bound(name):
+        from bandits_jax.cli.reproduce import make_setting
+
         K, d, S = SETTINGS[name]
-        env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S)
+        env = make_setting(name, S=None, dtype=None).env
         keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
         env_state = jax.vmap(env.init)(keys)
     elif K == 1:
@@ -223,7 +229,8 @@ def run_settings(a: argparse.Namespace) -> list[dict]:
             n, kinds = a.known_pairs, list(KNOWN_LEARNERS)
             _, d, S = SETTINGS[name]
             references = [mlogb.practical(num_outcomes=K, dim=d, S=S, horizon=rounds).kind]
-            part = f"synthetic, d = {d}, S = {S:g} known"
+            family = {"synth": "synthetic", "lowrank": "low-rank", "heavy": "heavy-tailed"}
+            part = f"{family[name.split('-')[0]]}, d = {d}, S = {S:g} known"
         else:
             half = SETTINGS[name][1]
             part = "whole data" if half is None else "reported (odd) half"
