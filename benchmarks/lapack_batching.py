@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--trials", type=int, default=16)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=int, default=600, help="seconds a case may take")
+    p.add_argument("--cases", default=None, help="KIND:K:d,... (default: every case)")
     p.add_argument("--json", type=str, default=None, help="write the figures to this path")
     p.add_argument("--worker", nargs=7, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> dict:
                                  int(repeats))))  # fmt: skip
         return {}
     cases = CASES[:1] if a.quick else CASES
+    if a.cases:
+        cases = [(k, int(K), int(d)) for k, K, d in (c.split(":") for c in a.cases.split(","))]
     rounds, trials, repeats = (200, 8, 3) if a.quick else (a.rounds, a.trials, a.repeats)
     rows = []
     for case in cases:
