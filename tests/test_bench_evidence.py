@@ -55,9 +55,9 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
         "digits-all-h1": digits,
         "synth-40-1-S8": _setting({"eofd-robust": 43.0, "linucb": 50.0}, {"linucb": 40.0}),
         "synth-20-1-S8": _setting({"linucb": 50.0}, {}),
-        "lowrank-100-1-5-S8": _setting({"linucb": 50.0}, {}),
+        "lowrank-100-1-5-S8": _setting({"linucb": 50.0, "eofd-robust": 45.0}, {}),
         "digits-k4-h1": _setting({"linucb": 50.0}, {}),
-        "heavy-200-1-1-S8": _setting({"linucb": 50.0}, {}),
+        "heavy-200-1-1-S8": _setting({"linucb": 50.0, "eofd-robust": 45.0}, {}),
     }
     table, stdout = _rejudge(tmp_path, settings)
     # ECOLog is not tuned on digits-all-h1 (SKIP_TUNED): its base tuned cell is dropped, so the
@@ -74,14 +74,15 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
     assert goals["recommended_over_linucb"] == 1.0
     assert goals["within_10pct_of_best_tuned"] is False
     assert goals["eofd_robust_over_linucb"] == 60.0 / 48.0
-    # A known bound: LinUCB too (level with the logistic learners by the paired rule), here 50 /
-    # 40 of the best tuned, outside 10%.
+    # A known bound at K = 1, K d > 32: robust EOFD (it wins against LinUCB by the paired rule),
+    # here 43 / 40 of the best tuned, within 10%; K d <= 32 and classification data: LinUCB.
     goals = table["synth-40-1-S8"]["goals"]
-    assert goals["recommended"] == "linucb"
-    assert goals["recommended_over_best_tuned"] == 50.0 / 40.0
-    assert goals["within_10pct_of_best_tuned"] is False
+    assert goals["recommended"] == "eofd-robust"
+    assert goals["recommended_over_best_tuned"] == 43.0 / 40.0
+    assert goals["within_10pct_of_best_tuned"] is True
     recommended = {s: table[s]["goals"]["recommended"] for s in settings}
-    assert set(recommended.values()) == {"linucb"}  # every setting, with a bound and without
+    robust = {"synth-40-1-S8", "lowrank-100-1-5-S8", "heavy-200-1-1-S8"}
+    assert recommended == {s: "eofd-robust" if s in robust else "linucb" for s in settings}
     # A cell measured over other than the table's 4 trials says its n.
     assert "48.0 ± 0.3 (0.10 ms; n = 50)" in stdout
     assert "60.0 ± 1.0 (0.10 ms) |" in stdout

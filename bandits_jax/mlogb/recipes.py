@@ -96,6 +96,8 @@ def _buffered_rows(known: bool, section: str, *points: Exponents) -> list[Rule]:
 _PAPER = _E(0.75, 0.75, "theory")
 RULES: tuple[Rule, ...] = (
     *_rows(True, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER, "oful-paper": _PAPER}),
+    Rule("eofd-robust", True, _K1, (33, 128), _E(-1.0, 0.0, 1.0), _KNOWN_PICK, practical=True),
+    Rule("eofd-robust", True, _K1, _LARGE, _E(-0.5, 0.0, 1.0), _KNOWN_PICK, practical=True),
     Rule("eofd-buffered", True, _K2, (33, 128), _E(-1.5, 0.0, 0.0), _KNOWN_PICK, 64, 64, "anchor",
          practical=True),
     Rule("linucb", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN_PICK, practical=True),

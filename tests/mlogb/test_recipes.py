@@ -59,12 +59,12 @@ def test_bad_kind_and_beta():
                             beta="theory")  # fmt: skip
 
 
-@pytest.mark.parametrize("d,kind", [(20, "linucb"), (40, "linucb")])
+@pytest.mark.parametrize("d,kind", [(20, "linucb"), (40, "eofd-robust")])
 def test_practical_learns(d, kind):
     """The practical recipe on a Section 4 stream with ||W*|| = 4 (with S = 1 the reward gaps are
-    too small for the regret per round to fall visibly in 600 rounds), LinUCB at its known-bound
-    point: far below a random choice, and its average regret falls over time (float64, 4 trials
-    in one call)."""
+    too small for the regret per round to fall visibly in 600 rounds), at its known-bound point
+    (LinUCB at d = 20, robust EOFD at d = 40): far below a random choice, and its average regret
+    falls over time (float64, 4 trials in one call)."""
     K, T, trials = 1, 600, 4
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=4.0)
     keys = jax.random.split(jax.random.PRNGKey(3), trials)
@@ -108,7 +108,8 @@ def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
     disjoint evaluation draws, at a fraction of the time: docs/evidence.md), lam from the
     scaling at its no-bound point and its S, alpha = sqrt(beta) at that point; with a known bound
     LinUCB too (level with OFUL, robust and buffered EOFD), at its known-bound point and the
-    caller's S, except buffered EOFD where K >= 2 and 32 < K d <= 128 (it wins at high kappa)."""
+    caller's S, except where K d > 32: robust EOFD at K = 1, buffered EOFD where K >= 2 and
+    K d <= 128 (they win there: docs/evidence.md)."""
     d = 8
     rec = mlogb.practical(num_outcomes=K, dim=d, horizon=100)
     assert rec.kind == "linucb"
@@ -119,6 +120,13 @@ def test_practical_without_a_known_bound_is_linucb_at_its_free_point(K):
     np.testing.assert_allclose(float(rec.hparams.alpha), np.sqrt(ex.beta), rtol=1e-6)  # sqrt(beta)
     for dim in (8, 10, 11, 40, 43, 129):
         known = mlogb.practical(num_outcomes=K, dim=dim, S=2.0, horizon=100)
+        if K == 1 and dim > 32:
+            assert known.kind == "eofd-robust", (K, dim)
+            r = recipes.rule("eofd-robust", num_outcomes=K, dim=dim, S=2.0)
+            assert r.point == ((-1.0 if dim <= 128 else -0.5), 0.0, 1.0, None), r
+            lam, _ = closed_form(K, dim, 2.0, r.point.l, 0.0)
+            np.testing.assert_allclose(float(known.hparams.lam), lam, rtol=1e-12)
+            continue
         if K >= 2 and 32 < K * dim <= 128:
             assert known.kind == "eofd-buffered", (K, dim)
             r = recipes.rule("eofd-buffered", num_outcomes=K, dim=dim, S=2.0)
