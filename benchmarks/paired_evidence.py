@@ -53,6 +53,7 @@ SETTINGS = {
     "synth-20-4-S8": (4, 20, 8.0),
     "synth-40-4-S8": (4, 40, 8.0),
     # the known-bound K = 1 settings of mlogb_evidence's table (the command's names)
+    "synth-20-1-S8": (1, 20, 8.0),
     "synth-20-1-S1": (1, 20, 1.0),
     "lowrank-100-1-5-S8": (1, 100, 8.0),
     "heavy-200-1-1-S8": (1, 200, 8.0),
