@@ -50,13 +50,14 @@ class Rule(NamedTuple):
     """One row of :data:`RULES`: in the regime (``known``: whether ``S`` is known; ``K``, ``Kd``:
     inclusive ranges, ``None`` unbounded) the kind runs at ``point`` with the sketch
     ``min(K d, sketch)`` (``None``: Section 4's), buffered EOFD's ``buffer`` and ``summary``;
-    ``practical``: :func:`practical` returns it; ``section``: the ``docs/recipes.md`` heading."""
+    ``practical``: :func:`practical` returns it; ``section``: the ``docs/recipes.md`` heading.
+    ``point=None``: only :func:`practical`'s pick; the kind runs at its own row (:func:`rule`)."""
 
     kind: str
     known: bool
     K: tuple[int, int | None]
     Kd: tuple[int, int | None]
-    point: Exponents
+    point: Exponents | None
     section: str
     sketch: int | None = None
     buffer: int | None = None
@@ -96,10 +97,8 @@ def _buffered_rows(known: bool, section: str, *points: Exponents) -> list[Rule]:
 _PAPER = _E(0.75, 0.75, "theory")
 RULES: tuple[Rule, ...] = (
     *_rows(True, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER, "oful-paper": _PAPER}),
-    Rule("eofd-robust", True, _K1, (33, 128), _E(-1.0, 0.0, 1.0), _KNOWN_PICK, practical=True),
-    Rule("eofd-robust", True, _K1, _LARGE, _E(-0.5, 0.0, 1.0), _KNOWN_PICK, practical=True),
-    Rule("eofd-buffered", True, _K2, (33, 128), _E(-1.5, 0.0, 0.0), _KNOWN_PICK, 64, 64, "anchor",
-         practical=True),
+    Rule("eofd-robust", True, _K1, (33, None), None, _KNOWN_PICK, practical=True),
+    Rule("eofd-buffered", True, _K2, (33, 128), None, _KNOWN_PICK, practical=True),
     Rule("linucb", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN_PICK, practical=True),
     *_rows(True, _ANY, _LARGE, _BIG, {"eofd-robust": _E(-0.5, 0.0, 1.0),
                                       "greedy": _E(-0.5, 0.0, 0.0)}),
@@ -142,7 +141,8 @@ def rule(kind: str, *, num_outcomes: int, dim: int, S: float | None) -> Rule:
     known bound)."""
     _check_kind(kind)
     K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
-    found = next((r for r in RULES if r.kind == kind and _matches(r, S is not None, K, d)), None)
+    found = next((r for r in RULES if r.kind == kind and r.point is not None
+                  and _matches(r, S is not None, K, d)), None)  # fmt: skip
     if found is None:
         raise ValueError(f"no rule for kind {kind!r} at K = {K}, d = {d}, S = {S!r}")
     return found
@@ -448,11 +448,12 @@ def rules_markdown() -> str:
         p = r.point
         sketch = "-" if not REGISTRY[r.kind].sketched else (
             "K d / 10" if r.sketch is None else f"min(K d, {r.sketch})")  # fmt: skip
-        cells = [
-            f"`{r.kind}`", "yes" if r.known else "no", _span("K", r.K), _span("K d", r.Kd),
+        own = ["its row below"] + ["-"] * 6 if p is None else [
             f"{p.l:g}", f"{p.e:g}", f"{p.beta:g}" if not isinstance(p.beta, str) else p.beta,
             "caller's" if p.S is None else f"{p.S:g}", sketch,
-            "-" if r.buffer is None else str(r.buffer), r.summary or "-",
+            "-" if r.buffer is None else str(r.buffer), r.summary or "-"]  # fmt: skip
+        cells = [
+            f"`{r.kind}`", "yes" if r.known else "no", _span("K", r.K), _span("K d", r.Kd), *own,
             "yes" if r.practical else "", f"[{_escape(r.section)}](#{_anchor(r.section)})",
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
