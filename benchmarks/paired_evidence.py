@@ -122,20 +122,23 @@ def play(name: str, kinds: list[str], rounds: int, pairs: list[dict]) -> dict:
     return out
 
 
+def against(setting: dict, ref: str) -> dict[str, dict]:
+    """Every other learner against ``ref``: its comparison on each draw and the verdict."""
+    per: dict[str, list] = {}
+    for draw in setting["draws"]:
+        for k, c in compare(draw["final_regret"], ref, resamples=RESAMPLES,
+                            seed=BOOT_SEED).items():  # fmt: skip
+            per.setdefault(k, []).append(c._asdict())
+    return {k: {"draws": cs, "verdict": verdict([(c["low"], c["high"]) for c in cs])}
+            for k, cs in per.items()}  # fmt: skip
+
+
 def judge(setting: dict) -> None:
     """Adds each learner's comparisons against each reference on every draw and the verdicts."""
-    setting["comparisons"] = {}
     kinds = list(setting["draws"][0]["final_regret"])
-    for ref in (r for r in setting.get("references", REFERENCES) if r in kinds):
-        per = {k: [] for k in kinds if k != ref}
-        for draw in setting["draws"]:
-            for k, c in compare(draw["final_regret"], ref, resamples=RESAMPLES,
-                                seed=BOOT_SEED).items():  # fmt: skip
-                per[k].append(c._asdict())
-        setting["comparisons"][ref] = {
-            k: {"draws": cs, "verdict": verdict([(c["low"], c["high"]) for c in cs])}
-            for k, cs in per.items()
-        }
+    setting["comparisons"] = {
+        ref: against(setting, ref) for ref in setting.get("references", REFERENCES) if ref in kinds
+    }
 
 
 def decide(settings: list[dict]) -> dict:
@@ -169,15 +172,8 @@ def beaten_by(setting: dict) -> dict[str, list[str]]:
     """Per learner, the learners that win against it (every pair of learners, both draws); the
     rule's pick in a setting is the cheapest learner that none beats."""
     kinds = list(setting["draws"][0]["final_regret"])
-    out = {k: [] for k in kinds}
-    for ref in kinds:
-        per = {k: [] for k in kinds if k != ref}
-        for draw in setting["draws"]:
-            for k, c in compare(draw["final_regret"], ref, resamples=RESAMPLES,
-                                seed=BOOT_SEED).items():  # fmt: skip
-                per[k].append((c.low, c.high))
-        out[ref] += [k for k, cs in per.items() if verdict(cs) == "wins"]
-    return out
+    return {ref: [k for k, c in against(setting, ref).items() if c["verdict"] == "wins"]
+            for ref in kinds}  # fmt: skip
 
 
 def _f(x: float) -> str:
