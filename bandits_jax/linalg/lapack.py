@@ -1,14 +1,11 @@
 """Dense factorizations and solves that never deadlock XLA's CPU runtime when batched.
 
-jaxlib's CPU LAPACK kernels split a batch into chunks on XLA's intra-op thread pool when the
-batch's work, ``batch x cost`` (a FLOP estimate per matrix), reaches ``2e5``, and block the
-calling pool thread until the chunks finish; when as many such calls wait as the pool has
-threads, the program never returns (``docs/xla_cpu_hang.md``). A batch below that work runs on
-the calling thread and never waits. So under ``vmap`` on CPU each function here makes one
-batched call while the batch's work (jaxlib 0.10.2's estimate) stays below ``2e5``, and maps
-over chunks that do otherwise; on other platforms it is one batched call. Unbatched they are
-the ``jax.numpy`` / ``jax.scipy`` functions they name. ``jax.jvp`` goes through them; reverse
-mode does not (``custom_vmap``).
+jaxlib splits a batched LAPACK call over XLA's thread pool where the batch's work (batch times
+its FLOP estimate for one matrix) reaches :data:`MIN_SPLIT_WORK`, and such calls can wait on each
+other forever (``docs/xla_cpu_hang.md``). So under ``vmap`` on CPU each function here makes one
+call on a batch below that work and a ``scan`` over chunks of such batches above it; elsewhere one
+batched call. Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name.
+``jax.jvp`` goes through them; reverse mode does not (``custom_vmap``).
 """
 
 from __future__ import annotations
