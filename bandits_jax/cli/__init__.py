@@ -92,8 +92,10 @@ HELP = {
         "seeds; growth from the smallest to the largest S.",
     ),
     "bench": (
-        "speed benchmarks (benchmarks.mlogb_speed, benchmarks.bco_speed)",
-        "Runs python -m benchmarks.mlogb_speed and benchmarks.bco_speed; cases in bench.csv.",
+        "speed benchmarks of a source checkout (its benchmarks/; pip installs none)",
+        "Runs a source checkout's python -m benchmarks.mlogb_speed and benchmarks.bco_speed "
+        "(scripts beside the package, not installed by pip: from a wheel, bench says it needs "
+        "the checkout); cases in bench.csv.",
     ),
 }
 

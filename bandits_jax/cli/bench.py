@@ -1,11 +1,13 @@
-"""``bandits-jax bench``: the speed benchmarks (``python -m benchmarks.mlogb_speed`` and
-``benchmarks.bco_speed``) from a source checkout, each in its own process; their cases are
-collected into ``bench.csv`` (one row per case, empty cells where a case has no value), with
-their JSON, a figure per benchmark and a summary."""
+"""``bandits-jax bench``: the speed benchmarks ``benchmarks/mlogb_speed.py`` and
+``benchmarks/bco_speed.py``, each in its own process; their cases are collected into ``bench.csv``
+(one row per case, empty cells where a case has no value), with their JSON, a figure per benchmark
+and a summary. The scripts live beside the package in a source checkout (``pip install`` installs
+no ``benchmarks``): installed from a wheel, ``bench`` says so in one line (exit status 2)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import json
 import pathlib
 import subprocess
@@ -23,20 +25,30 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 
 def source_root() -> pathlib.Path:
-    """The checkout holding ``benchmarks/`` (``bench`` runs its scripts)."""
+    """The directory holding ``bandits_jax/``: in a source checkout, ``benchmarks/`` is there."""
     return pathlib.Path(__file__).resolve().parent.parent.parent
 
 
+def has_benchmarks(root: pathlib.Path) -> bool:
+    """Whether ``benchmarks`` is importable from ``root`` (what ``python -m benchmarks.NAME`` run
+    in ``root`` imports; an installed wheel has none)."""
+    found = importlib.machinery.PathFinder.find_spec("benchmarks", [str(root)]) is not None
+    return found and any((root / "benchmarks" / f"{m}.py").is_file() for m in BENCHMARKS)
+
+
+NEEDS_CHECKOUT = (
+    "bench: needs a source checkout: its scripts (benchmarks/) are not part of the installed "
+    "package; clone the repository and run it from there after pip install -e ."
+)
+
+
 def validate(args: argparse.Namespace) -> None:
-    """Checks every option of ``bench`` before any work (:class:`~.options.UsageError`)."""
+    """Checks every option of ``bench`` before any work (:class:`~.options.UsageError`), and that
+    the benchmarks are there (:data:`NEEDS_CHECKOUT`)."""
     errors: list[str] = []
     opt.check_common(args, errors)
-    root = source_root()
-    if not (root / "benchmarks" / "mlogb_speed.py").is_file():
-        errors.append(
-            f"bench: the benchmarks live in the source checkout (benchmarks/ next to "
-            f"bandits_jax/), not found under {root}; run it from an editable install of a clone"
-        )
+    if not has_benchmarks(source_root()):
+        errors.append(NEEDS_CHECKOUT)
     opt.finish(errors, args)
     args.plan = {}
 
