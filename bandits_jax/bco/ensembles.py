@@ -52,7 +52,7 @@ from bandits_jax.status import CONVERGED
 
 Array = jax.Array
 
-PRESETS = ("theorem", "practical")
+ENSEMBLE_PRESETS = ("theorem", "practical")  # the ``preset=`` of both ensembles
 OPTIMISM_MODES = ("fixed_point", "lagged")
 PRACTICAL_POOL_BASE = 1e-3
 PRACTICAL_POOL_SIZE = 10
@@ -69,8 +69,8 @@ def _logs(d: int, horizon: float) -> tuple[float, float]:
 
 
 def _check_preset(preset: str) -> None:
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
+    if preset not in ENSEMBLE_PRESETS:
+        raise ValueError(f"preset: expected one of {ENSEMBLE_PRESETS}, got {preset!r}")
 
 
 def _geometry(d: int, domain, horizon, smoothness) -> tuple[int, float, float, float, Any]:

@@ -48,25 +48,25 @@ def _check_kind(kind: str) -> None:
 
 
 class Preset(NamedTuple):
-    """A named step-size preset: the learner (``"alg1"``: Algorithm 1, ``"alg3"``: Algorithm 3),
-    the schedule kind, its ``scale`` and ``offset`` (``None``: the theorem's) and the loss family
-    it is meant for (``"convex"`` or ``"strongly_convex"``)."""
+    """A named learner of the BCO paper: the algorithm (``"alg1"``: Algorithm 1, ``"alg3"``:
+    Algorithm 3) with the theorem's schedule ``kind`` (scale 1, the theorem's offset), the loss
+    family it is meant for (``"convex"`` or ``"strongly_convex"``) and its colour in figures."""
 
     algorithm: str
     kind: str
-    scale: float
-    offset: str | None
     family: str
+    color: str
 
 
-# The step-size presets of ``bco.from_preset`` and the command (``bco --learners``, ``sweep``).
+# The one table of BCO learner names: ``bco.from_preset``, the command's ``bco --learners`` and
+# ``sweep --learners``, the figures' colours.
 PRESETS: dict[str, Preset] = {
-    "alg1_thm3": Preset("alg1", VARIANCE, 1.0, None, "convex"),  # R / sqrt(d^2 + Vbar), Thm 3/4
-    "alg1_thm1": Preset("alg1", CONVEX, 1.0, None, "convex"),  # Thm 1 (tiny steps for d >= 10)
-    "sphere": Preset("alg3", SQRT_T, 1.0, None, "convex"),  # classical R / (G sqrt(d t))
-    "alg1_thm2": Preset("alg1", STRONGLY_CONVEX, 1.0, None, "strongly_convex"),  # 1/(lambda t)
-    "chiang2013": Preset("alg1", CHIANG, 1.0, None, "strongly_convex"),  # reconstruction
-    "sphere_thm8": Preset("alg3", STRONGLY_CONVEX, 1.0, None, "strongly_convex"),  # Thm 8
+    "alg1_thm3": Preset("alg1", VARIANCE, "convex", "#0804f9"),  # R / sqrt(d^2 + Vbar), Thm 3/4
+    "alg1_thm1": Preset("alg1", CONVEX, "convex", "#9a6200"),  # Thm 1 (tiny steps for d >= 10)
+    "sphere": Preset("alg3", SQRT_T, "convex", "#005249"),  # classical R / (G sqrt(d t))
+    "alg1_thm2": Preset("alg1", STRONGLY_CONVEX, "strongly_convex", "#750851"),  # 1/(lambda t)
+    "chiang2013": Preset("alg1", CHIANG, "strongly_convex", "#3c4d03"),  # reconstruction
+    "sphere_thm8": Preset("alg3", STRONGLY_CONVEX, "strongly_convex", "#ff0789"),  # Thm 8
 }
 
 

@@ -295,30 +295,20 @@ def sphere_learner(*, dim: int, schedule: str = sch.STRONGLY_CONVEX) -> Learner:
     return from_query(init, query, update, hyperparams, d)
 
 
-def preset_learner(name: str, *, dim: int) -> Learner:
-    """The learner of the step-size preset ``name`` (``schedules.PRESETS``) in dimension ``dim``:
-    :func:`two_point_learner` (``"alg1_*"``, ``"chiang2013"``) or :func:`sphere_learner`
-    (``"sphere*"``) with the preset's schedule kind."""
-    p = sch.preset(name)
-    factory = sphere_learner if p.algorithm == "alg3" else two_point_learner
-    return factory(dim=dim, schedule=p.kind)
-
-
 def from_preset(
     name: str, *, dim: int, domain: dom.Domain, **kw
 ) -> tuple[Learner, TwoPointHyperparams]:
-    """The learner of a named step-size preset (``schedules.PRESETS``, the command's
-    ``--learners``) and its hyperparameters.
+    """The learner of a named preset (``schedules.PRESETS``, the command's ``--learners``) and
+    its hyperparameters.
 
     ``"alg1_*"`` and ``"chiang2013"`` are Algorithm 1 with the theorems' settings, ``"sphere"``
     and ``"sphere_thm8"`` Algorithm 3 with ``R / (G sqrt(d t))`` and ``1 / (lambda t)``. ``kw``
-    goes to the learner's ``hyperparams`` (``horizon`` is required; ``scale``/``offset`` override
-    the preset's).
+    goes to the learner's ``hyperparams`` (``horizon`` is required; ``scale`` and ``offset``
+    default to the theorem's).
     """
     p = sch.preset(name)
-    kw.setdefault("scale", p.scale)
-    kw.setdefault("offset", p.offset)
-    learner = preset_learner(name, dim=dim)
+    factory = sphere_learner if p.algorithm == "alg3" else two_point_learner
+    learner = factory(dim=dim, schedule=p.kind)
     return learner, learner.hyperparams(domain, **kw)
 
 

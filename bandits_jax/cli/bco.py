@@ -91,7 +91,10 @@ def bco_learner(name: str, d: int) -> Any:
     """The BCO learner ``name`` of :data:`BCO_LEARNERS` in dimension ``d``."""
     from bandits_jax.bco import two_point as tp
 
-    return tp.preset_learner(name, dim=d)
+    p = PRESETS[name]
+    return (tp.sphere_learner if p.algorithm == "alg3" else tp.two_point_learner)(
+        dim=d, schedule=p.kind
+    )
 
 
 def hyperparams(name: str, learner: Any, env: Any, T: int, scale: float, lipschitz=None) -> Any:

@@ -36,18 +36,8 @@ __all__ = [
     "kappa_figure",
     "draw_kappa",
     "learner_color",
-    "BCO_COLORS",
 ]
 
-# The BCO learners' colours by name (an MLogB kind's is its registry row's colour).
-BCO_COLORS: dict[str, str] = {
-    "alg1_thm3": "#0804f9",
-    "alg1_thm1": "#9a6200",
-    "sphere": "#005249",
-    "alg1_thm2": "#750851",
-    "chiang2013": "#3c4d03",
-    "sphere_thm8": "#ff0789",
-}
 # Other learners: one of these (far from the tab10 colours in CIELAB), chosen by a hash of the
 # name, so the same in every figure.
 _BY_NAME = ("#0804f9", "#ff08e8", "#3c4d03", "#ff0789", "#8fb67b", "#750851", "#9a6200", "#005249")
@@ -55,14 +45,14 @@ _BY_NAME = ("#0804f9", "#ff08e8", "#3c4d03", "#ff0789", "#8fb67b", "#750851", "#
 
 def learner_color(name: str) -> str:
     """The colour of learner ``name`` in every figure: a registry kind's
-    (:data:`bandits_jax.mlogb.recipes.REGISTRY`), a BCO learner's (:data:`BCO_COLORS`), else a
-    colour drawn from the name itself (not from the draw order)."""
+    (:data:`bandits_jax.mlogb.recipes.REGISTRY`), a BCO preset's
+    (:data:`bandits_jax.bco.PRESETS`), else a colour drawn from the name itself (not from the
+    draw order)."""
+    from bandits_jax.bco import PRESETS
     from bandits_jax.mlogb.recipes import REGISTRY
 
-    row = REGISTRY.get(name)
-    if row is not None:
-        return row.color
-    return BCO_COLORS.get(name) or _BY_NAME[zlib.crc32(name.encode()) % len(_BY_NAME)]
+    row = REGISTRY.get(name) or PRESETS.get(name)
+    return row.color if row else _BY_NAME[zlib.crc32(name.encode()) % len(_BY_NAME)]
 
 
 def _plt():
