@@ -35,7 +35,6 @@ import argparse
 import functools
 import json
 import math
-import os
 import pathlib
 import shutil
 import sys
@@ -279,13 +278,6 @@ def check_resume(cells: Sequence[Cell]) -> None:
                     f"{path}: made with other options ({what}): a resumed run is the run it "
                     "claims to be; resume with the same options or start without --resume"
                 )
-
-
-def _atomic_json(path: pathlib.Path, obj: Any) -> None:
-
-    tmp = path.with_suffix(".json.tmp")
-    output.write_json(tmp, obj)
-    os.replace(tmp, path)
 
 
 class _Learner(NamedTuple):
@@ -683,7 +675,7 @@ def _play_cells(
         if not args.resume and cell.path.exists():
             shutil.rmtree(cell.path)  # a fresh run starts from nothing
         cell.path.mkdir(parents=True, exist_ok=True)
-        _atomic_json(cell.path / "identity.json", cell.identity)
+        output.write_json(cell.path / "identity.json", cell.identity)
         rec = play_cell(
             cell,
             games[cell.learner],
@@ -692,7 +684,7 @@ def _play_cells(
             common=common,
             show_progress=not args.quiet,
         )
-        _atomic_json(done, rec)
+        output.write_json(done, rec)
         results.append(rec)
         say(
             args,

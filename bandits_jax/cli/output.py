@@ -1,15 +1,14 @@
-"""What the commands write: plain-text tables, CSV and JSON files."""
+"""What the commands write: plain-text tables, CSV and JSON files (``write_json``:
+:func:`bandits_jax.sim.checkpoint.write_json`)."""
 
 from __future__ import annotations
 
 import csv
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
+from bandits_jax.sim.checkpoint import write_json  # the one (atomic) JSON writer
 
 __all__ = ["format_table", "write_csv", "write_json"]
 
@@ -53,24 +52,3 @@ def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> Non
         w.writeheader()
         for r in rows:
             w.writerow({k: cell(r.get(k)) for k in columns})
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Writes ``obj`` as JSON (numpy scalars/arrays converted, NaN as null)."""
-
-    def clean(x):
-        if isinstance(x, Mapping):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, np.ndarray):
-            return clean(x.tolist())
-        if isinstance(x, np.generic):
-            return clean(x.item())
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        return x
-
-    with open(path, "w") as f:
-        json.dump(clean(obj), f, indent=2)
-        f.write("\n")

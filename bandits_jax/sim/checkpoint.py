@@ -4,9 +4,10 @@ A checkpoint stores the leaves of a pytree as ``leaf_00000, leaf_00001, ...`` wi
 paths, a JSON metadata string and a SHA-256 checksum; typed PRNG keys are stored as their key
 data and rewrapped. The tree structure itself is not stored, so :func:`restore` takes a template
 of the same structure and checks paths, shapes and dtypes: a checkpoint of another configuration,
-a truncated or a corrupt file is a :class:`CheckpointError` naming the path. Writes are atomic
-(temporary file, then ``os.replace``), and :class:`DirectoryLock` keeps two processes from
-writing the same directory.
+a truncated or a corrupt file is a :class:`CheckpointError` naming the path. Every write of the
+package's runs and commands is atomic (:func:`atomic_file`, :func:`write_json`: a temporary file,
+then ``os.replace``), and :class:`DirectoryLock` keeps two processes from writing the same
+directory.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import pathlib
-import tempfile
+import secrets
 import warnings
 import zipfile
 import zlib
@@ -31,6 +33,8 @@ __all__ = [
     "CheckpointError",
     "CheckpointLockError",
     "DirectoryLock",
+    "atomic_file",
+    "write_json",
     "save",
     "restore",
     "read_meta",
@@ -128,6 +132,44 @@ class DirectoryLock:
         self.release()
 
 
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w"):
+    """Opens a new file beside ``path`` (its directory created if needed) for writing in
+    ``mode`` (``"w"`` or ``"wb"``) and moves it onto ``path`` when the block ends (``os.replace``:
+    readers see the old file or the whole new one); on an error the new file is removed."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, mode.replace("w", "x")) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _plain(x: Any) -> Any:
+    """``x`` as JSON values: numpy arrays and scalars converted, non-finite floats ``None``."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray | np.generic):
+        return _plain(x.tolist())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Writes ``obj`` as indented JSON to ``path`` atomically (:func:`atomic_file`); numpy
+    values become numbers and lists, NaN and infinities ``null``."""
+    with atomic_file(path) as f:
+        json.dump(_plain(obj), f, indent=2)
+        f.write("\n")
+
+
 def _is_key(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
@@ -148,8 +190,6 @@ def _paths_and_leaves(tree: PyTree) -> tuple[list[str], list[Any]]:
 def save(path: str | os.PathLike, tree: PyTree, meta: dict | None = None) -> None:
     """Writes ``tree``'s leaves (gathered to the host) and ``meta``, a small JSON-serialisable
     dict, to the ``.npz`` file ``path`` atomically (its directory created if needed)."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     paths, leaves = _paths_and_leaves(tree)
     arrays: dict[str, np.ndarray] = {}
     kinds = []
@@ -164,15 +204,8 @@ def save(path: str | os.PathLike, tree: PyTree, meta: dict | None = None) -> Non
     arrays["__paths__"] = np.asarray(paths, dtype=np.str_)
     arrays["__kinds__"] = np.asarray(kinds, dtype=np.str_)
     arrays["__meta__"] = np.asarray(json.dumps(meta or {}, sort_keys=True))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path, "wb") as f:
+        np.savez(f, **arrays)
 
 
 @contextlib.contextmanager

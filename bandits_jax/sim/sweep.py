@@ -560,10 +560,7 @@ def _read_plan(
 
 
 def _write_plan(ckdir: pathlib.Path, plan: BatchPlan, retries: int) -> None:
-    ckdir.mkdir(parents=True, exist_ok=True)
-    tmp = ckdir / "plan.json.tmp"
-    tmp.write_text(json.dumps({**plan._asdict(), "retries": retries}) + "\n")
-    os.replace(tmp, ckdir / "plan.json")
+    checkpoint.write_json(ckdir / "plan.json", {**plan._asdict(), "retries": retries})
 
 
 def _play_batches(job: _Job, plan: BatchPlan, resume: bool) -> tuple[list[dict], float]:
