@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from bandits_jax.linalg import lapack
 from bandits_jax.linalg.roots import RootResult, bracketed_newton
 from bandits_jax.status import CONVERGED, INACTIVE
 
@@ -140,3 +141,31 @@ def project_coeffs(
     """Eq. (23) in two parts: returns ``(alpha, c)`` with ``w_new = alpha w' + Vt c``."""
     p = lam + nu
     return lam / p, (nu / p) * (mu / (p + mu)) * a
+
+
+def project_dense(
+    Z: jax.Array, w_prime: jax.Array, z: jax.Array, S: jax.Array, *, max_steps: int = 50
+) -> tuple[jax.Array, DualSolution]:
+    """Lemma 2 for a dense symmetric positive-definite ``Z`` (n x n): returns ``(w, solution)``,
+    ``w = (Z + nu I)^{-1} Z w'`` the projection of ``w'`` onto ``||w|| <= S`` in the Z-norm.
+
+    ``z = Z w'`` (given, so that callers with ``w' = w - Z^{-1} g`` pass ``Z w - g`` exactly).
+    Each Newton step on eq. (24) factors ``Z + nu I`` once: ``f(nu) = ||w(nu)||^2`` and
+    ``f'(nu) = -2 ||L^{-1} w(nu)||^2`` (``L L^T = Z + nu I``), batched Cholesky solves in place
+    of an eigendecomposition (one batch on every platform). The bracket's curvature is
+    Gershgorin's bound on ``lambda_max(Z)``.
+    """
+    eye = jnp.eye(Z.shape[0], dtype=Z.dtype)
+
+    def solve(nu):
+        L = lapack.cholesky(Z + nu * eye)
+        return L, lapack.cho_solve(L, z)
+
+    def f_and_df(nu):
+        L, w = solve(nu)
+        v = lapack.lower_solve(L, w)
+        return w @ w, -2.0 * (v @ v)
+
+    curvature = jnp.max(jnp.sum(jnp.abs(Z), axis=1))
+    sol = solve_dual(f_and_df, w_prime @ w_prime, S, curvature, max_steps=max_steps)
+    return jnp.where(sol.active, solve(sol.nu)[1], w_prime), sol

@@ -65,51 +65,57 @@ def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FDState:
     )
 
 
+def _gram_basis(G: jax.Array, tol: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(T, T_pinv, valid)`` with ``R = Q T``, ``Q = R T_pinv`` orthonormal on the ``valid``
+    columns, from the Gram matrix ``G = R^T R`` (k x k): ``G = W diag(s^2) W^T``, ``T = diag(s)
+    W^T``; directions with ``s <= tol`` are not valid (zero rows of T, columns of T_pinv)."""
+    k = G.shape[0]
+    if k == 1:
+        s, W = jnp.sqrt(jnp.maximum(G[0], 0.0)), jnp.ones((1, 1), G.dtype)
+    else:
+        ev, W = lapack.eigh(0.5 * (G + G.T))  # k x k: one batched call on every platform
+        s = jnp.sqrt(jnp.maximum(ev, 0.0))
+    valid = s > tol
+    T = jnp.where(valid[:, None], s[:, None] * W.T, 0.0)
+    T_pinv = jnp.where(valid[None, :], W / jnp.where(valid, s, 1.0)[None, :], 0.0)
+    return T, T_pinv, valid
+
+
 def extend(V: jax.Array, X: jax.Array, C: jax.Array | None = None) -> Extension:
     """Extends the basis ``V`` (D, m) by the column space of ``X`` (D, k).
 
     The residual ``X - V C`` is orthonormalised through its Gram matrix ``X^T X - C^T C`` while
-    every residual keeps at least half its column's norm; otherwise it is formed,
-    re-orthogonalised once ("twice is enough", Kahan-Parlett) and a thin SVD is used.
+    every residual keeps at least half its column's norm. Otherwise it is formed and
+    re-orthogonalised once ("twice is enough", Kahan-Parlett), and its Gram matrix is taken
+    twice (the second pass on the first's basis restores orthogonality to rounding): only
+    k x k eigendecompositions, so a batch stays one batch on every platform.
 
     Args:
       C: ``V^T X`` if the caller already has it.
     """
     dtype = V.dtype
-    k = X.shape[1]
     if C is None:
         C = V.T @ X
     xx = X.T @ X
     x_sq = jnp.diag(xx)
+    tol = jnp.sqrt(jnp.finfo(dtype).eps) * (jnp.sqrt(jnp.sum(x_sq)) + jnp.finfo(dtype).tiny)
     G = xx - C.T @ C
-    if k == 1:
-        g_min = G[0, 0]
-    else:
-        ev, Ve = lapack.eigh(0.5 * (G + G.T))
-        g_min = ev[0]
-    need = (g_min < 0.25 * jnp.min(x_sq)) | jnp.any(jnp.diag(G) < 0.25 * x_sq)
+    implicit = _gram_basis(G, tol)
+    # The Gram route while every residual keeps half its column (s_i^2: T's squared rows).
+    s_sq = jnp.sum(implicit[0] * implicit[0], axis=1)
+    need = (jnp.min(s_sq) < 0.25 * jnp.min(x_sq)) | jnp.any(jnp.diag(G) < 0.25 * x_sq)
 
     def explicit(C):
         R = X - V @ C
         C2 = V.T @ R
         R = R - V @ C2
-        if k == 1:
-            s = jnp.sqrt(jnp.sum(R * R))[None]
-            Vh = jnp.ones((1, 1), dtype)
-        else:
-            _, s, Vh = lapack.svd(R)
-        return C + C2, s, Vh
+        T1, P1, _ = _gram_basis(R.T @ R, tol)
+        Q1 = R @ P1  # orthonormal up to eps cond(R)^2: once more
+        T2, P2, valid = _gram_basis(Q1.T @ Q1, jnp.asarray(0.5, dtype))
+        return C + C2, T2 @ T1, P1 @ P2, valid
 
-    def implicit(C):
-        if k == 1:
-            return C, jnp.sqrt(jnp.maximum(G[0], 0.0)), jnp.ones((1, 1), dtype)
-        return C, jnp.sqrt(jnp.maximum(ev, 0.0)), Ve.T
-
-    C, s, Vh = lax.cond(need, explicit, implicit, C)
-    tol = jnp.sqrt(jnp.finfo(dtype).eps) * (jnp.sqrt(jnp.sum(x_sq)) + jnp.finfo(dtype).tiny)
-    valid = s > tol
-    T = jnp.where(valid[:, None], s[:, None] * Vh, 0.0)
-    T_pinv = jnp.where(valid[None, :], Vh.T / jnp.where(valid, s, 1.0)[None, :], 0.0)
+    # Under vmap both branches run (a select); the explicit one is O(D m k), no solver loop.
+    C, T, T_pinv, valid = lax.cond(need, explicit, lambda C: (C, *implicit), C)
     return Extension(X=X, C=C, T=T, T_pinv=T_pinv, valid=valid)
 
 
@@ -147,40 +153,66 @@ class Truncation(NamedTuple):
     status: jax.Array
 
 
-def truncate(mu: jax.Array, ext: Extension, M: jax.Array) -> Truncation:
+def truncate(mu: jax.Array, ext: Extension, M: jax.Array, eigensolver: str = "auto") -> Truncation:
     """Eigendecomposition and truncation of the core (Algorithm 1 lines 3-6, eq. 14-15)."""
-    return truncate_adaptive(mu, ext, M, mu.shape[0], 0.0)[0]
+    return truncate_adaptive(mu, ext, M, mu.shape[0], 0.0, eigensolver)[0]
 
 
-# Largest k for which the core's eigendecomposition uses the secular solver (read at trace time).
-SECULAR_MAX_K = 1
+#: How the FD core is decomposed (:func:`core_eigh`).
+EIGENSOLVERS = ("auto", "secular", "lapack")
 
 
-def _core_eigh(mu: jax.Array, ext: Extension, M: jax.Array) -> secular.SecularEigh:
+def check_eigensolver(eigensolver: object) -> str:
+    """``eigensolver`` if it is one of :data:`EIGENSOLVERS`, else a ``ValueError``."""
+    if not isinstance(eigensolver, str) or eigensolver not in EIGENSOLVERS:
+        raise ValueError(f"eigensolver: expected one of {EIGENSOLVERS}, got {eigensolver!r}")
+    return eigensolver
+
+
+def core_eigh(mu: jax.Array, ext: Extension, M: jax.Array, eigensolver: str = "auto"):
     """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``, the
-    matrix of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``); degenerate directions get a sentinel
-    below every genuine (>= 0) eigenvalue.
+    matrix of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``) as a
+    :class:`~bandits_jax.linalg.secular.SecularEigh`; degenerate directions get a sentinel below
+    every genuine (>= 0) eigenvalue.
 
-    For ``k <= SECULAR_MAX_K``: k rank-one secular updates
-    (:func:`~bandits_jax.linalg.secular.lowrank_eigh`, plain ``jnp`` that vectorises under
-    ``vmap``; a degenerate direction has a zero row in ``A`` and is deflated exactly), else
-    LAPACK's ``eigh`` (counted as converged)."""
+    ``eigensolver``: ``"secular"``, k rank-one secular updates
+    (:func:`~bandits_jax.linalg.secular.lowrank_eigh`, plain ``jnp``: a batch stays one batch on
+    every platform; a degenerate direction has a zero row in ``A`` and is deflated exactly);
+    ``"lapack"``, one ``eigh`` of the (m+k) x (m+k) core (counted as converged), which a GPU runs
+    as a loop over the batch above 32 x 32; ``"auto"``, the secular updates except on CPU with
+    k >= 2, where LAPACK is faster (``docs/eofd.md``).
+    """
+    check_eigensolver(eigensolver)
     A = ext.coords
-    base = jnp.concatenate([mu, jnp.zeros((ext.T.shape[0],), mu.dtype)])
+    k = ext.T.shape[0]
+    base = jnp.concatenate([mu, jnp.zeros((k,), mu.dtype)])
     invalid = jnp.concatenate([jnp.zeros(mu.shape, bool), ~ext.valid])
-    if ext.T.shape[0] <= SECULAR_MAX_K:
+
+    def by_secular(base, A, M):
         M = 0.5 * (M + M.T)
         sentinel = -(1.0 + jnp.sum(base) + jnp.sum((A @ M) * A))
         return secular.lowrank_eigh(base + jnp.where(invalid, sentinel, 0.0), A, M)
-    S = jnp.diag(base) + A @ M @ A.T
-    S = 0.5 * (S + S.T)
-    sentinel = -(1.0 + jnp.trace(S))
-    S = S + jnp.diag(jnp.where(invalid, sentinel, 0.0))
-    return secular.SecularEigh(*lapack.eigh(S), converged=jnp.asarray(True))
+
+    def by_lapack(base, A, M):
+        S = jnp.diag(base) + A @ M @ A.T
+        S = 0.5 * (S + S.T)
+        S = S + jnp.diag(jnp.where(invalid, -(1.0 + jnp.trace(S)), 0.0))
+        return secular.SecularEigh(*lapack.eigh(S), converged=jnp.asarray(True))
+
+    if eigensolver == "secular" or (eigensolver == "auto" and k == 1):
+        return by_secular(base, A, M)
+    if eigensolver == "lapack":
+        return by_lapack(base, A, M)
+    return lax.platform_dependent(base, A, M, cpu=by_lapack, default=by_secular)
 
 
 def truncate_adaptive(
-    mu: jax.Array, ext: Extension, M: jax.Array, rank: jax.Array, budget: jax.Array
+    mu: jax.Array,
+    ext: Extension,
+    M: jax.Array,
+    rank: jax.Array,
+    budget: jax.Array,
+    eigensolver: str = "auto",
 ) -> tuple[Truncation, jax.Array]:
     """:func:`truncate` with an active rank ``r <= m`` that grows to keep the discarded mass small.
 
@@ -190,7 +222,7 @@ def truncate_adaptive(
     """
     m = mu.shape[0]
     k = ext.T.shape[0]
-    eig = _core_eigh(mu, ext, M)
+    eig = core_eigh(mu, ext, M, eigensolver)
     desc = jnp.maximum(eig.evals[::-1], 0.0)  # sigma_1^2 >= sigma_2^2 >= ... (m + k)
     # Discarding sigma_{j+1}^2 is within budget from some j on (desc is non-increasing).
     first = jnp.sum(desc[: m + 1] > budget).astype(jnp.int32)
@@ -202,19 +234,19 @@ def truncate_adaptive(
 
 
 def absorb(
-    state: FDState, ext: Extension, M: jax.Array, extra: jax.Array | None = None
-) -> tuple[FDState, jax.Array, jax.Array | None, jax.Array]:
+    state: FDState, ext: Extension, M: jax.Array, eigensolver: str = "auto"
+) -> tuple[FDState, jax.Array, jax.Array]:
     """Block FD update absorbing ``X M X^T`` (Algorithm 1); returns
-    ``(new_state, sigma2, [V, Q] extra or None, status)`` (:class:`Truncation`).
+    ``(new_state, sigma2, status)`` (:class:`Truncation`).
 
     Args:
       ext: :func:`extend` of ``state.V`` by ``X``.
       M: (k, k) PSD middle factor (``grad sigma(W_{t+1} x_t)`` for EOFD-MLogB, eq. 12-13).
-      extra: optional (m + k,) coordinates in ``[V, Q]``, mapped in the product forming ``V``.
+      eigensolver: the core's (:func:`core_eigh`).
     """
-    tr = truncate(state.mu, ext, M)
-    V_new, mapped = map_basis(state.V, ext, tr.U, extra)
-    return FDState(V=V_new, mu=tr.mu, rho=state.rho + tr.sigma2), tr.sigma2, mapped, tr.status
+    tr = truncate(state.mu, ext, M, eigensolver)
+    V_new = apply_basis(state.V, ext, tr.U)
+    return FDState(V=V_new, mu=tr.mu, rho=state.rho + tr.sigma2), tr.sigma2, tr.status
 
 
 def map_basis(
@@ -228,11 +260,12 @@ def map_basis(
     return out[:, :m], out[:, m]
 
 
-def update(state: FDState, B: jax.Array) -> tuple[FDState, jax.Array, jax.Array]:
+def update(
+    state: FDState, B: jax.Array, eigensolver: str = "auto"
+) -> tuple[FDState, jax.Array, jax.Array]:
     """Absorbs ``B B^T`` (B: D x k); returns ``(new_state, sigma2, status)`` as :func:`absorb`."""
     ext = extend(state.V, B)
-    new, sigma2, _, status = absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype))
-    return new, sigma2, status
+    return absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype), eigensolver)
 
 
 class Sketch(NamedTuple):
@@ -314,23 +347,29 @@ def _radius_rank(m: int, adaptive: bool) -> Callable[[Sketch], int | jax.Array]:
     return (lambda sk: sk.rank) if adaptive else (lambda sk: m)
 
 
-def _truncation_round(sk: Sketch, ext: Extension, M: jax.Array, budget: jax.Array | None) -> Round:
+def _truncation_round(
+    sk: Sketch, ext: Extension, M: jax.Array, budget: jax.Array | None, eigensolver: str
+) -> Round:
     """Algorithm 1's truncation (eq. 14-15), adaptive when ``budget`` is given; ``plan = U``."""
     if budget is None:
-        tr, rank = truncate(sk.mu, ext, M), sk.rank
+        tr, rank = truncate(sk.mu, ext, M, eigensolver), sk.rank
     else:
-        tr, rank = truncate_adaptive(sk.mu, ext, M, sk.rank, budget)
+        tr, rank = truncate_adaptive(sk.mu, ext, M, sk.rank, budget, eigensolver)
     return Round(sk.R, tr.mu, rank, sk.used, tr.sigma2, tr.status, plan=tr.U)
 
 
-def per_round_rule(sketch_size: int, *, rank: int | None = None) -> SketchRule:
+def per_round_rule(
+    sketch_size: int, *, rank: int | None = None, eigensolver: str = "auto"
+) -> SketchRule:
     """Algorithm 1 with V formed every round (``basis = V``, ``R`` None).
 
     Args:
       sketch_size: m (the capacity, ``<= D``).
       rank: the initial active rank of an adaptive size (None: fixed size m).
+      eigensolver: the core's (:func:`core_eigh`).
     """
     m = sketch_size
+    check_eigensolver(eigensolver)
 
     def extend_(sk: Sketch, X: jax.Array, P: jax.Array) -> tuple[Extension, Extension]:
         ext = extend(sk.basis, X, P)
@@ -345,20 +384,23 @@ def per_round_rule(sketch_size: int, *, rank: int | None = None) -> SketchRule:
     return SketchRule(
         init=lambda D, dtype: _per_round_init(D, m, 0, rank, dtype),
         extend=extend_,
-        absorb=lambda sk, ext, M, coef, budget: _truncation_round(sk, ext, M, budget),
+        absorb=lambda sk, ext, M, coef, budget: _truncation_round(sk, ext, M, budget, eigensolver),
         commit=commit,
         radius_rank=_radius_rank(m, rank is not None),
     )
 
 
-def deferred_rule(sketch_size: int, spare_columns: int, *, rank: int | None = None) -> SketchRule:
+def deferred_rule(
+    sketch_size: int, spare_columns: int, *, rank: int | None = None, eigensolver: str = "auto"
+) -> SketchRule:
     """Algorithm 1 with a deferred rotation ``V = basis @ R``: each round's ``Q`` is written
     into the ``spare_columns >= k`` spare columns and ``V`` is formed only when the next would
     not fit (:func:`rebase`). Arguments as :func:`per_round_rule`."""
     m, n = sketch_size, sketch_size + spare_columns
+    check_eigensolver(eigensolver)
 
     def absorb(sk: Sketch, ext: Extension, M: jax.Array, coef: jax.Array, budget) -> Round:
-        rnd = _truncation_round(sk, ext, M, budget)
+        rnd = _truncation_round(sk, ext, M, budget, eigensolver)
         # The new V = [V, Q] U = basis' R_new and the step [V, Q] coef = basis' c_w in basis
         # coordinates (basis' = basis with Q written in): (n, m)-sized work.
         R_new, c_w = map_basis(sk.R, ext, rnd.plan, coef)

@@ -14,11 +14,11 @@ algorithm with ada-OFU-ECOLog's data-dependent radius, as the authors' code has 
 and after ``n`` updates ``index(x) = r_1 mu(x^T theta) + r_1 sqrt(beta_n) ||x||_{V_n^{-1}}``,
 ``beta_n = beta_scale max(0, 2 lam S^2 + (1 + S)^2 gamma_n + L_n)``,
 ``gamma_n = sqrt(lam)/2 + 2/sqrt(lam) ln(2 sqrt(1 + (n+1)/(4 lam)) / delta)``, or a fixed
-``beta``. The inner problems are solved to rounding (bracketed Newton in ``x^T theta``, one
-``eigh`` where the ball binds). Deviations from the code, each tested against
-:mod:`references.ecolog_numpy` (``docs/evidence.md``, "mlogb.ecolog"): a squared discrepancy
-(``discrepancy="code"``: unsquared), ``beta_n`` clipped at 0, ``violations`` counted, ``lam`` a
-hyperparameter, no warm-up.
+``beta``. The inner problems are solved to rounding (bracketed Newton in ``x^T theta``, and in
+the ball's multiplier, one Cholesky factorisation a step, where the ball binds). Deviations from
+the code, each tested against :mod:`references.ecolog_numpy` (``docs/evidence.md``,
+"mlogb.ecolog"): a squared discrepancy (``discrepancy="code"``: unsquared), ``beta_n`` clipped
+at 0, ``violations`` counted, ``lam`` a hyperparameter, no warm-up.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from bandits_jax.linalg import lapack, roots
 from bandits_jax.mlogb import learner as base
 from bandits_jax.mlogb import ridge
 from bandits_jax.mlogb.hparams import checked, grid_arrays, state_dtype
-from bandits_jax.status import CONVERGED, MAX_STEPS, NONFINITE, worst
+from bandits_jax.status import CONVERGED, worst
 
 BETA_FIXED, BETA_THEORY = 0, 1
 DISCREPANCIES = ("squared", "code")
@@ -166,72 +166,48 @@ def _scalar_root(a, b, w, target, x0, *, max_steps: int) -> roots.RootResult:
     return roots.bracketed_newton(fn, lo, hi, x0, max_steps=max_steps, **tol)
 
 
-def _nu_point(e, r, p, w, target, nu, z0, *, max_steps: int):
-    """``theta(nu)`` in the eigenbasis of ``V = Q diag(e) Q^T`` (``r = Q^T x``,
-    ``p = Q^T V center``), its derivative in ``nu`` and the inner scalar root (from ``z0``)."""
-    den = e + nu
-    a_nu = jnp.sum(r * p / den)
-    b_nu = jnp.sum(r * r / den)
-    inner = _scalar_root(a_nu, b_nu, w, target, z0, max_steps=max_steps)
-    z = inner.x
-    cc = w * (jax.nn.sigmoid(z) - target)
-    th = (p - cc * r) / den
-    # d z / d nu by implicit differentiation of z = a(nu) - c(z) b(nu).
-    da = -jnp.sum(r * p / den**2)
-    db = -jnp.sum(r * r / den**2)
-    dmu = w * _dmu(z)
-    dz = (da - cc * db) / (1.0 + dmu * b_nu)
-    dth = -th / den - dmu * dz * r / den
-    return th, dth, inner
-
-
 def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResult:
-    """The ball-constrained branch of :func:`prox_solve`: the multiplier ``nu > 0`` by a
-    bracketed Newton on ``1/||theta(nu)|| - 1/S`` (module docstring)."""
+    """The ball-constrained branch of :func:`prox_solve`: the multiplier ``nu > 0`` of
+    ``theta(nu) = (V + nu I)^{-1} (V center - c(z) x)`` (``z``: the inner scalar root,
+    ``c(z) = w (mu(z) - target)``) by :func:`~bandits_jax.linalg.roots.bracketed_newton` on
+    ``1/||theta(nu)|| - 1/S`` (increasing) in ``[0, (||V center|| + w ||x||) / S]``. Each step
+    factors ``V + nu I`` once (Cholesky solves: a batch stays one batch on every platform);
+    ``d theta / d nu = -(V + nu I)^{-1} theta - c'(z) z'(nu) (V + nu I)^{-1} x``, ``z'`` by
+    implicit differentiation of ``z = a(nu) - c(z) b(nu)``."""
     dtype = V.dtype
-    zero = jnp.zeros((), dtype)
-    e, Q = lapack.eigh(V)
-    e = jnp.maximum(e, jnp.finfo(dtype).tiny)
-    r = Q.T @ x
-    p = e * (Q.T @ center)  # Q^T V center
-
-    # Bracketed Newton on F(nu) = 1/||theta(nu)|| - 1/S (increasing), written out so that each
-    # iteration runs the inner root once and keeps the last theta.
-    hi0 = (jnp.sqrt(jnp.sum(p * p)) + w * jnp.sqrt(jnp.sum(r * r))) / S
+    eye = jnp.eye(V.shape[0], dtype=dtype)
+    p = V @ center
     eps = jnp.finfo(dtype).eps
-    ftol, xtol = 64.0 * eps / S, 16.0 * eps
 
-    # The loop's scalars (nu, lo, hi, the inner root, the nu of th) travel as one array.
-    def body(carry):
-        (nu, lo, hi, z_prev, _), step, inner_steps, _, _, _, _ = carry
-        th, dth, inner = _nu_point(e, r, p, w, target, nu, z_prev, max_steps=max_steps)
-        n2 = jnp.sum(th * th)
+    def point(nu):
+        L = lapack.cholesky(V + nu * eye)
+        u = lapack.cho_solve(L, jnp.stack([p, x], axis=1))
+        u1, u2 = u[:, 0], u[:, 1]  # (V + nu I)^{-1} V center, (V + nu I)^{-1} x
+        a_nu, b_nu = x @ u1, x @ u2
+        inner = _scalar_root(a_nu, b_nu, w, target, a_nu, max_steps=max_steps)
+        cc = w * (jax.nn.sigmoid(inner.x) - target)
+        return L, u1, u2, u1 - cc * u2, cc, inner
+
+    def fn(nu):
+        L, u1, u2, th, cc, inner = point(nu)
+        dmu = w * _dmu(inner.x)
+        dz = (cc * (u2 @ u2) - u2 @ u1) / (1.0 + dmu * (x @ u2))
+        v = lapack.lower_solve(L, th)
+        th_dth = -(v @ v) - dmu * dz * (th @ u2)
+        n2 = th @ th
         n = jnp.sqrt(n2)
-        f, df = 1.0 / n - 1.0 / S, -jnp.sum(th * dth) / (n2 * n)
-        lo = jnp.where(f < 0, nu, lo)
-        hi = jnp.where(f > 0, nu, hi)
-        finite = jnp.isfinite(f)
-        done = (jnp.abs(f) <= ftol) | ((hi - lo) <= xtol * (1.0 + nu)) | ~finite
-        newton = nu - f / df
-        ok = jnp.isfinite(newton) & (newton > lo) & (newton < hi)
-        nxt = jnp.where(ok, newton, 0.5 * (lo + hi))
-        status = jnp.where(finite, inner.status, NONFINITE)
-        scalars = jnp.stack([nxt, lo, hi, inner.x, nu])
-        return scalars, step + 1, inner_steps + inner.steps, done, th, status, finite
+        return 1.0 / n - 1.0 / S, -th_dth / (n2 * n)
 
-    def cond(carry):
-        return ~carry[3] & (carry[1] < max_steps)
-
-    i0 = jnp.zeros((), jnp.int32)
-    ok0 = jnp.full((), int(CONVERGED), jnp.int32)
-    scalars0 = jnp.stack([zero, zero, hi0, zero, zero])
-    init = (scalars0, i0, i0, jnp.asarray(False), p, ok0, jnp.asarray(True))
-    scalars, steps, inner_steps, done, th, inner_status, _ = lax.while_loop(cond, body, init)
-    nu = scalars[4]
-    status = jnp.where(done, inner_status, worst(inner_status, MAX_STEPS))
-    n = jnp.sqrt(jnp.sum(th * th))
+    hi = (jnp.sqrt(p @ p) + w * jnp.sqrt(x @ x)) / S
+    zero = jnp.zeros((), dtype)
+    res = roots.bracketed_newton(
+        fn, zero, hi, zero, max_steps=max_steps, ftol=64.0 * eps / S, xtol=16.0 * eps
+    )
+    *_, th, _, inner = point(res.x)
+    n = jnp.sqrt(th @ th)
     th = th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0))
-    return ProxResult(Q @ th, nu, jnp.asarray(True), steps + inner_steps, status)
+    status = worst(res.status, inner.status)
+    return ProxResult(th, res.x, jnp.asarray(True), res.steps + inner.steps, status)
 
 
 def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> ProxResult:

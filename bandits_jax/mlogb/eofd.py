@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.checks import check_int
+from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
 from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
@@ -281,6 +281,7 @@ def eofd(
     buffer_size: int | None = None,
     # How fast: the same result to rounding.
     spare_columns: int | None = None,
+    eigensolver: str = "auto",
 ) -> Learner:
     """EOFD-MLogB (Algorithm 2) and its variants (module docstring).
 
@@ -296,6 +297,8 @@ def eofd(
         K d).
       spare_columns: the per-round rule's spare basis columns, ``0`` or ``>= K`` (speed only;
         default :func:`default_spare_columns`).
+      eigensolver: the per-round rule's FD core, ``"auto"``, ``"secular"`` or ``"lapack"``
+        (speed only; :func:`~bandits_jax.linalg.sketch.core_eigh`; the fast rule's is secular).
 
     Returns:
       A :class:`~bandits_jax.learner_base.Learner`.
@@ -305,15 +308,23 @@ def eofd(
     m = min(int(sketch_size), D)
     robust = confidence.check_regularization(regularization)
     m_max, tau = _check_adaptive(sketch_size, max_sketch_size, delta_target)
-    rule = _sketch_rule(sketch_rule, buffer_size, spare_columns, min(m_max, D), m, K, D, tau)
+    rule = _sketch_rule(
+        sketch_rule, buffer_size, spare_columns, eigensolver, min(m_max, D), m, K, D, tau
+    )
     opt = _Options(K, d, rule, tau, int(max_newton_steps))
-    return base.assemble(
-        num_outcomes=K,
-        dim=d,
-        init=functools.partial(_init, opt, robust),
+    parts = base.optimistic(
+        K,
+        d,
         a_matrices=lambda s, a: lemma1_matrices(s.basis, s.mu, _z_scalar(s), a, K, s.R),
-        update=functools.partial(_update, opt),
         radius=functools.partial(_radius, opt),
+    )
+    return base.from_score_parts(
+        K,
+        d,
+        functools.partial(_init, opt, robust),
+        update=functools.partial(_update, opt),
+        in_ball=True,
+        **parts,
     )
 
 
@@ -357,6 +368,7 @@ def _sketch_rule(
     sketch_rule: object,
     buffer_size: object,
     spare_columns: object,
+    eigensolver: object,
     m_eff: int,
     m: int,
     K: int,
@@ -369,9 +381,11 @@ def _sketch_rule(
     if not isinstance(sketch_rule, str) or sketch_rule not in SKETCH_RULES:
         raise ValueError(f"sketch_rule must be one of {SKETCH_RULES}, got {sketch_rule!r}")
     # Each rule's own option; the other rule rejects it.
+    named("eofd", sketch.check_eigensolver, eigensolver)
     for name, value, rule in (
         ("buffer_size", buffer_size, "fast"),
         ("spare_columns", spare_columns, "per_round"),
+        ("eigensolver", None if eigensolver == "auto" else eigensolver, "per_round"),
     ):
         if value is not None and rule != sketch_rule:
             raise ValueError(f'{name} needs sketch_rule="{rule}", got {value!r}')
@@ -394,5 +408,5 @@ def _sketch_rule(
                 f"got {spare_columns!r}"
             )
     if spare:
-        return sketch.deferred_rule(m_eff, spare, rank=rank)
-    return sketch.per_round_rule(m_eff, rank=rank)
+        return sketch.deferred_rule(m_eff, spare, rank=rank, eigensolver=eigensolver)
+    return sketch.per_round_rule(m_eff, rank=rank, eigensolver=eigensolver)

@@ -185,19 +185,22 @@ def _anchor(V, mu, x, root_J, c, rhs):
     return _woodbury(V, X, mu, R, chol, c, rhs)
 
 
-def _evict(state, x_old, y_old, evict, half_rho, anchored):
+def _evict(state, x_old, y_old, evict, opt):
     """``(V, mu, rho, b, fd_status)`` after round ``(x_old, y_old)`` enters the summary at
-    ``state.W`` (eq. 2, or 3 when ``anchored``) and the sketch, where ``evict`` (a filled slot)."""
+    ``state.W`` (eq. 2, or 3 when ``opt.anchored``) and the sketch, where ``evict`` (a filled
+    slot)."""
     K, d = state.W.shape
-    dtype, hp = state.W.dtype, state.hparams
+    dtype, hp, half_rho = state.W.dtype, state.hparams, opt.half_rho
     z = state.W @ x_old
     s = model.sigma(z)
     J = model.jacobian(s)
     Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
     ext = sketch.extend(state.V, Xo)
-    fd, _, _, fd_status = sketch.absorb(sketch.FDState(state.V, state.mu, state.rho), ext, J)
+    fd, _, fd_status = sketch.absorb(
+        sketch.FDState(state.V, state.mu, state.rho), ext, J, opt.eigensolver
+    )
     grad_s = Xo @ (s - model.onehot(y_old, K, dtype))
-    if anchored:
+    if opt.anchored:
         # The summary's minimiser is kept (eq. 3): a = (A + H_s)^{-1} (b + H_s w - grad), b' = A' a.
         c_old = hp.lam + half_rho * state.rho
         rhs = state.b + Xo @ (J @ z) - grad_s
@@ -264,6 +267,7 @@ class _Options(NamedTuple):
     half_rho: float  # c = lam + half_rho rho
     anchored: bool  # eq. (3), else eq. (2)
     dense: bool  # H formed (D x D), else the Woodbury core (r x r)
+    eigensolver: str  # the FD core's (linalg.sketch.core_eigh)
 
 
 def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
@@ -291,9 +295,7 @@ def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -
     x = x.astype(dtype)
     y = jnp.asarray(y, jnp.int32)
     pos = state.t % opt.B
-    V, mu, rho, b, fd_status = _evict(
-        state, state.X[pos], state.Y[pos], state.filled[pos], opt.half_rho, opt.anchored
-    )
+    V, mu, rho, b, fd_status = _evict(state, state.X[pos], state.Y[pos], state.filled[pos], opt)
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y)
     wts = filled.astype(dtype)
     c = hp.lam + opt.half_rho * rho
@@ -324,6 +326,7 @@ def eofd_buffered(
     newton_steps: int = 5,
     max_halvings: int = 30,
     hessian: str = "auto",
+    eigensolver: str = "auto",
 ) -> Learner:
     """Buffered EOFD-MLogB (module docstring).
 
@@ -335,6 +338,8 @@ def eofd_buffered(
       newton_steps, max_halvings: caps of each fit's Newton steps and step halvings.
       hessian: ``"woodbury"`` (the r x r core), ``"dense"`` (H formed) or ``"auto"`` (dense where
         ``D <= r``); the two agree to rounding.
+      eigensolver: the sketch's FD core, ``"auto"``, ``"secular"`` or ``"lapack"`` (speed only;
+        :func:`~bandits_jax.linalg.sketch.core_eigh`).
 
     Returns:
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
@@ -352,16 +357,21 @@ def eofd_buffered(
         raise ValueError(f"{fn}: hessian must be one of {HESSIANS}, got {hessian!r}")
     m = min(int(sketch_size), K * d)
     dense = hessian == "dense" or (hessian == "auto" and K * d <= m + B * K)
-    opt = _Options(K, d, m, B, N, M, 0.5 if robust else 0.0, summary == "anchor", dense)
-    return base.assemble(
-        num_outcomes=K,
-        dim=d,
-        init=functools.partial(_init, opt),
+    solver = named(fn, sketch.check_eigensolver, eigensolver)
+    opt = _Options(K, d, m, B, N, M, 0.5 if robust else 0.0, summary == "anchor", dense, solver)
+    parts = base.optimistic(
+        K,
+        d,
         a_matrices=functools.partial(_a_matrices, half_rho=opt.half_rho, dense=dense),
-        update=functools.partial(_update, opt),
         radius=lambda state: state.hparams.beta,
+    )
+    return base.from_score_parts(
+        K,
+        d,
+        functools.partial(_init, opt),
+        update=functools.partial(_update, opt),
         hyperparams=exact_hyperparams,
-        in_ball=False,
+        **parts,
     )
 
 

@@ -3,8 +3,10 @@
 He et al., Section 2.1, eq. (3)-(10), with the dense K d x K d matrix
 ``H_t = lam I + sum_{s<t} grad^2 l_s(W_{s+1})``. Scores: ``A(x) = (I_K kron x)^T H_t^{-1}
 (I_K kron x)`` from one Cholesky factor of ``H_t`` and eq. (10)'s bonus (:mod:`.bonus`). Update:
-Section 3.1's route, ``H_t + eta grad^2 l_t(W_t) = Q diag(e) Q^T``, the Newton step (eq. 8) and
-the projection (eq. 9) by Lemma 2 with ``V = Q``, ``mu = e - lam``; then
+the Newton step (eq. 8) with ``H~ = H_t + eta grad^2 l_t(W_t)`` by a Cholesky solve, the
+projection (eq. 9) by Lemma 2 in the dense ``H~``-norm
+(:func:`~bandits_jax.linalg.projection.project_dense`: Cholesky solves per root step, no
+eigendecomposition, so a batch of trials stays one batch on a GPU); then
 ``H_{t+1} = H_t + grad^2 l_t(W_{t+1})``.
 """
 
@@ -74,22 +76,18 @@ def _update(
     hp = state.hparams
     dtype = state.W.dtype
     x = x.astype(dtype)
-    lam, eta = hp.lam, hp.eta
+    eta = hp.eta
     w = state.W.reshape(-1)
 
     s = model.sigma(state.W @ x)
     H_tilde = state.H + eta * hessian_term(s, x)
-    e, Q = lapack.eigh(0.5 * (H_tilde + H_tilde.T))
+    H_tilde = 0.5 * (H_tilde + H_tilde.T)
     g = jnp.kron(s - model.onehot(y, K, dtype), x)
-    w_prime = w - eta * (Q @ ((Q.T @ g) / e))
-
-    a = Q.T @ w_prime
-    mu = jnp.maximum(e - lam, 0.0)
-    sol = projection.dual_root(
-        jnp.sum(w_prime * w_prime), a, mu, lam, hp.S, max_steps=max_newton_steps
+    w_prime = w - eta * lapack.cho_solve(lapack.cholesky(H_tilde), g)
+    # H_tilde w' = H_tilde w - eta g, exactly.
+    w_new, sol = projection.project_dense(
+        H_tilde, w_prime, H_tilde @ w - eta * g, hp.S, max_steps=max_newton_steps
     )
-    alpha, c = projection.project_coeffs(a, mu, lam, sol.nu)
-    w_new = alpha * w_prime + Q @ c
     W_new = w_new.reshape(K, d)
 
     dw = w_new - w
@@ -111,11 +109,17 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> Learner:
       max_newton_steps: cap of the projection's dual root loop.
     """
     K, d = base.check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
-    return base.assemble(
-        num_outcomes=K,
-        dim=d,
-        init=functools.partial(_init, K, d),
+    parts = base.optimistic(
+        K,
+        d,
         a_matrices=lambda state, actions: newton.a_matrices(lapack.cholesky(state.H), actions, K),
-        update=functools.partial(_update, K, d, max_newton_steps),
         radius=functools.partial(_radius, K, d),
+    )
+    return base.from_score_parts(
+        K,
+        d,
+        functools.partial(_init, K, d),
+        update=functools.partial(_update, K, d, max_newton_steps),
+        in_ball=True,
+        **parts,
     )

@@ -1,7 +1,8 @@
-"""The FD core's two eigensolvers agree: the secular path of ``sketch._core_eigh`` (rank-one
-secular updates) against its ``jnp.linalg.eigh`` path, on the truncation itself (ties, zero
-weights, degenerate residual directions, adaptive rank) and on EOFD-MLogB iterates over a stream
-(paper, robust and adaptive; K = 1 and K = 4; float64 and float32)."""
+"""The FD core's two eigensolvers agree: ``sketch.core_eigh``'s secular path (rank-one secular
+updates, what every platform but the CPU runs at K >= 2 and every platform at K = 1) against its
+LAPACK path, on the truncation itself (ties, zero weights, degenerate residual directions,
+adaptive rank) and on EOFD-MLogB iterates over a stream (paper, robust and adaptive; K = 1 and
+K = 4; float64 and float32)."""
 
 import functools
 
@@ -14,31 +15,12 @@ from jax import lax
 from bandits_jax import mlogb
 from bandits_jax.linalg import sketch
 
-
-@functools.cache
-def _jit_with(max_k, fn):
-    """``fn`` jitted with ``sketch.SECULAR_MAX_K = max_k`` while it is traced (the choice of
-    eigensolver is static); cached, so each path compiles once per shape."""
-
-    def traced(*args):
-        old = sketch.SECULAR_MAX_K
-        sketch.SECULAR_MAX_K = max_k
-        try:
-            return fn(*args)
-        finally:
-            sketch.SECULAR_MAX_K = old
-
-    return jax.jit(traced)
+_SOLVERS = ("lapack", "secular")
 
 
-def _paths(k, fn, *args):
-    """``fn(*args)`` by the eigh path and by the secular path."""
-    return [_jit_with(max_k, fn)(*args) for max_k in (0, k)]
-
-
-def _both(mu, ext, M, rank, budget):
-    tr = sketch.truncate(mu, ext, M)
-    ad, r = sketch.truncate_adaptive(mu, ext, M, rank, budget)
+def _both(mu, ext, M, rank, budget, eigensolver):
+    tr = sketch.truncate(mu, ext, M, eigensolver)
+    ad, r = sketch.truncate_adaptive(mu, ext, M, rank, budget, eigensolver)
     return tr, ad, r
 
 
@@ -68,7 +50,9 @@ def test_truncation_secular_equals_eigh(case, k):
     mu, ext, M = _core_inputs(case, k, seed=k)
     rank, budget = jnp.asarray(3, jnp.int32), jnp.asarray(0.05)
 
-    (tr_e, ad_e, r_e), (tr_s, ad_s, r_s) = _paths(k, _both, mu, ext, M, rank, budget)
+    (tr_e, ad_e, r_e), (tr_s, ad_s, r_s) = [
+        jax.jit(_both, static_argnums=5)(mu, ext, M, rank, budget, e) for e in _SOLVERS
+    ]
     for a, b in ((tr_e, tr_s), (ad_e, ad_s)):
         np.testing.assert_allclose(b.mu, a.mu, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(b.sigma2, a.sigma2, rtol=1e-10, atol=1e-12)
@@ -100,7 +84,6 @@ def test_eofd_iterates_secular_equal_eigh(K, variant, dtype):
     kw = {}
     if variant == "robust_adaptive":
         kw = dict(regularization="robust", max_sketch_size=5, delta_target=1.05)
-    learner = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
     hp = mlogb.hyperparams(
         lam=0.8, eta=1.5, S=1.0, beta=0.3, rewards=list(np.linspace(1 / K, 1, K)), dtype=dtype
     )
@@ -109,9 +92,12 @@ def test_eofd_iterates_secular_equal_eigh(K, variant, dtype):
     xs[5] = xs[4]  # a repeated action: the residual direction is degenerate
     xs = jnp.asarray(xs / np.linalg.norm(xs, axis=1, keepdims=True), dtype)
     ys = jnp.asarray(rng.integers(0, K + 1, size=T))
-    (W_e, mu_e, rho_e), (W_s, mu_s, rho_s) = _paths(
-        K, functools.partial(_run_eofd, learner), hp, xs, ys
-    )
+    (W_e, mu_e, rho_e), (W_s, mu_s, rho_s) = [
+        jax.jit(functools.partial(_run_eofd, learner))(hp, xs, ys)
+        for learner in (
+            mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, eigensolver=e, **kw) for e in _SOLVERS
+        )
+    ]
     tol = 1e-9 if dtype == jnp.float64 else 2e-4
     assert W_s.dtype == dtype
     np.testing.assert_allclose(W_s, W_e, rtol=tol, atol=tol)
