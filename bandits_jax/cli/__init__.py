@@ -24,9 +24,10 @@ Compiled chunks go to JAX's persistent compilation cache (``--compile-cache DIR|
 (:mod:`.process`: ``--threads``, ``--xla-*`` as ``XLA_FLAGS``) apply once before JAX starts;
 docs/command.md has both.
 
-Settings: :data:`.options.SETTINGS_HELP` and docs/command.md. On classification data the learners
-get no bound S unless ``--S`` is given: each kind's no-bound rule
-(:data:`bandits_jax.mlogb.recipes.RULES`) chooses its own.
+Settings: the names of :func:`bandits_jax.envs.make` (docs/command.md). On classification data
+the learners get no bound S unless ``--S`` is given: each kind's no-bound rule
+(:data:`bandits_jax.mlogb.recipes.RULES`) chooses its own. An option that does nothing for the
+chosen learners or settings is refused (exit status 2), never ignored.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from typing import Any
 from bandits_jax.cli import bco, bench, kappa, process, reproduce, sweep
 from bandits_jax.cli.options import (
     COMPILE_CACHE_ENV,
-    DEFAULT_SETTINGS,
     EVAL_SEED_OFFSET,
     PAPER_GRID,
     Parser,
@@ -54,18 +54,25 @@ from bandits_jax.cli.options import (
     join_negative_values,
     value_options,
 )
-from bandits_jax.cli.reproduce import Setting, make_setting
+from bandits_jax.cli.reproduce import DEFAULT_SETTINGS
 
-__all__ = [
-    "main",
-    "build_parser",
-    "PAPER_GRID",
-    "DEFAULT_SETTINGS",
-    "EVAL_SEED_OFFSET",
-    "Setting",
-    "make_setting",
-    "UsageError",
-]
+__all__ = ["main", "build_parser", "PAPER_GRID", "DEFAULT_SETTINGS", "EVAL_SEED_OFFSET",
+           "UsageError", "make_setting"]  # fmt: skip
+
+
+def make_setting(name: str, *, S: float | None, dtype: Any, mnist_path: str | None = None) -> Any:
+    """Deprecated (0.2.0): :func:`bandits_jax.envs.make` (``S`` and ``mnist_path`` go where the
+    name takes them; the result is an :class:`bandits_jax.envs.Setting`)."""
+    import warnings
+
+    from bandits_jax import envs
+
+    warnings.warn("bandits_jax.cli.make_setting is deprecated: use bandits_jax.envs.make",
+                  DeprecationWarning, stacklevel=2)  # fmt: skip
+    takes = envs.parse(name).options
+    kw = {"S": S, "path": mnist_path}
+    return envs.make(name, dtype=dtype, **{k: v for k, v in kw.items() if k in takes})
+
 
 COMMANDS = {"reproduce": reproduce, "sweep": sweep, "bco": bco, "kappa": kappa, "bench": bench}
 HELP = {
@@ -244,7 +251,7 @@ def build_parser() -> Parser:
         short, long = HELP[name]
         # No abbreviations: kappa's --S would silently mean --S-grid, sweep's --rounds r --r.
         s = sub.add_parser(name, help=short, description=long, allow_abbrev=False)
-        add_common(s, name)  # the common option groups this command uses (COMMAND_GROUPS)
+        add_common(s, name, module)  # the shared option groups it uses (COMMAND_GROUPS)
         module.add_arguments(s)
         s.set_defaults(module=module)
         subs[name] = s

@@ -4,7 +4,7 @@ The EOFD-MLogB paper (Remark 1) says the leading term of its regret does not gro
 which grows like ``exp(S)`` with the bound ``S = ||W*||_F`` (the binary logit's
 ``1 / sigma'(S) = 2 + e^S + e^-S``), unlike a linear baseline's. This study plays every learner of
 the library's registry (:data:`~bandits_jax.mlogb.recipes.REGISTRY`) on Section 4's synthetic
-stream (``envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S)``) for each S of ``--S-grid`` in two
+stream (the setting ``synth-D-K`` of ``envs.make``, ``S`` given) for each S of ``--S-grid`` in two
 modes:
 
 * ``recipe`` (out of the box): the kind's known-bound point in
@@ -37,7 +37,6 @@ import json
 import math
 import pathlib
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -50,11 +49,17 @@ from bandits_jax.cli import reproduce as rep
 from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, exploration_columns
 
-L_GRID = (-1.0, -0.5, 0.0)
-E_GRID = (-0.5, 0.0, 0.5)
-BETA_GRID = (0.01, 0.1, 1.0)
-FULL = {"T": 2000, "tune_trials": 4, "eval_trials": 10, "S_grid": (1.0, 2.0, 4.0, 8.0)}
-QUICK = {"T": 300, "tune_trials": 2, "eval_trials": 3, "S_grid": (1.0, 4.0, 8.0)}
+LEARNERS = recipes.KINDS
+FULL = {"rounds": 2000, "trials": 4, "eval_trials": 10, "S_grid": "1,2,4,8", "dim": 20,
+        "num_outcomes": 1, "l_grid": "-1,-0.5,0", "e_grid": "-0.5,0,0.5",
+        "beta_grid": "0.01,0.1,1"}  # fmt: skip
+QUICK = {**FULL, "rounds": 300, "trials": 2, "eval_trials": 3, "S_grid": "1,4,8"}
+OPTION_HELP = {
+    "--trials": f"tuning seeds (default {FULL['trials']}; quick {QUICK['trials']})",
+    "--beta-grid": f"beta values, numbers >= 0 (default {FULL['beta_grid']})",
+    "--learners": f"comma list of {', '.join(LEARNERS)} (default "
+    f"{','.join(rep.DEFAULT_LEARNERS)}, those defined for K)",
+}
 MODES = ("recipe", "tuned")
 VERSION = 1  # of the cell identity and result layout
 
@@ -69,59 +74,16 @@ def kappa_bound(S: float) -> float:
     return 2.0 + math.exp(S) + math.exp(-S)
 
 
-# ----------------------------------------------------------------------------- options
-
-
 def add_arguments(k: argparse.ArgumentParser) -> None:
-    """The ``kappa`` options (after ``options.add_common(k, "kappa")``: its groups leave out
-    ``--S``/``--mnist``, see ``options.COMMAND_GROUPS``)."""
-    k.add_argument("--config", default=None, help="JSON file with any of these options")
-    k.add_argument(
-        "--S-grid",
-        default=None,
-        help=f"parameter bounds S = ||W*||_F (default {_grid_text(FULL['S_grid'])}; "
-        f"quick {_grid_text(QUICK['S_grid'])})",
-    )
-    k.add_argument("--dim", type=int, default=20, help="dimension d (default 20)")
-    k.add_argument("--num-outcomes", type=int, default=1, help="outcomes K (default 1)")
-    k.add_argument(
-        "--learners",
-        default=None,
-        help=f"comma list of {', '.join(recipes.KINDS)} (default {','.join(rep.DEFAULT_LEARNERS)})",
-    )
+    """The ``kappa`` options (its shared groups leave out ``--S``/``--mnist``)."""
+    k.add_argument("--S-grid", help="parameter bounds S = ||W*||_F (default "
+                   f"{FULL['S_grid']}; quick {QUICK['S_grid']})")  # fmt: skip
+    k.add_argument("--dim", type=int, help=f"dimension d (default {FULL['dim']})")
+    k.add_argument("--num-outcomes", type=int, help="outcomes K (default 1)")
     # --no-tune first: a --config key "tune" then maps to --tune (true: tuned column on).
     k.add_argument("--no-tune", dest="tune", action="store_false", help="recipe column only")
-    k.add_argument(
-        "--tune", dest="tune", action="store_true", default=True, help="tuned column (default)"
-    )
-    k.add_argument("--l-grid", default=_grid_text(L_GRID), help=f"l values ({_grid_text(L_GRID)})")
-    k.add_argument("--e-grid", default=_grid_text(E_GRID), help=f"e values ({_grid_text(E_GRID)})")
-    k.add_argument(
-        "--beta-grid",
-        default=_grid_text(BETA_GRID),
-        help=f"beta values, numbers >= 0 ({_grid_text(BETA_GRID)})",
-    )
-    k.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"T = {QUICK['T']}, {QUICK['tune_trials']} tuning + {QUICK['eval_trials']} "
-        f"evaluation seeds, S in {_grid_text(QUICK['S_grid'])}",
-    )
-    k.add_argument(
-        "--rounds", type=int, default=None, help=f"T (default {FULL['T']}; quick {QUICK['T']})"
-    )
-    k.add_argument(
-        "--trials",
-        type=int,
-        default=None,
-        help=f"tuning seeds (default {FULL['tune_trials']}; quick {QUICK['tune_trials']})",
-    )
-    k.add_argument(
-        "--eval-trials",
-        type=int,
-        default=None,
-        help=f"evaluation seeds (default {FULL['eval_trials']}; quick {QUICK['eval_trials']})",
-    )
+    k.add_argument("--tune", dest="tune", action="store_true", default=True,
+                   help="tuned column (default)")  # fmt: skip
 
 
 def _unique(errors: list[str], values: Sequence[Any], option: str) -> None:
@@ -133,52 +95,43 @@ def _unique(errors: list[str], values: Sequence[Any], option: str) -> None:
 def validate(args: argparse.Namespace) -> None:
     """Checks every option and resolves the study into ``args.plan``; raises ``UsageError``."""
     errors: list[str] = []
-    opt.check_common(args, errors)  # --rounds and --trials too
+    opt.fill_defaults(args, FULL, QUICK)
+    opt.check_common(args, errors)
     opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=1)
     opt.check_int(errors, args.dim, "--dim", minimum=1)
     opt.check_int(errors, args.num_outcomes, "--num-outcomes", minimum=1)
-    if args.trials is not None and args.trials > opt.EVAL_SEED_OFFSET:
+    if args.trials > opt.EVAL_SEED_OFFSET:
         errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
-    base = QUICK if args.quick else FULL
-    if args.S_grid is None:
-        S_grid = list(base["S_grid"])
-    else:
-        S_grid = opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
-        _unique(errors, S_grid, "--S-grid")
-    learners = opt.split_list(args.learners) if args.learners is not None else None
-    if learners is not None and not learners:
-        errors.append("--learners: expected a non-empty comma list")
-    rep.check_learners(errors, learners or [])
-    _unique(errors, learners or [], "--learners")
-    K = args.num_outcomes if isinstance(args.num_outcomes, int) else 1
-    for name in learners or []:
-        if name in recipes.KINDS and not rep.supports(name, K):
-            errors.append(f"--learners: {name} is defined for K = 1 only (--num-outcomes {K})")
+    S_grid = opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
+    K = args.num_outcomes if args.num_outcomes >= 1 else 1
+    given = "learners" in args.given
+    learners = opt.check_learners(errors, args.learners, LEARNERS) if given else [
+        n for n in rep.DEFAULT_LEARNERS if rep.supports(n, K)]  # fmt: skip
+    errors += [f"--learners: {n} is defined for K = 1 only (--num-outcomes {K})"
+               for n in learners if n in LEARNERS and not rep.supports(n, K)]  # fmt: skip
+    if not any(n in LEARNERS and recipes.REGISTRY[n].sketched for n in learners):
+        opt.refuse_unused(errors, args, {"sketch": "no sketched learner in --learners"})
+    if not args.tune:
+        tuned = ("l_grid", "e_grid", "beta_grid", "trials")
+        opt.refuse_unused(errors, args, dict.fromkeys(tuned, "the tuned column is off (--no-tune)"))
     ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
     es = opt.check_float_list(errors, args.e_grid, "--e-grid")
     betas = opt.check_float_list(errors, args.beta_grid, "--beta-grid")
     if any(b < 0 for b in betas):
         errors.append(f"--beta-grid: expected numbers >= 0, got {args.beta_grid!r}")
-    for vals, option in ((ls, "--l-grid"), (es, "--e-grid"), (betas, "--beta-grid")):
+    for vals, option in ((S_grid, "--S-grid"), (ls, "--l-grid"), (es, "--e-grid"),
+                         (betas, "--beta-grid")):  # fmt: skip
         _unique(errors, vals, option)
     opt.finish(errors, args)
-    T = args.rounds or base["T"]
-    tune_n = args.trials or base["tune_trials"]
-    eval_n = args.eval_trials or base["eval_trials"]
     off = args.seed + opt.EVAL_SEED_OFFSET
     args.plan = {
-        "T": T,
-        "chunk": opt.chunk_size(T, args.chunk),
-        "dim": args.dim,
-        "K": args.num_outcomes,
-        "S_grid": [float(s) for s in S_grid],
-        "learners": learners
-        or [n for n in rep.DEFAULT_LEARNERS if rep.supports(n, args.num_outcomes)],
+        "T": args.rounds, "chunk": opt.chunk_size(args.rounds, args.chunk), "dim": args.dim,
+        "K": args.num_outcomes, "S_grid": [float(s) for s in S_grid], "learners": learners,
         "modes": list(MODES) if args.tune else ["recipe"],
         "grid": {"l": ls, "e": es, "beta": betas},
-        "tuning_seeds": list(range(args.seed, args.seed + tune_n)),
-        "eval_seeds": list(range(off, off + eval_n)),
-    }
+        "tuning_seeds": list(range(args.seed, args.seed + args.trials)),
+        "eval_seeds": list(range(off, off + args.eval_trials)),
+    }  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- cells
@@ -205,9 +158,11 @@ def recipe_point(name: str, S: float) -> tuple[float, float, Any]:
     return float(p.l), float(p.e), p.beta if isinstance(p.beta, str) else float(p.beta)
 
 
-def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None) -> list[Cell]:
+def plan_cells(
+    plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None, xla: Any = None
+) -> list[Cell]:
     """The study's cells, S-major, then learner, then mode, with their identities: every option
-    that changes a cell's numbers (chunk size included, as the chunk checkpoints require)."""
+    that changes a cell's numbers (chunk size and XLA options included)."""
     K, d = plan["K"], plan["dim"]
     cells = []
     for S in plan["S_grid"]:
@@ -223,7 +178,8 @@ def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None
                     "chunk": plan["chunk"],
                     "dtype": dtype,
                     "learner": name,
-                    "sketch": m if rep.learner_row(name).sketched else None,
+                    "sketch": m if recipes.REGISTRY[name].sketched else None,
+                    "xla": xla,
                     "mode": mode,
                     "eval_seeds": plan["eval_seeds"],
                 }
@@ -307,8 +263,9 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
         if key not in _GAMES:
             if len(_GAMES) >= 32:
                 _GAMES.pop(next(iter(_GAMES)))
-            env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
-            learner = rep.make_learner(name, K, d, m, plan["T"])
+            env = envs.make(f"synth-{d}-{K}", S=1.0, dtype=dtype).env
+            learner = recipes.make_learner(name, num_outcomes=K, dim=d, sketch_size=m,
+                                           horizon=plan["T"])  # fmt: skip
             _GAMES[key] = _Learner(name, learner, mlogb.interact(learner, env))
         out[name] = _GAMES[key]
     return out
@@ -349,19 +306,12 @@ def play_cell(
     from bandits_jax.sim.chunks import Progress
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
-    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=S, dtype=dtype)
+    env = envs.make(f"synth-{d}-{K}", S=S, dtype=dtype).env
     t0 = time.perf_counter()
     how = (_recipe_play if cell.mode == "recipe" else _tuned_play)(cell, game.kind, plan, dtype)
-    label = f"synth-{d}-{K} S={S:g}"
-    exp = sweep.Experiment(
-        rep.learner_row(game.kind).label,
-        label,
-        game.step,
-        game.learner.init,
-        how.hparams,
-        how.grid,
-        env.init,
-    )
+    label = recipes.REGISTRY[game.kind].label
+    exp = sweep.Experiment(label, f"synth-{d}-{K} S={S:g}", game.step, game.learner.init,
+                           how.hparams, how.grid, env.init)  # fmt: skip
     with Progress(how.runs * T, _cell_name(cell), enabled=show_progress) as bar:  # trial-rounds
         played = how.play([exp], num_rounds=T, config=cell.identity, progress=bar, **common)
     ev, compile_s, point, tuning = how.read(played)
@@ -394,7 +344,8 @@ def _recipe_play(cell: Cell, kind: str, plan: dict, dtype: Any) -> _CellPlay:
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     l_, e_, b_ = recipe_point(kind, S)
-    hp = rep.learner_hparams(kind, rep.Recipe(K, d, S, T, l_, e_, b_, None, dtype))
+    hp = recipes.hparams_for(kind, num_outcomes=K, dim=d, S=S, horizon=T, l=l_, e=e_, beta=b_,
+                             dtype=dtype)  # fmt: skip
     hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
     grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
     play = functools.partial(
@@ -420,7 +371,8 @@ def _tuned_play(cell: Cell, kind: str, plan: dict, dtype: Any) -> _CellPlay:
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     pg = plan["grid"]
     g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
-    hp = rep.learner_hparams(kind, rep.Recipe(K, d, S, T, g["l"], g["e"], g["beta"], None, dtype))
+    hp = recipes.hparams_for(kind, num_outcomes=K, dim=d, S=S, horizon=T, l=g["l"], e=g["e"],
+                             beta=g["beta"], dtype=dtype)  # fmt: skip
     first, uniq = _distinct(hp)
     hp_u = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
     grid_u = {k: np.asarray(v)[uniq] for k, v in g.items()}
@@ -473,7 +425,7 @@ def _cell_record(cell: Cell, kind: str, T: int, ev, point, tuning, compile_s, t0
         "identity": cell.identity,
         "S": cell.S,
         "learner": cell.learner,
-        "label": rep.learner_row(kind).label,
+        "label": recipes.REGISTRY[kind].label,
         "mode": cell.mode,
         "point": point,
         "final_regret": final.tolist(),
@@ -594,7 +546,7 @@ def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
     """The figure's curves: per learner and mode, S ascending, with the registry's colour."""
     series = []
     for name in learners:
-        row = rep.learner_row(name)
+        row = recipes.REGISTRY[name]
         for mode in MODES:
             mine = sorted((c for c in cells if c["learner"] == name and c["mode"] == mode),
                           key=lambda c: c["S"])  # fmt: skip
@@ -628,7 +580,8 @@ def run(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out)
     dtype = dtype_of(args)
     dtype_name = jax.numpy.dtype(dtype).name
-    cells = plan_cells(plan, out / "checkpoints" / "kappa", dtype=dtype_name, sketch=args.sketch)
+    cells = plan_cells(plan, out / "checkpoints" / "kappa", dtype=dtype_name, sketch=args.sketch,
+                       xla=getattr(args, "xla_applied", None))  # fmt: skip
     if args.resume:
         check_resume(cells)  # before any work
     mesh = sharding.run_mesh() if jax.device_count() > 1 else None
@@ -696,35 +649,19 @@ def _play_cells(
 
 
 def _report(args, plan: dict, results: list[dict], mesh, dtype_name: str, t_start: float) -> dict:
-    """``kappa.json``: the command, the study's configuration, every cell, the growth per
-    learner and the compile cache."""
+    """``kappa.json``: the command, the study's configuration, every cell and the growth per
+    learner."""
     import jax
 
-    from . import compile_cache_report
-
-    return {
-        "command": " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv,
-        "config": {
-            "S_grid": plan["S_grid"],
-            "dim": plan["dim"],
-            "num_outcomes": plan["K"],
-            "rounds": plan["T"],
-            "chunk": plan["chunk"],
-            "dtype": dtype_name,
-            "learners": plan["learners"],
-            "modes": plan["modes"],
-            "grid": plan["grid"],
-            "tuning_seeds": plan["tuning_seeds"],
-            "eval_seeds": plan["eval_seeds"],
-            "sketch": args.sketch or recipes.sketch_size(plan["K"], plan["dim"]),
-            "backend": jax.default_backend(),
-            "devices": 1 if mesh is None else mesh.size,
-            "wall_seconds": time.perf_counter() - t_start,
-        },
-        "cells": results,
-        "growth": growth(results),
-        "compile_cache": compile_cache_report(args),
-    }
+    keys = ("S_grid", "dim", "rounds", "chunk", "learners", "modes", "grid", "tuning_seeds",
+            "eval_seeds")  # fmt: skip
+    config = {k: plan["T" if k == "rounds" else k] for k in keys}
+    config.update(num_outcomes=plan["K"], dtype=dtype_name, backend=jax.default_backend(),
+                  sketch=args.sketch or recipes.sketch_size(plan["K"], plan["dim"]),
+                  devices=1 if mesh is None else mesh.size,
+                  wall_seconds=time.perf_counter() - t_start)  # fmt: skip
+    return {"command": output.command_line(args), "config": config, "cells": results,
+            "growth": growth(results)}  # fmt: skip
 
 
 def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) -> None:
@@ -732,26 +669,12 @@ def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) 
     ``kappa_summary.txt`` (also printed), then lists what was written."""
     from bandits_jax.cli import plotting
 
-    from . import compile_cache_text, write_outputs
-
-    written = []
+    figures = []
     if args.plots:
-        ref = {
-            "S": plan["S_grid"],
-            "value": [kappa_bound(s) for s in plan["S_grid"]],
-            "label": "kappa bound 1/sigma'(S)",
-        }
-        plotting.kappa_figure(
-            figure_series(report["cells"], plan["learners"]),
-            out / "kappa.png",
-            title=f"synth-{plan['dim']}-{plan['K']}, T = {plan['T']}",
-            reference=ref,
-        )
-        written.append(out / "kappa.png")
-    output.write_json(out / "kappa.json", report)
-    output.write_csv(out / "kappa.csv", rows)
-    text = summary(report, rows) + compile_cache_text(report["compile_cache"])
-    (out / "kappa_summary.txt").write_text(text)
-    written += [out / "kappa.json", out / "kappa.csv", out / "kappa_summary.txt"]
-    print("\n" + text)
-    write_outputs(out, written)
+        S = plan["S_grid"]
+        ref = {"S": S, "value": [kappa_bound(s) for s in S], "label": "kappa bound 1/sigma'(S)"}
+        figures = [out / "kappa.png"]
+        plotting.kappa_figure(figure_series(report["cells"], plan["learners"]), figures[0],
+                              title=f"synth-{plan['dim']}-{plan['K']}, T = {plan['T']}",
+                              reference=ref)  # fmt: skip
+    output.finish(args, "kappa", report, rows, summary(report, rows), figures)

@@ -18,37 +18,10 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
-# reproduce's defaults: a high-kappa synthetic stream, a low-rank one (Frequent Directions'
-# premise) and digits over all ten target classes on the half of the examples the recipes were
-# not tuned on, where the learners' curves separate (with S = 1 on the unit sphere they end
-# close together, random included).
-DEFAULT_SETTINGS = ("synth-20-1-S8", "lowrank-100-1-5-S8", "digits-all-h1")
 EVAL_SEED_OFFSET = 10_000
-_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_SYNTH = re.compile(rf"synth-(\d+)-(\d+)(?:-S({_NUMBER}))?")
-_LOWRANK = re.compile(rf"lowrank-(\d+)-(\d+)-(\d+)(?:-S({_NUMBER}))?")
-_HEAVY = re.compile(rf"heavy-(\d+)-(\d+)-({_NUMBER})(?:-S({_NUMBER}))?")
-_DIGITS = re.compile(r"digits(?:-(\d+|all))?(?:-h([01]))?")
-_DIGITS_K4 = re.compile(r"digits-k4(?:-h([01]))?")
-_ALL_TARGETS = re.compile(r"(wine|iris|cancer)-all")
-_BAD_S = re.compile(r"(?:synth-\d+-\d+|lowrank-\d+-\d+-\d+|heavy-\d+-\d+-[\d.eE+-]+?)-S(.*)")
-MLOGB_SETTING = re.compile(
-    "|".join(r.pattern for r in (_SYNTH, _LOWRANK, _HEAVY, _DIGITS, _ALL_TARGETS))
-    + "|digits-k4|mnist"
-)
-BCO_SETTING = re.compile(r"bco-(linear|quadratic)-(\d+)")
-SETTINGS_HELP = (
-    "synth-D-K[-S<s>] (e.g. synth-100-4, synth-20-1-S8: ||W*|| = s, else --S), "
-    "lowrank-D-K-R[-S<s>] (actions near a rank-R subspace), heavy-D-K-P[-S<s>] (action "
-    "covariance spectrum decaying like i^-P, e.g. heavy-200-1-1), digits (target class 1), "
-    "digits-C (C in 0..9), digits-all, wine-all, iris-all, cancer-all (trial i rewards class "
-    "i mod C), digits-k4 or mnist; digits settings take -h0/-h1 (the even/odd-indexed half of "
-    "the examples)"
-)
-DIGITS_CLASSES = 10
 
 
 class UsageError(Exception):
@@ -76,11 +49,6 @@ def split_list(text: str | Sequence[Any] | None) -> list[str]:
     if isinstance(text, str):
         return [t.strip() for t in text.split(",") if t.strip()]
     return [str(t) for t in text]
-
-
-def floats(text: Any) -> list[float]:
-    """A comma-separated list (or a number) as floats."""
-    return [float(t) for t in split_list(text)]
 
 
 def beta_arg(b: Any) -> Any:
@@ -300,104 +268,55 @@ def check_beta(errors: list[str], b: Any, option: str) -> None:
         errors.append(f"{option}: expected theory, order or a finite number >= 0, got {b!r}")
 
 
-class SettingName(NamedTuple):
-    """A parsed MLogB setting name (see :data:`SETTINGS_HELP`).
+def check_settings(errors: list[str], text: Any, *, bco: bool) -> list[str]:
+    """The names of ``--settings`` (:func:`bandits_jax.envs.parse`), one error line for each bad
+    one and for BCO names where ``bco`` is false."""
+    from bandits_jax import envs
 
-    Attributes:
-      family: ``"synthetic"``, ``"lowrank"``, ``"heavytail"`` or ``"classification"``.
-      kind: ``"synth"``, ``"lowrank"``, ``"heavy"``, ``"digits"``, ``"digits-k4"``, ``"mnist"``,
-        ``"wine"``, ``"iris"`` or ``"cancer"``.
-      D: dimension (synthetic and low-rank).
-      K: outcomes (synthetic and low-rank).
-      R: subspace rank (low-rank).
-      decay: the spectrum's exponent P (heavy-tailed).
-      S: the ``||W*||_F`` bound from the name (``-S<s>``), ``None`` when not given.
-      target: the rewarded class of a single-target classification setting.
-      all_targets: trial ``i`` rewards class ``i mod C`` (``-all`` settings).
-      half: digits only: ``None`` every example, ``0``/``1`` the even/odd-indexed half (``-h0``,
-        ``-h1``: tune on one, report on the other).
-    """
-
-    family: str
-    kind: str
-    D: int | None = None
-    K: int | None = None
-    R: int | None = None
-    S: float | None = None
-    target: int | None = None
-    all_targets: bool = False
-    half: int | None = None
-    decay: float | None = None
+    names = split_list(text)
+    if not names:
+        errors.append("--settings: expected a non-empty comma list")
+    for name in names:
+        try:
+            spec = envs.parse(name)
+        except ValueError as e:
+            errors.append(f"--settings: {str(e).removeprefix('parse: name: ')}")
+            continue
+        if not bco and spec.family in envs.registry.BCO_FAMILIES:
+            errors.append(f"--settings: {name!r} is a BCO setting; this command plays MLogB ones")
+    return names
 
 
-def _name_S(name: str, text: str | None) -> float | None:
-    if text is None:
-        return None
-    S = float(text)
-    if not math.isfinite(S):
-        raise ValueError(f"{name!r} needs a finite S")
-    if S <= 0:
-        raise ValueError(f"{name!r} needs S > 0")
-    return S
+def check_learners(errors: list[str], text: Any, known: Sequence[str]) -> list[str]:
+    """The names of ``--learners``: a non-empty comma list of ``known`` names, each once."""
+    names = split_list(text)
+    if not names:
+        errors.append("--learners: expected a non-empty comma list")
+    for name in names:
+        if name not in known:
+            errors.append(f"--learners: unknown learner {name!r}, expected one of {list(known)}")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        errors.append(f"--learners: repeated name(s) {', '.join(dup)}")
+    return names
 
 
-def parse_setting(name: str) -> SettingName | None:
-    """Parses an MLogB setting name: ``None`` if it is not one.
-
-    Raises:
-      ValueError: a known form with values out of range (e.g. ``digits-12``, ``synth-20-1-S0``,
-        ``lowrank-20-1-30``); the message names the setting and what it needs.
-    """
-    if m := _SYNTH.fullmatch(name):
-        D, K = int(m.group(1)), int(m.group(2))
-        if D < 1 or K < 1:
-            raise ValueError(f"{name!r} needs D >= 1 and K >= 1")
-        return SettingName("synthetic", "synth", D, K, S=_name_S(name, m.group(3)))
-    if m := _LOWRANK.fullmatch(name):
-        D, K, R = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        if D < 1 or K < 1 or R < 1:
-            raise ValueError(f"{name!r} needs D >= 1, K >= 1 and R >= 1")
-        if R > D:
-            raise ValueError(f"{name!r} needs R <= D (the subspace lies in R^D), got R = {R}")
-        return SettingName("lowrank", "lowrank", D, K, R, S=_name_S(name, m.group(4)))
-    if m := _HEAVY.fullmatch(name):
-        D, K, P = int(m.group(1)), int(m.group(2)), float(m.group(3))
-        if D < 1 or K < 1:
-            raise ValueError(f"{name!r} needs D >= 1 and K >= 1")
-        return SettingName("heavytail", "heavy", D, K, S=_name_S(name, m.group(4)), decay=P)
-    if name == "mnist":
-        return SettingName("classification", name)
-    if m := _DIGITS_K4.fullmatch(name):
-        half = None if m.group(1) is None else int(m.group(1))
-        return SettingName("classification", "digits-k4", half=half)
-    if m := _DIGITS.fullmatch(name):
-        which, half = m.group(1), None if m.group(2) is None else int(m.group(2))
-        if which == "all":
-            return SettingName("classification", "digits", all_targets=True, half=half)
-        target = 1 if which is None else int(which)
-        if not 0 <= target < DIGITS_CLASSES:
-            raise ValueError(f"{name!r} needs a class in 0..{DIGITS_CLASSES - 1}")
-        return SettingName("classification", "digits", target=target, half=half)
-    if m := _ALL_TARGETS.fullmatch(name):
-        return SettingName("classification", m.group(1), all_targets=True)
-    if m := _BAD_S.fullmatch(name):
-        raise ValueError(f"{name!r} needs S<s> with s a number > 0, got S{m.group(1)}")
-    return None
+def refuse_unused(errors: list[str], args: argparse.Namespace, unused: dict[str, str]) -> None:
+    """One error line per option the user gave (``args.given``: the destinations not left at
+    ``None``) that does nothing here; ``unused`` maps a destination to the reason."""
+    for dest, why in unused.items():
+        if dest in args.given:
+            errors.append(f"--{dest.replace('_', '-')}: {why}; leave it out")
 
 
-def check_setting(name: str, *, bco: bool = False) -> str | None:
-    """An error line for an unknown or out-of-range setting name (``None`` if valid)."""
-    try:
-        if parse_setting(name) is not None:
-            return None
-    except ValueError as e:
-        return f"--settings: {e}"
-    if bco:
-        m = BCO_SETTING.fullmatch(name)
-        if m:
-            return None if int(m.group(2)) >= 1 else f"--settings: {name!r} needs D >= 1"
-    extra = ", bco-linear-D or bco-quadratic-D" if bco else ""
-    return f"--settings: unknown setting {name!r}, expected {SETTINGS_HELP}{extra}"
+def fill_defaults(args: argparse.Namespace, full: dict, quick: dict | None = None) -> None:
+    """Records the options given (``args.given``), then fills each option left ``None`` with the
+    command's default: ``quick``'s under ``--quick``, else ``full``'s (one style everywhere)."""
+    args.given = {k for k, v in vars(args).items() if v is not None}
+    table = quick if quick is not None and getattr(args, "quick", False) else full
+    for key, value in table.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
 
 
 _UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile)
@@ -578,144 +497,110 @@ def finish(errors: list[str], args: argparse.Namespace) -> None:
         raise UsageError(errors)
 
 
-# Groups of the common options (add_common takes the groups a command uses): "base" options
-# every command takes; "run": the command plays chunked, checkpointed runs itself (not bench,
-# whose benchmarks run in their own processes); "sketch": MLogB learners (Frequent Directions'
-# sketch size); "mlogb": MLogB settings (the bound S, the MNIST files).
-OPTION_GROUPS = ("base", "run", "sketch", "mlogb")
+# The options every command shares, declared once: (group, flag, argparse keywords). A command
+# takes the groups it names in COMMAND_GROUPS; its defaults (FULL, QUICK) and its learner names
+# (LEARNERS) complete the help of --rounds, --trials, --learners and the grids.
+OPTION_GROUPS = ("base", "run", "quick", "sketch", "mlogb", "settings", "grid", "scales", "eval")
 COMMAND_GROUPS: dict[str, frozenset[str]] = {
-    "reproduce": frozenset({"base", "run", "sketch", "mlogb"}),
-    "sweep": frozenset({"base", "run", "sketch", "mlogb"}),
-    "bco": frozenset({"base", "run"}),  # BCO learners: no sketch, S or MNIST
-    "kappa": frozenset({"base", "run", "sketch"}),  # --S-grid replaces --S; synthetic only
+    "reproduce": frozenset({"base", "run", "quick", "sketch", "mlogb", "settings"}),
+    "sweep": frozenset({"base", "run", "sketch", "mlogb", "settings", "grid", "scales", "eval"}),
+    "bco": frozenset({"base", "run", "quick", "scales"}),  # BCO learners: no sketch, S or MNIST
+    "kappa": frozenset({"base", "run", "quick", "sketch", "grid", "eval"}),  # --S-grid, no --S
     "bench": frozenset({"base"}),  # --threads/--devices reach the benchmarks' processes
 }
-
-# The common options: (group, flag, argparse keywords).
+_BETA_HELP = (
+    "theory = Theorem 1's radius (eq. 36, all its constants), order = eq. 27's order-form "
+    "radius (its O(.) terms, constants dropped) or fixed numbers >= 0"
+)
 COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("base", "--out", dict(default="results", help="output directory (default ./results)")),
-    ("run", "--resume", dict(action="store_true", help="continue from checkpoints")),
-    (
-        "base",
-        "--devices",
-        dict(
-            type=int,
-            help="on CPU, split the host into N devices (sets XLA_FLAGS before JAX starts; "
-            "default: sweep and kappa shard their runs over one device per idle core, the "
-            "others use one)",
-        ),
-    ),
-    (
-        "base",
-        "--threads",
-        dict(
-            help="XLA CPU threads, each on its own core: N or auto (default "
-            "$BANDITS_JAX_THREADS, else auto: one, or one per --devices; see "
-            "bandits_jax.cli.process); your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win",
-        ),
-    ),
+    ("base", "--devices", dict(type=int, help="on CPU, split the host into N devices (sets "
+     "XLA_FLAGS before JAX starts; default: sweep and kappa shard their runs over one device "
+     "per idle core, the others use one)")),
+    ("base", "--threads", dict(help="XLA CPU threads, each on its own core: N or auto (default "
+     "$BANDITS_JAX_THREADS, else auto: one, or one per --devices; see bandits_jax.cli.process);"
+     " your own XLA_FLAGS, PJRT_NPROC/NPROC and taskset win")),
     ("base", "--float32", dict(action="store_true", help="float32 (default float64)")),
     ("base", "--quiet", dict(action="store_true", help="no progress bar")),
     ("base", "--no-plots", dict(dest="plots", action="store_false", help="skip PNGs")),
+    ("run", "--config", dict(help="JSON file with any of these options (the command line wins)")),
+    ("run", "--resume", dict(action="store_true", help="continue from checkpoints (refused "
+     "where they were made with other options)")),
     ("run", "--seed", dict(type=int, default=0, help="first trial seed")),
-    (
-        "mlogb",
-        "--S",
-        dict(
-            type=float,
-            default=None,
-            help="parameter-norm bound S of the learners and of synthetic settings without -S<s> "
-            "in their name (default: 1 for synthetic settings, the name's S<s> where given; "
-            "none on classification data, where the recipe chooses S)",
-        ),
-    ),
+    ("run", "--rounds", dict(type=int, help="T")),
+    ("run", "--trials", dict(type=int, help="trials")),
+    ("run", "--learners", dict(help="comma list of")),
+    ("quick", "--quick", dict(action="store_true", help="a reduced run (the quick defaults)")),
+    ("eval", "--eval-trials", dict(type=int, help="evaluation seeds")),
+    ("settings", "--settings", dict(help="comma list of setting names (bandits_jax.envs.make): "
+     "synth-D-K[-S<s>] (||W*||_F = s, else --S), lowrank-D-K-R[-S<s>] (actions near a rank-R "
+     "subspace), heavy-D-K-P[-S<s>] (action spectrum i^-P), digits (class 1), digits-C, "
+     "digits-all, wine-all, iris-all, cancer-all (trial i rewards class i mod C), digits-k4, "
+     "mnist; digits names take -h0/-h1 (even/odd half of the examples)")),
+    ("grid", "--l-grid", dict(help="l values")),
+    ("grid", "--e-grid", dict(help="e values")),
+    ("grid", "--beta-grid", dict(help="confidence radii beta_t: " + _BETA_HELP)),
+    ("scales", "--scale-grid", dict(help="BCO step-size scales, tuned on tuning seeds when "
+     "more than one")),
+    ("mlogb", "--S", dict(type=float, help="parameter-norm bound S of the learners and of "
+     "synthetic settings without -S<s> in their name (default: the name's S<s>, else 1; none "
+     "on classification data, where each recipe chooses S)")),
     ("mlogb", "--mnist", dict(help="directory or .npz with the MNIST files")),
-    (
-        "run",
-        "--chunk",
-        dict(
-            type=int,
-            help="rounds per compiled chunk, a checkpoint after each (default about a tenth of "
-            f"the run, at least {MIN_CHUNK} rounds or the whole run)",
-        ),
-    ),
-    (
-        "sketch",
-        "--sketch",
-        dict(
-            type=int,
-            help="Frequent Directions sketch size m of the sketched learners (default: "
-            "m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64) where K d <= 128)",
-        ),
-    ),
-    (
-        "run",
-        "--xla-opt-level",
-        dict(
-            choices=XLA_OPT_LEVELS,
-            default="auto",
-            help="XLA's CPU optimisation level for the compiled chunks: 0 compiles faster and "
-            "runs slower, 'default' is XLA's own, auto: " + XLA_OPT_AUTO_HELP + " (python -m "
-            "benchmarks.xla_opt_level measures both; results agree to rounding)",
-        ),
-    ),
-    (
-        "run",
-        "--xla-fusion-emitters",
-        dict(
-            choices=XLA_FUSION_EMITTERS,
-            default="auto",
-            help="XLA's CPU fusion emitters (MLIR-based kernels of fused operations): 'off' uses "
-            "XLA's classic LLVM emitters, 'on' the MLIR ones, auto: "
-            + XLA_FUSION_AUTO_HELP
-            + " (python -m benchmarks.xla_opt_level measures both; results agree to rounding); "
-            "ignored on GPU",
-        ),
-    ),
-    (
-        "run",
-        "--xla-codegen-split",
-        dict(
-            type=codegen_split,
-            default="auto",
-            metavar="auto|default|N",
-            help="into how many parts XLA's CPU backend splits a program's machine code to "
-            "compile them in parallel: 'default' is XLA's own, auto: "
-            + XLA_SPLIT_AUTO_HELP
-            + " (python -m benchmarks.xla_opt_level measures it; results are the same); "
-            "ignored on GPU",
-        ),
-    ),
-    (
-        "run",
-        "--compile-cache",
-        dict(
-            metavar="DIR|off",
-            help="JAX's persistent compilation cache (default $BANDITS_JAX_COMPILE_CACHE, else "
-            "$BANDITS_JAX_DATA/xla or ~/.cache/bandits_jax/xla; 'off' disables it): a second run "
-            "skips most compiling. Entries go to a subdirectory DIR/src-<hash>-jax-<version> "
-            "keyed by this checkout's source and JAX version; the summary says where, how big "
-            "and how to clear it",
-        ),
-    ),
-)
+    ("run", "--chunk", dict(type=int, help="rounds per compiled chunk, a checkpoint after each "
+     f"(default about a tenth of the run, at least {MIN_CHUNK} rounds or the whole run)")),
+    ("sketch", "--sketch", dict(type=int, help="Frequent Directions sketch size m of the "
+     "sketched learners (default: m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64) "
+     "where K d <= 128)")),
+    ("run", "--xla-opt-level", dict(choices=XLA_OPT_LEVELS, default="auto", help="XLA's CPU "
+     "optimisation level of the compiled chunks: 0 compiles faster and runs slower, 'default' "
+     f"is XLA's own, auto: {XLA_OPT_AUTO_HELP} (results agree to rounding)")),
+    ("run", "--xla-fusion-emitters", dict(choices=XLA_FUSION_EMITTERS, default="auto",
+     help="XLA's CPU fusion emitters: 'off' the classic LLVM ones, 'on' the MLIR ones, auto: "
+     f"{XLA_FUSION_AUTO_HELP} (results agree to rounding); ignored on GPU")),
+    ("run", "--xla-codegen-split", dict(type=codegen_split, default="auto",
+     metavar="auto|default|N", help="into how many parts XLA's CPU backend splits a program's "
+     f"machine code to compile them in parallel: 'default' is XLA's own, auto: "
+     f"{XLA_SPLIT_AUTO_HELP} (results are the same); ignored on GPU")),
+    ("run", "--compile-cache", dict(metavar="DIR|off", help="JAX's persistent compilation "
+     "cache (default $BANDITS_JAX_COMPILE_CACHE, else $BANDITS_JAX_DATA/xla or "
+     "~/.cache/bandits_jax/xla; 'off' disables it): a second run skips most compiling. Entries "
+     "go to DIR/src-<hash>-jax-<version>, keyed by this checkout's source and JAX's version; "
+     "the summary says where, how big and how to clear it")),
+)  # fmt: skip
 
 
-def add_common(p: argparse.ArgumentParser, groups: str | Sequence[str] | frozenset[str]) -> None:
-    """Adds the common options of ``groups`` (:data:`OPTION_GROUPS`; ``"base"`` always) to
-    ``p``; ``groups`` may also be a command name of :data:`COMMAND_GROUPS`.
+def help_of(flag: str) -> str:
+    """The shared help text of a common option (:data:`COMMON_OPTIONS`)."""
+    return next(kw.get("help", "") for _, f, kw in COMMON_OPTIONS if f == flag)
+
+
+def _help(flag: str, help: str, command: Any) -> str:
+    """An option's help completed from the command's module: its learner names, its own wording
+    (``OPTION_HELP``) and its defaults (``FULL``, ``QUICK``)."""
+    dest = flag[2:].replace("-", "_")
+    help = getattr(command, "OPTION_HELP", {}).get(flag, help)
+    if flag == "--learners":
+        help = f"{help} {', '.join(command.LEARNERS)}"
+    full, quick = getattr(command, "FULL", {}), getattr(command, "QUICK", None)
+    if dest in full:
+        text = full[dest] if isinstance(full[dest], str) else f"{full[dest]:g}"
+        if quick is not None and quick[dest] != full[dest]:
+            q = quick[dest] if isinstance(quick[dest], str) else f"{quick[dest]:g}"
+            text += f"; quick {q}"
+        help = f"{help} (default {text})"
+    return help
+
+
+def add_common(p: argparse.ArgumentParser, command: str, module: Any = None) -> None:
+    """Adds the shared options of ``command``'s groups (:data:`COMMAND_GROUPS`) to ``p``, their
+    help completed from the command's ``module``.
 
     Raises:
-      ValueError: an unknown group or command name.
+      ValueError: an unknown command name.
     """
-    if isinstance(groups, str):
-        if groups not in COMMAND_GROUPS:
-            raise ValueError(f"unknown command {groups!r}, expected one of {list(COMMAND_GROUPS)}")
-        groups = COMMAND_GROUPS[groups]
-    chosen = {"base", *groups}
-    unknown = chosen - set(OPTION_GROUPS)
-    if unknown:
-        raise ValueError(f"unknown option group(s) {sorted(unknown)}, expected {OPTION_GROUPS}")
+    if command not in COMMAND_GROUPS:
+        raise ValueError(f"command: expected one of {list(COMMAND_GROUPS)}, got {command!r}")
     for group, flag, kwargs in COMMON_OPTIONS:
-        if group in chosen:
-            p.add_argument(flag, **kwargs)
+        if group in COMMAND_GROUPS[command]:
+            help = _help(flag, kwargs.get("help", ""), module)
+            p.add_argument(flag, **{**kwargs, "help": help.replace("%", "%%")})

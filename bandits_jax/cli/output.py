@@ -52,3 +52,32 @@ def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> Non
         w.writeheader()
         for r in rows:
             w.writerow({k: cell(r.get(k)) for k in columns})
+
+
+def command_line(args: Any) -> str:
+    """The command as the user typed it (``args.argv`` from ``main(argv)``, else ``sys.argv``)."""
+    import sys
+
+    return " ".join(["bandits-jax", *sys.argv[1:]]) if args.argv is None else args.argv
+
+
+def finish(args: Any, name: str, report: dict, rows: Sequence[Mapping[str, Any]], summary: str,
+           figures: Sequence[os.PathLike] = ()) -> None:  # fmt: skip
+    """Writes ``NAME.json`` (``report`` with the compile cache's state), ``NAME.csv`` (``rows``)
+    and ``NAME_summary.txt`` (``summary`` and the compile cache's lines) under ``--out``, prints
+    the summary, then every file written (``figures`` first)."""
+    import pathlib
+
+    from bandits_jax.cli import compile_cache_report, compile_cache_text
+
+    out = pathlib.Path(args.out)
+    report["compile_cache"] = compile_cache_report(args)
+    write_json(out / f"{name}.json", report)
+    write_csv(out / f"{name}.csv", rows)
+    summary += compile_cache_text(report["compile_cache"])
+    (out / f"{name}_summary.txt").write_text(summary)
+    print("\n" + summary)
+    written = [*figures, *(out / f"{name}{s}" for s in (".json", ".csv", "_summary.txt"))]
+    print(f"\nResults in {out.resolve()}:")
+    for p in written:
+        print(f"  {pathlib.Path(p).resolve()}")

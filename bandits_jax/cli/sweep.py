@@ -2,10 +2,10 @@
 (sharded over all devices), tuned honestly: best configuration on tuning seeds, reported on
 separate evaluation seeds; the exploration diagnostic and the update status per configuration.
 
-MLogB learners (``reproduce``'s registry) take the (l, e, beta) grid on the MLogB settings; BCO
-learners (``bandits_jax.cli.bco.BCO_LEARNERS``) take ``--scale-grid`` (step-size scale) on the
-BCO settings ``bco-linear-D`` (convex family) and ``bco-quadratic-D`` (strongly convex family),
-each learner on the settings of its family; their table reports the dynamic regret (eq. 5.1).
+MLogB learners (the registry's kinds) take the (l, e, beta) grid on the MLogB settings; BCO
+learners (``bco.PRESETS``) take ``--scale-grid`` (step-size scale) on the BCO settings
+``bco-linear-D`` and ``bco-quadratic-D`` of their family; their table reports the dynamic regret
+(eq. 5.1). Every setting is a name of :func:`bandits_jax.envs.make`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from bandits_jax import envs
+from bandits_jax.bco import PRESETS
 from bandits_jax.cli import bco as bco_cmd
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import output, tables
@@ -25,63 +27,38 @@ from bandits_jax.cli import reproduce as rep
 from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, bonus_ratio, exploration_columns
 
+LEARNERS = (*recipes.KINDS, *PRESETS)
+_GRID = ",".join(f"{v:g}" for v in opt.PAPER_GRID)
+FULL = {"rounds": 200, "trials": 10, "eval_trials": 10, "settings": "synth-20-1",
+        "learners": "eofd-paper", "l_grid": _GRID, "e_grid": _GRID, "beta_grid": "theory",
+        "scale_grid": "1"}  # fmt: skip
+OPTION_HELP = {
+    "--trials": "tuning seeds (default 10)",
+    "--l-grid": f"l values (default the paper's {_GRID})",
+    "--e-grid": f"e values (default the paper's {_GRID})",
+    "--learners": f"comma list of {', '.join(recipes.KINDS)} and the BCO learners "
+    f"{', '.join(PRESETS)} (default eofd-paper)",
+}
+
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     """Adds ``sweep``'s own options to its subparser."""
-    s.add_argument("--config", default=None, help="JSON file with any of these options")
-    s.add_argument(
-        "--settings",
-        default="synth-20-1",
-        help="comma list of MLogB settings and bco-linear-D, bco-quadratic-D (default synth-20-1)",
-    )
-    s.add_argument(
-        "--learners",
-        default="eofd-paper",
-        help=f"comma list of {', '.join(recipes.KINDS)} and the BCO learners "
-        f"{', '.join(bco_cmd.BCO_LEARNERS)} (default eofd-paper)",
-    )
-    grid = ",".join(f"{v:g}" for v in opt.PAPER_GRID)
-    s.add_argument("--l-grid", default=grid, help=f"l values (default the paper's {grid})")
-    s.add_argument("--e-grid", default=grid, help=f"e values (default the paper's {grid})")
-    s.add_argument(
-        "--beta-grid",
-        default="theory",
-        help="confidence radii beta_t: theory (Theorem 1's radius, eq. 36), order (eq. 27's "
-        "order-form radius, constants dropped) or fixed numbers >= 0 (default theory)",
-    )
-    s.add_argument(
-        "--S-grid",
-        default=None,
-        help="the learners' parameter bound S as a grid axis, e.g. 2,4,8 (default: one value, "
-        "--S or the setting's; on classification data each recipe's own S)",
-    )
-    s.add_argument("--scale-grid", default="1", help="BCO step-size scales (default 1)")
-    s.add_argument("--rounds", type=int, default=200, help="T (default 200)")
-    s.add_argument("--trials", type=int, default=10, help="tuning seeds (default 10)")
-    s.add_argument("--eval-trials", type=int, default=10, help="evaluation seeds (default 10)")
-    s.add_argument(
-        "--select",
-        default="each",
-        help="each: the best grid point per (learner, setting); across: one point per learner, "
-        "the least mean over settings of regret / that setting's best (how the tuned recipes "
-        "of bandits_jax.mlogb.recipes are chosen)",
-    )
+    s.add_argument("--S-grid", help="the learners' parameter bound S as a grid axis, e.g. 2,4,8 "
+                   "(default: one value, --S or the setting's; on classification data each "
+                   "recipe's own S)")  # fmt: skip
+    s.add_argument("--select", default="each", choices=("each", "across"), help="each: the "
+                   "best grid point per (learner, setting); across: one point per learner, the "
+                   "least mean over settings of regret / that setting's best (how the tuned "
+                   "recipes of bandits_jax.mlogb.recipes are chosen)")  # fmt: skip
     s.add_argument("--no-shard", action="store_true", help="one device even if more exist")
     s.add_argument("--compare-loop", action="store_true", help="also time the same runs one by one")
-    s.add_argument(
-        "--max-memory",
-        default="auto",
-        help="memory budget per device of one compiled call, in bytes (suffix K, M, G, T: "
-        "powers of 1024) or auto (90%% of a GPU's memory limit, half the physical memory on "
-        "CPU); runs that do not fit are played in batches (default auto)",
-    )
-    s.add_argument(
-        "--microbatch",
-        type=int,
-        default=None,
-        help="play each device's runs as slices of this many (lax.map over vmap): the table then "
-        "does not depend on how the runs are batched, bit for bit (default: one vmap over all)",
-    )
+    s.add_argument("--max-memory", default="auto", help="memory budget per device of one "
+                   "compiled call, in bytes (suffix K, M, G, T: powers of 1024) or auto (90%% of "
+                   "a GPU's memory limit, half the physical memory on CPU); runs that do not fit "
+                   "are played in batches (default auto)")  # fmt: skip
+    s.add_argument("--microbatch", type=int, help="play each device's runs as slices of this "
+                   "many (lax.map over vmap): the table then does not depend on how the runs are "
+                   "batched, bit for bit (default: one vmap over all)")  # fmt: skip
 
 
 _BYTE_SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -94,44 +71,30 @@ def parse_bytes(text: Any) -> int | str | None:
     if t == "auto":
         return "auto"
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", t, flags=re.IGNORECASE)
-    if m is None:
-        return None
-    value = int(float(m.group(1)) * _BYTE_SUFFIX[m.group(2).upper()])
+    value = 0 if m is None else int(float(m.group(1)) * _BYTE_SUFFIX[m.group(2).upper()])
     return value if value >= 1 else None
 
 
-def _family(setting: str) -> str:
-    m = opt.BCO_SETTING.fullmatch(setting)
-    return "mlogb" if m is None else bco_cmd.SETTING_FAMILY[m.group(1)]
-
-
-def _learner_family(name: str) -> str:
-    return "mlogb" if name in recipes.KINDS else bco_cmd.BCO_LEARNERS[name].family
+def _family(name: str) -> str:
+    """A learner's or a setting's family: ``mlogb``, ``convex`` or ``strongly_convex``."""
+    if name in PRESETS:
+        return PRESETS[name].family
+    if name in recipes.KINDS:
+        return "mlogb"
+    family = envs.parse(name).family
+    return family if family in envs.registry.BCO_FAMILIES else "mlogb"
 
 
 def validate(args: argparse.Namespace) -> None:
     """Checks every option of ``sweep`` before any work (:class:`~.options.UsageError`)."""
     errors: list[str] = []
-    opt.check_common(args, errors)  # --rounds and --trials too
+    opt.fill_defaults(args, FULL)
+    opt.check_common(args, errors)
     opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=0)
-    if args.select not in ("each", "across"):
-        errors.append(f"--select: expected each or across, got {args.select!r}")
-    if args.eval_trials is not None and args.trials is not None:
-        if args.trials > opt.EVAL_SEED_OFFSET:
-            errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
-    settings = opt.split_list(args.settings)
-    if not settings:
-        errors.append("--settings: expected a non-empty comma list")
-    for name in settings:
-        if (err := opt.check_setting(name, bco=True)) is not None:
-            errors.append(err)
-    learners = opt.split_list(args.learners)
-    if not learners:
-        errors.append("--learners: expected a non-empty comma list")
-    known = [*recipes.KINDS, *bco_cmd.BCO_LEARNERS]
-    for name in learners:
-        if name not in known:
-            errors.append(f"--learners: unknown learner {name!r}, expected one of {known}")
+    if args.trials > opt.EVAL_SEED_OFFSET:
+        errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
+    settings = opt.check_settings(errors, args.settings, bco=True)
+    learners = opt.check_learners(errors, args.learners, LEARNERS)
     ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
     es = opt.check_float_list(errors, args.e_grid, "--e-grid")
     betas = opt.split_list(args.beta_grid)
@@ -140,45 +103,39 @@ def validate(args: argparse.Namespace) -> None:
     for b in betas:
         opt.check_beta(errors, b, "--beta-grid")
     scales = opt.check_float_list(errors, args.scale_grid, "--scale-grid", positive=True)
-    bounds = (
-        [None]
-        if args.S_grid is None
-        else opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
-    )
-    if args.S_grid is not None and args.S is not None:
-        errors.append("--S-grid: give --S or --S-grid, not both")
-    if args.microbatch is not None:
-        opt.check_int(errors, args.microbatch, "--microbatch", minimum=1)
+    bounds = [None]
+    if args.S_grid is not None:
+        bounds = opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
+        if args.S is not None:
+            errors.append("--S-grid: give --S or --S-grid, not both")
+    opt.check_int(errors, args.microbatch, "--microbatch", minimum=1)
     args.max_bytes = parse_bytes(args.max_memory)
     if args.max_bytes is None:
-        errors.append(
-            "--max-memory: expected a positive byte count (e.g. 2000000000 or 2G) or auto, "
-            f"got {args.max_memory!r}"
-        )
+        errors.append("--max-memory: expected a positive byte count (e.g. 2000000000 or 2G) or "
+                      f"auto, got {args.max_memory!r}")  # fmt: skip
     pairs = []
     if not errors:
-        fams = {_family(s) for s in settings}
+        families = {_family(s) for s in settings}
         for lname in learners:
-            fam = _learner_family(lname)
-            if fam not in fams:
-                errors.append(
-                    f"--learners: {lname!r} has no setting of its family ({fam}) in --settings"
-                )
-        pairs = [(l_, s) for s in settings for l_ in learners if _learner_family(l_) == _family(s)]
-        if "mnist" in settings or args.mnist is not None:
+            if _family(lname) not in families:
+                errors.append(f"--learners: {lname!r} has no setting of its family "
+                              f"({_family(lname)}) in --settings")  # fmt: skip
+        pairs = [(lr, s) for s in settings for lr in learners if _family(lr) == _family(s)]
+        mlogb = [n for n in learners if n in recipes.KINDS]
+        none = "no MLogB learner in --learners"
+        opt.refuse_unused(errors, args, {} if mlogb else dict.fromkeys(
+            ("l_grid", "e_grid", "beta_grid", "S_grid", "S", "sketch", "mnist"), none))  # fmt: skip
+        if not any(recipes.REGISTRY[n].sketched for n in mlogb):
+            opt.refuse_unused(errors, args, {"sketch": "no sketched learner in --learners"})
+        if len(mlogb) == len(learners):
+            opt.refuse_unused(errors, args, {"scale_grid": "no BCO learner in --learners"})
+        if "mnist" in settings:
             opt.check_mnist(errors, args.mnist)
+        elif mlogb:
+            opt.refuse_unused(errors, args, {"mnist": "no mnist in --settings"})
     opt.finish(errors, args)
-    args.plan = {
-        "ls": ls,
-        "es": es,
-        "betas": betas,
-        "bounds": bounds,
-        "scales": scales,
-        "pairs": pairs,
-    }
-
-
-# ----------------------------------------------------------------------------- experiments
+    args.plan = {"ls": ls, "es": es, "betas": betas, "bounds": bounds, "scales": scales,
+                 "pairs": pairs}  # fmt: skip
 
 
 def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
@@ -192,69 +149,46 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
 
     plan = args.plan
     lg = sweep.grid_product(l=plan["ls"], e=plan["es"])
-    betas = plan["betas"]
+    betas, bounds = plan["betas"], plan["bounds"]
     exps, settings = [], {}
     for lname, sname in plan["pairs"]:
-        m = opt.BCO_SETTING.fullmatch(sname)
-        if m is not None:
-            env = bco_cmd.make_env(
-                bco_cmd.SETTING_FAMILY[m.group(1)], int(m.group(2)), T, dtype=dtype
-            )
-            learner = bco_cmd.bco_learner(lname, env.d)
-            hps = [bco_cmd.hyperparams(lname, learner, env, T, s) for s in plan["scales"]]
-            exps.append(
-                sweep.Experiment(
-                    lname,
-                    sname,
-                    bint.interact(learner, env),
-                    learner.init,
-                    sweep.stack_trees(hps),
-                    {"scale": np.asarray(plan["scales"])},
-                    env.init,
-                    regret=lambda mt: mt.loss - mt.comparator_loss,
-                )
-            )
+        if lname in PRESETS:
+            env = envs.make(sname, horizon=T, dtype=dtype).env
+            learner, hps = bco_cmd.preset(lname, env, T, plan["scales"])
+            exps.append(sweep.Experiment(
+                lname, sname, bint.interact(learner, env), learner.init, sweep.stack_trees(hps),
+                {"scale": np.asarray(plan["scales"])}, env.init,
+                regret=lambda mt: mt.loss - mt.comparator_loss,
+            ))  # fmt: skip
             continue
         if sname not in settings:
-            settings[sname] = rep.make_setting(sname, S=args.S, dtype=dtype, mnist_path=args.mnist)
+            settings[sname] = rep.make_setting(args, sname, dtype)
         setting = settings[sname]
         K, d = setting.num_outcomes, setting.dim
         if not rep.supports(lname, K):
             continue  # ECOLog: K = 1 only (the summary's chosen points list what ran)
-        bounds = [rep.learner_bound(args, setting) if S is None else S for S in plan["bounds"]]
-        points = [
-            rep.Recipe(
-                K, d, S, T, lg["l"], lg["e"], opt.beta_arg(b), rep.env_rewards(setting), dtype
-            )  # fmt: skip
-            for S in bounds
-            for b in betas
-        ]
-        hp = jax.tree_util.tree_map(
-            lambda *xs: jnp.concatenate(xs, axis=0),
-            *[rep.learner_hparams(lname, r) for r in points],
-        )
-        m_ = rep.learner_sketch(args.sketch, K, d, lname)
+        known = args.S if args.S is not None else setting.S
+        Ss = [known if S is None else S for S in bounds]
+        rewards = rep.env_rewards(setting)
+        hp = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *[
+            recipes.hparams_for(lname, num_outcomes=K, dim=d, S=S, horizon=T, l=lg["l"],
+                                e=lg["e"], beta=opt.beta_arg(b), rewards=rewards, dtype=dtype)
+            for S in Ss for b in betas
+        ])  # fmt: skip
         n_lg, n_b = lg["l"].size, len(betas)
         grid = {
-            "l": np.tile(lg["l"], n_b * len(bounds)),
-            "e": np.tile(lg["e"], n_b * len(bounds)),
-            "beta": np.tile(np.repeat(np.asarray(betas, dtype=str), n_lg), len(bounds)),
+            "l": np.tile(lg["l"], n_b * len(Ss)),
+            "e": np.tile(lg["e"], n_b * len(Ss)),
+            "beta": np.tile(np.repeat(np.asarray(betas, dtype=str), n_lg), len(Ss)),
         }
-        if plan["bounds"] != [None]:
-            grid["S"] = np.repeat(np.asarray(bounds, float), n_b * n_lg)
-        learner = rep.make_learner(lname, K, d, m_, T)
-        exps.append(
-            sweep.Experiment(
-                rep.learner_row(lname).label,
-                sname,
-                mlogb.interact(learner, setting.env),
-                learner.init,
-                hp,
-                grid,
-                setting.env.init,
-                init_env_trial=setting.init_env_trial,
-            )
-        )
+        if bounds != [None]:
+            grid["S"] = np.repeat(np.asarray(Ss, float), n_b * n_lg)
+        m = rep.learner_sketch(args.sketch, K, d, lname)
+        learner = recipes.make_learner(lname, num_outcomes=K, dim=d, sketch_size=m, horizon=T)
+        exps.append(sweep.Experiment(
+            recipes.REGISTRY[lname].label, sname, mlogb.interact(learner, setting.env),
+            learner.init, hp, grid, setting.env.init, init_env_trial=setting.init_env_trial,
+        ))  # fmt: skip
     return exps
 
 
@@ -269,19 +203,16 @@ def _loop_timing(exps, seeds: list[int], T: int) -> dict:
     env_keys, run_keys = sweep.seed_keys(seeds)
     run_s = compile_s = 0.0
     runs = 0
-
     for exp in exps:
         fn = jax.jit(lambda ls, es, k, step=exp.step: rollout(step, ls, es, k, T))
         hp0 = jax.tree_util.tree_map(lambda x: x[0], exp.hparams)
-        ls0, es0 = exp.init_learner(hp0), exp.init_env(env_keys[0])
         t0 = time.perf_counter()
-        exe = fn.lower(ls0, es0, run_keys[0]).compile()
+        exe = fn.lower(exp.init_learner(hp0), exp.init_env(env_keys[0]), run_keys[0]).compile()
         compile_s += time.perf_counter() - t0
         for g in range(exp.grid_size):
             hp = jax.tree_util.tree_map(lambda x, g=g: x[g], exp.hparams)
             for n in range(len(seeds)):
-                ls = exp.init_learner(hp)
-                es = exp.init_env(env_keys[n])
+                ls, es = exp.init_learner(hp), exp.init_env(env_keys[n])
                 t0 = time.perf_counter()
                 jax.block_until_ready(exe(ls, es, run_keys[n]))
                 run_s += time.perf_counter() - t0
@@ -290,160 +221,84 @@ def _loop_timing(exps, seeds: list[int], T: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``sweep``: the tuning and evaluation sweeps, figures, tables and summary;
-    returns the exit status."""
+    """Runs ``sweep``: the tuning and evaluation sweeps, figures, tables and summary."""
     import jax
 
-    from bandits_jax.sim import sharding
+    from bandits_jax.sim import sharding, sweep
+    from bandits_jax.sim.chunks import Progress
 
-    from . import dtype_of
+    from . import dtype_of, say
 
-    out = pathlib.Path(args.out)
-    T = args.rounds
-    dtype = dtype_of(args)
+    T, dtype = args.rounds, dtype_of(args)
     exps = experiments(args, T, dtype)
     mesh = sharding.run_mesh() if (jax.device_count() > 1 and not args.no_shard) else None
     tune_seeds = list(range(args.seed, args.seed + args.trials))
     off = args.seed + opt.EVAL_SEED_OFFSET
     eval_seeds = list(range(off, off + args.eval_trials))
-    total_runs = sum(e.grid_size for e in exps) * len(tune_seeds)
-    _announce(args, exps, mesh, total_runs, tune_seeds, eval_seeds, T)
-    res = _tune(args, exps, mesh, tune_seeds, eval_seeds, T, dtype)
-    timing = _timing(args, exps, res.tuning_sweep, total_runs, tune_seeds, T)
-    _write(args, out, res, timing, tune_seeds, eval_seeds, T)
-    return 0
-
-
-def _announce(args, exps: list, mesh, total_runs: int, tune_seeds: list, eval_seeds: list, T: int):
-    """Says what the sweep plays: experiments, grid sizes, seeds, runs and devices."""
-    from . import say
-
-    sizes = sorted({e.grid_size for e in exps})
-    say(
-        args,
-        f"sweep: {len(exps)} experiments (learners x settings) x {'/'.join(map(str, sizes))} "
-        f"grid points x {len(tune_seeds)} tuning seeds = {total_runs} runs of {T} rounds in one "
-        f"compiled call per chunk, on {1 if mesh is None else mesh.size} device(s)"
-        + (
-            f"; then the best point of each on {len(eval_seeds)} evaluation seeds"
-            if eval_seeds
-            else ""
-        ),
-    )
-
-
-def _tune(args, exps: list, mesh, tune_seeds: list[int], eval_seeds: list[int], T: int, dtype):
-    """The tuning sweep and, with evaluation seeds, the chosen points' evaluation sweep
-    (:func:`bandits_jax.sim.sweep.tune_and_evaluate`, points chosen by ``--select``), each with
-    a bar of its trial-rounds (run_sweep adds any padding runs) and checkpoints under
-    ``OUT/checkpoints/sweep``."""
-    import jax
-
-    from bandits_jax.sim import sweep
-    from bandits_jax.sim.chunks import Progress
+    total = sum(e.grid_size for e in exps) * len(tune_seeds)
+    sizes = "/".join(map(str, sorted({e.grid_size for e in exps})))
+    then = f"; then the best point of each on {len(eval_seeds)} evaluation seeds"
+    say(args, f"sweep: {len(exps)} experiments (learners x settings) x {sizes} grid points x "
+              f"{len(tune_seeds)} tuning seeds = {total} runs of {T} rounds in one compiled call "
+              f"per chunk, on {1 if mesh is None else mesh.size} device(s)"
+              + (then if eval_seeds else ""))  # fmt: skip
 
     def choose(tune) -> list[int]:
         finals = [np.asarray(r.metrics["regret"]).sum(-1).mean(-1) for r in tune.experiments]
         learners = [r.learner for r in tune.experiments]
         return tables.choose_grid_points(learners, finals, across=args.select == "across")
 
-    def bar(split: str, runs: int) -> Progress:
-        return Progress(runs * T, f"{split} ({runs} runs)", enabled=not args.quiet)
-
-    return sweep.tune_and_evaluate(
-        exps,
-        num_rounds=T,
-        tuning_seeds=tune_seeds,
-        eval_seeds=eval_seeds,
-        chooser=choose,
-        progress_for=bar,
-        fields=SWEEP_FIELDS,
-        columns=exploration_columns,
-        checkpoint_dir=pathlib.Path(args.out) / "checkpoints" / "sweep",
-        mesh=mesh,
-        chunk_size=opt.chunk_size(T, args.chunk),
-        max_bytes=args.max_bytes,
-        microbatch=args.microbatch,
-        resume=args.resume,
-        config={
-            "dtype": jax.numpy.dtype(dtype).name,
-            "S": args.S,
-            "S_grid": args.S_grid,
-            "m": args.sketch,
-        },
-    )
-
-
-def _timing(args, exps: list, tune, total_runs: int, tune_seeds: list[int], T: int) -> dict:
-    """The tuning sweep's timings (one compiled call) and, with ``--compare-loop``, those of
-    the same runs one by one."""
-    from . import say
-
-    timing = {
-        "runs": total_runs,
-        "one_call_run_seconds": tune.run_seconds,
-        "one_call_compile_seconds": tune.compile_seconds,
-        "devices": tune.devices,
-    }
+    res = sweep.tune_and_evaluate(
+        exps, num_rounds=T, tuning_seeds=tune_seeds, eval_seeds=eval_seeds, chooser=choose,
+        progress_for=lambda split, runs: Progress(runs * T, f"{split} ({runs} runs)",
+                                                  enabled=not args.quiet),
+        fields=SWEEP_FIELDS, columns=exploration_columns,
+        checkpoint_dir=pathlib.Path(args.out) / "checkpoints" / "sweep", mesh=mesh,
+        chunk_size=opt.chunk_size(T, args.chunk), max_bytes=args.max_bytes,
+        microbatch=args.microbatch, resume=args.resume,
+        config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "S_grid": args.S_grid,
+                "m": args.sketch, "xla": getattr(args, "xla_applied", None)},
+    )  # fmt: skip
+    tune = res.tuning_sweep
+    timing = {"runs": total, "one_call_run_seconds": tune.run_seconds, "devices": tune.devices,
+              "one_call_compile_seconds": tune.compile_seconds}  # fmt: skip
     if args.compare_loop:
         say(args, "timing the same runs one by one ...")
         loop = _loop_timing(exps, tune_seeds, T)
-        timing.update(
-            loop_run_seconds=loop["run_seconds"], loop_compile_seconds=loop["compile_seconds"]
-        )
-    return timing
+        timing.update(loop_run_seconds=loop["run_seconds"],
+                      loop_compile_seconds=loop["compile_seconds"])  # fmt: skip
+    _write(args, res, timing, tune_seeds, eval_seeds, T)
+    return 0
 
 
-def _write(args, out: pathlib.Path, res, timing: dict, tune_seeds, eval_seeds, T: int) -> None:
-    """Writes ``sweep.csv``, ``sweep.json``, the figures and ``sweep_summary.txt`` (also
-    printed), then lists what was written."""
-    from bandits_jax.cli import plotting
-
-    from . import compile_cache_report, compile_cache_text, write_outputs
-
+def _write(args, res, timing: dict, tune_seeds, eval_seeds, T: int) -> None:
+    """Writes ``sweep.csv``, ``sweep.json``, the figures and ``sweep_summary.txt``."""
     tune, ev = res.tuning_sweep, res.evaluation_sweep
     rows = res.tuning + res.evaluation
     points = [(r.learner, r.env, {k: _plain(v[g]) for k, v in r.grid.items()})
               for r, g in zip(tune.experiments, res.chosen, strict=True)]  # fmt: skip
     sweeps = [("tuning", tune)] + ([("evaluation", ev)] if eval_seeds else [])
-    cache = compile_cache_report(args)
-    output.write_csv(out / "sweep.csv", rows)
-    output.write_json(
-        out / "sweep.json",
-        {
-            "rounds": T,
-            "tuning_seeds": tune_seeds,
-            "eval_seeds": eval_seeds,
-            "timing": timing,
-            "select": args.select,
-            "chosen": res.chosen,
-            "memory": {name: r.memory for name, r in sweeps},
-            "chosen_points": [{"learner": lr, "env": env, **grid} for lr, env, grid in points],
-            "rows": rows,
-            "compile_cache": cache,
-        },
-    )
-    written = [out / "sweep.csv", out / "sweep.json"]
-    if args.plots:
-        written += _figures(out, tune, args.plan, plotting)
+    report = {
+        "rounds": T, "tuning_seeds": tune_seeds, "eval_seeds": eval_seeds, "timing": timing,
+        "select": args.select, "chosen": res.chosen,
+        "memory": {name: r.memory for name, r in sweeps},
+        "chosen_points": [{"learner": lr, "env": env, **grid} for lr, env, grid in points],
+        "rows": rows,
+    }  # fmt: skip
+    figures = _figures(pathlib.Path(args.out), tune, args.plan) if args.plots else []
     summary = tables.sweep_summary(res.tuning, res.evaluation, timing, T, args.plan["betas"])
-    summary += tables.chosen_summary(points, args.select)
-    summary += memory_summary(sweeps)
-    summary += compile_cache_text(cache)
-    (out / "sweep_summary.txt").write_text(summary)
-    written.append(out / "sweep_summary.txt")
-    print("\n" + summary)
-    write_outputs(out, written)
+    summary += tables.chosen_summary(points, args.select) + memory_summary(sweeps)
+    output.finish(args, "sweep", report, rows, summary, figures)
 
 
 def _fmt_bytes(n: float | None) -> str:
     if n is None:
         return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} GiB"  # pragma: no cover
+    return f"{n:.1f} GiB"
 
 
 def memory_summary(sweeps: list[tuple[str, Any]]) -> str:
@@ -455,26 +310,19 @@ def memory_summary(sweeps: list[tuple[str, Any]]) -> str:
         mem = res.memory
         if mem is None:
             continue
-        budget = mem["budget_bytes"]
+        budget = "none" if mem["budget_bytes"] is None else _fmt_bytes(mem["budget_bytes"])
+        measured = mem["measured_peak_bytes"]
         lines.append(
             f"  {name}: peak {_fmt_bytes(mem['peak_bytes'])} per call"
             + (" (estimated)" if mem["estimated"] else "")
             + f", {_fmt_bytes(mem['bytes_per_run'])} per run; batches: {mem['batches']} of "
-            f"{mem['runs']} runs ({mem['runs_per_batch']} per batch, budget "
-            f"{'none' if budget is None else _fmt_bytes(budget)})"
-            + (
-                ""
-                if mem["measured_peak_bytes"] is None
-                else f"; measured device peak {_fmt_bytes(mem['measured_peak_bytes'])}"
-            )
+            f"{mem['runs']} runs ({mem['runs_per_batch']} per batch, budget {budget})"
+            + ("" if measured is None else f"; measured device peak {_fmt_bytes(measured)}")
         )
         lines += [f"    note: {note}" for note in mem["notes"]]
-        for r in res.experiments:
-            m = r.memory
-            lines.append(
-                f"    {r.learner} {r.env}: {m['runs']} runs, state "
-                f"{_fmt_bytes(m['state_bytes_per_run'])} per run ({_fmt_bytes(m['state_bytes'])})"
-            )
+        lines += [f"    {r.learner} {r.env}: {r.memory['runs']} runs, state "
+                  f"{_fmt_bytes(r.memory['state_bytes_per_run'])} per run "
+                  f"({_fmt_bytes(r.memory['state_bytes'])})" for r in res.experiments]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -482,12 +330,14 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path]:
+def _figures(out: pathlib.Path, tune, plan: dict) -> list[pathlib.Path]:
     """(l, e) heatmaps per MLogB experiment and (S, beta) block of its grid (S-major, then beta,
     then (l, e): see :func:`experiments`); BCO experiments are in the tables."""
+    from bandits_jax.cli import plotting
+
     ls, es = plan["ls"], plan["es"]
-    reg_panels, ratio_panels = [], []
     nl, ne = len(ls), len(es)
+    reg_panels, ratio_panels = [], []
     for r in tune.experiments:
         if "l" not in r.grid:
             continue
@@ -506,7 +356,6 @@ def _figures(out: pathlib.Path, tune, plan: dict, plotting) -> list[pathlib.Path
         plotting.heatmap_figure(reg_panels, ls, es, paths[-1], cbar_label="mean final regret")
     if ratio_panels:
         paths.append(out / "sweep_exploration.png")
-        plotting.heatmap_figure(
-            ratio_panels, ls, es, paths[-1], cbar_label="bonus/estimate spread", log10=True
-        )
+        plotting.heatmap_figure(ratio_panels, ls, es, paths[-1],
+                                cbar_label="bonus/estimate spread", log10=True)  # fmt: skip
     return paths

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bandits_jax import bco, envs
 from bandits_jax.bco import rounds as bint
 from bandits_jax.cli import bco as study
 from bandits_jax.cli import main
@@ -22,18 +23,20 @@ T = 8
 
 @functools.lru_cache
 def _reference_fns(name, d, T):
-    env = study.make_env("convex", d, T, noise=0.3)
-    learner = study.bco_learner(name, d)
+    env = envs.make(f"bco-linear-{d}", horizon=T, noise=0.3).env
+    learner, _ = bco.from_preset(name, dim=d, domain=env.domain, horizon=T)
     run = make_rollout(bint.interact(learner, env), T, trials=True)
     summ = jax.jit(jax.vmap(lambda e, m: bint.summarize(env, e, m, T).regret))
     return env, learner, run, summ
 
 
 def reference_regret(name, d, T, amplitude, noise, seeds, scale=1.0):
-    """Static regret of one learner at one V_T point, played unchunked (one scan per run)."""
+    """Static regret of one learner at one V_T point, played unchunked (one scan per run): the
+    library's preset and setting, the noise-free losses' G."""
     env, learner, run, summ = _reference_fns(name, d, T)
-    G = study.make_env("convex", d, T).lipschitz
-    hp = study.hyperparams(name, learner, env, T, scale, lipschitz=G)
+    G = envs.make(f"bco-linear-{d}", horizon=T).env.lipschitz
+    _, hp = bco.from_preset(name, dim=d, domain=env.domain, horizon=T, scale=scale,
+                            smoothness=env.smoothness, lipschitz=G)  # fmt: skip
     env_keys, run_keys = sweep.seed_keys(seeds)
     es = jax.vmap(env.init)(env_keys)
     dt, n = es.base.dtype, len(seeds)

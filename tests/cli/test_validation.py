@@ -40,10 +40,12 @@ CASES = [
     (["reproduce", "--seed", "-1"], "--seed"),
     (["reproduce", "--S", "-1"], "--S"),
     (["reproduce", "--S", "inf"], "--S"),
-    (["reproduce", "--l", "nan"], "--l"),
-    (["reproduce", "--beta", "-1"], "--beta"),
-    (["reproduce", "--beta", "nan"], "--beta"),
-    (["reproduce", "--beta", "optimistic"], "--beta"),
+    (["reproduce", "--learners", "eofd-paper", "--l", "nan"], "--l"),
+    (["reproduce", "--learners", "oful-paper", "--beta", "-1"], "--beta"),
+    (["reproduce", "--learners", "eofd-paper", "--beta", "nan"], "--beta"),
+    (["reproduce", "--learners", "eofd-paper", "--beta", "optimistic"], "--beta"),
+    (["reproduce", "--settings", "bco-linear-3"], "--settings"),
+    (["reproduce", "--learners", "eofd,eofd"], "--learners"),
     (["reproduce", "--learners", "eofd,linucbx"], "--learners"),
     (["reproduce", "--learners", ","], "--learners"),
     (["reproduce", "--settings", "synth-0-1"], "--settings"),
@@ -157,7 +159,7 @@ def test_garbage_mnist_in_default_cache_is_skipped(garbage, tmp_path, capsys, mo
     args.module.validate(args)
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(err) == 1 and err[0].startswith("bandits-jax: warning:") and "MNIST" in err[0]
-    assert args.plan["settings"] == list(opt.DEFAULT_SETTINGS)
+    assert args.plan["settings"] == list(cli.DEFAULT_SETTINGS)
     assert any("MNIST skipped" in n for n in args.plan["notes"])
 
 
@@ -241,3 +243,45 @@ def test_learners_are_exactly_the_registry_kinds(command, tmp_path, capsys):
     for line, name in zip(lines, ("eofd-tuned", "oful-tuned"), strict=True):
         assert f"unknown learner {name!r}" in line and str(list(KINDS))[:-1] in line
     assert not (tmp_path / "o").exists()
+
+
+UNUSED = [  # an option that does nothing for the chosen learners or settings: refused
+    (["reproduce", "--learners", "eofd,oful", "--l", "0.5"], "--l", "paper's kinds"),
+    (["reproduce", "--e", "0.5"], "--e", "paper's kinds"),  # the default learners: tuned kinds
+    (["reproduce", "--learners", "linucb", "--beta", "order"], "--beta", "paper's kinds"),
+    (["reproduce", "--learners", "linucb,oful", "--sketch", "4"], "--sketch", "sketched"),
+    (["kappa", "--no-tune", "--l-grid", "0"], "--l-grid", "--no-tune"),
+    (["kappa", "--no-tune", "--trials", "3"], "--trials", "--no-tune"),
+    (["kappa", "--learners", "uniform", "--sketch", "2"], "--sketch", "sketched"),
+    (["bco", "--study", "variation", "--dims", "3,4"], "--dims", "variation"),
+    (["bco", "--study", "dimension", "--noise", "0.1"], "--noise", "dimension"),
+    (["bco", "--tune-trials", "2"], "--tune-trials", "nothing tuned"),
+    (["sweep", "--settings", "bco-linear-2", "--learners", "sphere", "--beta-grid", "0.1"],
+     "--beta-grid", "no MLogB learner"),
+    (["sweep", "--settings", "bco-linear-2", "--learners", "sphere", "--S", "2"], "--S",
+     "no MLogB learner"),
+    (["sweep", "--learners", "eofd", "--scale-grid", "1,2"], "--scale-grid", "no BCO learner"),
+    (["sweep", "--learners", "linucb", "--sketch", "3"], "--sketch", "sketched"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv,option,why", UNUSED, ids=[" ".join(u[0]) for u in UNUSED])
+def test_an_option_that_does_nothing_is_refused(argv, option, why, tmp_path, capsys):
+    rc, lines = run_bad([*argv, "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"bandits-jax: error: {option}: ") and why in lines[0]
+    assert not (tmp_path / "o").exists()
+    # the same option given where it acts is accepted (the paper's kinds, a sketched learner,
+    # the tuned column, the study that uses it, several scales, an MLogB or BCO learner)
+    both = ["--learners", "sphere,eofd", "--settings", "bco-linear-2,synth-3-1"]
+    fixes = {"--l": ["--learners", "eofd-paper"], "--e": ["--learners", "oful-paper"],
+             "--beta": ["--learners", "eofd-paper"], "--sketch": ["--learners", "eofd"],
+             "--l-grid": ["--tune"], "--trials": ["--tune"], "--dims": ["--study", "both"],
+             "--noise": ["--study", "both"], "--tune-trials": ["--scale-grid", "1,2"],
+             "--beta-grid": both, "--S": both, "--scale-grid": both}  # fmt: skip
+    fixed = [*argv, *fixes[option], "--out", str(tmp_path / "ok")]
+    if option in ("--l-grid", "--trials"):
+        fixed.remove("--no-tune")
+    parser = cli.build_parser()
+    args = parser.parse_args(opt.join_negative_values(fixed, opt.value_options(parser)))
+    args.module.validate(args)  # no UsageError
