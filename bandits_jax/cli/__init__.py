@@ -54,24 +54,10 @@ from bandits_jax.cli.options import (
     join_negative_values,
     value_options,
 )
-from bandits_jax.cli.reproduce import DEFAULT_SETTINGS
+from bandits_jax.cli.reproduce import DEFAULT_SETTINGS, make_setting
 
 __all__ = ["main", "build_parser", "PAPER_GRID", "DEFAULT_SETTINGS", "EVAL_SEED_OFFSET",
            "UsageError", "make_setting"]  # fmt: skip
-
-
-def make_setting(name: str, *, S: float | None, dtype: Any, mnist_path: str | None = None) -> Any:
-    """Deprecated (0.2.0): :func:`bandits_jax.envs.make` (``S`` and ``mnist_path`` go where the
-    name takes them; the result is an :class:`bandits_jax.envs.Setting`)."""
-    import warnings
-
-    from bandits_jax import envs
-
-    warnings.warn("bandits_jax.cli.make_setting is deprecated: use bandits_jax.envs.make",
-                  DeprecationWarning, stacklevel=2)  # fmt: skip
-    takes = envs.parse(name).options
-    kw = {"S": S, "path": mnist_path}
-    return envs.make(name, dtype=dtype, **{k: v for k, v in kw.items() if k in takes})
 
 
 COMMANDS = {"reproduce": reproduce, "sweep": sweep, "bco": bco, "kappa": kappa, "bench": bench}

@@ -2,31 +2,27 @@
 
 The EOFD-MLogB paper (Remark 1) says the leading term of its regret does not grow with kappa,
 which grows like ``exp(S)`` with the bound ``S = ||W*||_F`` (the binary logit's
-``1 / sigma'(S) = 2 + e^S + e^-S``), unlike a linear baseline's. This study plays every learner of
-the library's registry (:data:`~bandits_jax.mlogb.recipes.REGISTRY`) on Section 4's synthetic
-stream (the setting ``synth-D-K`` of ``envs.make``, ``S`` given) for each S of ``--S-grid`` in two
-modes:
+``1 / sigma'(S) = 2 + e^S + e^-S``), unlike a linear baseline's. This study plays learners of the
+registry on Section 4's synthetic stream (the setting ``synth-D-K`` of ``envs.make`` at each S of
+``--S-grid``) in two modes:
 
 * ``recipe`` (out of the box): the kind's known-bound point in
-  :data:`~bandits_jax.mlogb.recipes.RULES` (the paper's kinds: Section 4's ``(0.75, 0.75,
-  theory)``);
+  :data:`~bandits_jax.mlogb.recipes.RULES` (the paper's kinds: Section 4's point);
 * ``tuned`` (per S, honestly): the (l, e, beta) grid point with the least mean final regret on
   the tuning seeds (``--seed`` ...), reported on the evaluation seeds
   (``--seed + EVAL_SEED_OFFSET`` ...), with :func:`bandits_jax.sim.sweep.tune_and_evaluate`.
   Grid points that give a learner identical hyperparameters (``e`` for LinUCB, ``beta`` for
   greedy, everything for uniform) are played once; the first of equal points stands for them.
 
-Both modes report on the same evaluation seeds (common random numbers). S enters the stream only
-through ``W*`` (drawn by the environment's ``init``) and the learners only through their
-hyperparameters (state), so one compiled step per learner serves the whole S grid.
+Both modes report on the same evaluation seeds. S enters the stream only through ``W*`` (drawn by
+the environment's ``init``) and the learners only through their hyperparameters, so one compiled
+step per learner serves the whole S grid.
 
 Every (S, learner, mode) cell is a resumable unit in ``DIR/checkpoints/kappa/S<S>/<learner>/
 <mode>``: ``identity.json`` (the options that define it, written first), the chunk checkpoints of
 its sweeps and, once done, ``result.json``. ``--resume`` reuses finished cells, continues an
 interrupted one from its last chunk, and refuses (one error line, exit status 2, before any work)
 a cell made with other options; learners or S values added on a resume are new cells.
-
-Outputs: ``kappa.png``, ``kappa.json``, ``kappa.csv``, ``kappa_summary.txt``.
 """
 
 from __future__ import annotations
@@ -38,13 +34,14 @@ import math
 import pathlib
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from bandits_jax import envs
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import output
+from bandits_jax.cli import output, tables
 from bandits_jax.cli import reproduce as rep
 from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, exploration_columns
@@ -97,16 +94,17 @@ def validate(args: argparse.Namespace) -> None:
     errors: list[str] = []
     opt.fill_defaults(args, FULL, QUICK)
     opt.check_common(args, errors)
-    opt.check_int(errors, args.eval_trials, "--eval-trials", minimum=1)
-    opt.check_int(errors, args.dim, "--dim", minimum=1)
-    opt.check_int(errors, args.num_outcomes, "--num-outcomes", minimum=1)
+    for value, option in ((args.eval_trials, "--eval-trials"), (args.dim, "--dim"),
+                          (args.num_outcomes, "--num-outcomes")):  # fmt: skip
+        opt.check_int(errors, value, option, minimum=1)
     if args.trials > opt.EVAL_SEED_OFFSET:
         errors.append(f"--trials: at most {opt.EVAL_SEED_OFFSET} (evaluation seeds follow)")
     S_grid = opt.check_float_list(errors, args.S_grid, "--S-grid", positive=True)
-    K = args.num_outcomes if args.num_outcomes >= 1 else 1
-    given = "learners" in args.given
-    learners = opt.check_learners(errors, args.learners, LEARNERS) if given else [
-        n for n in rep.DEFAULT_LEARNERS if rep.supports(n, K)]  # fmt: skip
+    K = max(args.num_outcomes, 1)
+    if "learners" in args.given:
+        learners = opt.check_learners(errors, args.learners, LEARNERS)
+    else:
+        learners = [n for n in rep.DEFAULT_LEARNERS if rep.supports(n, K)]
     errors += [f"--learners: {n} is defined for K = 1 only (--num-outcomes {K})"
                for n in learners if n in LEARNERS and not rep.supports(n, K)]  # fmt: skip
     if not any(n in LEARNERS and recipes.REGISTRY[n].sketched for n in learners):
@@ -114,27 +112,21 @@ def validate(args: argparse.Namespace) -> None:
     if not args.tune:
         tuned = ("l_grid", "e_grid", "beta_grid", "trials")
         opt.refuse_unused(errors, args, dict.fromkeys(tuned, "the tuned column is off (--no-tune)"))
-    ls = opt.check_float_list(errors, args.l_grid, "--l-grid")
-    es = opt.check_float_list(errors, args.e_grid, "--e-grid")
-    betas = opt.check_float_list(errors, args.beta_grid, "--beta-grid")
-    if any(b < 0 for b in betas):
+    grid = {k: opt.check_float_list(errors, getattr(args, f"{k}_grid"), f"--{k}-grid")
+            for k in ("l", "e", "beta")}  # fmt: skip
+    if any(b < 0 for b in grid["beta"]):
         errors.append(f"--beta-grid: expected numbers >= 0, got {args.beta_grid!r}")
-    for vals, option in ((S_grid, "--S-grid"), (ls, "--l-grid"), (es, "--e-grid"),
-                         (betas, "--beta-grid")):  # fmt: skip
+    for vals, option in ((S_grid, "--S-grid"), *((v, f"--{k}-grid") for k, v in grid.items())):
         _unique(errors, vals, option)
     opt.finish(errors, args)
     off = args.seed + opt.EVAL_SEED_OFFSET
     args.plan = {
         "T": args.rounds, "chunk": opt.chunk_size(args.rounds, args.chunk), "dim": args.dim,
         "K": args.num_outcomes, "S_grid": [float(s) for s in S_grid], "learners": learners,
-        "modes": list(MODES) if args.tune else ["recipe"],
-        "grid": {"l": ls, "e": es, "beta": betas},
+        "modes": list(MODES) if args.tune else ["recipe"], "grid": grid,
         "tuning_seeds": list(range(args.seed, args.seed + args.trials)),
         "eval_seeds": list(range(off, off + args.eval_trials)),
     }  # fmt: skip
-
-
-# ----------------------------------------------------------------------------- cells
 
 
 class Cell(NamedTuple):
@@ -158,36 +150,23 @@ def recipe_point(name: str, S: float) -> tuple[float, float, Any]:
     return float(p.l), float(p.e), p.beta if isinstance(p.beta, str) else float(p.beta)
 
 
-def plan_cells(
-    plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None, xla: Any = None
-) -> list[Cell]:
+def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None,
+               xla: Any = None) -> list[Cell]:  # fmt: skip
     """The study's cells, S-major, then learner, then mode, with their identities: every option
     that changes a cell's numbers (chunk size and XLA options included)."""
-    K, d = plan["K"], plan["dim"]
-    cells = []
+    K, d, cells = plan["K"], plan["dim"], []
     for S in plan["S_grid"]:
         for name in plan["learners"]:
             m = rep.learner_sketch(sketch, K, d, name)
             for mode in plan["modes"]:
-                ident: dict[str, Any] = {
-                    "version": VERSION,
-                    "S": S,
-                    "dim": d,
-                    "num_outcomes": K,
-                    "rounds": plan["T"],
-                    "chunk": plan["chunk"],
-                    "dtype": dtype,
-                    "learner": name,
-                    "sketch": m if recipes.REGISTRY[name].sketched else None,
-                    "xla": xla,
-                    "mode": mode,
-                    "eval_seeds": plan["eval_seeds"],
-                }
+                ident = {"version": VERSION, "S": S, "dim": d, "num_outcomes": K,
+                         "rounds": plan["T"], "chunk": plan["chunk"], "dtype": dtype,
+                         "learner": name, "sketch": m if recipes.REGISTRY[name].sketched else None,
+                         "xla": xla, "mode": mode, "eval_seeds": plan["eval_seeds"]}  # fmt: skip
                 if mode == "recipe":
                     ident["point"] = list(recipe_point(name, S))
                 else:
-                    ident["grid"] = plan["grid"]
-                    ident["tuning_seeds"] = plan["tuning_seeds"]
+                    ident.update(grid=plan["grid"], tuning_seeds=plan["tuning_seeds"])
                 cells.append(Cell(S, name, mode, ident, cell_dir(root, S, name, mode)))
     return cells
 
@@ -204,13 +183,6 @@ def _read_json(path: pathlib.Path) -> dict:
     return rec
 
 
-def _differences(have: Any, want: dict) -> list[str]:
-    if not isinstance(have, dict):
-        return ["identity"]
-    keys = list(dict.fromkeys([*want, *have]))
-    return [k for k in keys if have.get(k) != want.get(k)]
-
-
 def check_resume(cells: Sequence[Cell]) -> None:
     """Refuses (``CheckpointError``, one line) any cell whose saved identity is not this run's,
     before anything is played."""
@@ -223,13 +195,13 @@ def check_resume(cells: Sequence[Cell]) -> None:
                 continue
             rec = _read_json(path)
             have = rec.get("identity") if name == "result.json" else rec
-            diff = _differences(have, c.identity)
+            have = have if isinstance(have, dict) else {"identity": None}
+            diff = [k for k in dict.fromkeys([*c.identity, *have])
+                    if have.get(k) != c.identity.get(k)]  # fmt: skip
             if diff:
-                what = "; ".join(
-                    f"{k} {json.dumps(have.get(k) if isinstance(have, dict) else None)} there, "
-                    f"{json.dumps(c.identity.get(k))} here"
-                    for k in diff[:3]
-                )
+                what = "; ".join(f"{k} {json.dumps(have.get(k))} there, "
+                                 f"{json.dumps(c.identity.get(k))} here"
+                                 for k in diff[:3])  # fmt: skip
                 raise CheckpointError(
                     f"{path}: made with other options ({what}): a resumed run is the run it "
                     "claims to be; resume with the same options or start without --resume"
@@ -249,23 +221,21 @@ _GAMES: dict[tuple, _Learner] = {}  # kept across calls in one process: executab
 
 def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]:
     """One step per learner: the stream's round functions do not depend on S (only ``init``
-    does, through ``W*``), so the step built on the S = 1 stream serves every S (and both modes:
-    equal batch shapes reuse one executable, as do later studies in the same process)."""
+    does, through ``W*``), so the step built on the S = 1 stream serves every S and both modes
+    (equal batch shapes reuse one executable, as do later studies in the same process)."""
     import jax.numpy as jnp
 
-    from bandits_jax import envs, mlogb
+    from bandits_jax import mlogb
 
-    K, d = plan["K"], plan["dim"]
-    out = {}
+    K, d, T, out = plan["K"], plan["dim"], plan["T"], {}
     for name in plan["learners"]:
         m = rep.learner_sketch(sketch, K, d, name)
-        key = (name, K, d, m, plan["T"], jnp.dtype(dtype).name)
+        key = (name, K, d, m, T, jnp.dtype(dtype).name)
         if key not in _GAMES:
             if len(_GAMES) >= 32:
                 _GAMES.pop(next(iter(_GAMES)))
             env = envs.make(f"synth-{d}-{K}", S=1.0, dtype=dtype).env
-            learner = recipes.make_learner(name, num_outcomes=K, dim=d, sketch_size=m,
-                                           horizon=plan["T"])  # fmt: skip
+            learner = recipes.make_learner(name, num_outcomes=K, dim=d, sketch_size=m, horizon=T)
             _GAMES[key] = _Learner(name, learner, mlogb.interact(learner, env))
         out[name] = _GAMES[key]
     return out
@@ -277,45 +247,85 @@ def _distinct(hp: Any) -> tuple[list[int], list[int]]:
     import jax
 
     leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(hp)]
-    G = leaves[0].shape[0]
     seen: dict[bytes, int] = {}
-    first = [seen.setdefault(b"".join(x[g].tobytes() for x in leaves), g) for g in range(G)]
+    first = [seen.setdefault(b"".join(x[g].tobytes() for x in leaves), g)
+             for g in range(leaves[0].shape[0])]  # fmt: skip
     return first, sorted(set(first))
 
 
-def _recorded_seconds(ckdir: pathlib.Path) -> float:
-    """Run seconds of every chunk of a finished sweep, restored ones included (the chunk
-    checkpoints record them; ``run_sweep`` reports only the chunks it played)."""
-    from bandits_jax.sim import checkpoint
+def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dict,
+              show_progress: bool = False) -> dict:  # fmt: skip
+    """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record: the
+    recipe mode its point on the evaluation seeds, the tuned mode the grid's distinct points on
+    the tuning seeds and the best one on the evaluation seeds."""
+    import jax
+    import jax.numpy as jnp
 
-    return float(
-        sum(
-            float(checkpoint.read_meta(p).get("run_seconds", 0.0))
-            for p in sorted(ckdir.rglob("state.npz"))
-        )
-    )
-
-
-def play_cell(
-    cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dict, show_progress: bool = False
-) -> dict:
-    """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record; with
-    ``show_progress`` a bar counts its trial-rounds (tuning and evaluation)."""
-    from bandits_jax import envs
-    from bandits_jax.sim import sweep
+    from bandits_jax.sim import checkpoint, sweep
     from bandits_jax.sim.chunks import Progress
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
-    env = envs.make(f"synth-{d}-{K}", S=S, dtype=dtype).env
     t0 = time.perf_counter()
-    how = (_recipe_play if cell.mode == "recipe" else _tuned_play)(cell, game.kind, plan, dtype)
-    label = recipes.REGISTRY[game.kind].label
-    exp = sweep.Experiment(label, f"synth-{d}-{K} S={S:g}", game.step, game.learner.init,
-                           how.hparams, how.grid, env.init)  # fmt: skip
-    with Progress(how.runs * T, _cell_name(cell), enabled=show_progress) as bar:  # trial-rounds
-        played = how.play([exp], num_rounds=T, config=cell.identity, progress=bar, **common)
-    ev, compile_s, point, tuning = how.read(played)
-    return _cell_record(cell, game.kind, T, ev, point, tuning, compile_s, t0)
+    hparams = functools.partial(recipes.hparams_for, game.kind, num_outcomes=K, dim=d, S=S,
+                                horizon=T, dtype=dtype)  # fmt: skip
+    if cell.mode == "recipe":
+        l_, e_, b_ = recipe_point(game.kind, S)
+        hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hparams(l=l_, e=e_, beta=b_))
+        grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
+        uniq = [0]
+    else:  # the grid's distinct points, beta-major as sweep
+        pg = plan["grid"]
+        g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])
+        hp = hparams(l=g["l"], e=g["e"], beta=g["beta"])
+        first, uniq = _distinct(hp)
+        hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
+        grid = {k: np.asarray(v)[uniq] for k, v in g.items()}
+    env = envs.make(f"synth-{d}-{K}", S=S, dtype=dtype).env
+    exp = sweep.Experiment(recipes.REGISTRY[game.kind].label, f"synth-{d}-{K} S={S:g}",
+                           game.step, game.learner.init, hp, grid, env.init)  # fmt: skip
+    tuning_runs = len(uniq) * len(plan["tuning_seeds"]) if cell.mode == "tuned" else 0
+    kw = dict(num_rounds=T, config=cell.identity, fields=SWEEP_FIELDS, **common)
+    with Progress((tuning_runs + len(plan["eval_seeds"])) * T, _cell_name(cell),
+                  enabled=show_progress) as bar:  # fmt: skip
+        if cell.mode == "recipe":
+            ev = sweep.run_sweep([exp], seeds=plan["eval_seeds"], progress=bar,
+                                 checkpoint_dir=cell.path / "evaluation", **kw)  # fmt: skip
+            compile_s, point, tuning = ev.compile_seconds, {"l": l_, "e": e_, "beta": b_}, None
+        else:
+            res = sweep.tune_and_evaluate(
+                [exp], tuning_seeds=plan["tuning_seeds"], eval_seeds=plan["eval_seeds"],
+                checkpoint_dir=str(cell.path), columns=exploration_columns, progress=bar, **kw,
+            )  # fmt: skip
+            ev = res.evaluation_sweep
+            compile_s = res.tuning_sweep.compile_seconds + ev.compile_seconds
+            finals_u = np.asarray(res.tuning_sweep.experiments[0].metrics["regret"], np.float64)
+            finals = finals_u.sum(-1)[[uniq.index(f) for f in first]]  # (grid, tuning seeds)
+            chosen = uniq[res.chosen[0]]
+            point = {k: float(v[chosen]) for k, v in g.items()}
+            tuning = {"grid": {k: np.asarray(v).tolist() for k, v in g.items()},
+                      "same_as": first, "final_regret": finals.tolist(),
+                      "mean_final_regret": finals.mean(axis=1).tolist(), "chosen": int(chosen),
+                      "distinct_points": len(uniq)}  # fmt: skip
+    r = ev.experiments[0]
+    final = np.asarray(r.metrics["regret"], np.float64).sum(-1)[0]  # (eval seeds,)
+    row = sweep.table([r], columns=exploration_columns)[0]
+    N = final.size
+    std = float(final.std(ddof=1)) if N > 1 else 0.0
+    seconds = sum(float(checkpoint.read_meta(p).get("run_seconds", 0.0))
+                  for p in sorted((cell.path / "evaluation").rglob("state.npz")))  # fmt: skip
+    return {
+        "identity": cell.identity, "S": S, "learner": cell.learner,
+        "label": recipes.REGISTRY[game.kind].label, "mode": cell.mode, "point": point,
+        "final_regret": final.tolist(), "final_regret_mean": float(final.mean()),
+        "final_regret_std": std, "final_regret_se": std / math.sqrt(N), "trials": int(N),
+        "rounds": T, "ms_per_round": 1e3 * seconds / (T * N),  # every chunk's, restored included
+        "compile_seconds": float(compile_s), "wall_seconds": time.perf_counter() - t0,
+        "rejected": int(row.get("rejected", 0)),
+        "status_counts": {k.removeprefix("status_"): v for k, v in row.items()
+                          if k.startswith("status_")},
+        "explore_rate": row.get("explore_rate"), "bonus_ratio": row.get("bonus_ratio"),
+        "tuning": tuning, "kappa_bound": kappa_bound(S),
+    }  # fmt: skip
 
 
 def _cell_name(cell: Cell) -> str:
@@ -323,167 +333,20 @@ def _cell_name(cell: Cell) -> str:
     return f"S={cell.S:g} {cell.learner} {cell.mode}"
 
 
-class _CellPlay(NamedTuple):
-    """How a mode plays a cell: the hyperparameters and labels of its grid, the runs it plays
-    (for the bar), ``play(experiments, **options)`` (a sweep with the cell's seeds and
-    checkpoints) and ``read(played) -> (evaluation sweep, compile seconds, point, tuning)``."""
-
-    hparams: Any
-    grid: dict
-    runs: int
-    play: Callable
-    read: Callable
-
-
-def _recipe_play(cell: Cell, kind: str, plan: dict, dtype: Any) -> _CellPlay:
-    """The recipe mode: the learner's out-of-the-box point on the evaluation seeds."""
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax.sim import sweep
-
-    K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
-    l_, e_, b_ = recipe_point(kind, S)
-    hp = recipes.hparams_for(kind, num_outcomes=K, dim=d, S=S, horizon=T, l=l_, e=e_, beta=b_,
-                             dtype=dtype)  # fmt: skip
-    hp = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], hp)
-    grid = {"l": np.asarray([l_]), "e": np.asarray([e_]), "beta": np.asarray([str(b_)])}
-    play = functools.partial(
-        sweep.run_sweep,
-        seeds=plan["eval_seeds"],
-        checkpoint_dir=cell.path / "evaluation",
-        fields=SWEEP_FIELDS,
-    )
-    point = {"l": l_, "e": e_, "beta": b_}
-    return _CellPlay(
-        hp, grid, len(plan["eval_seeds"]), play, lambda ev: (ev, ev.compile_seconds, point, None)
-    )
-
-
-def _tuned_play(cell: Cell, kind: str, plan: dict, dtype: Any) -> _CellPlay:
-    """The tuned mode: the grid's distinct points tuned on the tuning seeds, the best one
-    reported on the evaluation seeds (:func:`bandits_jax.sim.sweep.tune_and_evaluate`)."""
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax.sim import sweep
-
-    K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
-    pg = plan["grid"]
-    g = sweep.grid_product(beta=pg["beta"], l=pg["l"], e=pg["e"])  # beta-major, as sweep
-    hp = recipes.hparams_for(kind, num_outcomes=K, dim=d, S=S, horizon=T, l=g["l"], e=g["e"],
-                             beta=g["beta"], dtype=dtype)  # fmt: skip
-    first, uniq = _distinct(hp)
-    hp_u = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[np.asarray(uniq)], hp)
-    grid_u = {k: np.asarray(v)[uniq] for k, v in g.items()}
-    runs = len(uniq) * len(plan["tuning_seeds"]) + len(plan["eval_seeds"])
-    play = functools.partial(
-        sweep.tune_and_evaluate,
-        tuning_seeds=plan["tuning_seeds"],
-        eval_seeds=plan["eval_seeds"],
-        checkpoint_dir=str(cell.path),
-        fields=SWEEP_FIELDS,
-        columns=exploration_columns,
-    )
-    return _CellPlay(hp_u, grid_u, runs, play, functools.partial(_tuned_outcome, g, first, uniq))
-
-
-def _tuned_outcome(g: dict, first: list[int], uniq: list[int], res: Any) -> tuple:
-    """``(evaluation sweep, compile seconds, point, tuning record)`` of a tuned cell: the
-    tuning regrets spread back over the whole grid (equal points share their numbers)."""
-    ev = res.evaluation_sweep
-    compile_s = res.tuning_sweep.compile_seconds + ev.compile_seconds
-    finals_u = np.asarray(res.tuning_sweep.experiments[0].metrics["regret"], np.float64)
-    finals_u = finals_u.sum(-1)  # (distinct points, tuning seeds)
-    where = {u: i for i, u in enumerate(uniq)}
-    finals = finals_u[[where[f] for f in first]]
-    chosen = uniq[res.chosen[0]]
-    point = {k: float(v[chosen]) for k, v in g.items()}
-    tuning = {
-        "grid": {k: np.asarray(v).tolist() for k, v in g.items()},
-        "same_as": first,
-        "final_regret": finals.tolist(),
-        "mean_final_regret": finals.mean(axis=1).tolist(),
-        "chosen": int(chosen),
-        "distinct_points": len(uniq),
-    }
-    return ev, compile_s, point, tuning
-
-
-def _cell_record(cell: Cell, kind: str, T: int, ev, point, tuning, compile_s, t0: float) -> dict:
-    """A played cell's record (``result.json``): its evaluation regrets and their summary,
-    timings (chunk times recorded in its checkpoints), update status and tuning."""
-    from bandits_jax.sim import sweep
-
-    r = ev.experiments[0]
-    final = np.asarray(r.metrics["regret"], np.float64).sum(-1)[0]  # (eval seeds,)
-    row = sweep.table([r], columns=exploration_columns)[0]
-    N = final.size
-    std = float(final.std(ddof=1)) if N > 1 else 0.0
-    seconds = _recorded_seconds(cell.path / "evaluation")
-    return {
-        "identity": cell.identity,
-        "S": cell.S,
-        "learner": cell.learner,
-        "label": recipes.REGISTRY[kind].label,
-        "mode": cell.mode,
-        "point": point,
-        "final_regret": final.tolist(),
-        "final_regret_mean": float(final.mean()),
-        "final_regret_std": std,
-        "final_regret_se": std / math.sqrt(N),
-        "trials": int(N),
-        "rounds": T,
-        "ms_per_round": 1e3 * seconds / (T * N),
-        "compile_seconds": float(compile_s),
-        "wall_seconds": time.perf_counter() - t0,
-        "rejected": int(row.get("rejected", 0)),
-        "status_counts": {
-            k.removeprefix("status_"): v for k, v in row.items() if k.startswith("status_")
-        },
-        "explore_rate": row.get("explore_rate"),
-        "bonus_ratio": row.get("bonus_ratio"),
-        "tuning": tuning,
-        "kappa_bound": kappa_bound(cell.S),
-    }
-
-
-# ----------------------------------------------------------------------------- tables
-
-
 def csv_rows(cells: Sequence[dict]) -> list[dict]:
     """One row per cell: learner, S, mode, final regret mean and standard error, trials, ms per
     round, the point run (tuned: the chosen one), rejected updates and status counts."""
-    rows = []
-    for c in cells:
-        rows.append(
-            {
-                "learner": c["learner"],
-                "label": c["label"],
-                "S": c["S"],
-                "mode": c["mode"],
-                "final_regret_mean": c["final_regret_mean"],
-                "final_regret_se": c["final_regret_se"],
-                "trials": c["trials"],
-                "rounds": c["rounds"],
-                "ms_per_round": c["ms_per_round"],
-                "l": c["point"]["l"],
-                "e": c["point"]["e"],
-                "beta": c["point"]["beta"],
-                "rejected": c["rejected"],
-                **{f"status_{k}": v for k, v in c["status_counts"].items()},
-            }
-        )
-    return rows
+    keys = ("learner", "label", "S", "mode", "final_regret_mean", "final_regret_se", "trials",
+            "rounds", "ms_per_round")  # fmt: skip
+    return [{**{k: c[k] for k in keys}, **{k: c["point"][k] for k in ("l", "e", "beta")},
+             "rejected": c["rejected"],
+             **{f"status_{k}": v for k, v in c["status_counts"].items()}}
+            for c in cells]  # fmt: skip
 
 
 def growth(cells: Sequence[dict]) -> dict[str, dict[str, float | None]]:
     """Per learner and mode, ``regret(S_max) / regret(S_min)`` over the S values run."""
-    from bandits_jax.cli import tables
-
-    out: dict[str, dict[str, float | None]] = {}
-    for c in cells:
-        out.setdefault(c["learner"], {})
+    out: dict[str, dict[str, float | None]] = {c["learner"]: {} for c in cells}
     for name in out:
         for mode in MODES:
             mine = sorted((c["S"], c["final_regret_mean"]) for c in cells
@@ -499,124 +362,79 @@ def _seed_range(seeds: Sequence[int]) -> str:
 
 def summary(report: dict, rows: Sequence[dict]) -> str:
     """The text summary: the table, the growth per learner and the update status."""
-    from bandits_jax.cli import tables
-    from bandits_jax.cli.output import format_table
-
     cfg = report["config"]
-    S = sorted(cfg["S_grid"])
+    S, grid = sorted(cfg["S_grid"]), cfg["grid"]
     lines = [
-        f"kappa study: final regret at T = {cfg['rounds']} vs S = ||W*||_F on synth-{cfg['dim']}-"
-        f"{cfg['num_outcomes']} ({cfg['dtype']}), mean +- standard error over "
-        f"{len(cfg['eval_seeds'])} evaluation seeds ({_seed_range(cfg['eval_seeds'])})",
+        f"kappa study: final regret at T = {cfg['rounds']} vs S = ||W*||_F on synth-"
+        f"{cfg['dim']}-{cfg['num_outcomes']} ({cfg['dtype']}), mean +- standard error over "
+        f"{len(cfg['eval_seeds'])} evaluation seeds ({_seed_range(cfg['eval_seeds'])})"
     ]
     if "tuned" in cfg["modes"]:
-        lines.append(
-            f"  tuned: the (l, e, beta) point of the grid l={_grid_text(cfg['grid']['l'])}, "
-            f"e={_grid_text(cfg['grid']['e'])}, beta={_grid_text(cfg['grid']['beta'])} with the "
-            f"least mean final regret on tuning seeds {_seed_range(cfg['tuning_seeds'])}, "
-            "per (learner, S)"
-        )
+        lines.append(f"  tuned: the (l, e, beta) point of the grid l={_grid_text(grid['l'])}, "
+                     f"e={_grid_text(grid['e'])}, beta={_grid_text(grid['beta'])} with the least "
+                     f"mean final regret on tuning seeds {_seed_range(cfg['tuning_seeds'])}, per "
+                     "(learner, S)")  # fmt: skip
     lines.append("  recipe: the learner's tuned default point (out of the box)")
-    cols = ["learner", "mode", "S", "l", "e", "beta", "final_regret_mean", "final_regret_se",
-            "trials", "ms_per_round", "rejected"]  # fmt: skip
+    cols = ("learner mode S l e beta final_regret_mean final_regret_se trials ms_per_round "
+            "rejected").split()  # fmt: skip
     order = {n: i for i, n in enumerate(cfg["learners"])}
     shown = sorted(rows, key=lambda r: (order.get(r["learner"], 0), r["mode"], r["S"]))
-    lines += ["", format_table(shown, cols), ""]
+    lines += ["", output.format_table(shown, cols), ""]
     if len(S) >= 2:
         k_growth = kappa_bound(S[-1]) / kappa_bound(S[0])
-        lines.append(
-            f"Growth from S = {S[0]:g} to S = {S[-1]:g}, regret(S_max) / regret(S_min) (kappa "
-            f"bound 1/sigma'(S) grows x{k_growth:.3g}):"
-        )
+        lines.append(f"Growth from S = {S[0]:g} to S = {S[-1]:g}, regret(S_max) / regret(S_min) "
+                     f"(kappa bound 1/sigma'(S) grows x{k_growth:.3g}):")  # fmt: skip
         for name, g in report["growth"].items():
             parts = [f"{mode} x{g[mode]:.3g}" if g.get(mode) is not None else f"{mode} -"
                      for mode in cfg["modes"]]  # fmt: skip
             lines.append(f"  {name:<14} " + ", ".join(parts))
     else:
         lines.append("Growth: one S value only")
-    status_rows = [
-        {**r, "setting": f"S={r['S']:g} {r['mode']}", "max_steps": r.get("status_max_steps")}
-        for r in rows
-    ]
-    lines += ["", *tables.status_lines(status_rows)]
-    return "\n".join(lines) + "\n"
+    status = [{**r, "setting": f"S={r['S']:g} {r['mode']}", "max_steps": r.get("status_max_steps")}
+              for r in rows]  # fmt: skip
+    return "\n".join([*lines, "", *tables.status_lines(status)]) + "\n"
 
 
 def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
     """The figure's curves: per learner and mode, S ascending, with the registry's colour."""
     series = []
     for name in learners:
-        row = recipes.REGISTRY[name]
         for mode in MODES:
             mine = sorted((c for c in cells if c["learner"] == name and c["mode"] == mode),
                           key=lambda c: c["S"])  # fmt: skip
             if mine:
-                series.append(
-                    {
-                        "label": row.legend,
-                        "color": row.color,
-                        "mode": mode,
-                        "S": [c["S"] for c in mine],
-                        "mean": [c["final_regret_mean"] for c in mine],
-                        "se": [c["final_regret_se"] for c in mine],
-                    }
-                )
+                row = recipes.REGISTRY[name]
+                series.append({"label": row.legend, "color": row.color, "mode": mode,
+                               **{k: [c[f] for c in mine] for k, f in (
+                                   ("S", "S"), ("mean", "final_regret_mean"),
+                                   ("se", "final_regret_se"))}})  # fmt: skip
     return series
-
-
-# ----------------------------------------------------------------------------- run
 
 
 def run(args: argparse.Namespace) -> int:
     """Plays (or restores) every cell, then writes the figure, JSON, CSV and summary."""
     import jax
 
+    from bandits_jax.cli import plotting
     from bandits_jax.sim import sharding
 
-    from . import dtype_of
+    from . import dtype_of, say
 
-    t_start = time.perf_counter()
-    plan = args.plan
+    t_start, plan, dtype = time.perf_counter(), args.plan, dtype_of(args)
     out = pathlib.Path(args.out)
-    dtype = dtype_of(args)
     dtype_name = jax.numpy.dtype(dtype).name
     cells = plan_cells(plan, out / "checkpoints" / "kappa", dtype=dtype_name, sketch=args.sketch,
                        xla=getattr(args, "xla_applied", None))  # fmt: skip
     if args.resume:
         check_resume(cells)  # before any work
     mesh = sharding.run_mesh() if jax.device_count() > 1 else None
-    _announce(args, plan, mesh, dtype_name)
-    results = _play_cells(args, cells, _learners(plan, dtype, args.sketch), mesh, dtype)
-    rows = csv_rows(results)
-    report = _report(args, plan, results, mesh, dtype_name, t_start)
-    _write(args, out, plan, report, rows)
-    return 0
-
-
-def _announce(args: argparse.Namespace, plan: dict, mesh: Any, dtype_name: str) -> None:
-    """Says what the study plays."""
-    from . import say
-
-    say(
-        args,
-        f"kappa: S in {_grid_text(plan['S_grid'])}, learners {plan['learners']}, modes "
-        f"{plan['modes']}, synth-{plan['dim']}-{plan['K']}, T = {plan['T']}, "
-        f"{len(plan['eval_seeds'])} evaluation seeds"
-        + (f", {len(plan['tuning_seeds'])} tuning seeds" if "tuned" in plan["modes"] else "")
-        + f", chunks of {plan['chunk']} rounds, {dtype_name}, "
-        f"{1 if mesh is None else mesh.size} device(s)",
-    )
-
-
-def _play_cells(
-    args: argparse.Namespace, cells: Sequence[Cell], games: dict, mesh: Any, dtype: Any
-) -> list[dict]:
-    """Every cell's record in order: restored where ``--resume`` finds it finished, otherwise
-    played (:func:`play_cell`) after its identity is written (a fresh run first clears its
-    directory) and saved as its ``result.json``."""
-    from . import say
-
-    plan = args.plan
+    devices = 1 if mesh is None else mesh.size
+    tuning = f", {len(plan['tuning_seeds'])} tuning seeds" if "tuned" in plan["modes"] else ""
+    say(args, f"kappa: S in {_grid_text(plan['S_grid'])}, learners {plan['learners']}, modes "
+              f"{plan['modes']}, synth-{plan['dim']}-{plan['K']}, T = {plan['T']}, "
+              f"{len(plan['eval_seeds'])} evaluation seeds{tuning}, chunks of {plan['chunk']} "
+              f"rounds, {dtype_name}, {devices} device(s)")  # fmt: skip
+    games = _learners(plan, dtype, args.sketch)
     common = {"mesh": mesh, "chunk_size": plan["chunk"], "resume": args.resume, "max_bytes": "auto"}
     results = []
     for cell in cells:
@@ -627,54 +445,29 @@ def _play_cells(
             continue
         if not args.resume and cell.path.exists():
             shutil.rmtree(cell.path)  # a fresh run starts from nothing
-        cell.path.mkdir(parents=True, exist_ok=True)
         output.write_json(cell.path / "identity.json", cell.identity)
-        rec = play_cell(
-            cell,
-            games[cell.learner],
-            plan,
-            dtype=dtype,
-            common=common,
-            show_progress=not args.quiet,
-        )
+        rec = play_cell(cell, games[cell.learner], plan, dtype=dtype, common=common,
+                        show_progress=not args.quiet)  # fmt: skip
         output.write_json(done, rec)
         results.append(rec)
-        say(
-            args,
-            f"  {_cell_name(cell)}: final regret "
-            f"{rec['final_regret_mean']:.4g} +- {rec['final_regret_se']:.2g} "
-            f"({rec['wall_seconds']:.1f} s, {rec['compile_seconds']:.1f} s compiling)",
-        )
-    return results
-
-
-def _report(args, plan: dict, results: list[dict], mesh, dtype_name: str, t_start: float) -> dict:
-    """``kappa.json``: the command, the study's configuration, every cell and the growth per
-    learner."""
-    import jax
-
-    keys = ("S_grid", "dim", "rounds", "chunk", "learners", "modes", "grid", "tuning_seeds",
-            "eval_seeds")  # fmt: skip
-    config = {k: plan["T" if k == "rounds" else k] for k in keys}
+        say(args, f"  {_cell_name(cell)}: final regret {rec['final_regret_mean']:.4g} +- "
+                  f"{rec['final_regret_se']:.2g} ({rec['wall_seconds']:.1f} s, "
+                  f"{rec['compile_seconds']:.1f} s compiling)")  # fmt: skip
+    config = {k: plan["T" if k == "rounds" else k] for k in ("S_grid", "dim", "rounds", "chunk",
+              "learners", "modes", "grid", "tuning_seeds", "eval_seeds")}  # fmt: skip
     config.update(num_outcomes=plan["K"], dtype=dtype_name, backend=jax.default_backend(),
                   sketch=args.sketch or recipes.sketch_size(plan["K"], plan["dim"]),
-                  devices=1 if mesh is None else mesh.size,
-                  wall_seconds=time.perf_counter() - t_start)  # fmt: skip
-    return {"command": output.command_line(args), "config": config, "cells": results,
-            "growth": growth(results)}  # fmt: skip
-
-
-def _write(args, out: pathlib.Path, plan: dict, report: dict, rows: list[dict]) -> None:
-    """Writes ``kappa.png`` (with ``--plots``), ``kappa.json``, ``kappa.csv`` and
-    ``kappa_summary.txt`` (also printed), then lists what was written."""
-    from bandits_jax.cli import plotting
-
+                  devices=devices, wall_seconds=time.perf_counter() - t_start)  # fmt: skip
+    report = {"command": output.command_line(args), "config": config, "cells": results,
+              "growth": growth(results)}  # fmt: skip
     figures = []
     if args.plots:
         S = plan["S_grid"]
         ref = {"S": S, "value": [kappa_bound(s) for s in S], "label": "kappa bound 1/sigma'(S)"}
         figures = [out / "kappa.png"]
-        plotting.kappa_figure(figure_series(report["cells"], plan["learners"]), figures[0],
+        plotting.kappa_figure(figure_series(results, plan["learners"]), figures[0],
                               title=f"synth-{plan['dim']}-{plan['K']}, T = {plan['T']}",
                               reference=ref)  # fmt: skip
+    rows = csv_rows(results)
     output.finish(args, "kappa", report, rows, summary(report, rows), figures)
+    return 0

@@ -287,6 +287,17 @@ def check_settings(errors: list[str], text: Any, *, bco: bool) -> list[str]:
     return names
 
 
+def parse_setting(name: str) -> Any:
+    """Deprecated (0.2.0): :func:`bandits_jax.envs.parse` (it raises on an unknown name)."""
+    import warnings
+
+    from bandits_jax import envs
+
+    warnings.warn("options.parse_setting is deprecated: use bandits_jax.envs.parse",
+                  DeprecationWarning, stacklevel=2)  # fmt: skip
+    return envs.parse(name)
+
+
 def check_learners(errors: list[str], text: Any, known: Sequence[str]) -> list[str]:
     """The names of ``--learners``: a non-empty comma list of ``known`` names, each once."""
     names = split_list(text)

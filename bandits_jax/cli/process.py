@@ -1,24 +1,20 @@
 """The command's process settings, applied once before JAX starts its backend: XLA's CPU
-threads and the cores the process runs on, host devices, and XLA's compiler options.
+threads and the cores the process runs on, host devices, and XLA's compiler options. The library
+never touches the process; the command does, here and only here.
 
-The library never touches the process; the command does, here and only here.
-
-Threads. What jaxlib 0.10 honours: ``PJRT_NPROC`` (else ``NPROC``) sizes the CPU client's
-thread pools, ``--xla_cpu_multi_thread_eigen`` in ``XLA_FLAGS`` switches Eigen's multi-threaded
-kernels, and the process's CPU affinity bounds both. A round of a learner is a few dozen small
-kernels handed between XLA's threads; when another process holds a core every hand-off to it
-waits for a time slice, so the default (``auto``) is one thread on the least busy core (one per
-host device with ``--devices N``, plus N idle pool threads that only run when a device blocks at
-a cross-device rendezvous: :func:`pool_size`). ``python -m benchmarks.cpu_threads`` measures it
-(``docs/bench/cpu_threads.json``). ``--threads N`` (or ``$BANDITS_JAX_THREADS``) asks for N
-threads on N cores. LAPACK calls get one BLAS thread (``OPENBLAS_NUM_THREADS=1``): they run
-inside XLA's pool threads, and OpenBLAS's own spinning threads on top of them slow OFUL's
-calls many times over when two runs share two cores (``docs/xla_cpu_hang.md``). A
-user's own ``XLA_FLAGS``, ``PJRT_NPROC``/``NPROC``, BLAS thread variables and ``taskset`` win.
+Threads. jaxlib honours ``PJRT_NPROC`` (else ``NPROC``: the CPU client's thread pools),
+``--xla_cpu_multi_thread_eigen`` in ``XLA_FLAGS`` and the process's CPU affinity. A round of a
+learner is a few dozen small kernels handed between XLA's threads; when another process holds a
+core every hand-off waits for a time slice, so the default (``auto``) is one thread on the least
+busy core (one per host device with ``--devices N``, plus N idle pool threads: :func:`pool_size`).
+``--threads N`` (or ``$BANDITS_JAX_THREADS``) asks for N threads on N cores. LAPACK gets one BLAS
+thread (``OPENBLAS_NUM_THREADS=1``): OpenBLAS's own spinning threads inside XLA's slowed OFUL's
+calls many times over on two shared cores (``docs/xla_cpu_hang.md``). A user's own ``XLA_FLAGS``,
+``PJRT_NPROC``/``NPROC``, BLAS thread variables and ``taskset`` win.
 
 Compiler options (:func:`configure_xla`): ``--xla-opt-level``, ``--xla-fusion-emitters`` and
-``--xla-codegen-split`` become ``XLA_FLAGS`` entries, so every program of the run, the
-learners' and the environments', compiles with them and JAX's persistent cache keys by them.
+``--xla-codegen-split`` become ``XLA_FLAGS`` entries, so every program of the run compiles with
+them and JAX's persistent cache keys by them.
 """
 
 from __future__ import annotations
@@ -39,13 +35,9 @@ AUTO_THREADS = 1
 
 
 class ThreadConfig(NamedTuple):
-    """What :func:`configure_threads` did.
-
-    Attributes:
-      threads: the thread count applied.
-      environment: the environment variables set (``{}`` when the user set them all).
-      cores: the CPU cores the process was narrowed to (``None``: affinity left alone).
-    """
+    """What :func:`configure_threads` did: the thread count, the environment variables set
+    (``{}`` when the user set them all) and the cores the process was narrowed to (``None``:
+    affinity left alone)."""
 
     threads: int
     environment: dict[str, str]
@@ -58,9 +50,7 @@ def parse_threads(value: object) -> int | None:
     Raises:
       ValueError: anything else (names the option and what was expected).
     """
-    if value is None:
-        return None
-    text = str(value).strip().lower()
+    text = "auto" if value is None else str(value).strip().lower()
     if text == "auto":
         return None
     if isinstance(value, bool) or not re.fullmatch(r"\d+", text) or int(text) < 1:
@@ -90,32 +80,20 @@ def pool_size(n: int, devices: int | None = None) -> int:
     """XLA CPU pool threads for ``n`` compute threads and ``devices`` host devices (pure).
 
     With N > 1 host devices each device's program holds a pool thread and blocks in it at every
-    cross-device rendezvous (e.g. the predicate of a ``while_loop`` over trials sharded across
-    the devices), while XLA also splits large kernels into tasks for the same pool: with only N
-    threads both can wait on each other for ever (EOFD at (d, K, m) = (100, 4, 40), 64 trials
-    on 2 host devices hung with ``PJRT_NPROC=2`` and ran with 3; ``tests/cli/test_process.py``).
-    So N host devices get N more threads than compute threads (they sit idle unless blocked)."""
+    cross-device rendezvous while XLA also splits large kernels into tasks for the same pool:
+    with only N threads both can wait on each other for ever (``tests/cli/test_process.py``),
+    so N host devices get N more threads (idle unless blocked)."""
     return n + devices if devices is not None and devices > 1 else n
 
 
 def thread_environment(
     n: int, environ: Mapping[str, str], devices: int | None = None
 ) -> dict[str, str]:
-    """The environment variables to set for ``n`` XLA CPU threads (pure function).
-
-    A user's own setting always wins: a ``--xla_cpu_multi_thread_eigen`` already in
-    ``XLA_FLAGS`` is kept (ours is not added), and so is a ``PJRT_NPROC`` or ``NPROC`` already
-    set, and so is a BLAS thread count (:data:`BLAS_VARS`); the other ``XLA_FLAGS`` are kept as
-    they are, ours appended. LAPACK gets one BLAS thread (the module's docstring says why).
-
-    Args:
-      n: threads for XLA's CPU work.
-      environ: the current environment (``os.environ``); not modified.
-      devices: host devices (``--devices``): the pool gets :func:`pool_size` threads.
-
-    Returns:
-      ``{name: value}`` of the variables to change (empty when the user set everything).
-    """
+    """The environment variables to set for ``n`` XLA CPU threads (pure function): ``{name:
+    value}`` of those to change (``environ`` is not modified). A user's own setting wins: an
+    eigen flag already in ``XLA_FLAGS``, a ``PJRT_NPROC`` or ``NPROC``, a BLAS thread count
+    (:data:`BLAS_VARS`); our flag is appended to the other ``XLA_FLAGS``. ``devices``: host
+    devices (``--devices``): the pool gets :func:`pool_size` threads."""
     out: dict[str, str] = {}
     flags = environ.get("XLA_FLAGS", "")
     with_eigen = _with_flag(flags, EIGEN_FLAG[2:], "true" if n > 1 else "false")
@@ -138,12 +116,10 @@ def host_device_flags(flags: str, n: int) -> str:
 def choose_cores(
     allowed: Iterable[int], busy: Mapping[int, float], n: int, salt: int = 0
 ) -> tuple[int, ...]:
-    """The ``n`` least busy of the ``allowed`` cores, sorted (pure function).
-
-    Busy fractions are compared in quarters, so that cores that are about as busy tie. Ties go
-    to the higher-numbered core (other work tends to start on core 0), rotated by ``salt`` (the
-    process id): processes started together spread over equally idle cores.
-    """
+    """The ``n`` least busy of the ``allowed`` cores, sorted (pure function). Busy fractions are
+    compared in quarters (cores about as busy tie); ties go to the higher-numbered core (other
+    work tends to start on core 0), rotated by ``salt`` (the process id), so that processes
+    started together spread over equally idle cores."""
     cores = sorted(allowed)
     size = cores[-1] + 1 if cores else 1
     ranked = sorted(
@@ -160,11 +136,9 @@ def core_busy(interval: float = 0.05) -> dict[int, float]:
         out = {}
         with open("/proc/stat") as f:
             for line in f:
-                m = re.match(r"cpu(\d+)\s+(.*)", line)
-                if m:
+                if m := re.match(r"cpu(\d+)\s+(.*)", line):
                     v = [int(x) for x in m.group(2).split()]
-                    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
-                    out[int(m.group(1))] = (sum(v), idle)
+                    out[int(m.group(1))] = (sum(v), v[3] + (v[4] if len(v) > 4 else 0))  # idle
         return out
 
     try:
@@ -188,8 +162,7 @@ def _allowed_cores() -> Collection[int]:
 
 
 def usable_cores() -> int:
-    """How many CPU cores this process may run on (its affinity, after
-    :func:`configure_threads`), at least 1."""
+    """How many CPU cores this process may run on (after :func:`configure_threads`), >= 1."""
     return max(1, len(_allowed_cores()))
 
 
@@ -198,15 +171,9 @@ def idle_cores(
 ) -> int:
     """How many of the ``allowed`` cores (default: this process's affinity) are less than half
     busy (``busy``: fractions per core, default :func:`core_busy`); at least 1."""
-    if allowed is None:
-        allowed = _allowed_cores()
-    return max(1, len(_idle(allowed, busy)))
-
-
-def _idle(allowed: Iterable[int], busy: Mapping[int, float] | None) -> tuple[int, ...]:
-    """The ``allowed`` cores less than half busy (``busy``: default :func:`core_busy`), sorted."""
     busy = core_busy() if busy is None else busy
-    return tuple(sorted(c for c in allowed if busy.get(c, 0.0) < 0.5))
+    allowed = _allowed_cores() if allowed is None else allowed
+    return max(1, sum(1 for c in allowed if busy.get(c, 0.0) < 0.5))
 
 
 def _narrow_affinity(n: int) -> tuple[int, ...] | None:
@@ -235,22 +202,19 @@ def xla_flags(flags: str, options: Mapping[str, object]) -> str:
     debug options, e.g. ``{"xla_backend_optimization_level": 0}``) appended, each unless the
     user set it (pure function)."""
     for name, value in options.items():
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        flags = _with_flag(flags, name, text)
+        flags = _with_flag(
+            flags, name, str(value).lower() if isinstance(value, bool) else str(value)
+        )
     return flags
 
 
 def configure_xla(options: Mapping[str, object] | None) -> dict[str, object] | None:
-    """Puts the compiler ``options`` into ``XLA_FLAGS`` before JAX's backend starts.
-
-    Returns:
-      the options in effect, ours or a user's own value of the same flag in ``XLA_FLAGS``
-      (``{}`` for XLA's defaults), or ``None`` when JAX's backend had already started (a
-      caller's process, e.g. a test session, whose settings then stand).
-    """
+    """Puts the compiler ``options`` into ``XLA_FLAGS`` before JAX's backend starts; returns the
+    options in effect, ours or a user's own value of the same flag (``{}``: XLA's defaults), or
+    ``None`` when JAX's backend had already started (a caller's process, e.g. a test session,
+    whose settings then stand)."""
     if backend_started():
         return None
-    options = dict(options or {})
     if not options:
         return {}
     flags = xla_flags(os.environ.get("XLA_FLAGS", ""), options)
@@ -293,11 +257,8 @@ def configure_threads(threads: object = None, *, devices: int | None = None) -> 
     n = resolve_threads(asked, devices)
     if backend_started():  # too late: XLA read its settings when the backend started
         if asked is not None:
-            warnings.warn(
-                f"threads={n} ignored: JAX's backend has already started (set it before the "
-                "first JAX computation)",
-                stacklevel=2,
-            )
+            warnings.warn(f"threads={n} ignored: JAX's backend has already started (set it "
+                          "before the first JAX computation)", stacklevel=2)  # fmt: skip
         return ThreadConfig(n, {}, None)
     changes = thread_environment(n, os.environ, devices)
     os.environ.update(changes)

@@ -87,12 +87,23 @@ def env_rewards(setting: envs.Setting) -> Any:
     return None if r is None else np.asarray(r, np.float64).tolist()
 
 
-def make_setting(args: argparse.Namespace, name: str, dtype: Any) -> envs.Setting:
+def build_setting(args: argparse.Namespace, name: str, dtype: Any) -> envs.Setting:
     """The named setting (:func:`bandits_jax.envs.make`) with ``--S`` and ``--mnist`` where the
     name takes them."""
+    return make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist, warn=False)
+
+
+def make_setting(name: str, *, S: Any, dtype: Any, mnist_path: Any = None, warn=True) -> Any:
+    """Deprecated (0.2.0): :func:`bandits_jax.envs.make` (``S`` and ``mnist_path`` go where the
+    name takes them; the result is an :class:`bandits_jax.envs.Setting`)."""
+    if warn:
+        import warnings
+
+        warnings.warn("make_setting is deprecated: use bandits_jax.envs.make",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
     takes = envs.parse(name).options
-    return envs.make(name, dtype=dtype, **{k: v for k, v in (("S", args.S), ("path", args.mnist))
-                                           if k in takes})  # fmt: skip
+    kw = {"S": S, "path": mnist_path}
+    return envs.make(name, dtype=dtype, **{k: v for k, v in kw.items() if k in takes})
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:
@@ -193,7 +204,7 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     from bandits_jax.sim import sweep
 
     plan = args.plan
-    setting = make_setting(args, name, dtype)
+    setting = build_setting(args, name, dtype)
     K, d = setting.num_outcomes, setting.dim
     S = args.S if args.S is not None else setting.S  # None on classification data
     recipe = Recipe(K, d, S, plan["T"], args.l, args.e, opt.beta_arg(args.beta),

@@ -162,7 +162,7 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
             ))  # fmt: skip
             continue
         if sname not in settings:
-            settings[sname] = rep.make_setting(args, sname, dtype)
+            settings[sname] = rep.build_setting(args, sname, dtype)
         setting = settings[sname]
         K, d = setting.num_outcomes, setting.dim
         if not rep.supports(lname, K):

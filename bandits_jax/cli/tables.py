@@ -19,21 +19,7 @@ from bandits_jax.cli.output import format_table
 from bandits_jax.mlogb.exploration import GREEDY_RATIO
 from bandits_jax.status import REJECTED_CODES, count_status, is_failure, is_rejected
 
-__all__ = [
-    "rejected_count",
-    "median_ratio",
-    "downsample",
-    "ratio",
-    "learner_stats",
-    "pair_ratios",
-    "reproduce_summary",
-    "sweep_summary",
-    "bench_rows",
-    "bco_rows",
-    "bco_summary",
-    "variation_order",
-    "loglog_slope",
-]
+Rows = Sequence[Mapping[str, Any]]
 
 
 def rejected_count(status: Any) -> int:
@@ -65,6 +51,12 @@ def ratio(num: float, den: float) -> float | None:
     return num / den
 
 
+def _std(x: np.ndarray, axis: int = 0) -> Any:
+    """The sample standard deviation, 0 for a single sample."""
+    x = np.asarray(x)
+    return x.std(axis=axis, ddof=1) if x.shape[axis] > 1 else 0 * x.take(0, axis=axis)
+
+
 def learner_stats(
     regrets: np.ndarray,
     seconds_per_round: Sequence[float],
@@ -89,54 +81,45 @@ def learner_stats(
       compile_seconds: compile time spent for this learner.
     """
     regrets = np.asarray(regrets, np.float64)
-    trials = regrets.shape[0]
-    final = regrets.sum(axis=1)
-    cum = np.cumsum(regrets, axis=1)
+    final, cum = regrets.sum(axis=1), np.cumsum(regrets, axis=1)
     per_round = [float(s) for s in seconds_per_round]
     rounds_x, mean_y = downsample(cum.mean(axis=0))
-    _, std_y = downsample(cum.std(axis=0, ddof=1) if trials > 1 else 0 * cum[0])
     out: dict[str, Any] = {
         "final_regret_mean": float(final.mean()),
-        "final_regret_std": float(final.std(ddof=1)) if trials > 1 else 0.0,
+        "final_regret_std": float(_std(final)),
         "final_regret_per_trial": final.tolist(),
         "seconds_per_round_mean": float(np.mean(per_round)),
-        "seconds_per_round_std": float(np.std(per_round, ddof=1)) if len(per_round) > 1 else 0.0,
+        "seconds_per_round_std": float(_std(per_round)),
         "seconds_per_round_each": per_round,
         "compile_seconds": float(compile_seconds),
-        "bonus_ratio_median": (
-            median_ratio(bonus, estimate) if bonus is not None and estimate is not None else None
-        ),
+        "bonus_ratio_median": None if bonus is None or estimate is None
+        else median_ratio(bonus, estimate),
         "explore_rate": None if explored is None else float(np.mean(explored)),
         "curve_rounds": rounds_x,
         "cumulative_regret_mean": mean_y,
-        "cumulative_regret_std": std_y,
-    }
+        "cumulative_regret_std": downsample(_std(cum))[1],
+    }  # fmt: skip
     if status is not None:
         counts = count_status(status)
-        out["status_counts"] = counts
-        out["rejected_updates"] = rejected_count(status)
-        out["max_steps"] = counts["max_steps"]
+        out.update(status_counts=counts, rejected_updates=rejected_count(status),
+                   max_steps=counts["max_steps"])  # fmt: skip
     if select_status is not None:
         out["flagged_selections"] = int(np.count_nonzero(is_failure(np.asarray(select_status))))
     return out
 
 
-def pair_ratios(
-    stats: Mapping[str, Mapping[str, Any]], pairs: Sequence[tuple[str, str]]
-) -> dict[str, dict[str, Any]]:
+def pair_ratios(stats: Mapping[str, Mapping[str, Any]], pairs: Sequence[tuple[str, str]]) -> dict:
     """For each pair ``(a, b)`` of learner keys both present in ``stats``, the ratios a / b of
     mean final regret and of mean time per round, keyed ``"a_over_b"`` (``None`` if undefined)."""
-    out = {}
-    for a, b in pairs:
-        if a in stats and b in stats:
-            sa, sb = stats[a], stats[b]
-            out[f"{a}_over_{b}"] = {
-                "numerator": a,
-                "denominator": b,
-                "final_regret": ratio(sa["final_regret_mean"], sb["final_regret_mean"]),
-                "time_per_round": ratio(sa["seconds_per_round_mean"], sb["seconds_per_round_mean"]),
-            }
-    return out
+    return {
+        f"{a}_over_{b}": {
+            "numerator": a, "denominator": b,
+            "final_regret": ratio(stats[a]["final_regret_mean"], stats[b]["final_regret_mean"]),
+            "time_per_round": ratio(stats[a]["seconds_per_round_mean"],
+                                    stats[b]["seconds_per_round_mean"]),
+        }
+        for a, b in pairs if a in stats and b in stats
+    }  # fmt: skip
 
 
 def _ratio_line(name: str, la: str, lb: str, r: Mapping[str, Any]) -> str:
@@ -144,84 +127,57 @@ def _ratio_line(name: str, la: str, lb: str, r: Mapping[str, Any]) -> str:
     text = f"{name}: {la}/{lb} final regret " + ("-" if fr is None else f"{fr:.3f}")
     if tr is None:
         return text + ", per-round time -"
-    more = "less" if tr < 1 else "more"
-    return text + f", per-round time {tr:.3f} ({abs(100 * (1 - tr)):.0f}% {more} time)"
-
-
-def _compile_line(report: Mapping[str, Any]) -> str:
-    """How long the learners' programs took to compile, against the whole run."""
-    wall = report["compile_wall_seconds"]
-    return (
-        f"Compile time: {wall:.1f} s of the {report['wall_seconds']:.1f} s after start-up went "
-        "to compiling the learners' chunk programs (compile_s: each learner's, one after another)."
-    )
+    return text + f", per-round time {tr:.3f} ({abs(100 * (1 - tr)):.0f}% " + (
+        "less time)" if tr < 1 else "more time)")  # fmt: skip
 
 
 def reproduce_summary(
-    report: Mapping[str, Any],
-    rows: Sequence[Mapping[str, Any]],
-    notes: Sequence[str],
-    labels: Mapping[str, str],
+    report: Mapping[str, Any], rows: Rows, notes: Sequence[str], labels: Mapping[str, str]
 ) -> str:
     """The text summary of ``reproduce``: the table, the ratio line of each named pair, the
     exploration diagnostic and the update status (rejected updates, MAX_STEPS).
 
     Args:
-      report: the JSON report (``settings -> {..., "ratios": {key: pair_ratios entry}}``).
+      report: the JSON report (``settings -> {..., "ratios": {key: pair_ratios entry}}``;
+        ``l``, ``e``, ``beta``: ``None`` when no paper kind ran).
       rows: the CSV rows (``setting``, ``learner``, ``bonus_ratio``, ``rejected_updates``, ...).
       notes: extra lines appended at the end.
       labels: learner key -> label, for the ratio lines.
     """
     names = ", ".join(dict.fromkeys(r["learner"] for r in rows))
+    paper = "" if report["l"] is None else (
+        f"the paper's kinds at section 4's (l, e) = ({report['l']}, {report['e']}), "
+        f"beta = {report['beta']}; ")  # fmt: skip
+    cols = ("setting learner l e beta final_regret_mean final_regret_std ms_per_round_mean "
+            "ms_per_round_std compile_s bonus_ratio rejected_updates max_steps "
+            "flagged_selections").split()  # fmt: skip
     lines = [
-        f"{names}; section 4 recipe (l, e) = ({report['l']}, {report['e']}), "
-        f"beta = {report['beta']}, S = {'per setting' if report['S'] is None else report['S']}; "
-        f"T = {report['rounds']} rounds, "
-        f"{report['trials']} trials, {report['dtype']} on {report['backend']}.",
+        f"{names}; {paper}S = {'per setting' if report['S'] is None else report['S']}; "
+        f"T = {report['rounds']} rounds, {report['trials']} trials, {report['dtype']} on "
+        f"{report['backend']}.",
         "Tuned learners (bandits_jax.mlogb.recipes) run at their own tuned (l, e, beta), shown "
         "per row.",
         f"Per-round time (ms_per_round): a timed pass after the run, one chunk of a batch of "
         f"{report.get('batch', 1)} vmapped trials, its wall time per trial-round (compile and "
         "checkpoints excluded), mean and std over 2 repeats.",
-        _compile_line(report),
-        "",
-        format_table(
-            rows,
-            [
-                "setting",
-                "learner",
-                "l",
-                "e",
-                "beta",
-                "final_regret_mean",
-                "final_regret_std",
-                "ms_per_round_mean",
-                "ms_per_round_std",
-                "compile_s",
-                "bonus_ratio",
-                "rejected_updates",
-                "max_steps",
-                "flagged_selections",
-            ],
-        ),
-        "",
-    ]
+        f"Compile time: {report['compile_wall_seconds']:.1f} s of the "
+        f"{report['wall_seconds']:.1f} s after start-up went to compiling the learners' chunk "
+        "programs (compile_s: each learner's, one after another).",
+        "", format_table(rows, cols), "",
+    ]  # fmt: skip
     for name, entry in report["settings"].items():
         for r in entry.get("ratios", {}).values():
             a, b = r["numerator"], r["denominator"]
             lines.append(_ratio_line(name, labels.get(a, a), labels.get(b, b), r))
-    greedy = [
-        f"{r['setting']}/{r['learner']} ({r['bonus_ratio']:.1e})"
-        for r in rows
-        if r.get("bonus_ratio") is not None
-        and math.isfinite(r["bonus_ratio"])
-        and 0 < r["bonus_ratio"] < GREEDY_RATIO  # 0: a learner with no bonus (greedy, random)
+    # a ratio of 0: no bonus at all (greedy, random)
+    greedy = [f"{r['setting']}/{r['learner']} ({r['bonus_ratio']:.1e})" for r in rows
+              if r.get("bonus_ratio") is not None and math.isfinite(r["bonus_ratio"])
+              and 0 < r["bonus_ratio"] < GREEDY_RATIO]  # fmt: skip
+    lines += [
+        "",
+        "Exploration diagnostic (bonus_ratio = median over rounds of the spread of the "
+        "optimistic bonus across the action set / the spread of the estimated rewards):",
     ]
-    lines.append("")
-    lines.append(
-        "Exploration diagnostic (bonus_ratio = median over rounds of the spread of the optimistic "
-        "bonus across the action set / the spread of the estimated rewards):"
-    )
     if greedy:
         lines.append(
             f"  effectively greedy (ratio < {GREEDY_RATIO:g}): {', '.join(greedy)}. The bonus "
@@ -230,140 +186,94 @@ def reproduce_summary(
         )
     else:
         lines.append("  no learner/setting is effectively greedy by this measure.")
-    lines += status_lines(rows, total_key="updates")
-    lines += list(notes)
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *status_lines(rows), *notes]) + "\n"
 
 
-def status_lines(rows: Sequence[Mapping[str, Any]], *, total_key: str = "updates") -> list[str]:
+def status_lines(rows: Rows, *, total_key: str = "updates") -> list[str]:
     """Lines naming the rows with rejected updates or MAX_STEPS (or saying there are none).
 
     Rows carry ``rejected_updates`` (or ``rejected``), ``max_steps``, and ``trials * rounds``
     updates; ``setting``/``env`` and ``learner`` name them."""
-    rej, cap, sel = [], [], []
+    found: dict[str, list[str]] = {"rejected": [], "max_steps": [], "flagged_selections": []}
     for r in rows:
         where = f"{r.get('setting', r.get('env'))}/{r['learner']}"
         n = r.get("trials", 1) * r.get("rounds", 0)
-        k = r.get("rejected_updates", r.get("rejected"))
-        if k:
-            rej.append(f"{where} {k} of {n}")
-        if r.get("max_steps"):
-            cap.append(f"{where} {r['max_steps']} of {n}")
-        if r.get("flagged_selections"):
-            sel.append(f"{where} {r['flagged_selections']} of {n}")
+        counts = {"rejected": r.get("rejected_updates", r.get("rejected")),
+                  "max_steps": r.get("max_steps"),
+                  "flagged_selections": r.get("flagged_selections")}  # fmt: skip
+        for key, k in counts.items():
+            if k:
+                found[key].append(f"{where} {k} of {n}")
     names = ", ".join(c.name.lower() for c in sorted(REJECTED_CODES))
-    out = ["Update status:"]
-    out.append(
-        f"  rejected {total_key} ({names}; the state kept its last good value): "
-        + ("; ".join(rej) if rej else "none")
-    )
-    out.append(
-        "  steps that hit the iteration cap (max_steps): " + ("; ".join(cap) if cap else "none")
-    )
+    text = {k: "; ".join(v) if v else "none" for k, v in found.items()}
+    out = ["Update status:",
+           f"  rejected {total_key} ({names}; the state kept its last good value): "
+           f"{text['rejected']}",
+           f"  steps that hit the iteration cap (max_steps): {text['max_steps']}"]  # fmt: skip
     if any("flagged_selections" in r for r in rows):
-        out.append(
-            "  flagged selections (NaN scores or an empty action set): "
-            + ("; ".join(sel) if sel else "none")
-        )
+        out.append("  flagged selections (NaN scores or an empty action set): "
+                   f"{text['flagged_selections']}")  # fmt: skip
     return out
 
 
-def sweep_summary(
-    tuning_rows: Sequence[Mapping[str, Any]],
-    eval_rows: Sequence[Mapping[str, Any]],
-    timing: Mapping[str, Any],
-    T: int,
-    betas: Sequence[str],
-) -> str:
+def sweep_summary(tuning_rows: Rows, eval_rows: Rows, timing: Mapping[str, Any], T: int,
+                  betas: Sequence[str]) -> str:  # fmt: skip
     """The text summary of ``sweep`` (best configurations, honest estimate, exploration, status,
     and where beta matters)."""
-    lines = [f"Sweep of {timing['runs']} runs x {T} rounds on {timing['devices']} device(s):"]
-    lines.append(
-        f"  one call: {timing['one_call_run_seconds']:.2f} s run + "
-        f"{timing['one_call_compile_seconds']:.2f} s compile"
-    )
+    lines = [f"Sweep of {timing['runs']} runs x {T} rounds on {timing['devices']} device(s):",
+             f"  one call: {timing['one_call_run_seconds']:.2f} s run + "
+             f"{timing['one_call_compile_seconds']:.2f} s compile"]  # fmt: skip
     if "loop_run_seconds" in timing:
-        lines.append(
-            f"  one by one: {timing['loop_run_seconds']:.2f} s run + "
-            f"{timing['loop_compile_seconds']:.2f} s compile "
-            f"(speed-up of the one call: "
-            f"{timing['loop_run_seconds'] / max(timing['one_call_run_seconds'], 1e-12):.2f}x)"
-        )
-    grid_cols = [
-        c for c in ("l", "e", "beta", "scale") if any(c in r for r in [*tuning_rows, *eval_rows])
-    ]
-    cols = [
-        "learner",
-        "env",
-        *grid_cols,
-        "final_regret_mean",
-        "final_regret_std",
-        "bonus_ratio",
-        "explore_rate",
-        "greedy",
-        "rejected",
-        "status_max_steps",
-    ]
+        speedup = timing["loop_run_seconds"] / max(timing["one_call_run_seconds"], 1e-12)
+        lines.append(f"  one by one: {timing['loop_run_seconds']:.2f} s run + "
+                     f"{timing['loop_compile_seconds']:.2f} s compile (speed-up of the one call: "
+                     f"{speedup:.2f}x)")  # fmt: skip
+    every = [*tuning_rows, *eval_rows]
+    grid_cols = [c for c in ("l", "e", "beta", "scale") if any(c in r for r in every)]
+    cols = ["learner", "env", *grid_cols, *("final_regret_mean final_regret_std bonus_ratio "
+            "explore_rate greedy rejected status_max_steps").split()]  # fmt: skip
     best = sorted(tuning_rows, key=lambda r: (r["learner"], r["env"], r["final_regret_mean"]))
-    lines += ["", "Tuning seeds, 10 best configurations per experiment:"]
-    shown: list[Mapping[str, Any]] = []
-    for key in dict.fromkeys((r["learner"], r["env"]) for r in best):
-        shown += [r for r in best if (r["learner"], r["env"]) == key][:10]
-    lines.append(format_table(shown, cols))
+    shown = [r for key in dict.fromkeys((r["learner"], r["env"]) for r in best)
+             for r in [r for r in best if (r["learner"], r["env"]) == key][:10]]  # fmt: skip
+    lines += ["", "Tuning seeds, 10 best configurations per experiment:", format_table(shown, cols)]
     if eval_rows:
-        lines += [
-            "",
-            "Honest estimate: the configuration chosen on the tuning seeds, on separate "
-            "evaluation seeds:",
-            format_table(eval_rows, cols),
-        ]
+        lines += ["", "Honest estimate: the configuration chosen on the tuning seeds, on separate "
+                  "evaluation seeds:", format_table(eval_rows, cols)]  # fmt: skip
     with_ratio = [r for r in tuning_rows if "greedy" in r]
-    n_greedy = sum(1 for r in with_ratio if r.get("greedy"))
-    lines += [""]
+    lines.append("")
     if with_ratio:
-        lines.append(
-            f"Exploration: {n_greedy} of {len(with_ratio)} configurations have a median bonus "
-            f"spread below {GREEDY_RATIO:g} of the estimate spread (effectively greedy)."
-        )
-    capped = [{**r, "max_steps": r.get("status_max_steps")} for r in [*tuning_rows, *eval_rows]]
-    lines += status_lines(capped)
+        n_greedy = sum(1 for r in with_ratio if r.get("greedy"))
+        lines.append(f"Exploration: {n_greedy} of {len(with_ratio)} configurations have a median "
+                     f"bonus spread below {GREEDY_RATIO:g} of the estimate spread (effectively "
+                     "greedy).")  # fmt: skip
+    lines += status_lines([{**r, "max_steps": r.get("status_max_steps")} for r in every])
     mlogb_rows = [r for r in tuning_rows if "beta" in r]
     if len(betas) > 1 and mlogb_rows:
         groups: dict[Any, list[Mapping[str, Any]]] = {}
         for r in mlogb_rows:
             groups.setdefault((r["learner"], r["env"], r["l"], r["e"]), []).append(r)
-        sens = []
-        for (lrn, env, l_, e_), rs in groups.items():
-            vals = [r["final_regret_mean"] for r in rs]
-            bestr = min(rs, key=lambda r: r["final_regret_mean"])
-            sens.append((max(vals) - min(vals), lrn, env, l_, e_, bestr))
-        sens.sort(key=lambda s: -s[0])
+        sens = sorted(((max(v := [r["final_regret_mean"] for r in rs]) - min(v), *key,
+                        min(rs, key=lambda r: r["final_regret_mean"]))
+                       for key, rs in groups.items()), key=lambda s: -s[0])  # fmt: skip
         lines.append("Where beta matters most (range of mean final regret over beta):")
-        for rng, lrn, env, l_, e_, bestr in sens[:8]:
-            lines.append(
-                f"  {lrn} {env} l={l_:g} e={e_:g}: range {rng:.3g}, best beta={bestr['beta']}"
-                f" ({bestr['final_regret_mean']:.3g})"
-            )
+        lines += [f"  {lrn} {env} l={l_:g} e={e_:g}: range {rng:.3g}, best beta={b['beta']} "
+                  f"({b['final_regret_mean']:.3g})"
+                  for rng, lrn, env, l_, e_, b in sens[:8]]  # fmt: skip
         flat = sum(1 for s in sens if s[0] == 0.0)
         lines.append(f"  {flat} of {len(sens)} (l, e) points give identical regret for every beta.")
     return "\n".join(lines) + "\n"
 
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, (list, tuple, dict)):
-        return None  # nested values stay in the JSON
-    return v
+    """A CSV cell: non-finite numbers and nested values (kept in the JSON) become ``None``."""
+    bad = isinstance(v, float) and not math.isfinite(v)
+    return None if bad or isinstance(v, list | tuple | dict) else v
 
 
-def bench_rows(benchmark: str, cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def bench_rows(benchmark: str, cases: Rows) -> list[dict[str, Any]]:
     """CSV rows of a speed benchmark's ``cases``: one row per case, the benchmark's name first;
     missing or non-finite cells are ``None`` (written as empty cells, printed as ``-``)."""
-    rows = []
-    for c in cases:
-        rows.append({"benchmark": benchmark, **{k: _clean(v) for k, v in c.items()}})
-    return rows
+    return [{"benchmark": benchmark, **{k: _clean(v) for k, v in c.items()}} for c in cases]
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
@@ -376,32 +286,26 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def bco_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Tidy rows of a BCO study result (see :mod:`bandits_jax.cli.bco`): one per (study,
-    family, learner, point)."""
-    rows = []
-    cfg = result["config"]
+    """Tidy rows of a BCO study result (:mod:`bandits_jax.cli.bco`): one per (study, family,
+    learner, point)."""
+    rows, cfg = [], result["config"]
     for study in ("dimension", "variation"):
         for family, per in result.get(study, {}).items():
             for name, p in per.items():
-                n = len(p["mean"])
-                for i in range(n):
+                for i in range(len(p["mean"])):
                     row: dict[str, Any] = {"study": study, "family": family, "learner": name}
                     if study == "dimension":
                         row["d"] = p["d"][i]
                     else:
-                        row["d"] = cfg["d_variation"]
-                        row["amplitude"] = p["amplitude"][i]
-                        row["noise"] = p["noise"][i]
+                        row.update(d=cfg["d_variation"], amplitude=p["amplitude"][i],
+                                   noise=p["noise"][i])  # fmt: skip
                     row.update(
-                        V_T=p["V_T"][i],
-                        regret_mean=p["mean"][i],
-                        regret_std=p["std"][i],
+                        V_T=p["V_T"][i], regret_mean=p["mean"][i], regret_std=p["std"][i],
                         scale=p["scale"][i] if "scale" in p else None,
-                        trials=len(p["regret"][i]),
-                        rounds=cfg["T"],
+                        trials=len(p["regret"][i]), rounds=cfg["T"],
                         rejected=p["rejected"][i] if "rejected" in p else None,
                         max_steps=p["max_steps"][i] if "max_steps" in p else None,
-                    )
+                    )  # fmt: skip
                     rows.append(row)
     return rows
 
@@ -410,58 +314,34 @@ def bco_summary(result: Mapping[str, Any]) -> str:
     """The text tables of a BCO study: regret (mean +- std over seeds) per d and per V_T point
     with the fitted log-log slopes, and the update status."""
     cfg = result["config"]
-    lines = [
-        f"BCO studies (gradient-variation paper): T = {cfg['T']}, "
-        f"{cfg['seeds']} evaluation seeds, {cfg['dtype']} on {cfg['backend']}"
-        + (
-            f"; step scale tuned over {cfg['scale_grid']} on separate tuning seeds"
-            if len(cfg.get("scale_grid", [])) > 1
-            else ""
-        )
-        + "."
-    ]
+    tuned = len(cfg.get("scale_grid", [])) > 1
+    lines = [f"BCO studies (gradient-variation paper): T = {cfg['T']}, {cfg['seeds']} evaluation "
+             f"seeds, {cfg['dtype']} on {cfg['backend']}"
+             + (f"; step scale tuned over {cfg['scale_grid']} on separate tuning seeds"
+                if tuned else "") + "."]  # fmt: skip
     for family, per in result.get("dimension", {}).items():
         first = next(iter(per.values()))
-        lines.append(
-            f"\n[{family}] final regret vs d (mean +- std over seeds); V_T ~ "
-            f"{np.mean(first['V_T']):.2g}"
-        )
-        lines.append(
-            "learner".ljust(13) + "".join(f"d={d}".rjust(17) for d in first["d"]) + "  slope"
-        )
+        lines += [f"\n[{family}] final regret vs d (mean +- std over seeds); V_T ~ "
+                  f"{np.mean(first['V_T']):.2g}",
+                  "learner".ljust(13) + "".join(f"d={d}".rjust(17) for d in first["d"])
+                  + "  slope"]  # fmt: skip
         for name, p in per.items():
-            cells = "".join(
-                f"{m:9.1f} +-{s:6.1f}" for m, s in zip(p["mean"], p["std"], strict=True)
-            )
-            slope = p["slope_vs_d"]
-            lines.append(name.ljust(13) + cells + "  " + _num(slope, ".2f"))
+            pairs = zip(p["mean"], p["std"], strict=True)
+            cells = "".join(f"{m:9.1f} +-{s:6.1f}" for m, s in pairs)
+            lines.append(name.ljust(13) + cells + "  " + _num(p["slope_vs_d"], ".2f"))
     for family, per in result.get("variation", {}).items():
         first = next(iter(per.values()))
         order = variation_order(first["V_T"])  # columns by increasing V_T
-        lines.append(f"\n[{family}] final regret vs V_T at d = {cfg['d_variation']}")
-        lines.append(
-            "V_T".ljust(13)
-            + "".join(f"{first['V_T'][i]:12.3g}" for i in order)
-            + "   slope  slope(top 2 decades)"
-        )
-        for name, p in per.items():
-            lines.append(
-                name.ljust(13)
-                + "".join(f"{p['mean'][i]:12.1f}" for i in order)
-                + f"   {_num(p['slope_vs_V_T'], '.2f')}  {_num(p['slope_vs_V_T_top'], '.2f')}"
-            )
-    lines.append("")
-    lines += status_lines(
-        [
-            {
-                **r,
-                "setting": f"{r['study']} {r['family']} d={r['d']}"
-                + (f" a={r['amplitude']:g} noise={r['noise']:g}" if "amplitude" in r else ""),
-            }
-            for r in bco_rows(result)
-        ]
-    )
-    return "\n".join(lines) + "\n"
+        lines += [f"\n[{family}] final regret vs V_T at d = {cfg['d_variation']}",
+                  "V_T".ljust(13) + "".join(f"{first['V_T'][i]:12.3g}" for i in order)
+                  + "   slope  slope(top 2 decades)"]  # fmt: skip
+        lines += [name.ljust(13) + "".join(f"{p['mean'][i]:12.1f}" for i in order)
+                  + f"   {_num(p['slope_vs_V_T'], '.2f')}  {_num(p['slope_vs_V_T_top'], '.2f')}"
+                  for name, p in per.items()]  # fmt: skip
+    where = [{**r, "setting": f"{r['study']} {r['family']} d={r['d']}"
+              + (f" a={r['amplitude']:g} noise={r['noise']:g}" if "amplitude" in r else "")}
+             for r in bco_rows(result)]  # fmt: skip
+    return "\n".join([*lines, "", *status_lines(where)]) + "\n"
 
 
 def variation_order(V_T: Sequence[float]) -> list[int]:
@@ -472,14 +352,11 @@ def variation_order(V_T: Sequence[float]) -> list[int]:
 
 
 def _num(v: Any, fmt: str) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    return format(v, fmt)
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, fmt)
 
 
-def choose_grid_points(
-    learners: Sequence[str], finals: Sequence[np.ndarray], *, across: bool
-) -> list[int]:
+def choose_grid_points(learners: Sequence[str], finals: Sequence[np.ndarray], *,
+                       across: bool) -> list[int]:  # fmt: skip
     """The grid point each experiment is evaluated at, from its tuning-seed mean final regrets.
 
     ``across=False``: each experiment's own best point. ``across=True``: one point per learner
@@ -493,9 +370,9 @@ def choose_grid_points(
     chosen: dict[str, int] = {}
     for name in dict.fromkeys(learners):
         mine = [f for f, n in zip(finals, learners, strict=True) if n == name]
-        sizes = {f.shape for f in mine}
-        if len(sizes) != 1:
-            raise ValueError(f"learner {name!r}: its experiments have different grids {sizes}")
+        if len({f.shape for f in mine}) != 1:
+            raise ValueError(f"learner {name!r}: its experiments have different grids "
+                             f"{ {f.shape for f in mine} }")  # fmt: skip
         rel = np.stack([f / np.nanmin(np.where(f > 0, f, np.nan)) for f in mine])
         score = np.where(np.all(np.isfinite(rel), axis=0), rel.mean(axis=0), np.inf)
         chosen[name] = int(np.argmin(score))
@@ -504,7 +381,6 @@ def choose_grid_points(
 
 def chosen_summary(points: Sequence[tuple[str, str, Mapping[str, Any]]], select: str) -> str:
     """Lines naming the grid point chosen per (learner, setting)."""
-    lines = ["", f"Chosen grid points (--select {select}):"]
-    for learner, env, grid in points:
-        lines.append(f"  {learner} on {env}: " + ", ".join(f"{k}={v}" for k, v in grid.items()))
-    return "\n".join(lines) + "\n"
+    return "\n".join(["", f"Chosen grid points (--select {select}):", *(
+        f"  {lr} on {env}: " + ", ".join(f"{k}={v}" for k, v in grid.items())
+        for lr, env, grid in points)]) + "\n"  # fmt: skip

@@ -47,7 +47,7 @@ def test_the_command_builds_the_registrys_setting(name, S_opt, S):
     """``--S`` reaches the environment where the name has no S<s>: the command's setting is
     ``envs.make``'s with that S (the same draws)."""
     args = argparse.Namespace(S=S_opt, mnist=None)
-    st = rep.make_setting(args, name, jnp.float64)
+    st = rep.build_setting(args, name, jnp.float64)
     direct = envs.make(name, dtype=jnp.float64, **({} if envs.parse(name).S else {"S": S}))
     assert st.S == S == direct.S
     key = jax.random.key(1)
@@ -89,7 +89,7 @@ def test_sweep_experiments_pass_init_env_trial():
 
 def test_reproduce_trial_i_gets_target_i_mod_C(tmp_path, monkeypatch):
     seen = []
-    make = rep.make_setting
+    make = rep.build_setting
 
     def recording(*args):
         st = make(*args)
