@@ -101,7 +101,7 @@ def test_reproduce_trial_i_gets_target_i_mod_C(tmp_path, monkeypatch):
 
         return st._replace(init_env_trial=init_env_trial)
 
-    monkeypatch.setattr(rep, "make_setting", recording)
+    monkeypatch.setattr(rep, "build_setting", recording)
     argv = [
         "reproduce", "--settings", "iris-all", "--learners", "uniform", "--rounds", "3",
         "--trials", "4", "--out", str(tmp_path), "--quiet", "--no-plots",
