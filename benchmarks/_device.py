@@ -1,13 +1,11 @@
 """Device and CPU-thread selection shared by the benchmarks.
 
-Every benchmark takes ``--device cpu|gpu|auto`` (default ``auto``: JAX's own choice, a GPU when
-JAX's CUDA build is installed and sees one, else the CPU) and ``--threads N|auto`` (XLA's CPU
-threads, see :mod:`bandits_jax.cli.process`). Use it as::
+The scripts that take ``--device cpu|gpu|auto``, ``--host-devices N`` and ``--threads N|auto``
+declare them through :func:`benchmarks._options.parser` (``device=True``) and apply them with
+:func:`select_device` before the first JAX computation::
 
-    p = argparse.ArgumentParser(...)
-    add_device_option(p)
-    args = p.parse_args(argv)
-    select_device(args)  # before the first JAX computation
+    args = parser(__file__, __doc__, quick=..., device=True).parse_args(argv)
+    select_device(args)
 
 :func:`select_device` must run before JAX starts its backend (the first array created or
 ``jax.devices()`` called); ``jax.config.update("jax_enable_x64", True)`` at import is fine. The
@@ -18,31 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-
-DEVICES = ("cpu", "gpu", "auto")
-
-
-def add_device_option(parser: argparse.ArgumentParser) -> None:
-    """Adds ``--device cpu|gpu|auto`` and ``--threads N|auto`` to a benchmark's parser."""
-    parser.add_argument(
-        "--device",
-        choices=DEVICES,
-        default="auto",
-        help="where JAX runs: cpu, gpu (fails if JAX sees none) or auto (JAX's default)",
-    )
-    parser.add_argument(
-        "--host-devices",
-        type=int,
-        default=1,
-        help="split the CPU into N host devices (one thread each); benchmarks that shard their "
-        "trials use them",
-    )
-    parser.add_argument(
-        "--threads",
-        default=None,
-        help="XLA CPU threads: N or auto (default: $BANDITS_JAX_THREADS, else auto); "
-        "a user's own XLA_FLAGS/NPROC always win",
-    )
 
 
 def select_device(args: argparse.Namespace) -> str:

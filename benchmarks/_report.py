@@ -46,10 +46,24 @@ def reproduce_compile_wall(out: pathlib.Path) -> float:
     return float(json.loads((out / "reproduce.json").read_text())["compile_wall_seconds"])
 
 
+def commit() -> str | None:
+    """The checkout's commit (``git describe --always --dirty``: ``-dirty`` with uncommitted
+    changes), ``None`` outside a git checkout: the docs cite a figure with the commit it ran at."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    except OSError:  # no git
+        return None
+    return proc.stdout.strip() or None
+
+
 def finish(result: dict, json_path: str | None) -> dict:
-    """Adds backend, devices, CPU count, machine and JAX version; writes JSON if asked."""
+    """Adds the commit, backend, devices, CPU count, machine and JAX version; writes JSON if
+    asked."""
     result = {
         **result,
+        "commit": commit(),
         "backend": jax.default_backend(),
         "devices": [str(dv) for dv in jax.devices()],
         "cpu_count": os.cpu_count(),

@@ -1,43 +1,31 @@
 """Batched throughput: learner-rounds per second against the number of vmapped trials.
 
-Run as ``python -m benchmarks.batched_throughput`` (``--quick`` for trials 1, 4, 16, 64;
-``--out FILE.json`` to write the figures). Learners: EOFD-MLogB (``mlogb.eofd``), OFUL-MLogB
-(``mlogb.oful``) and LinUCB (``mlogb.linucb``) on the Section 4 synthetic stream
-(``envs.synthetic_mlogb``, ``--mlogb-size DxK``, default d = 20, K = 1, ``||W*|| = 1``; each at
-its tuned point, ``mlogb.tuned(kind, S=1)``, as ``reproduce`` runs it), and Algorithm 1 of the
-BCO paper (``bco.two_point_learner``, ``"variance"`` schedule) on a drifting quadratic
-(``envs.bco_losses.quadratic``, ``--bco-dim``, default d = 10), in float32 and float64
-(``--dtypes``).
+Run as ``python -m benchmarks.batched_throughput`` (``--quick``: trials 1, 4, 16, 64; ``--json
+FILE``, or ``--out``, writes the figures; ``--device gpu`` runs it on a GPU). ``--learners``:
+EOFD-MLogB, OFUL-MLogB and LinUCB on the Section 4 synthetic stream (``envs.synthetic_mlogb``,
+``--mlogb-size DxK``, default 20x1, ``||W*|| = 1``, each at ``mlogb.tuned(kind, S=1)`` as
+``reproduce`` runs it), and the BCO paper's Algorithm 1 (``bco.two_point_learner``, ``"variance"``
+schedule) on a drifting quadratic (``envs.bco_losses.quadratic``, ``--bco-dim``, default 10); in
+float32 and float64 (``--dtypes``), each dtype in its own subprocess (x64 on for float64 only).
 
-Method. A case is one (learner, dtype, trials): the family's step (``mlogb.interact`` or
-``bco.interact``), only ever called as ``step(learner_state, env_state, key)``, played by
-the library's runner (``jax.vmap`` over trials of ``bandits_jax.sim.runner.rollout``: every trial
-its own environment state and key, one shared start state of the learner, exactly what
-``make_rollout(step, rounds, trials=True)`` compiles). It is compiled once with
-``jax.jit(...).lower(...).compile()`` (``compile_s``) and called once untimed
-(``first_call_s``). Once every batch size of a learner is compiled, each is timed
-``--repeats`` times, in turn (one repeat of each batch size, then the next), so that a change of
-load on a shared machine falls on every batch size alike. A repeat is as many back-to-back
-calls, each to ``block_until_ready``, as last about ``--min-time`` (0.1 s; one call for large
-batches), and its time their mean. Seconds per call are the median with the min and max over the
-repeats, and learner-rounds/s is ``trials * rounds / median``. The speedup is that rate over the
-same learner's and dtype's at trials = 1 (or the smallest batch measured). Each dtype runs in its
-own subprocess (float64 with ``jax_enable_x64``, float32 without, as a user's program runs it).
+Method. A case is one (learner, dtype, trials): the family's step played by the library's runner
+(``jax.vmap`` over trials of ``sim.runner.rollout``, each trial its own environment state and key,
+one shared learner start state: what ``make_rollout(step, rounds, trials=True)`` compiles),
+compiled once (``compile_s``) and called once untimed (``first_call_s``). Then every batch size of
+a learner is timed ``--repeats`` times, in turn, so that a change of load falls on every batch
+alike; a repeat is as many back-to-back calls as last about ``--min-time`` (0.1 s), its time their
+mean. Seconds per call are the median, min and max over repeats; learner-rounds/s is
+``trials * rounds / median``; the speedup is that over the same learner's and dtype's smallest
+batch. Every call plays ``--rounds`` (100), large batches ``max(--min-rounds,
+--max-learner-rounds // trials)`` (4 and 16384), each case's rounds in the JSON. Compiling
+dominates (56 programs for the default list, 1 to 10 s each). ``--skip LEARNER:TRIALS`` leaves
+cases out (``skipped``).
 
-Work cap: every call plays ``--rounds`` rounds (default 100), except that large batches play
-fewer, ``max(--min-rounds, --max-learner-rounds // trials)`` (defaults 4 and 16384), so that the
-largest batches cost about as much as trials = 256. Compiling dominates: 56 programs for the
-default list, 1 to 10 s each (a full CPU run of the default list took 380 s on the 2-core
-machine at a load average of 1 to 4, 251 s of it compiling; 511 s at a load average of 5 to 8).
-The rounds of each case are in the JSON. ``--skip LEARNER:TRIALS`` leaves cases out (listed
-under ``skipped``).
-
-Best batch. For each learner and dtype, the smallest batch per device (trials divided by the
-devices the trials are sharded over, ``--host-devices``) beyond which no larger batch of the list
-raises learner-rounds/s by more than 10% (``--gain``): the point where batching stops paying. It
-is a column of the table and ``best_batch[learner][dtype]`` in the JSON. The machine may be shared:
-the 1-minute load average is recorded at the start, at each compile, when timing begins and at
-the end.
+Best batch: per learner and dtype, the smallest batch per device (trials over the devices they are
+sharded over, ``--host-devices``) beyond which no larger batch of the list raises
+learner-rounds/s by more than 10% (``--gain``): ``best_batch[learner][dtype]`` in the JSON. The
+1-minute load average is recorded at the start, at each compile, when timing begins and at the
+end (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -56,7 +44,8 @@ import tempfile
 import time
 import types
 
-from benchmarks._device import add_device_option, select_device
+from benchmarks._device import select_device
+from benchmarks._options import names, parser
 from benchmarks._report import finish
 
 LEARNERS = ("eofd", "oful", "linucb", "bco")
@@ -82,17 +71,6 @@ def _int_list(text: str) -> list[int]:
     return sorted(set(values))
 
 
-def _names(choices: tuple[str, ...]):
-    def parse(text: str) -> list[str]:
-        names = [v.strip() for v in text.split(",") if v.strip()]
-        bad = [v for v in names if v not in choices]
-        if not names or bad:
-            raise argparse.ArgumentTypeError(f"expected some of {','.join(choices)}, got {text!r}")
-        return list(dict.fromkeys(names))
-
-    return parse
-
-
 def _size(text: str) -> tuple[int, int]:
     try:
         d, K = (int(v) for v in text.lower().split("x"))
@@ -111,13 +89,12 @@ def _skip(text: str) -> tuple[str, int]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = parser(__file__, __doc__, quick="trials 1,4,16,64", json_aliases=("--out",), repeats=5,
+               dtypes=DTYPES, device=True)  # fmt: skip
     p.add_argument("--trials-list", type=_int_list, default=None, help="default 1,4,...,4096")
-    p.add_argument("--quick", action="store_true", help="trials 1,4,16,64")
     p.add_argument(
-        "--learners", type=_names(LEARNERS), default=list(LEARNERS), help=",".join(LEARNERS)
+        "--learners", type=names(LEARNERS), default=list(LEARNERS), help=",".join(LEARNERS)
     )
-    p.add_argument("--dtypes", type=_names(DTYPES), default=list(DTYPES), help="float32,float64")
     p.add_argument("--rounds", type=int, default=100, help="rounds per call (default 100)")
     p.add_argument(
         "--max-learner-rounds",
@@ -126,7 +103,6 @@ def _parser() -> argparse.ArgumentParser:
         help="large batches play max(--min-rounds, this // trials) rounds (default 16384)",
     )
     p.add_argument("--min-rounds", type=int, default=4, help="see --max-learner-rounds")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default 5)")
     p.add_argument(
         "--min-time",
         type=float,
@@ -137,10 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bco-dim", type=int, default=10, help="BCO dimension (10)")
     p.add_argument("--skip", type=_skip, action="append", default=[], help="LEARNER:TRIALS")
     p.add_argument("--gain", type=float, default=GAIN, help="best-batch threshold (1.10)")
-    p.add_argument("--out", type=str, default=None, help="write the figures to this JSON file")
     p.add_argument("--worker", choices=DTYPES, default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", type=str, default=None, help=argparse.SUPPRESS)
-    add_device_option(p)
     return p
 
 
@@ -441,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         f"load average (1 min): {load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
         f"wall {result['wall_s']:.0f} s"
     )
-    return finish(result, args.out)
+    return finish(result, args.json)
 
 
 if __name__ == "__main__":

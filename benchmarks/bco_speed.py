@@ -1,8 +1,7 @@
 """Learner-rounds per second of Algorithm 1, Algorithm 4 and the universal ensemble (Algorithm 6):
 JAX (one trial, and 256 vmapped trials) vs the per-round numpy references.
 
-Run as ``python -m benchmarks.bco_speed`` (``--quick`` for a run of under a minute, ``--json PATH``
-to write the figures). float64 on both sides.
+Run as ``python -m benchmarks.bco_speed`` (``--quick``: under a minute; ``--json PATH``), float64.
 
 Method. Every case plays a closed-form loss sequence evaluated the same way on both sides, so the
 figures measure the learners, not an environment: a drifting quadratic
@@ -12,8 +11,7 @@ figures measure the learners, not an environment: a drifting quadratic
 ``bandits_jax.sim.runner.make_rollout`` (``lax.scan``; trials by ``vmap``); compile time is
 excluded (a warm-up call, reported separately) and the time is the median over repeats of a whole
 call. numpy times are one per-round Python loop (``references.bco_numpy.algorithm1``,
-``references.bco_box_numpy.BoxFTRLNumpy``), best of the repeats. The universal
-ensemble has no numpy reference (its row has JAX figures only).
+``references.bco_box_numpy.BoxFTRLNumpy``), best of the repeats (none for the ensemble).
 
 Throughput line (issue 10's target: Algorithm 1 at d = 10 with vmapped trials >= 10^7
 learner-rounds/s on the 2-core CPU): the same quadratic game at ``d = 10`` for batches of
@@ -25,8 +23,7 @@ learner-round cost in units of one streamed float64 element of a plain ``x * a +
 memory (the machine's memory-bound floor, measured in the same run), and the cost of the random
 draws alone (the runner's key split and the coordinate draw, threefry in ``lax.scan``). With
 ``--host-devices N`` the CPU is split into N host devices, one thread each, and the trials are
-sharded over them (``bandits_jax.sim.sharding``; jit splits the vmapped scan): on 2 cores that is
-the way to use both, since two XLA threads on one device (``--threads 2``) did not help.
+sharded over them (``bandits_jax.sim.sharding``; jit splits the vmapped scan).
 
 Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``; Algorithm 4 with
 ``eta = 0.01 / d``; the universal ensemble with ``preset="practical"`` and horizon ``10^4``
@@ -35,7 +32,6 @@ Settings: Algorithm 1 with the ``"variance"`` schedule ``R / sqrt(d^2 + Vbar)``;
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -52,7 +48,8 @@ from bandits_jax.bco import one_point as op  # noqa: E402
 from bandits_jax.bco import two_point as tp  # noqa: E402
 from bandits_jax.sim import sharding as sh  # noqa: E402
 from bandits_jax.sim.runner import make_rollout  # noqa: E402
-from benchmarks._device import add_device_option, select_device  # noqa: E402
+from benchmarks._device import select_device  # noqa: E402
+from benchmarks._options import parser, positive_int  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 from references import bco_numpy  # noqa: E402
 from references.bco_box_numpy import BoxFTRLNumpy  # noqa: E402
@@ -321,18 +318,16 @@ def _cases(d):
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="reduced run (< 1 minute)")
-    p.add_argument("--json", type=str, default=None, help="write the figures to this path")
-    p.add_argument("--trials", type=int, default=TRIALS, help="vmapped trials")
+    p = parser(__file__, __doc__, quick="reduced run (< 1 minute)",
+               repeats="5, 3 with --quick", device=True)  # fmt: skip
+    p.add_argument("--trials", type=positive_int, default=TRIALS, help="vmapped trials")
     p.add_argument(
         "--only-throughput", action="store_true", help="only the Algorithm 1 d = 10 line"
     )
-    add_device_option(p)
     args = p.parse_args(argv)
     select_device(args)
 
-    repeats = 3 if args.quick else 5
+    repeats = args.repeats or (3 if args.quick else 5)
     rows = []
     line = throughput(args.quick, repeats)
     if args.only_throughput:

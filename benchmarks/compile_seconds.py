@@ -1,44 +1,31 @@
-"""Compile seconds of every learner's programs at XLA's default options (issue 29, item 7).
+"""Compile seconds of every learner's programs at XLA's default options (what a library user's
+own ``jit`` pays, without the command's XLA flags).
 
-Run as ``python -m benchmarks.compile_seconds --out docs/bench/compile_seconds.json`` (``--cases``
-and ``--dtypes`` to narrow it, ``--repeats`` for more samples, ``--list`` for the case names).
+Run as ``python -m benchmarks.compile_seconds --json docs/bench/compile_seconds_quiet.json``
+(``--cases`` and ``--dtypes`` narrow it, ``--repeats`` for more samples, ``--list`` for the case
+names, ``--quick``: :data:`QUICK_CASES` once; ``--out`` is ``--json``'s other name).
 
-Method. Every (case, dtype, repeat) runs in a fresh subprocess whose environment has no
-``XLA_FLAGS`` and no ``JAX_*`` compile-cache settings (XLA's defaults, nothing persisted: every
-program compiles from scratch). The subprocess builds the learner (MLogB: the registry's
-``mlogb.recipes.make_learner(kind, num_outcomes=, dim=, sketch_size=, horizon=1000)`` at Section
-4's sketch size with the kind's tuned hyperparameters; BCO: Algorithms 1 and 3, Algorithm 4 on a
-box and the two ensembles), compiles a trivial program (backend start-up is not charged to a
-learner), and then for each program, with ``jax.clear_caches()`` before it (no traced inner
-``jit`` is reused from an earlier program), times
+Method. Every (case, dtype, repeat) runs in a fresh subprocess with no ``XLA_FLAGS`` and no
+``JAX_*`` compile-cache settings (every program compiles from scratch). It builds the learner
+(MLogB: ``mlogb.recipes.make_learner(kind, ..., horizon=1000)`` at Section 4's sketch size and the
+kind's tuned hyperparameters; BCO: Algorithms 1 and 3, Algorithm 4 on a box, the two ensembles),
+compiles a trivial program (backend start-up is charged to no learner), and for each program,
+after ``jax.clear_caches()``, times ``trace_lower_s`` (``jax.jit(fn).trace(*args).lower()``) and
+``compile_s`` (``lowered.compile()``), each also in the process's CPU seconds (``*_cpu_s``, less
+sensitive to load), and counts its size (``stablehlo_ops``, ``hlo_ops``, while loops, the most
+frequent HLO ops). The programs: MLogB ``update`` and ``select``, each jitted alone; BCO ``round``
+(``act`` then ``update`` on the drifting quadratic); both: ``rollout``, ``jax.jit`` of
+``sim.runner.rollout(step, learner_state, env_state, key, 1000)`` with the family's ``interact``
+step (``envs.synthetic_mlogb``; ``envs.bco_losses.quadratic``, on a box for Algorithm 4).
 
-* ``trace_lower_s``: ``jax.jit(fn).trace(*args).lower()`` (Python tracing and lowering to
-  StableHLO), and
-* ``compile_s``: ``lowered.compile()`` (XLA's optimisation passes and code generation),
-
-each also as the process's CPU seconds (``*_cpu_s``: all its threads; less sensitive to the
-machine's load than the wall seconds, which are what a user waits),
-
-and counts the program's size: ``stablehlo_ops`` (operations in ``lowered.as_text()``),
-``hlo_ops`` (instructions in the optimised HLO, ``compiled.as_text()``), while loops in each, and
-the most frequent HLO op kinds. The programs:
-
-* MLogB: ``update`` (``learner.update(state, x, y)``) and ``select``
-  (``learner.select(state, actions, mask)``), each jitted alone;
-* BCO: ``round`` (``learner.query`` then ``learner.update`` on the drifting quadratic's values);
-* both: ``rollout``, ``jax.jit`` of ``sim.runner.rollout(step, learner_state, env_state, key,
-  1000)`` with the family's ``interact(learner, env)`` step (MLogB: ``envs.synthetic_mlogb``;
-  BCO: ``envs.bco_losses.quadratic``, on a box for Algorithm 4).
-
-Reported per case, dtype and program: median, min and max over the repeats of each time and the
-sizes, with the load average (1 min) before and after each subprocess, the CPU count and JAX's
-version. The machine's load is part of the figure: on a shared 2-core machine repeat and compare
-medians taken in the same sitting.
+Reported per case, dtype and program: median, min and max over the repeats, with the 1-minute load
+average before and after each subprocess. ``--source LABEL=DIR`` (repeatable) measures another
+checkout's ``bandits_jax``, the sources' runs interleaved (a before/after comparison). On a shared
+machine compare medians taken in the same sitting.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -66,6 +53,7 @@ MLOGB_KINDS = (
 MLOGB_SETTINGS = ((1, 20), (3, 10))  # (K, d)
 BCO_DIM = 10
 BCO_KINDS = ("alg1-variance", "alg3-sphere", "alg4-box", "alg5-dynamic", "alg6-universal")
+QUICK_CASES = ("mlogb:linucb:K1:d20", "bco:alg1-variance:d10")  # --quick
 
 
 def case_names() -> list[str]:
@@ -237,7 +225,7 @@ def _run_one(case: str, dtype: str, programs: list[str] | None, source: str) -> 
     """One worker subprocess: this file's worker, importing ``bandits_jax`` from ``source``."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", case, dtype]
     if programs:
-        cmd += ["--programs", ",".join(programs)]
+        cmd.append(",".join(programs))
     env = _clean_env()
     env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     load0 = os.getloadavg()[0]
@@ -273,11 +261,17 @@ def _summarise(runs: list[dict]) -> dict:
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--out", default=None, help="write the JSON here")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--worker"]:  # CASE DTYPE [PROGRAMS]: imports nothing but bandits_jax
+        programs = argv[3].split(",") if len(argv) > 3 else None
+        print(json.dumps(worker(argv[1], argv[2], programs)))
+        return {}
+    from benchmarks._options import parser
+
+    p = parser(__file__, __doc__, quick="one MLogB and one BCO case (QUICK_CASES), one repeat",
+               json_aliases=("--out",), repeats="3, 1 with --quick",
+               dtypes=("float32", "float64"))  # fmt: skip
     p.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
-    p.add_argument("--dtypes", default="float32,float64")
-    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--programs", default=None, help="e.g. rollout,update (default: all)")
     p.add_argument("--list", action="store_true", help="print the case names and exit")
     p.add_argument(
@@ -286,19 +280,17 @@ def main(argv=None) -> dict:
         metavar="LABEL=DIR",
         help="measure the bandits_jax of checkout DIR (repeatable: the sources' runs are "
         "interleaved, e.g. --source before=/tmp/old --source after=.; the last one's JSON goes "
-        "to --out, each other's to --out with _LABEL before the suffix); default: this checkout",
+        "to --json, each other's to --json with _LABEL before the suffix); default: this checkout",
     )
-    p.add_argument("--worker", nargs=2, metavar=("CASE", "DTYPE"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     programs = args.programs.split(",") if args.programs else None
-    if args.worker:
-        print(json.dumps(worker(*args.worker, programs)))
-        return {}
     if args.list:
         print("\n".join(case_names()))
         return {}
-    cases = args.cases.split(",") if args.cases else case_names()
-    dtypes = args.dtypes.split(",")
+    cases = args.cases.split(",") if args.cases else None
+    cases = cases or list(QUICK_CASES if args.quick else case_names())
+    dtypes = args.dtypes
+    args.repeats = args.repeats or (1 if args.quick else 3)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sources = dict(s.split("=", 1) for s in args.source) if args.source else {"after": root}
     sources = {label: os.path.abspath(d) for label, d in sources.items()}
@@ -319,7 +311,7 @@ def main(argv=None) -> dict:
                     print(f"[{rep}]{tag} {case} {dt}: {brief}  (load {r['load_before']:.2f})",
                           flush=True)  # fmt: skip
     for i, (label, source) in enumerate(sources.items()):
-        out = args.out
+        out = args.json
         if out and i < len(sources) - 1:
             stem, ext = os.path.splitext(out)
             out = f"{stem}_{label}{ext}"

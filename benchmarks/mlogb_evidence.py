@@ -16,26 +16,22 @@ classification recipes being tuned on the even ones) with
 
 It prints a markdown table (final regret mean +- standard error over the evaluation trials, ms
 per round) and, per setting, each recipe's *transfer penalty* (its regret over the best tuned
-learner's on that setting) and the goals of the evidence issue; and writes the JSON::
-
-    python -m benchmarks.mlogb_evidence --json docs/bench/mlogb_evidence.json
-
-A long run can be split (``--settings``/``--learners`` into ``--out DIR1``, ...) and merged
-(``--merge DIR1 DIR2 ... --json ...``); each run's ``DIR/recipes`` holds the command's figures.
-After a change to some learners, ``--base docs/bench/mlogb_evidence.json`` with ``--learners``
-(and ``--settings``) re-measures only those: the earlier table's other cells stand, each cell
-records the ``run`` that measured it, and penalties and goals are recomputed; ``--rejudge``
-recomputes them from ``--base`` alone (no runs). The goals judge the kind ``mlogb.practical``
-returns on each setting (:func:`recommended`: with the synthetic streams' known bound OFUL where
-``K d <= 32``, buffered EOFD where ``K d > 128``, else robust EOFD; buffered EOFD on
-classification data) and record robust EOFD against LinUCB everywhere.
-``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end.
-float64. Cells listed in :data:`SKIP_TUNED` are not tuned (cost; said in the table).
+learner's on that setting) and the goals of the evidence issue, and writes the JSON
+(``python -m benchmarks.mlogb_evidence --json docs/bench/mlogb_evidence.json``). A long run can
+be split (``--settings``/``--learners`` into ``--out DIR1``, ...) and merged (``--merge DIR1
+DIR2 ... --json ...``); each run's ``DIR/recipes`` holds the command's figures. After a change
+to some learners, ``--base docs/bench/mlogb_evidence.json`` with ``--learners`` (and
+``--settings``) re-measures only those: the earlier table's other cells stand, each cell records
+the ``run`` that measured it, and penalties and goals are recomputed; ``--rejudge`` recomputes
+them from ``--base`` alone (no runs). The goals judge the kind ``mlogb.practical`` returns on
+each setting (:func:`recommended`: ``recipes.practical_kind`` of the setting's K, d and known
+bound, none on classification data) and record robust EOFD against LinUCB everywhere.
+``--quick`` (T = 300, 2 tuning and 3 evaluation trials, a 2-point grid) checks it end to end;
+float64; the cells of :data:`SKIP_TUNED` are not tuned (cost; said in the table).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import pathlib
@@ -43,6 +39,7 @@ import tempfile
 import time
 
 from bandits_jax.cli.reproduce import DEFAULT_LEARNERS as LEARNERS
+from benchmarks._options import parser
 from benchmarks._report import finish
 
 # ``reproduce``'s default settings first (a run of the first three alone is that command's
@@ -88,7 +85,7 @@ TUNING_TRIALS = 3
 
 
 def _classification(setting: str) -> bool:
-    from bandits_jax.cli.options import parse_setting
+    from bandits_jax.envs import parse as parse_setting
 
     return parse_setting(setting).family == "classification"
 
@@ -96,7 +93,7 @@ def _classification(setting: str) -> bool:
 def recommended(setting: str) -> str:
     """The learner (registry key) ``mlogb.practical`` returns on a setting: the synthetic streams'
     known bound and (K, d) from the name; no known bound on classification data."""
-    from bandits_jax.cli.options import parse_setting
+    from bandits_jax.envs import parse as parse_setting
     from bandits_jax.mlogb.recipes import practical_kind
 
     if _classification(setting):  # digits-k4: K = 4, the others K = 1
@@ -288,10 +285,8 @@ def markdown(table: dict, learners, trials: int = 10) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--json", default=None, help="write the results here")
+    p = parser(__file__, __doc__, quick="T = 300, 3 trials, a 2-point grid")
     p.add_argument("--out", default=None, help="the commands' output directory (default: temp)")
-    p.add_argument("--quick", action="store_true", help="T = 300, 3 trials, a 2-point grid")
     p.add_argument("--trials", type=int, default=None,
                    help="evaluation trials (default 10; 50 on digits-all is 5 per rewarded "
                         "class); each cell records its own")  # fmt: skip

@@ -26,7 +26,6 @@ shared).
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import os
 import statistics
@@ -45,7 +44,8 @@ from bandits_jax.mlogb import model  # noqa: E402
 from bandits_jax.sim import make_rollout  # noqa: E402
 from bandits_jax.sim import sharding as sh  # noqa: E402
 from bandits_jax.sim.runner import init_run, play  # noqa: E402
-from benchmarks._device import add_device_option, select_device  # noqa: E402
+from benchmarks._device import select_device  # noqa: E402
+from benchmarks._options import parser, positive_int  # noqa: E402
 from benchmarks._report import finish  # noqa: E402
 from references import mlogb_numpy as ref  # noqa: E402
 
@@ -84,7 +84,7 @@ def _spread(scale=1.0):
 
 def replay_round(learner, hp, stream, dtype):
     """The jitted run of ``learner`` over the recorded ``stream`` (select, then update, each
-    round) and its start state: ``(run, s0)``; also used by ``benchmarks.mlogb_kernels``."""
+    round) and its start state: ``(run, s0)``."""
     X, mask, U, W = stream
     T, N, d = X.shape
     K = W.shape[0]
@@ -194,14 +194,16 @@ def _learner_only(learner, hp, K, d, rounds, trials, repeats):
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="reduced run (< 1 minute)")
-    p.add_argument("--json", type=str, default=None, help="write the figures to this path")
+    p = parser(__file__, __doc__, quick="reduced run (< 1 minute)",
+               repeats="5, 3 with --quick", device=True)  # fmt: skip
     p.add_argument("--float32", action="store_true", help="JAX side in float32")
-    p.add_argument("--rounds", type=int, default=None, help="rounds per timed scan")
-    p.add_argument("--trials", type=int, default=64, help="vmapped trials")
+    p.add_argument("--rounds", type=positive_int, default=None, help="rounds per timed scan")
+    p.add_argument("--trials", type=positive_int, default=64, help="vmapped trials")
     p.add_argument(
-        "--oful-trials", type=int, default=8, help="vmapped OFUL trials (dense Kd x Kd eigh each)"
+        "--oful-trials",
+        type=positive_int,
+        default=8,
+        help="vmapped OFUL trials (dense Kd x Kd eigh each)",
     )
     p.add_argument(
         "--spare-columns",
@@ -210,14 +212,13 @@ def main(argv=None) -> dict:
         help="EOFD's spare_columns at every size (default: the library's, 0 below K d = 1000; "
         "0 forms V every round)",
     )
-    add_device_option(p)
     args = p.parse_args(argv)
     select_device(args)
     load_before = os.getloadavg()[0]
 
     dtype = jnp.float32 if args.float32 else jnp.float64
     rounds = args.rounds or (10 if args.quick else 40)
-    repeats = 3 if args.quick else 5
+    repeats = args.repeats or (3 if args.quick else 5)
     np_rounds = 6 if args.quick else 20
     vmap_cases = {(100, 4, 40)} if args.quick else {(100, 4, 40), (400, 1, 40), (785, 1, 78)}
     oful_vmap_cases = {(100, 4, 40)} if args.quick else {(100, 4, 40), (400, 1, 40)}

@@ -36,6 +36,7 @@ import numpy as np
 
 from bandits_jax.cli.process import configure_threads
 from bandits_jax.sim.paired import compare, verdict
+from benchmarks._options import parser
 from benchmarks._report import finish
 
 # name -> (K, half of the digits: 1 the reported odd-indexed half, None the whole data), or for
@@ -84,10 +85,10 @@ def play(name: str, kinds: list[str], rounds: int, pairs: list[dict]) -> dict:
 
     K, S = SETTINGS[name][0], None
     if known_bound(name):
-        from bandits_jax.cli.reproduce import make_setting
+        from bandits_jax.envs import make
 
         K, d, S = SETTINGS[name]
-        env = make_setting(name, S=None, dtype=None).env
+        env = make(name).env
         keys = jnp.stack([jax.random.key(p["seed"]) for p in pairs])
         env_state = jax.vmap(env.init)(keys)
     elif K == 1:
@@ -281,8 +282,8 @@ def merged(parts: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true")
+    quick = "40 rounds, classes 0 and 1, 2 trials a class, the reported half at K = 1 and 4"
+    p = parser(__file__, __doc__, quick=quick)
     p.add_argument("--rounds", type=int, default=1000)
     p.add_argument("--trials", type=int, default=2, help="trials per class (K = 1)")
     p.add_argument("--classes", default="0,1,2,3,4,5,6,7,8,9")
@@ -295,7 +296,6 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--k4-pairs", type=int, default=None, help="seeds a draw at K = 4")
     p.add_argument("--known-pairs", type=int, default=20, help="seeds a draw, known bound")
     p.add_argument("--merge", nargs="+", default=None, help="JSON files of earlier runs")
-    p.add_argument("--json", default=None)
     a = p.parse_args(argv)
     if a.merge:
         runs = [json.load(open(f)) for f in a.merge]

@@ -1,13 +1,15 @@
-"""benchmarks._device: ``--host-devices`` splits the CPU before JAX starts; bad values exit."""
+"""benchmarks._device with the shared options (benchmarks._options): ``--host-devices`` splits the
+CPU before JAX starts; a bad value is one error line and exit status 2."""
 
 import os
 import subprocess
 import sys
 
 PROBE = (
-    "import argparse, jax\n"
-    "from benchmarks._device import add_device_option, select_device\n"
-    "p = argparse.ArgumentParser(); add_device_option(p)\n"
+    "import jax\n"
+    "from benchmarks._device import select_device\n"
+    "from benchmarks._options import parser\n"
+    "p = parser('probe.py', None, quick='-', device=True)\n"
     "args = p.parse_args(sys_args)\n"
     "select_device(args)\n"
     "print(jax.device_count(), os.environ['PJRT_NPROC'])\n"
@@ -30,7 +32,8 @@ def test_host_devices_split_the_cpu_with_one_thread_each():
 
 def test_bad_host_devices_is_one_error_line():
     out = _run("--host-devices", "0")
-    assert out.returncode != 0
-    assert out.stderr.strip().splitlines() == [
-        "error: --host-devices: expected a positive int, got 0"
-    ]
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        "python -m benchmarks.probe: error: argument --host-devices: expected a positive int, "
+        "got '0'"
+    )

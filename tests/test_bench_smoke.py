@@ -1,19 +1,14 @@
-"""Every benchmark script runs: each script under ``benchmarks/`` once, as a
-user runs it (``python -m benchmarks.NAME`` in a subprocess, in the checkout's root), at its
-smallest sizes, writing its JSON; the test checks the top-level keys that the docs (docs/*.md,
-README.md, CONTRIBUTING.md) cite its figures from. The subprocesses inherit the suite's
-fast-compile ``XLA_FLAGS`` (tests/conftest.py): these tests check that the scripts run and
-write what the docs read, not their figures. They take minutes (marker ``long``): CI runs them
-after the default suite.
+"""The benchmark scripts: every one runs as a user runs it (``python -m benchmarks.NAME`` in a
+subprocess, in the checkout's root) at its smallest sizes, writing the JSON keys the docs cite
+(marker ``long``: CI runs them after the default suite; the subprocesses inherit the suite's
+fast-compile ``XLA_FLAGS``, so these check that the scripts run, not their figures). Where the
+other scripts run: ``mlogb_speed`` and ``bco_speed`` in ``bandits-jax bench --quick``
+(:func:`test_bench_quick`); ``batched_throughput`` in tests/test_bench_batched.py.
 
-Where the other scripts run:
-
-- ``mlogb_speed`` and ``bco_speed``: ``bandits-jax bench --quick`` runs both with ``--quick``
-  (:func:`test_bench_quick`), so they run only there;
-- ``batched_throughput``: tests/test_bench_batched.py (a tiny run, its JSON checked in detail).
-
-The scripts' own subprocesses (``compile_cache``, ``xla_opt_level``, ``host_devices``,
-``compile_seconds``, ``cpu_threads``, ``test_kinds``) run too, at one small cell each.
+And, quickly: at most eight scripts, each building its parser with the shared options
+(``benchmarks/_options.py``) and listed in docs/benchmarks.md with its command and JSON; a doc
+that cites a script that has left the tree gives the commit at which it last ran, and that commit
+holds the script.
 """
 
 from __future__ import annotations
@@ -22,6 +17,8 @@ import ast
 import json
 import os
 import pathlib
+import re
+import statistics
 import subprocess
 import sys
 
@@ -29,116 +26,25 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
+SCRIPTS = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
 TIMEOUT_S = 300
-# One small reproduction cell for the scripts that time ``bandits-jax reproduce`` runs.
-SMALL_REPRODUCE = (
-    "reproduce --quick --settings synth-20-1-S8 --learners linucb --rounds 20 --trials 2"
-)
 
 # name -> (arguments, "{json}" standing for the JSON path; top-level keys the docs cite)
 SMOKE: dict[str, tuple[list[str], tuple[str, ...]]] = {
-    # docs/bco.md: regret vs d and vs V_T, the same studies as `bandits-jax bco`
-    "bco_dimension": (
-        ["--quick", "--rounds", "50", "--trials", "2", "--dims", "5",
-         "--learners", "alg1_thm3,alg1_thm2", "--json", "{json}"],
-        ("config", "dimension", "variation"),
-    ),
-    # docs/recipes.md: the variants' final regret per problem and the across-problems scores
-    "buffered_forms": (
-        ["--settings", "synth-30-1-S1", "--trials", "1", "--rounds", "20",
-         "--summaries", "gradient", "--sketches", "section4", "--out", "{json}"],
-        ("rounds", "trials", "settings", "across_scores"),
-    ),
-    # docs/command.md: wall and compile seconds of the cold and warm runs, cache hits
-    "compile_cache": (["--quick", "--json", "{json}"], ("runs", "second_over_first", "met")),
-    # docs/command.md: compile seconds of every case's programs
-    "compile_seconds": (
-        ["--cases", "mlogb:uniform:K1:d20", "--dtypes", "float32", "--repeats", "1",
-         "--out", "{json}"],
-        ("rounds", "repeats", "cases"),
-    ),
-    # docs/benchmarks.md: ms per round under each thread configuration, quiet and busy
-    "cpu_threads": (
-        ["--quick", "--configs", "xla-default", "--cases", "oful-400-1", "--repeats", "1",
-         "--json", "{json}"],
-        ("rows", "ratios"),
-    ),
-    # docs/eofd.md: eigh against the secular solver, one and vmapped, per core size
-    "eigh_batch": (["--batch", "2", "--repeats", "1", "--json", "{json}"], ("dtype", "rows")),
-    # docs/benchmarks.md: the exact fit against LinUCB and OFUL on digits class 1
-    "exact_fit_check": (["--rounds", "20", "--seeds", "2", "--json", "{json}"], ("rounds", "rows")),
-    # docs/benchmarks.md: the library's LAPACK calls against plain batched ones, per arm
-    "lapack_batching": (["--quick", "--json", "{json}"], ("rounds", "trials", "arms", "cases")),
-    # docs/eofd.md: fast FD against per-round FD (0.69x), rho, and EOFD with each rule
-    "fast_fd": (
-        ["--quick", "--json", "{json}"],
-        ("D", "m", "fast_fd_ms_per_round", "per_round_fd_ms_per_round", "speedup", "rho_fast",
-         "rho_per_round", "eofd"),
-    ),
-    # docs/evidence.md: every kind's final regret, growth, rho and Delta per stream
-    "heavy_tail": (
-        ["--dim", "10", "--rounds", "20", "--trials", "2", "--streams", "heavy-a1",
-         "--kinds", "eofd", "--out", "{json}"],
-        ("dim", "rounds", "trials", "sketch_size", "streams"),
-    ),
-    # docs/sweeps.md: wall time per device count, largest difference of the CSV numbers
-    "host_devices": (
-        ["--command", SMALL_REPRODUCE, "--devices", "1,2", "--repeats", "1", "--json", "{json}"],
-        ("command", "device_counts", "figures"),
-    ),
-    # docs/recipes.md: LinUCB with and without its intercept against the numpy standard one
-    "linucb_standard": (
-        ["--quick", "--json", "{json}"], ("config", "learners", "ratio_to_standard", "checks")
-    ),
-    # docs/digits.md: per class and recipe the estimate along a run; the mean over classes
-    "mlogb_digits": (
-        ["--rounds", "20", "--targets", "1", "--json", "{json}"], ("rounds", "summary", "rows")
-    ),
-    # docs/digits.md: each variant's final regret mean, se, median, p90
-    "mlogb_digits_causes": (
-        ["--quick", "--rounds", "20", "--json", "{json}"], ("rounds", "runs", "rows")
-    ),
     # docs/evidence.md: every setting's cells (recipe and tuned), penalties and goals
     "mlogb_evidence": (
         ["--quick", "--settings", "synth-20-1-S8", "--learners", "linucb", "--json", "{json}"],
-        ("rounds", "trials", "grid", "settings"),
-    ),
-    # docs/benchmarks.md: where a round spends its time, kernel by kernel
-    "mlogb_kernels": (
-        ["--case", "10,1,4", "--rounds", "2", "--repeats", "1", "--top", "3", "--json", "{json}"],
-        ("rounds", "cases"),
-    ),
-    # docs/benchmarks.md: update time vs D, its slope and intercept
-    "mlogb_profile": (
-        ["--quick", "--json", "{json}"],
-        ("dims", "update_ms", "slope_ms_per_1000_dims", "intercept_ms"),
+        ("rounds", "trials", "grid", "settings", "commit"),
     ),
     # docs/evidence.md (issue 45): per setting and draw the paired comparisons, the decision
     "paired_evidence": (["--quick", "--json", "{json}"], ("commands", "settings", "decision")),
-    # docs/digits.md: the recipe's lock rounds, projected fraction, per-run causes
-    "tracking_causes": (
-        ["--rounds", "40", "--seeds", "1", "--every", "20", "--out", "{json}"],
-        ("recipe", "summary_all", "summary_in_lock", "summary_outside_lock",
-         "projected_fraction", "runs"),
-    ),
-    # docs/digits.md: the tuning, the chosen point, K = 1 and K = 4 rows, the cost profile
-    "tracking_check": (
-        ["--quick", "--rounds", "20", "--profile-rounds", "16", "--out", "{json}"],
-        ("rounds", "seeds", "tuning", "chosen", "k1", "k4", "profile"),
-    ),
-    # the Thompson-sampling rows against LinUCB
-    "ts_check": (
-        ["--rounds", "20", "--seeds", "2", "--problems", "synthetic", "--out", "{json}"],
-        ("rounds", "seeds", "wall_seconds", "rows"),
-    ),
-    # docs/command.md: wall and compile seconds per configuration, results within rounding
-    "xla_opt_level": (
-        ["--quick", "--levels", "default:off", "--json", "{json}"],
-        ("levels", "totals", "max_relative_regret_difference", "per_cell"),
+    # docs/command.md: compile seconds of every case's programs (--out: --json's other name)
+    "compile_seconds": (
+        ["--quick", "--dtypes", "float32", "--out", "{json}"], ("rounds", "repeats", "cases")
     ),
 }  # fmt: skip
-# Scripts with a test of their own below, or elsewhere (module docstring).
-OWN_TESTS = {"test_kinds", "package_lines", "mlogb_speed", "bco_speed", "batched_throughput"}
+# Scripts with a test of their own (below, or the module docstring's).
+OWN_TESTS = {"mlogb_speed", "bco_speed", "batched_throughput", "cold_start"}
 
 
 def _run(argv: list[str], timeout: float = TIMEOUT_S, cwd: pathlib.Path = ROOT):
@@ -157,10 +63,101 @@ def _run(argv: list[str], timeout: float = TIMEOUT_S, cwd: pathlib.Path = ROOT):
 
 def test_every_benchmark_script_has_a_smoke_test():
     """A new script under ``benchmarks/`` gets an entry in :data:`SMOKE` (or a test of its own)."""
-    scripts = {p.stem for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_")}
-    missing = scripts - set(SMOKE) - OWN_TESTS
+    missing = set(SCRIPTS) - set(SMOKE) - OWN_TESTS
     assert not missing, f"benchmarks without a smoke test (add them to SMOKE): {sorted(missing)}"
-    assert not (set(SMOKE) | OWN_TESTS) - scripts, "SMOKE names a script that is gone"
+    assert not (set(SMOKE) | OWN_TESTS) - set(SCRIPTS), "SMOKE names a script that is gone"
+
+
+def test_at_most_eight_scripts_each_with_the_shared_parser():
+    """The scripts build their parser with ``benchmarks._options.parser`` (the shared options
+    declared once), never an ``argparse.ArgumentParser`` of their own."""
+    assert 1 <= len(SCRIPTS) <= 8, SCRIPTS
+    for name in SCRIPTS:
+        tree = ast.parse((BENCHMARKS / f"{name}.py").read_text())
+        imported = {
+            (node.module, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        own = [f for f in calls if isinstance(f, ast.Attribute) and f.attr == "ArgumentParser"]
+        uses = [f for f in calls if isinstance(f, ast.Name) and f.id == "parser"]
+        assert ("benchmarks._options", "parser") in imported and uses, name
+        assert not own, f"{name}: declares its own ArgumentParser"
+
+
+def test_every_script_is_in_benchmarks_md_with_its_command_and_json():
+    """docs/benchmarks.md's table: a row per script with its command and a JSON path; a JSON
+    named there that is not committed says so in the row ("none committed")."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    rows = {r.split("|")[1].strip().strip("`"): r for r in text.splitlines() if r.startswith("| `")}
+    for name in SCRIPTS:
+        row = rows.get(name)
+        assert row, f"docs/benchmarks.md has no row for {name}"
+        assert f"python -m benchmarks.{name}" in row, name
+        paths = re.findall(r"docs/bench/[\w*]+\.json", row)
+        assert paths, f"{name}: no JSON in its row"
+        present = [p for p in paths if list(ROOT.glob(p))]
+        assert present or "none committed" in row, (name, paths)
+
+
+def _chunks(text: str):
+    """The paragraphs, fenced blocks and table rows of a markdown text."""
+    block, para = None, []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if block is None:
+                yield "\n".join(para)
+                para, block = [], [line]
+            else:
+                yield "\n".join([*block, line])
+                block = None
+        elif block is not None:
+            block.append(line)
+        elif line.startswith("|"):
+            yield line
+        elif line.strip():
+            para.append(line)
+        else:
+            yield "\n".join(para)
+            para = []
+    yield "\n".join(para)
+
+
+def _git(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True, text=True)
+
+
+def test_docs_give_the_commit_of_every_removed_script():
+    """Wherever docs/*.md, README.md or CONTRIBUTING.md run a script that is no longer in
+    ``benchmarks/``, its paragraph, block or table row gives the commit it last ran at
+    (``git checkout SHA``, ``commit `SHA``` or a table's commit column) and, in a full git
+    checkout, that commit holds the script (``git checkout SHA`` and the command reproduce the
+    finding). docs/API.md is left out: it is written from the package's docstrings."""
+    have_git = _git("rev-parse", "--is-shallow-repository").stdout.strip() == "false"
+    cited = 0
+    docs = [p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "API.md"]
+    docs += [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    for doc in docs:
+        for chunk in _chunks(doc.read_text()):
+            flat = " ".join(chunk.split())
+            gone = {n for n in re.findall(r"python -m benchmarks\.(\w+)", flat)}
+            gone -= set(SCRIPTS)
+            if not gone:
+                continue
+            # "git checkout SHA", "commit `SHA`", or a table's commit column "| `SHA` |"
+            sha = r"([0-9a-f]{7,40})"
+            shas = re.findall(rf"git checkout {sha}|commit `{sha}`|\| `{sha}` \|", flat)
+            shas = {"".join(found) for found in shas}
+            for name in gone:
+                cited += 1
+                assert shas, f"{doc.name}: {name} cited without its commit:\n{chunk}"
+                if have_git:
+                    held = [s for s in shas if _git("cat-file", "-e", f"{s}:benchmarks/{name}.py")
+                            .returncode == 0]  # fmt: skip
+                    assert held, f"{doc.name}: no commit of {sorted(shas)} holds {name}.py"
+    assert cited  # the docs do cite removed scripts: the check ran
 
 
 @pytest.mark.long
@@ -174,36 +171,53 @@ def test_benchmark_runs_and_writes_the_cited_keys(name, tmp_path):
     assert set(keys) <= set(data), f"{name}: missing {sorted(set(keys) - set(data))}"
 
 
+@pytest.mark.slow
+def test_every_script_takes_the_shared_options():
+    """Each script's ``--help`` (its parser built, in one subprocess) lists ``--quick`` and
+    ``--json``; a bad ``--repeats`` is refused by the shared type."""
+    code = (
+        "import contextlib, importlib, io, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        "        importlib.import_module('benchmarks.' + name).main(['--help'])\n"
+        "    print('@@', name, ' '.join(out.getvalue().split()))\n"
+    )
+    proc = _run(["-c", code, *SCRIPTS])
+    helps = dict(line[3:].split(" ", 1) for line in proc.stdout.splitlines() if line[:3] == "@@ ")
+    assert sorted(helps) == SCRIPTS
+    for name, text in helps.items():
+        assert "--quick" in text and "--json PATH" in text, name
+    bad = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cold_start", "--repeats", "0"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].endswith("expected a positive int, got '0'")
+
+
 @pytest.mark.long
 @pytest.mark.slow
-def test_test_kinds(tmp_path):
-    """``benchmarks.test_kinds`` (CONTRIBUTING.md: the tests counted by kind) on a tiny suite of
-    its own (``--root``): one reference test, a validation test of two cases, one plumbing."""
-    suite = tmp_path / "suite"
-    (suite / "tests").mkdir(parents=True)
-    (suite / "tests" / "test_tiny.py").write_text(
-        "import numpy as np\nimport pytest\n\n\n"
-        "def test_norm():\n    assert np.linalg.norm([3.0, 4.0]) == 5.0\n\n\n"
-        '@pytest.mark.parametrize("text", ["a", "b"])\n'
-        "def test_refused(text):\n    with pytest.raises(ValueError):\n        int(text)\n\n\n"
-        "def test_plain():\n    assert True\n"
-    )
-    out = tmp_path / "kinds.json"
-    _run(["-m", "benchmarks.test_kinds", "--root", str(suite), "--json", str(out)])
+def test_cold_start(tmp_path):
+    """``benchmarks.cold_start --quick --repeats 2`` (one small cell of ``reproduce --quick``):
+    two cold runs, each with a new cache (no cache hit), a warm run that reads the last one
+    (hits), and the summary is the median of the cold runs' own figures."""
+    out = tmp_path / "cold.json"
+    _run(["-m", "benchmarks.cold_start", "--quick", "--repeats", "2", "--json", str(out)], 600)
     data = json.loads(out.read_text())
-    assert data["total"] == 4
-    assert data["kinds"] == {"reference": 1, "validation": 2, "plumbing": 1}
-    assert data["by_file"] == {"tests/test_tiny.py": data["kinds"]}
-
-
-def test_package_lines():
-    """``benchmarks.package_lines`` (no options, no JSON): prints its counts as a dict."""
-    proc = _run(["-m", "benchmarks.package_lines", str(ROOT)])
-    counts = ast.literal_eval(proc.stdout.strip())
-    assert {"library_lines", "command_lines", "layers", "all", "all_total"} <= set(counts)
-    assert counts["library_lines"] > 0 and counts["all_total"] == sum(counts["all"].values())
-    package = sum(n for k, n in counts["layers"].items() if k.startswith("bandits_jax"))
-    assert package == counts["library_lines"] + counts["command_lines"]
+    cold, warm = data["cold"], data["warm"]
+    assert [r["run"] for r in cold] == ["cold 1", "cold 2"] and warm["run"] == "warm"
+    assert all(r["cache_hits"] == 0 and r["compilations"] > 0 for r in cold)
+    assert warm["cache_hits"] > 0
+    for r in [*cold, warm]:
+        assert 0 < r["compile_wall_s"] < r["wall_s"]
+        assert r["compile_share"] == pytest.approx(r["compile_wall_s"] / r["wall_s"], rel=1e-12)
+    for key in ("wall_s", "compile_wall_s", "compile_share"):
+        assert data[f"median_{key}" if key == "compile_share" else f"median_cold_{key}"] == (
+            pytest.approx(statistics.median(r[key] for r in cold), rel=1e-12)
+        )
+    assert data["warm_over_cold"] == pytest.approx(warm["wall_s"] / data["median_cold_wall_s"])
+    assert data["command"].startswith("bandits-jax reproduce --quick --settings synth-20-1-S8")
 
 
 @pytest.mark.long
