@@ -1,26 +1,18 @@
 """``bandits-jax bco``: the BCO paper's studies, regret vs the dimension d and vs the gradient
-variation V_T (Table 1, Theorems 1-4 and 8), next to the Chiang et al. 2013 strongly convex rate
+variation V_T (Table 1, Theorems 1-4 and 8), beside the Chiang et al. 2013 strongly convex rate
 and the sphere-estimator baseline (Algorithm 3). The paper has no experiments; these measure its
-claims.
+claims (theory: regret ~ d^1.5 sqrt(V_T) (Thm 1), d sqrt(W_T + d) (Thm 3), d log V_T / lambda
+(Thm 2) vs Chiang's d^2 / lambda).
 
-Every run goes through the shared chunked runner (``bandits_jax.sim.chunks.run_chunked``: rounds
-in ``lax.scan`` chunks with progress and checkpoints, (scale, V_T point, seed) runs flattened
-into one ``vmap``-ed batch); regret is the static regret against the best fixed point in
-hindsight (``bandits_jax.bco.summarize``), loss charged = mean of the two queried values.
-
-The losses are the settings ``bco-linear-D`` (convex: ``<l_t, x>``, ``||l|| ~ 1``) and
-``bco-quadratic-D`` (strongly convex: ``1/2 ||x - c_t||^2``, ``||b|| = 2``) of
-:func:`bandits_jax.envs.make`, benign (the optimum lies on the boundary of the unit ball with a
-non-zero gradient). The d study keeps their slow drift (``V_T ~ 1e-5``: a static comparator
-stays meaningful); the V_T study fixes ``d`` and varies the amplitude ``a`` of a fast
-oscillation (``w = 2``: ``V_T ~ 2.8 a^2 T``) and adds an i.i.d.-noise point. The learners are
-the library's presets (``bco.PRESETS``), each on the losses of its family.
-
-Honest tuning: with ``--scale-grid`` of several values the step-size scale of each (learner,
-point) is chosen by mean final regret on tuning seeds and reported on disjoint evaluation seeds
-(as ``sweep`` does); with one value (default ``1``, the theorems' constants) nothing is tuned.
-Theory: regret ~ d^1.5 sqrt(V_T) (Thm 1), d sqrt(W_T + d) (Thm 3), d log V_T / lambda (Thm 2) vs
-Chiang's d^2 / lambda.
+The losses are the settings ``bco-linear-D`` and ``bco-quadratic-D`` of
+:func:`bandits_jax.envs.make` (the optimum on the boundary of the unit ball with a non-zero
+gradient); the learners the presets of ``bco.PRESETS``, each on its family's losses. The d study
+keeps their slow drift (``V_T ~ 1e-5``); the V_T study fixes ``d``, varies the amplitude ``a`` of
+a fast oscillation (``w = 2``: ``V_T ~ 2.8 a^2 T``) and adds an i.i.d.-noise point. Every
+(scale, point, seed) run of a learner is one ``vmap``-ed batch in the chunked runner; regret is
+the static regret against the best fixed point in hindsight (``bandits_jax.bco.summarize``).
+With several ``--scale-grid`` values the step-size scale of each (learner, point) is tuned on
+tuning seeds and reported on disjoint evaluation seeds (one value: nothing is tuned).
 """
 
 from __future__ import annotations

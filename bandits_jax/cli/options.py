@@ -1,9 +1,9 @@
 """Parsing and validation of the command's options, before any work starts.
 
-Every command validates all of its options here (:func:`check_common` plus the command's own
-checks) before JAX compiles anything: each problem is one line ``bandits-jax: error: ...`` on
-stderr and the exit status is 2, never a traceback. ``--config FILE`` values are type-checked
-against the option they set (``{"float32": "false"}`` is an error, not a truthy string).
+Every command validates all of its options (:func:`check_common`, :func:`fill_defaults`,
+:func:`refuse_unused` and its own checks) before JAX compiles anything: each problem is one line
+``bandits-jax: error: ...`` on stderr and the exit status is 2, never a traceback. ``--config
+FILE`` values are type-checked against the option they set (``{"float32": "false"}`` is an error).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pathlib
 import re
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
 EVAL_SEED_OFFSET = 10_000
+MIN_CHUNK = 200  # rounds: a shorter chunk of a quick run took less time than its checkpoint
 
 
 class UsageError(Exception):
@@ -39,26 +39,16 @@ class Parser(argparse.ArgumentParser):
         raise UsageError([message])
 
 
-# ----------------------------------------------------------------------------- small parsers
-
-
 def split_list(text: str | Sequence[Any] | None) -> list[str]:
     """``"a, b,,c"`` -> ``["a", "b", "c"]``; lists pass through as strings."""
-    if text is None:
-        return []
     if isinstance(text, str):
         return [t.strip() for t in text.split(",") if t.strip()]
-    return [str(t) for t in text]
+    return [str(t) for t in text or ()]
 
 
 def beta_arg(b: Any) -> Any:
     """``"theory"``/``"order"`` stay names, anything else becomes a float."""
-    if isinstance(b, str) and b not in ("theory", "order"):
-        return float(b)
-    return b
-
-
-MIN_CHUNK = 200  # rounds: a shorter chunk of a quick run took less time than its checkpoint
+    return float(b) if isinstance(b, str) and b not in ("theory", "order") else b
 
 
 def chunk_size(num_rounds: int, requested: int | None) -> int:
@@ -78,97 +68,57 @@ def chunk_size(num_rounds: int, requested: int | None) -> int:
 def join_negative_values(argv: Sequence[str], value_options: set[str]) -> list[str]:
     """``["--l-grid", "-0.5,0"]`` -> ``["--l-grid=-0.5,0"]``: argparse would take a value that
     starts with ``-`` (other than one plain negative number) for an option."""
-    out: list[str] = []
-    i = 0
-    argv = list(argv)
+    out, argv, i = [], list(argv), 0
     while i < len(argv):
-        a = argv[i]
         nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if a in value_options and nxt is not None and re.match(r"-\.?\d", nxt):
-            out.append(f"{a}={nxt}")
+        if argv[i] in value_options and nxt is not None and re.match(r"-\.?\d", nxt):
+            out.append(f"{argv[i]}={nxt}")
             i += 2
-            continue
-        out.append(a)
-        i += 1
+        else:
+            out.append(argv[i])
+            i += 1
     return out
 
 
 def value_options(parser: argparse.ArgumentParser) -> set[str]:
     """Option strings that take a value, over the parser and its subcommands."""
-    found: set[str] = set()
-    parsers = [parser, *getattr(parser, "subcommands", {}).values()]
-    for p in parsers:
-        for a in p._actions:
-            if a.option_strings and a.nargs is None and not isinstance(a, argparse._HelpAction):
-                found.update(a.option_strings)
-    return found
-
-
-# ----------------------------------------------------------------------------- --config
-
-
-def _is_flag(action: argparse.Action) -> bool:
-    return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+    return {s for p in [parser, *getattr(parser, "subcommands", {}).values()] for a in p._actions
+            if a.option_strings and a.nargs is None and not isinstance(a, argparse._HelpAction)
+            for s in a.option_strings}  # fmt: skip
 
 
 def config_value(
     key: str, value: Any, action: argparse.Action, *, as_dest: bool = False
 ) -> tuple[Any, str | None]:
-    """Checks a ``--config`` value against the option it sets: ``(value, error or None)``.
-
-    A flag's key is read as the flag (``"no-plots": true`` gives ``plots = False``); with
-    ``as_dest`` the key is the flag's destination and the value is stored as it is
-    (``"plots": false`` gives ``plots = False`` too).
-    """
-    where = f"--config: {key!r}"
-    if _is_flag(action):
+    """Checks a ``--config`` value against the option it sets: ``(value, error or None)``. A
+    flag's key is read as the flag (``"no-plots": true`` gives ``plots = False``); with
+    ``as_dest`` the key is the flag's destination (``"plots": false`` gives ``plots = False``)."""
+    where, got = f"--config: {key!r}", json.dumps(value)
+    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
         if not isinstance(value, bool):
-            return None, f"{where}: expected true or false, got {json.dumps(value)}"
-        if as_dest or isinstance(action, argparse._StoreTrueAction):
-            return value, None
-        return not value, None
-    if action.type is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return None, f"{where}: expected an integer, got {json.dumps(value)}"
-        return value, None
-    if action.type is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None, f"{where}: expected a number, got {json.dumps(value)}"
-        return float(value), None
+            return None, f"{where}: expected true or false, got {got}"
+        keep = as_dest or isinstance(action, argparse._StoreTrueAction)
+        return (value if keep else not value), None
+    if action.type in (int, float):
+        ok, what = ((int,), "an integer") if action.type is int else ((int, float), "a number")
+        if isinstance(value, bool) or not isinstance(value, ok):
+            return None, f"{where}: expected {what}, got {got}"
+        return action.type(value), None
     if isinstance(value, list):
-        if not value or any(isinstance(v, (bool, list, dict)) or v is None for v in value):
+        if not value or any(isinstance(v, bool | list | dict) or v is None for v in value):
             return None, f"{where}: expected a non-empty list of numbers or names"
         return ",".join(map(str, value)), None
-    if isinstance(value, bool) or value is None or isinstance(value, dict):
-        return None, f"{where}: expected a string, number or list, got {json.dumps(value)}"
+    if isinstance(value, bool | dict) or value is None:
+        return None, f"{where}: expected a string, number or list, got {got}"
     return str(value), None
-
-
-def config_keys(
-    command_parser: argparse.ArgumentParser,
-) -> tuple[dict[str, argparse.Action], dict[str, argparse.Action]]:
-    """The ``--config`` keys of a command, dashes read as underscores: ``(flags, dests)``, each
-    mapping a key to its action. ``flags``: the option strings without their ``--``
-    (``no_plots``, ``S_grid``); ``dests``: the destinations (``plots``). ``--config`` and
-    ``--help`` are not keys."""
-    flags: dict[str, argparse.Action] = {}
-    dests: dict[str, argparse.Action] = {}
-    for a in command_parser._actions:
-        if not a.option_strings or a.dest in ("config", "help"):
-            continue
-        for o in a.option_strings:
-            if o.startswith("--"):
-                flags[o[2:].replace("-", "_")] = a
-        dests.setdefault(a.dest, a)
-    return flags, dests
 
 
 def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: list[str]):
     """Parses ``argv``; with ``--config FILE`` its keys become defaults (the command line wins).
 
     A key is an option's spelling with or without its ``--``, dashes or underscores alike
-    (``"no-plots": true``, ``"no_plots": true``), or the option's destination (``"plots":
-    false``, the name in ``args``); a flag's key takes true or false.
+    (``"no-plots"``, ``"no_plots"``), or the option's destination (``"plots"``); a flag's key
+    takes true or false.
 
     Raises:
       UsageError: unreadable file, not an object, unknown keys, two keys for one option or
@@ -184,7 +134,10 @@ def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: 
         raise UsageError([f"--config {path}: {e}"]) from None
     if not isinstance(cfg, dict):
         raise UsageError([f"--config {path}: expected a JSON object"])
-    flags, dests = config_keys(command_parser)
+    actions = [a for a in command_parser._actions if a.option_strings
+               and a.dest not in ("config", "help")]  # fmt: skip
+    flags = {o[2:].replace("-", "_"): a for a in actions for o in a.option_strings if o[:2] == "--"}
+    dests = {a.dest: a for a in reversed(actions)}
     cleaned: dict[str, Any] = {}
     errors: list[str] = []
     key_of: dict[str, str] = {}  # dest -> the key that set it
@@ -193,23 +146,17 @@ def apply_config(parser: Parser, command_parser: argparse.ArgumentParser, argv: 
         action = flags.get(name) or dests.get(name)
         if action is None:
             errors.append(f"--config {path}: unknown option {k!r}")
-            continue
-        if action.dest in key_of:
+        elif action.dest in key_of:
             errors.append(f"--config {path}: {key_of[action.dest]!r} and {k!r} set the same option")
-            continue
-        key_of[action.dest] = k
-        value, err = config_value(k, v, action, as_dest=name not in flags)
-        if err:
-            errors.append(err)
         else:
+            key_of[action.dest] = k
+            value, err = config_value(k, v, action, as_dest=name not in flags)
+            errors += [err] if err else []
             cleaned[action.dest] = value
     if errors:
         raise UsageError(errors)
     command_parser.set_defaults(**cleaned)
     return parser.parse_args(argv)
-
-
-# ----------------------------------------------------------------------------- checks
 
 
 def check_int(errors: list[str], value: Any, option: str, *, minimum: int) -> None:
@@ -227,10 +174,8 @@ def check_float(
         return
     if not math.isfinite(value):
         errors.append(f"{option}: expected a finite number, got {value}")
-    elif positive and value <= 0:
-        errors.append(f"{option}: expected a number > 0, got {value}")
-    elif nonneg and value < 0:
-        errors.append(f"{option}: expected a number >= 0, got {value}")
+    elif (positive and value <= 0) or (nonneg and value < 0):
+        errors.append(f"{option}: expected a number {'>' if positive else '>='} 0, got {value}")
 
 
 def check_float_list(
@@ -255,16 +200,12 @@ def check_float_list(
 
 
 def check_beta(errors: list[str], b: Any, option: str) -> None:
-    """Appends an error to ``errors`` unless ``b`` is ``theory``, ``order`` or a finite number >=
-    0."""
-    if b in ("theory", "order"):
-        return
+    """Appends an error unless ``b`` is ``theory``, ``order`` or a finite number >= 0."""
     try:
-        v = float(b)
+        ok = b in ("theory", "order") or (math.isfinite(float(b)) and float(b) >= 0)
     except (TypeError, ValueError):
-        errors.append(f"{option}: expected theory, order or a number >= 0, got {b!r}")
-        return
-    if not math.isfinite(v) or v < 0:
+        ok = False
+    if not ok:
         errors.append(f"{option}: expected theory, order or a finite number >= 0, got {b!r}")
 
 
@@ -287,27 +228,14 @@ def check_settings(errors: list[str], text: Any, *, bco: bool) -> list[str]:
     return names
 
 
-def parse_setting(name: str) -> Any:
-    """Deprecated (0.2.0): :func:`bandits_jax.envs.parse` (it raises on an unknown name)."""
-    import warnings
-
-    from bandits_jax import envs
-
-    warnings.warn("options.parse_setting is deprecated: use bandits_jax.envs.parse",
-                  DeprecationWarning, stacklevel=2)  # fmt: skip
-    return envs.parse(name)
-
-
 def check_learners(errors: list[str], text: Any, known: Sequence[str]) -> list[str]:
     """The names of ``--learners``: a non-empty comma list of ``known`` names, each once."""
     names = split_list(text)
     if not names:
         errors.append("--learners: expected a non-empty comma list")
-    for name in names:
-        if name not in known:
-            errors.append(f"--learners: unknown learner {name!r}, expected one of {list(known)}")
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
+    errors += [f"--learners: unknown learner {n!r}, expected one of {list(known)}"
+               for n in names if n not in known]  # fmt: skip
+    if dup := sorted({n for n in names if names.count(n) > 1}):
         errors.append(f"--learners: repeated name(s) {', '.join(dup)}")
     return names
 
@@ -315,9 +243,8 @@ def check_learners(errors: list[str], text: Any, known: Sequence[str]) -> list[s
 def refuse_unused(errors: list[str], args: argparse.Namespace, unused: dict[str, str]) -> None:
     """One error line per option the user gave (``args.given``: the destinations not left at
     ``None``) that does nothing here; ``unused`` maps a destination to the reason."""
-    for dest, why in unused.items():
-        if dest in args.given:
-            errors.append(f"--{dest.replace('_', '-')}: {why}; leave it out")
+    errors += [f"--{dest.replace('_', '-')}: {why}; leave it out"
+               for dest, why in unused.items() if dest in args.given]  # fmt: skip
 
 
 def fill_defaults(args: argparse.Namespace, full: dict, quick: dict | None = None) -> None:
@@ -356,70 +283,61 @@ def cached_mnist_usable(say_warning: bool = True) -> bool:
         return False
     except _UNREADABLE as e:
         if say_warning:
-            first = " ".join(str(e).split())
-            print(
-                f"bandits-jax: warning: MNIST files in {default_cache_dir()} are unreadable, "
-                f"MNIST skipped ({first})",
-                file=sys.stderr,
-            )
+            print(f"bandits-jax: warning: MNIST files in {default_cache_dir()} are unreadable, "
+                  f"MNIST skipped ({' '.join(str(e).split())})", file=sys.stderr)  # fmt: skip
         return False
     return True
 
 
-def check_out(errors: list[str], out: str) -> None:
-    """``--out`` must be a directory we can create and write to."""
-    p = pathlib.Path(out)
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=p, prefix=".write-check-"):
-            pass
-    except OSError as e:
-        errors.append(f"--out {out}: not a writable directory ({e.strerror or e})")
-
-
 def check_common(args: argparse.Namespace, errors: list[str]) -> None:
-    """Checks of the common options (:data:`COMMON_OPTIONS`) that the command takes."""
+    """Checks of the shared options (:data:`COMMON_OPTIONS`) the command takes (an option it
+    lacks reads ``None``)."""
+    from bandits_jax.cli import process
+    from bandits_jax.cli.cache import cache_dir
+
     check_int(errors, args.devices, "--devices", minimum=1)
-    check_threads(errors, args.threads)
-    for size in ("rounds", "trials"):  # commands with a horizon and a trial count
-        check_int(errors, getattr(args, size, None), f"--{size}", minimum=1)
-    # A command takes only the groups of COMMON_OPTIONS it uses: an option it lacks reads None.
-    check_int(errors, getattr(args, "seed", None), "--seed", minimum=0)
-    check_int(errors, getattr(args, "chunk", None), "--chunk", minimum=1)
-    check_int(errors, getattr(args, "sketch", None), "--sketch", minimum=1)
+    try:
+        if args.threads is None:
+            process.threads_from_env()
+        else:
+            process.parse_threads(args.threads)
+    except ValueError as e:
+        errors.append(str(e))
+    for name, minimum in (("rounds", 1), ("trials", 1), ("seed", 0), ("chunk", 1), ("sketch", 1)):
+        check_int(errors, getattr(args, name, None), f"--{name}", minimum=minimum)
     check_float(errors, getattr(args, "S", None), "--S", positive=True)
     mnist = getattr(args, "mnist", None)
     if mnist is not None and not pathlib.Path(mnist).exists():
         errors.append(f"--mnist {mnist}: no such file or directory")
-    cache = compile_cache_dir(args) if hasattr(args, "compile_cache") else None
-    if cache is not None:
-        try:
-            cache.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            errors.append(f"--compile-cache {cache}: cannot create it ({e.strerror or e})")
-
-
-def check_threads(errors: list[str], value: Any) -> None:
-    """``--threads`` (and ``$BANDITS_JAX_THREADS`` when the option is not given)."""
-    from bandits_jax.cli import process as threads
-
+    cache = cache_dir(args) if hasattr(args, "compile_cache") else None
     try:
-        if value is None:
-            threads.threads_from_env()
-        else:
-            threads.parse_threads(value)
-    except ValueError as e:
-        errors.append(str(e))
+        if cache is not None:
+            cache.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        errors.append(f"--compile-cache {cache}: cannot create it ({e.strerror or e})")
+
+
+def finish(errors: list[str], args: argparse.Namespace) -> None:
+    """Raises :class:`UsageError` if anything failed; else checks ``--out`` last (it creates the
+    directory, so only once everything else is valid): a directory we can write to."""
+    if not errors:
+        try:
+            pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=args.out, prefix=".write-check-"):
+                pass
+        except OSError as e:
+            errors.append(f"--out {args.out}: not a writable directory ({e.strerror or e})")
+    if errors:
+        raise UsageError(errors)
 
 
 XLA_OPT_LEVELS = ("auto", "default", "0", "1", "2", "3")
 XLA_OPT_AUTO_HELP = "0 for --quick runs (compiling is most of them), XLA's own otherwise"
 XLA_FUSION_EMITTERS = ("auto", "on", "off")
 XLA_FUSION_AUTO_HELP = "off (faster to compile and no slower to run: docs/command.md)"
-XLA_SPLIT_AUTO_HELP = (
-    "one part per CPU core the process may use (1 under the default one-thread choice, where "
-    "XLA's own split compiled more slowly: docs/command.md)"
-)
+XLA_SPLIT_AUTO_HELP = ("one part per CPU core the process may use (1 under the default "
+                       "one-thread choice, where XLA's own split compiled more slowly: "
+                       "docs/command.md)")  # fmt: skip
 
 
 def codegen_split(value: str) -> str:
@@ -431,81 +349,23 @@ def codegen_split(value: str) -> str:
 
 def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
     """The XLA options of ``--xla-opt-level``, ``--xla-fusion-emitters`` and
-    ``--xla-codegen-split`` for :func:`bandits_jax.sim.chunks.compiler_options` (``None``: XLA's
-    defaults). The choices come from ``python -m benchmarks.xla_opt_level``
-    (``docs/bench/xla_opt_level.json``)."""
+    ``--xla-codegen-split`` (``None``: XLA's defaults); docs/command.md gives the measurements
+    behind the automatic choices."""
     options: dict[str, Any] = {}
     level = getattr(args, "xla_opt_level", None) or "default"
     if level == "auto":
         level = "0" if getattr(args, "quick", False) else "default"
     if level != "default":
         options["xla_backend_optimization_level"] = int(level)
-    emitters = getattr(args, "xla_fusion_emitters", None) or "on"
-    if emitters == "auto":
-        emitters = "off"
-    if emitters == "off":  # XLA's CPU backend: the classic LLVM IR emitters of fused kernels
-        options["xla_cpu_use_fusion_emitters"] = False
+    if (getattr(args, "xla_fusion_emitters", None) or "on") in ("auto", "off"):
+        options["xla_cpu_use_fusion_emitters"] = False  # the classic LLVM IR emitters
     split = getattr(args, "xla_codegen_split", None) or "default"
     if split != "default":  # LLVM modules compiled in parallel on XLA's CPU threads
         from bandits_jax.cli.process import usable_cores
 
-        parts = usable_cores() if split == "auto" else int(split)
-        options["xla_cpu_parallel_codegen_split_count"] = parts
+        options["xla_cpu_parallel_codegen_split_count"] = (
+            usable_cores() if split == "auto" else int(split))  # fmt: skip
     return options or None
-
-
-COMPILE_CACHE_ENV = "BANDITS_JAX_COMPILE_CACHE"  # a directory or "off"; --compile-cache wins
-
-
-def compile_cache_dir(args: argparse.Namespace) -> pathlib.Path | None:
-    """The root of JAX's persistent compilation cache (``None``: off): ``--compile-cache``, else
-    ``$BANDITS_JAX_COMPILE_CACHE``, else ``<data root>/xla``. Entries go to its
-    :func:`source_key` subdirectory (:func:`compile_cache_path`)."""
-    value = getattr(args, "compile_cache", None) or os.environ.get(COMPILE_CACHE_ENV)
-    if value == "off":
-        return None
-    if value:
-        return pathlib.Path(value).expanduser()
-    root = os.environ.get("BANDITS_JAX_DATA")
-    base = pathlib.Path(root).expanduser() if root else pathlib.Path("~/.cache/bandits_jax")
-    return base.expanduser() / "xla"
-
-
-def source_key(root: pathlib.Path | None = None) -> str:
-    """The compile cache's subdirectory for this checkout: ``src-<hash>-jax-<version>``.
-
-    The hash (12 hex digits of SHA-256) covers the relative path and bytes of every ``*.py``
-    under ``root`` (default: the installed ``bandits_jax`` package), in path order, so entries
-    another checkout or version wrote cannot shorten this one's cold-start timing (JAX keys
-    every entry by its program, so they could never change a result). A few milliseconds.
-    """
-    import hashlib
-
-    import jax
-
-    root = pathlib.Path(__file__).resolve().parents[1] if root is None else root
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
-        data = path.read_bytes()
-        h.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
-        h.update(data)
-    return f"src-{h.hexdigest()[:12]}-jax-{jax.__version__}"
-
-
-def compile_cache_path(args: argparse.Namespace) -> pathlib.Path | None:
-    """The directory the command's compiled programs go to: :func:`compile_cache_dir`'s
-    :func:`source_key` subdirectory (``None``: the cache is off; nothing is hashed then)."""
-    root = compile_cache_dir(args)
-    return None if root is None else root / source_key()
-
-
-def finish(errors: list[str], args: argparse.Namespace) -> None:
-    """Raises :class:`UsageError` if anything failed; else checks ``--out`` last (it creates
-    the directory, so only once everything else is valid)."""
-    if not errors:
-        check_out(errors, args.out)
-    if errors:
-        raise UsageError(errors)
 
 
 # The options every command shares, declared once: (group, flag, argparse keywords). A command
@@ -519,7 +379,7 @@ COMMAND_GROUPS: dict[str, frozenset[str]] = {
     "kappa": frozenset({"base", "run", "quick", "sketch", "grid", "eval"}),  # --S-grid, no --S
     "bench": frozenset({"base"}),  # --threads/--devices reach the benchmarks' processes
 }
-_BETA_HELP = (
+BETA_HELP = (
     "theory = Theorem 1's radius (eq. 36, all its constants), order = eq. 27's order-form "
     "radius (its O(.) terms, constants dropped) or fixed numbers >= 0"
 )
@@ -550,7 +410,7 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
      "mnist; digits names take -h0/-h1 (even/odd half of the examples)")),
     ("grid", "--l-grid", dict(help="l values")),
     ("grid", "--e-grid", dict(help="e values")),
-    ("grid", "--beta-grid", dict(help="confidence radii beta_t: " + _BETA_HELP)),
+    ("grid", "--beta-grid", dict(help="confidence radii beta_t: " + BETA_HELP)),
     ("scales", "--scale-grid", dict(help="BCO step-size scales, tuned on tuning seeds when "
      "more than one")),
     ("mlogb", "--S", dict(type=float, help="parameter-norm bound S of the learners and of "

@@ -68,13 +68,13 @@ def finish(args: Any, name: str, report: dict, rows: Sequence[Mapping[str, Any]]
     the summary, then every file written (``figures`` first)."""
     import pathlib
 
-    from bandits_jax.cli import compile_cache_report, compile_cache_text
+    from bandits_jax.cli import cache
 
     out = pathlib.Path(args.out)
-    report["compile_cache"] = compile_cache_report(args)
+    report["compile_cache"] = cache.report(args)
     write_json(out / f"{name}.json", report)
     write_csv(out / f"{name}.csv", rows)
-    summary += compile_cache_text(report["compile_cache"])
+    summary += cache.text(report["compile_cache"])
     (out / f"{name}_summary.txt").write_text(summary)
     print("\n" + summary)
     written = [*figures, *(out / f"{name}{s}" for s in (".json", ".csv", "_summary.txt"))]

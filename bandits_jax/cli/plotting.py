@@ -1,19 +1,10 @@
-"""Figures for the command line (matplotlib, Agg backend: no display needed).
-
-* :func:`regret_figure` -- the EOFD-MLogB paper's Figure 1: cumulative regret, mean over trials
-  with a one-sample-standard-deviation band, one panel per setting.
-* :func:`time_figure` -- its Figure 2: average per-round time, horizontal bars with one-std error
-  bars, the learners' names on the y axis.
-* :func:`heatmap_figure` -- a sweep's (l, e) grid: mean final regret and the exploration
-  diagnostic (log10 of the bonus / estimate spread ratio), one colour scale for all panels.
-* :func:`bench_figure` -- per-round times of a speed benchmark, log scale.
-* :func:`bco_figure` -- the BCO studies: regret vs d and vs the gradient variation V_T (log-log,
-  fitted slopes in the legend).
-* :func:`kappa_figure` -- the kappa study: final regret vs the parameter bound S (log S), out of
-  the box (solid) and tuned per S (dashed), and its growth beside the kappa bound.
-
-A learner has one colour in every figure (:func:`learner_color`, by kind); a caller's colour wins.
-matplotlib is an optional dependency (extra ``plot``); it is imported when a figure is drawn.
+"""Figures of the commands (matplotlib, Agg backend: no display needed): the EOFD-MLogB paper's
+Figures 1 and 2 (:func:`regret_figure`: cumulative regret, mean and one-std band over trials;
+:func:`time_figure`: per-round time bars), a sweep's (l, e) heatmaps (:func:`heatmap_figure`),
+a speed benchmark's bars (:func:`bench_figure`), the BCO studies (:func:`bco_figure`) and the
+kappa study (:func:`kappa_figure`). A learner has one colour in every figure
+(:func:`learner_color`); a caller's colour wins. matplotlib is an optional dependency (extra
+``plot``), imported when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -27,16 +18,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "regret_figure",
-    "time_figure",
-    "heatmap_figure",
-    "bench_figure",
-    "bco_figure",
-    "kappa_figure",
-    "draw_kappa",
-    "learner_color",
-]
+__all__ = ["regret_figure", "time_figure", "heatmap_figure", "bench_figure", "bco_figure",
+           "kappa_figure", "draw_kappa", "learner_color"]  # fmt: skip
 
 # Other learners: one of these (far from the tab10 colours in CIELAB), chosen by a hash of the
 # name, so the same in every figure.
@@ -102,11 +85,9 @@ def regret_figure(
     *,
     colors: Mapping[str, str | None] | None = None,
 ) -> None:
-    """Cumulative regret curves with one-std bands.
-
-    A curve that ends more than :data:`OFF_SCALE` times above every other one (e.g. the uniform
-    choice) is left off the scale, so that the others can be told apart: its legend entry says
-    where it ends.
+    """Cumulative regret curves with one-std bands; a curve that ends more than
+    :data:`OFF_SCALE` times above every other one (e.g. uniform choice) is left off the scale so
+    that the others can be told apart (its legend entry says where it ends).
 
     Args:
       panels: ``(title, {legend label: (trials, T) per-round regret})`` per setting.
@@ -383,11 +364,8 @@ def draw_kappa(
     title: str = "",
     reference: Mapping[str, Sequence[float]] | None = None,
 ) -> Any:
-    """The ``bandits-jax kappa`` figure, laid out but not saved (see :func:`kappa_figure`).
-
-    Returns:
-      The matplotlib figure (close it with ``matplotlib.pyplot.close``).
-    """
+    """The ``bandits-jax kappa`` figure laid out, not saved (:func:`kappa_figure`): the
+    matplotlib figure (close it with ``matplotlib.pyplot.close``)."""
     from matplotlib.lines import Line2D
 
     plt = _plt()
@@ -451,12 +429,10 @@ def kappa_figure(
     title: str = "",
     reference: Mapping[str, Sequence[float]] | None = None,
 ) -> None:
-    """Final regret against the parameter bound S (``bandits-jax kappa``), log-scaled S.
-
-    Left: mean final regret with standard-error bars; right: the same divided by its value at
-    the smallest S, beside ``reference`` (e.g. the kappa bound ``1/sigma'(S)``) divided likewise.
-    One colour per learner, solid = out of the box (``mode`` ``"recipe"``), dashed = tuned per S
-    (``"tuned"``); the legend sits outside the panels and overlapping S labels are thinned.
+    """Final regret against the parameter bound S (``bandits-jax kappa``), log-scaled S. Left:
+    mean final regret with standard-error bars; right: the same over its value at the smallest
+    S, beside ``reference`` (e.g. the kappa bound ``1/sigma'(S)``) divided likewise. Solid: out
+    of the box (``mode`` ``"recipe"``), dashed: tuned per S; overlapping S labels are thinned.
 
     Args:
       series: curves, each ``{"label", "mode", "color" (None: :func:`learner_color`), "S", "mean",

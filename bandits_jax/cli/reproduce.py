@@ -110,13 +110,11 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     """Adds ``reproduce``'s own options to its subparser."""
     p = paper_point()
     batch = f"N or auto (default: all trials, at most {AUTO_BATCH} a call)"
-    r.add_argument(
-        "--batch", default="auto", help=f"trials per compiled call (a vmapped batch): {batch}"
-    )
+    r.add_argument("--batch", default="auto", help=f"trials per vmapped compiled call: {batch}")
     where = "of the paper's kinds (eofd-paper, oful-paper; the others run at their tuned points)"
     r.add_argument("--l", type=float, help=f"lambda exponent l {where} (default {p.l})")
     r.add_argument("--e", type=float, help=f"eta exponent e {where} (default {p.e})")
-    r.add_argument("--beta", help=f"confidence radius beta_t {where}: {opt._BETA_HELP} "
+    r.add_argument("--beta", help=f"confidence radius beta_t {where}: {opt.BETA_HELP} "
                    f"(default {p.beta})")  # fmt: skip
 
 
@@ -172,9 +170,8 @@ def validate(args: argparse.Namespace) -> None:
 
 
 class _Played(NamedTuple):
-    """One learner's trials on one setting: the recipe it ran with, the bound its
-    hyperparameters use (``None``: none), its statistics, per-round regrets ``(trials, T)``,
-    seconds per trial-round of each timed repeat and its sketch size."""
+    """One learner's trials on a setting: its recipe, the bound its hyperparameters use, its
+    statistics, regrets ``(trials, T)``, seconds per trial-round per timed repeat, sketch size."""
 
     point: Recipe
     S: float | None
@@ -197,7 +194,7 @@ class _Prepared(NamedTuple):
 
 
 def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
-    """Builds setting ``name``; learners defined for K = 1 only are skipped on K >= 2 (a note)."""
+    """Builds setting ``name``; a learner for K = 1 only is skipped on K >= 2 (with a note)."""
     import jax
 
     from bandits_jax.checks import stack_trees
@@ -310,13 +307,12 @@ def _row(setting: envs.Setting, lname: str, played: _Played, plan: dict) -> dict
         "setting": setting.name, "learner": spec.label, "d": setting.dim,
         "K": setting.num_outcomes, "m": played.m if spec.sketched else "", "l": p.l, "e": p.e,
         "beta": p.beta, "S": "" if played.S is None else played.S, "trials": plan["trials"],
-        "rounds": plan["T"], "final_regret_mean": st["final_regret_mean"],
-        "final_regret_std": st["final_regret_std"],
+        "rounds": plan["T"], **{k: st[k] for k in ("final_regret_mean", "final_regret_std")},
         "ms_per_round_mean": 1e3 * st["seconds_per_round_mean"],
         "ms_per_round_std": 1e3 * st["seconds_per_round_std"], "compile_s": st["compile_seconds"],
-        "bonus_ratio": st["bonus_ratio_median"], "explore_rate": st["explore_rate"],
-        "rejected_updates": st["rejected_updates"], "max_steps": st["max_steps"],
-        "flagged_selections": st["flagged_selections"],
+        "bonus_ratio": st["bonus_ratio_median"],
+        **{k: st[k] for k in ("explore_rate", "rejected_updates", "max_steps",
+                              "flagged_selections")},
     }  # fmt: skip
 
 

@@ -243,13 +243,9 @@ def run(args: argparse.Namespace) -> int:
               f"per chunk, on {1 if mesh is None else mesh.size} device(s)"
               + (then if eval_seeds else ""))  # fmt: skip
 
-    def choose(tune) -> list[int]:
-        finals = [np.asarray(r.metrics["regret"]).sum(-1).mean(-1) for r in tune.experiments]
-        learners = [r.learner for r in tune.experiments]
-        return tables.choose_grid_points(learners, finals, across=args.select == "across")
-
     res = sweep.tune_and_evaluate(
-        exps, num_rounds=T, tuning_seeds=tune_seeds, eval_seeds=eval_seeds, chooser=choose,
+        exps, num_rounds=T, tuning_seeds=tune_seeds, eval_seeds=eval_seeds,
+        chooser=sweep.choose_across if args.select == "across" else None,
         progress_for=lambda split, runs: Progress(runs * T, f"{split} ({runs} runs)",
                                                   enabled=not args.quiet),
         fields=SWEEP_FIELDS, columns=exploration_columns,

@@ -355,30 +355,6 @@ def _num(v: Any, fmt: str) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, fmt)
 
 
-def choose_grid_points(learners: Sequence[str], finals: Sequence[np.ndarray], *,
-                       across: bool) -> list[int]:  # fmt: skip
-    """The grid point each experiment is evaluated at, from its tuning-seed mean final regrets.
-
-    ``across=False``: each experiment's own best point. ``across=True``: one point per learner
-    (its experiments share a grid): the least mean over its experiments of ``regret / best regret
-    of that experiment``, so that every setting weighs the same whatever its regret scale.
-    NaN regrets never win.
-    """
-    finals = [np.asarray(f, np.float64) for f in finals]
-    if not across:
-        return [int(np.nanargmin(np.where(np.isfinite(f), f, np.nan))) for f in finals]
-    chosen: dict[str, int] = {}
-    for name in dict.fromkeys(learners):
-        mine = [f for f, n in zip(finals, learners, strict=True) if n == name]
-        if len({f.shape for f in mine}) != 1:
-            raise ValueError(f"learner {name!r}: its experiments have different grids "
-                             f"{ {f.shape for f in mine} }")  # fmt: skip
-        rel = np.stack([f / np.nanmin(np.where(f > 0, f, np.nan)) for f in mine])
-        score = np.where(np.all(np.isfinite(rel), axis=0), rel.mean(axis=0), np.inf)
-        chosen[name] = int(np.argmin(score))
-    return [chosen[n] for n in learners]
-
-
 def chosen_summary(points: Sequence[tuple[str, str, Mapping[str, Any]]], select: str) -> str:
     """Lines naming the grid point chosen per (learner, setting)."""
     return "\n".join(["", f"Chosen grid points (--select {select}):", *(

@@ -52,6 +52,7 @@ __all__ = [
     "select_grid",
     "table",
     "tune_and_evaluate",
+    "choose_across",
 ]
 
 PyTree = Any
@@ -749,3 +750,25 @@ def _final_regret(r: ExperimentResult) -> np.ndarray:
 def _least_mean_regret(tune: SweepResult) -> list[int]:
     """Per experiment, the grid point of lowest mean final regret (NaN ignored)."""
     return [int(np.nanargmin(_final_regret(r).mean(-1))) for r in tune.experiments]
+
+
+def choose_across(tune: SweepResult) -> list[int]:
+    """A ``chooser`` of :func:`tune_and_evaluate`: one grid point per learner for all its
+    experiments (which share a grid), the least mean over them of ``regret / that experiment's
+    best regret`` (every setting weighs the same whatever its regret scale); NaN never wins.
+    The rule the tuned recipes of :mod:`bandits_jax.mlogb.recipes` were chosen by.
+
+    Raises:
+      ValueError: a learner's experiments have different grids.
+    """
+    finals = [_final_regret(r).mean(-1) for r in tune.experiments]
+    learners = [r.learner for r in tune.experiments]
+    chosen: dict[str, int] = {}
+    for name in dict.fromkeys(learners):
+        mine = [f for f, n in zip(finals, learners, strict=True) if n == name]
+        if len({f.shape for f in mine}) != 1:
+            raise ValueError(f"tune: learner {name!r} has experiments of different grids")
+        rel = np.stack([f / np.nanmin(np.where(f > 0, f, np.nan)) for f in mine])
+        score = np.where(np.all(np.isfinite(rel), axis=0), rel.mean(axis=0), np.inf)
+        chosen[name] = int(np.argmin(score))
+    return [chosen[n] for n in learners]

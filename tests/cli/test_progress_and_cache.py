@@ -10,7 +10,7 @@ import pytest
 from jax.experimental.compilation_cache import compilation_cache
 
 from bandits_jax import cli
-from bandits_jax.cli import options as opt
+from bandits_jax.cli import cache
 
 REPRODUCE = [
     "reproduce", "--settings", "synth-3-2", "--learners", "uniform,ecolog", "--rounds", "5",
@@ -28,28 +28,26 @@ def _tree(root, files):
 def test_source_key_follows_the_source_bytes(tmp_path):
     files = {"__init__.py": "x = 1\n", "sim/chunks.py": "y = 2\n", "data.txt": "z"}
     a, b = _tree(tmp_path / "a", files), _tree(tmp_path / "b", files)
-    key = opt.source_key(a)
-    assert key == opt.source_key(b)  # equal trees, wherever they are
+    key = cache.source_key(a)
+    assert key == cache.source_key(b)  # equal trees, wherever they are
     assert key.startswith("src-") and key.endswith(f"-jax-{jax.__version__}")
     (b / "data.txt").write_text("other")  # not Python source
-    assert opt.source_key(b) == key
+    assert cache.source_key(b) == key
     (b / "sim" / "chunks.py").write_text("y = 3\n")  # one byte
-    assert opt.source_key(b) != key
+    assert cache.source_key(b) != key
     shutil.rmtree(b)
     renamed = {"__init__.py": files["__init__.py"], "sim/other.py": files["sim/chunks.py"]}
-    assert opt.source_key(_tree(b, renamed)) != key  # a rename
-    assert opt.source_key(_tree(tmp_path / "c", files)) == key
-    assert opt.source_key() == opt.source_key()  # the installed package
+    assert cache.source_key(_tree(b, renamed)) != key  # a rename
+    assert cache.source_key(_tree(tmp_path / "c", files)) == key
+    assert cache.source_key() == cache.source_key()  # the installed package
 
 
 def test_compile_cache_path_is_keyed_and_off_hashes_nothing(tmp_path, monkeypatch):
     parser = cli.build_parser()
     args = parser.parse_args(["reproduce", "--compile-cache", str(tmp_path)])
-    assert opt.compile_cache_path(args) == tmp_path / opt.source_key()
-    monkeypatch.setattr(opt, "source_key", lambda root=None: 1 / 0)
-    assert (
-        opt.compile_cache_path(parser.parse_args(["reproduce", "--compile-cache", "off"])) is None
-    )
+    assert cache.cache_path(args) == tmp_path / cache.source_key()
+    monkeypatch.setattr(cache, "source_key", lambda root=None: 1 / 0)
+    assert cache.cache_path(parser.parse_args(["reproduce", "--compile-cache", "off"])) is None
 
 
 @pytest.fixture
@@ -63,11 +61,11 @@ def no_cache_after():
 def test_summary_names_the_cache_its_entries_and_how_to_clear_it(
     tmp_path, capsys, monkeypatch, no_cache_after
 ):
-    monkeypatch.setattr(cli, "COMPILE_CACHE_MIN_SECONDS", 0.0)  # cache every program
+    monkeypatch.setattr(cache, "MIN_SECONDS", 0.0)  # cache every program
     jax.numpy.ones(1).block_until_ready()  # this process's JAX has started (its XLA_FLAGS stand)
     out, root = tmp_path / "out", tmp_path / "xla"
     assert cli.main([*REPRODUCE, "--out", str(out), "--compile-cache", str(root)]) == 0
-    where = root / opt.source_key()
+    where = root / cache.source_key()
     files = [p for p in where.iterdir() if p.is_file()]
     entries = sum(p.name.endswith("-cache") for p in files)
     size = sum(p.stat().st_size for p in files)

@@ -216,13 +216,22 @@ def test_bco_rows_and_summary():
 
 
 def test_choose_grid_points_each_and_across():
+    """``sweep --select``: each experiment's best point, or one point per learner across its
+    settings by mean relative regret (``sim.sweep.choose_across``), from the tuning regrets."""
     finals = [np.array([3.0, 1.0, 2.0]), np.array([10.0, 30.0, 12.0]), np.array([5.0, 4.0, 6.0])]
     names = ["A", "A", "B"]
-    assert tables.choose_grid_points(names, finals, across=False) == [1, 0, 1]
+
+    def tuning(names, finals):  # one seed, one round: the final regret is the round's regret
+        return sweep.SweepResult([
+            sweep.ExperimentResult(n, f"s{i}", {"l": np.arange(f.size)}, np.array([0]),
+                                   {"regret": np.asarray(f, float)[:, None, None]})
+            for i, (n, f) in enumerate(zip(names, finals, strict=True))
+        ], 1, 0.0, 0.0, 1)  # fmt: skip
+
+    assert [int(np.nanargmin(f)) for f in finals] == [1, 0, 1]  # each: the default chooser
     # Across A's two settings: relative regrets [3, 1, 2] and [1, 3, 1.2] -> means [2, 2, 1.6].
     rel = [[f[g] / min(f) for g in range(3)] for f in finals[:2]]
     best = min(range(3), key=lambda g: (rel[0][g] + rel[1][g]) / 2)
-    assert tables.choose_grid_points(names, finals, across=True) == [best, best, 1]
+    assert sweep.choose_across(tuning(names, finals)) == [best, best, 1]
     # NaN regret never wins.
-    got = tables.choose_grid_points(["C"], [np.array([np.nan, 2.0])], across=True)
-    assert got == [1]
+    assert sweep.choose_across(tuning(["C"], [np.array([np.nan, 2.0])])) == [1]

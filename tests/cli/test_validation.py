@@ -6,6 +6,7 @@ import zipfile
 import pytest
 
 from bandits_jax import cli
+from bandits_jax.cli import cache
 from bandits_jax.cli import options as opt
 from bandits_jax.sim import chunks
 
@@ -209,18 +210,18 @@ def test_unwritable_compile_cache(tmp_path, capsys):
 def test_compile_cache_dir_default_and_off(tmp_path, monkeypatch):
     parser = cli.build_parser()
     monkeypatch.setenv("BANDITS_JAX_DATA", str(tmp_path))
-    monkeypatch.delenv(opt.COMPILE_CACHE_ENV, raising=False)
+    monkeypatch.delenv(cache.ENV, raising=False)
     args = parser.parse_args(["reproduce"])
-    assert opt.compile_cache_dir(args) == tmp_path / "xla"
+    assert cache.cache_dir(args) == tmp_path / "xla"
     args = parser.parse_args(["reproduce", "--compile-cache", "off"])
-    assert opt.compile_cache_dir(args) is None
+    assert cache.cache_dir(args) is None
     # The environment variable: a directory or off; the option wins over it.
-    monkeypatch.setenv(opt.COMPILE_CACHE_ENV, str(tmp_path / "env"))
-    assert opt.compile_cache_dir(parser.parse_args(["reproduce"])) == tmp_path / "env"
-    monkeypatch.setenv(opt.COMPILE_CACHE_ENV, "off")
-    assert opt.compile_cache_dir(parser.parse_args(["reproduce"])) is None
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "env"))
+    assert cache.cache_dir(parser.parse_args(["reproduce"])) == tmp_path / "env"
+    monkeypatch.setenv(cache.ENV, "off")
+    assert cache.cache_dir(parser.parse_args(["reproduce"])) is None
     args = parser.parse_args(["reproduce", "--compile-cache", str(tmp_path / "opt")])
-    assert opt.compile_cache_dir(args) == tmp_path / "opt"
+    assert cache.cache_dir(args) == tmp_path / "opt"
 
 
 def test_out_in_use_by_another_process(tmp_path, capsys):
