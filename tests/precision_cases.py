@@ -156,6 +156,8 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     # name: (K, d, learner factory, hyperparameters (K, dtype))
     "eofd-k1": (1, 8, _mlogb(mlogb.eofd, 1, 8, sketch_size=3), _hp),
     "eofd-k3": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4), _hp),
+    # The FD core by secular updates at K >= 2 (what a GPU runs; the CPU's default is LAPACK).
+    "eofd-k3-secular": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4, eigensolver="secular"), _hp),
     "eofd-robust-k1": (1, 8, _mlogb(mlogb.eofd, 1, 8, sketch_size=3, regularization="robust"), _hp),
     "eofd-robust-k3": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4, regularization="robust"), _hp),
     "eofd-adaptive": (2, 5, _mlogb(mlogb.eofd, 2, 5, sketch_size=2, max_sketch_size=6,
@@ -175,6 +177,8 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
                             _ts_hp(logistic_ts_hyperparams)),
     "eofd-buffered-k3": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4, buffer_size=5),
                          _exact_hp),  # dense H
+    "eofd-buffered-k3-secular": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4,
+                                              buffer_size=5, eigensolver="secular"), _exact_hp),
     "eofd-buffered-k1": (1, 8, _mlogb(mlogb.eofd_buffered, 1, 8, sketch_size=3, buffer_size=3),
                          _exact_hp),  # Woodbury
 }  # fmt: skip

@@ -172,6 +172,12 @@ CASES += [
         mlogb.eofd(**_KD, sketch_size=2, spare_columns=2 * K),
         _mlogb_hp,
     ),
+    Case(  # the FD core as a GPU runs it (the CPU's default at K >= 2 is LAPACK)
+        "mlogb-eofd-secular",
+        "mlogb",
+        mlogb.eofd(**_KD, sketch_size=2, eigensolver="secular"),
+        _mlogb_hp,
+    ),
     Case("mlogb-oful", "mlogb", mlogb.oful(**_KD), _mlogb_hp),
     Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
     Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),

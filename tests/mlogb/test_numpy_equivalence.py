@@ -88,17 +88,19 @@ def assert_replay_matches(final, met, want, np_learner, kw, X):
 def _learner(algo, K, d, m):
     if algo == "eofd":
         return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
+    if algo == "eofd-secular":  # the FD core as a GPU runs it (CPU default at K >= 2: LAPACK)
+        return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, eigensolver="secular")
     return mlogb.oful(num_outcomes=K, dim=d)
 
 
 # One compiled program per (algo, shape); the radius mode and S are data (hyperparameters).
 SHAPES = [(1, 6, 2), (3, 3, 4)]  # K, d, m (m < K d: the sketch truncates)
 RADII = [("theory", 0.02, 1.0), (0.4, 1.0, 1.5), ("order", 0.1, 1.0)]  # beta, beta_scale, S
+ALGOS = [(a, *shape) for a in ("eofd", "oful") for shape in SHAPES] + [("eofd-secular", 3, 3, 4)]
 
 
 @pytest.mark.parametrize("beta,beta_scale,S", RADII)
-@pytest.mark.parametrize("K,d,m", SHAPES)
-@pytest.mark.parametrize("algo", ["eofd", "oful"])
+@pytest.mark.parametrize("algo,K,d,m", ALGOS)
 def test_jax_matches_numpy_reference(K, d, m, beta, beta_scale, S, algo):
     """Choices, outcomes, regret and the final W, rho and eq. (36)'s sum against the numpy
     reference of Algorithm 2 (explicit SVDs) or OFUL-MLogB (dense Hessian)."""
@@ -106,7 +108,7 @@ def test_jax_matches_numpy_reference(K, d, m, beta, beta_scale, S, algo):
     X, mask, U, W_star = _stream(K, d, T, N, seed=K * 10 + d)
     rewards = np.linspace(1 / K, 1, K)
     kw = dict(lam=0.7, eta=1.3, S=S, rewards=rewards, beta=beta, beta_scale=beta_scale)
-    if algo == "eofd":
+    if algo.startswith("eofd"):
         np_learner = ref.NumpyEOFD(K, d, m, **kw)
     else:
         np_learner = ref.NumpyOFUL(K, d, **kw)
@@ -116,5 +118,5 @@ def test_jax_matches_numpy_reference(K, d, m, beta, beta_scale, S, algo):
 
     assert_replay_matches(final, met, want, np_learner, kw, X)
     assert int(np.asarray(met.projected).sum()) > 0  # the projection path is exercised
-    if algo == "eofd":
+    if algo.startswith("eofd"):
         assert np_learner.rho > 0  # the truncation path is exercised

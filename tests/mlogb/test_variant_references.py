@@ -108,16 +108,16 @@ def _reference_trace(K, d, m, opts, kw, X, mask, U, W_star, rewards):
         return simulate_trace(ref, W_star, X, mask, U, rewards)
 
 
-def _run_both(K, d, m, opts, kw, T, N, seed, reg):
-    """The numpy reference and the JAX learner (built with ``opts`` and the robust
-    regularisation; a paper state runs through the same program) on one stream."""
+def _run_both(K, d, m, opts, kw, T, N, seed, reg, eigensolver="auto"):
+    """The numpy reference and the JAX learner (built with ``opts``, ``eigensolver`` and the
+    robust regularisation; a paper state runs through the same program) on one stream."""
     X, mask, U, W_star = _stream(K, d, T, N, seed)
     rewards = np.linspace(1 / K, 1, K)
     kw = dict(kw, rewards=rewards)
     want = _reference_trace(
         K, d, m, dict(opts, regularization=reg), kw, X, mask, U, W_star, rewards
     )
-    learner = _learner(K, d, m, tuple(sorted(opts.items())))
+    learner = _learner(K, d, m, tuple(sorted(dict(opts, eigensolver=eigensolver).items())))
     state = mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, regularization=reg, **opts).init(
         mlogb.hyperparams(**kw)
     )
@@ -183,15 +183,19 @@ ADAPTIVE = dict(
 ADAPTIVE_HP = dict(lam=0.7, eta=1.3, S=1.0, beta="order", beta_scale=0.1)
 
 
-@pytest.mark.parametrize("reg", ["paper", "robust"])
-def test_adaptive_matches_reference(reg):
+@pytest.mark.parametrize(
+    "reg,eigensolver", [("paper", "auto"), ("robust", "auto"), ("robust", "secular")]
+)
+def test_adaptive_matches_reference(reg, eigensolver):
     """Adaptive size (K = 2, order radius with the active rank): each truncation's rank is the
     smallest r' in [rank, m_max] keeping Delta_{t+1} <= tau in the numpy reference (paper
-    Delta = 1 + rho/lam, robust 1 + rho/(2 lam))."""
+    Delta = 1 + rho/lam, robust 1 + rho/(2 lam)); the FD core by LAPACK on the CPU (``auto``)
+    and by secular updates (what a GPU runs)."""
     c = ADAPTIVE
     want, got = _run_both(
-        c["K"], c["d"], c["m"], c["opts"], ADAPTIVE_HP, c["T"], c["N"], c["seed"], reg
-    )
+        c["K"], c["d"], c["m"], c["opts"], ADAPTIVE_HP, c["T"], c["N"], c["seed"], reg,
+        eigensolver,
+    )  # fmt: skip
     rank, m_max = want["rank"], c["opts"]["max_sketch_size"]
     assert np.all(np.diff(rank) >= 0) and len(set(rank.tolist())) >= 3 and rank[-1] == m_max
     assert np.sum(want["projected"]) > 0
