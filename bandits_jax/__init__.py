@@ -2,7 +2,8 @@
 
 Subpackages: ``linalg`` (shared numerics), ``mlogb`` (multinomial logistic bandits, EOFD-MLogB and
 OFUL-MLogB), ``bco`` (bandit convex optimisation with gradient variation), ``envs``
-(environments), ``sim`` (one runner for every learner), ``reference`` (numpy references).
+(environments), ``sim`` (one runner for every learner), ``cli`` (the ``bandits-jax`` command).
+The numpy references the tests compare against live beside the package (``references/``).
 :class:`Learner` is the one learner type of both papers (``learner_base``), ``protocols`` holds
 the state and environment protocols, ``status`` the one status space of every solve, update and
 selection.

@@ -4,15 +4,16 @@
 * :class:`Learner`: the one learner type, ``init(hparams)``, ``act(state, observation, key)``,
   ``update(state, action, feedback)``, ``hyperparams(...)``, ``dim``; MLogB learners also fill
   their family's ``num_outcomes``, ``scores``, ``score_parts`` and ``select``. :func:`assemble`
-  is its one assembler.
+  is its one assembler, which each family's adapter calls (``mlogb.learner.from_score_parts``,
+  ``bco.learner.from_query``).
 
 * :func:`compiled`: the compile-and-validate wrapper (eager checks of concrete arguments, then
   one compiled program per call; inlined under ``jit``).
 * :func:`fresh_state`: one buffer per leaf, so a state can be donated.
 * The rejected-step guard: :func:`all_finite` / :func:`finite_floats` decide, :func:`accept`
   keeps the previous state and records ``status`` (``NONFINITE``) and ``num_failures``.
-* :func:`grid`: broadcast array hyperparameters into leading grid axes, one eagerly validated
-  point at a time.
+* :func:`grid`: the one grid builder: array hyperparameters broadcast into leading grid axes,
+  one eagerly validated point at a time.
 * :func:`start`: the deterministic start of the two-point learners.
 
 The state and environment protocols are in :mod:`bandits_jax.protocols`.
@@ -123,25 +124,31 @@ def accept(state, new, ok: Array, code: Array | int = CONVERGED, *, written: tup
 # ---------------------------------------------------------------------------------------------
 
 
-def grid(build: Callable[..., Any], gridded: dict[str, Any], **fixed) -> Any:
-    """Calls ``build(**fixed, **point)`` for every point of the broadcast ``gridded`` arrays and
-    stacks the results with leading grid axes (``build`` validates each point eagerly).
+def grid(build: Callable[..., Any], gridded: dict[str, Any], *, rows=(), **fixed) -> Any:
+    """The one hyperparameter grid builder of both families: calls ``build(**fixed, **point)`` for
+    every point of the broadcast ``gridded`` arrays and stacks the results with leading grid axes
+    (``build`` validates each point eagerly). A name in ``rows`` keeps its last axis in every
+    point (MLogB's ``(..., K)`` rewards); ``None`` and strings pass through as they are.
 
     Scalars everywhere give ``build``'s result unchanged (no grid axis), as ``mlogb.hyperparams``.
     """
     arrays = {
         k: np.asarray(v) for k, v in gridded.items() if v is not None and not isinstance(v, str)
     }
+    lead = {k: a.shape[: a.ndim - (k in rows)] for k, a in arrays.items()}
     try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+        shape = np.broadcast_shapes(*lead.values())
     except ValueError as exc:
-        shapes = {k: a.shape for k, a in arrays.items()}
-        raise ValueError(f"{', '.join(arrays)}: shapes do not broadcast: {shapes}") from exc
+        raise ValueError(f"{', '.join(arrays)}: shapes must broadcast, got {lead}") from exc
     if shape == ():
         return build(**fixed, **gridded)
-    flat = {k: np.broadcast_to(a, shape).ravel() for k, a in arrays.items()}
+    core = {k: a.shape[len(lead[k]) :] for k, a in arrays.items()}
+    flat = {k: np.broadcast_to(a, shape + core[k]).reshape(-1, *core[k]) for k, a in arrays.items()}
     points = [
-        build(**fixed, **{**gridded, **{k: v[i].item() for k, v in flat.items()}})
+        build(
+            **fixed,
+            **{**gridded, **{k: v[i] if k in rows else v[i].item() for k, v in flat.items()}},
+        )
         for i in range(int(np.prod(shape)))
     ]
     try:
@@ -163,10 +170,10 @@ class Learner(NamedTuple):
     """A learner of either paper: pure functions closed over its static choices.
 
     * ``init(hparams) -> state``: no key (a BCO learner's randomness enters through ``act``'s
-      key; the MLogB samplers draw from a seed in their hyperparameters).
+      key; the MLogB samplers draw from a key in their state, seeded by ``hparams.seed``).
     * ``act(state, observation, key) -> action``: an MLogB learner observes ``(actions (N, d),
       mask (N,))`` and returns a :class:`bandits_jax.mlogb.learner.Choice`; a BCO learner observes
-      ``None`` and returns a :class:`bandits_jax.bco.two_point.Query` (the points to evaluate).
+      ``None`` and returns a :class:`bandits_jax.bco.learner.Query` (the points to evaluate).
     * ``update(state, action, feedback) -> state``: the action ``act`` returned and what the
       environment answered (an MLogB outcome ``y``; a BCO learner's losses at the points). An
       MLogB learner's update also takes the chosen vector ``x`` as its action.

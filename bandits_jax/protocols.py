@@ -9,8 +9,10 @@ Every learner of both papers is one :class:`bandits_jax.learner_base.Learner` (`
   sketch sizes, iteration caps). Numeric hyperparameters live in the state's ``hparams`` field,
   built by ``learner.hyperparams(...)``, whose array arguments broadcast into leading grid axes:
   a grid of hyperparameters is a batch of states.
-* ``init(hparams) -> state`` takes no key in either family; randomness enters through the key
-  that ``act`` receives each round, split by the runner from the run's key.
+* ``init(hparams) -> state`` takes no key in either family. A BCO learner's randomness enters
+  through the key that ``act`` receives each round (split by the runner from the run's key); an
+  MLogB sampler (uniform choice, Thompson sampling) draws from a key in its state, seeded by
+  ``hparams.seed``, since ``score_parts`` and ``select`` take none.
 * Every state has ``status`` (:class:`LearnerState`): the int32 scalar
   :class:`bandits_jax.status.Status` of its last update (codes, ``count_status`` and
   ``raise_on_failure`` in :mod:`bandits_jax.status`). A rejected update keeps the previous state.
@@ -42,6 +44,36 @@ class LearnerState(Protocol):
 
     @property
     def hparams(self) -> PyTree: ...
+
+
+# The optional diagnostics of an MLogB state, which ``mlogb.interact`` reports where a state has
+# them (``MLogBMetrics``: ``beta``, ``projected``, ``newton_steps``; ``rho``; ``rank``).
+
+
+@runtime_checkable
+class WithUpdateInfo(Protocol):
+    """A state with ``info``, its last update's ``mlogb.learner.UpdateInfo`` (a learner with a
+    radius, a projection or a Newton fit)."""
+
+    @property
+    def info(self) -> PyTree: ...
+
+
+@runtime_checkable
+class WithSketchError(Protocol):
+    """A state with ``rho``, the mass its sketch discarded so far (EOFD-MLogB and its buffered
+    form)."""
+
+    @property
+    def rho(self) -> Array: ...
+
+
+@runtime_checkable
+class WithSketchRank(Protocol):
+    """A state with ``rank``, its sketch's active rank (int32; EOFD-MLogB)."""
+
+    @property
+    def rank(self) -> Array: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,4 +156,7 @@ __all__ = [
     "BCOEnv",
     "LearnerState",
     "MLogBEnv",
+    "WithSketchError",
+    "WithSketchRank",
+    "WithUpdateInfo",
 ]

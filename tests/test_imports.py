@@ -2,8 +2,10 @@
 the package's faces (the ``__all__`` of the package and of its four subpackages) hold at most 100
 names, and everything else stays importable from its own module."""
 
+import ast
 import importlib
 import inspect
+import pathlib
 
 import pytest
 
@@ -127,3 +129,15 @@ def test_a_factory_named_like_a_module_stays_the_factory():
 
     assert envs.mnist is mnist and inspect.isfunction(envs.mnist)
     assert inspect.ismodule(reader) and hasattr(reader, "load_mnist")
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A name with a leading underscore stays in its module: no ``from bandits_jax.x import _y``
+    anywhere in the package (a helper two modules share is public in one of them)."""
+    root = pathlib.Path(importlib.import_module("bandits_jax").__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bandits_jax"):
+                found += [f"{path.name}: {a.name}" for a in node.names if a.name.startswith("_")]
+    assert not found, found

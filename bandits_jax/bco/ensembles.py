@@ -38,11 +38,11 @@ from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import meta
 from bandits_jax.bco import schedules as sch
+from bandits_jax.bco.learner import from_query
 from bandits_jax.bco.two_point import (
     CoordAux,
     check_hparams,
     coordinate_feedback,
-    from_query,
     oogd_step,
     query_coordinates,
 )

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks
-from bandits_jax.bco.two_point import from_query
+from bandits_jax.bco.learner import from_query
 from bandits_jax.learner_base import Learner, accept, fresh_state, grid
 from bandits_jax.linalg import roots
 from bandits_jax.status import NONFINITE, worst_of

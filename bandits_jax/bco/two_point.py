@@ -12,10 +12,9 @@ with ``delta`` from ``estimators``, ``xi = delta / r`` and ``eta_t`` from ``sche
 Algorithm 3: ``u_t`` uniform on the sphere, ``g_t = d/(2 delta)(f(w+delta u) - f(w-delta u)) u``,
 ``w_{t+1} = Pi_{(1-xi)X}[w_t - eta_t g_t]``.
 
-Both are built by :func:`from_query` as :class:`bandits_jax.learner_base.Learner`; a non-finite
-observation or update keeps the state and sets ``status = NONFINITE`` (``num_failures`` counts
-such rounds). :func:`optimistic_ogd` and :func:`projected_gd` are their steps as optax
-transformations.
+Both are built by :func:`~bandits_jax.bco.learner.from_query`; a non-finite observation or
+update keeps the state and sets ``status = NONFINITE`` (``num_failures`` counts such rounds).
+:func:`optimistic_ogd` and :func:`projected_gd` are their steps as optax transformations.
 """
 
 from __future__ import annotations
@@ -31,7 +30,9 @@ from bandits_jax import checks
 from bandits_jax.bco import domains as dom
 from bandits_jax.bco import estimators as est
 from bandits_jax.bco import schedules as sch
-from bandits_jax.learner_base import Learner, accept, all_finite, assemble, grid, start
+from bandits_jax.bco.learner import Query as Query  # here too until 0.3.0
+from bandits_jax.bco.learner import from_query
+from bandits_jax.learner_base import Learner, accept, all_finite, grid, start
 
 Array = jax.Array
 
@@ -143,30 +144,6 @@ def _check_values(values: Array) -> Array:
     if not any(jnp.issubdtype(values.dtype, kind) for kind in (jnp.floating, jnp.integer)):
         raise ValueError(f"values: expected real loss values, got dtype {values.dtype}")
     return values
-
-
-class Query(NamedTuple):
-    """A BCO learner's action (``act``'s result): the points to evaluate, ``(P, d)`` with ``P = 2``
-    (two-point) or ``1`` (one-point), and what its ``update`` needs of this round (``aux``)."""
-
-    points: Array
-    aux: Any
-
-
-def from_query(
-    init: Callable, query: Callable, update: Callable, hyperparams: Callable, dim: int
-) -> Learner:
-    """The :class:`~bandits_jax.learner_base.Learner` of a BCO algorithm written as ``query(state,
-    key) -> (points, aux)`` and ``update(state, aux, values) -> state``: ``act(state, None, key)``
-    returns a :class:`Query` and ``update(state, query, values)`` reads its ``aux``."""
-
-    def act(state, observation, key):
-        return Query(*query(state, key))
-
-    def update_with(state, action: Query, values):
-        return update(state, action.aux, values)
-
-    return assemble(init=init, act=act, update=update_with, hyperparams=hyperparams, dim=dim)
 
 
 def coordinate_query(w: Array, delta: Array, key: Array) -> tuple[Array, CoordAux]:

@@ -23,11 +23,10 @@ import numpy as np
 from bandits_jax.envs.synthetic_mlogb import (
     BasisState,
     MLogBEnvFunctions,
-    _build_env,
-    _check_common,
-    _check_int,
-    _check_number,
-    _scaled,
+    build_env,
+    check_count,
+    check_number,
+    check_stream,
 )
 from bandits_jax.linalg import lapack
 
@@ -40,8 +39,8 @@ def shape_spectrum(dim: int, decay: float) -> np.ndarray:
 def action_spectrum(dim: int, decay: float, *, points: int = 4001) -> np.ndarray:
     """The action covariance's eigenvalues ``mu`` (descending, summing to 1): the module
     docstring's integral on ``t = e^u``, ``u in [-40, 40]``, by the trapezoid rule."""
-    d = _check_int("dim", dim)
-    lam = shape_spectrum(d, _check_number("decay", decay, positive=False))
+    d = check_count("dim", dim)
+    lam = shape_spectrum(d, check_number("decay", decay, positive=False))
     u = np.linspace(-40.0, 40.0, int(points))
     t = np.exp(u)[:, None]
     log_prod = -0.5 * np.sum(np.log1p(2.0 * t * lam), axis=1, keepdims=True)
@@ -71,8 +70,8 @@ def heavy_tail_mlogb(
       ValueError: ``heavy_tail_mlogb: <argument> ...``, an argument out of range.
     """
     try:
-        c = _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
-        decay = _check_number("decay", decay, positive=False)
+        c = check_stream(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
+        decay = check_number("decay", decay, positive=False)
     except ValueError as err:
         raise ValueError(f"heavy_tail_mlogb: {err}") from None
     root = np.sqrt(shape_spectrum(c.d, decay))  # host constant, cast per trace
@@ -80,10 +79,10 @@ def heavy_tail_mlogb(
     def init(key: jax.Array) -> BasisState:
         W = jax.random.normal(key, (c.K, c.d), c.dtype)  # as synthetic_mlogb's
         Q, _ = lapack.qr(jax.random.normal(jax.random.fold_in(key, 1), (c.d, c.d), c.dtype))
-        return BasisState(_scaled(W, c), jnp.asarray(c.rewards, c.dtype), Q)
+        return BasisState(c.scaled(W), jnp.asarray(c.rewards, c.dtype), Q)
 
     def draw_actions(state: BasisState, key: jax.Array) -> jax.Array:
         g = jax.random.normal(key, (c.max_actions, c.d), c.dtype)
-        return (g * jnp.asarray(root, c.dtype)) @ state.basis.T  # normalised by _build_env
+        return (g * jnp.asarray(root, c.dtype)) @ state.basis.T  # normalised by build_env
 
-    return _build_env(c, init, draw_actions)
+    return build_env(c, init, draw_actions)

@@ -20,11 +20,10 @@ import jax.numpy as jnp
 from bandits_jax.envs.synthetic_mlogb import (
     BasisState,
     MLogBEnvFunctions,
-    _build_env,
-    _check_common,
-    _check_int,
-    _check_number,
-    _scaled,
+    build_env,
+    check_count,
+    check_number,
+    check_stream,
 )
 from bandits_jax.linalg import lapack
 
@@ -48,18 +47,18 @@ def lowrank_mlogb(
       rank: ``r`` in ``1..d``, the dimension of the action subspace.
       noise: off-subspace amplitude ``>= 0`` (0: actions exactly in span(U)).
     """
-    c = _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
-    r = _check_int("rank", rank)
+    c = check_stream(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
+    r = check_count("rank", rank)
     if r > c.d:
         raise ValueError(f"rank must be in 1..dim = 1..{c.d}, got {rank!r}")
-    noise = _check_number("noise", noise, positive=False)
+    noise = check_number("noise", noise, positive=False)
     noise_scale = noise / math.sqrt(c.d)
 
     def init(key: jax.Array) -> BasisState:
         k_u, k_w = jax.random.split(key)
         U, _ = lapack.qr(jax.random.normal(k_u, (c.d, r), c.dtype))
         W = jax.random.normal(k_w, (c.K, r), c.dtype) @ U.T
-        return BasisState(_scaled(W, c), jnp.asarray(c.rewards, c.dtype), U)
+        return BasisState(c.scaled(W), jnp.asarray(c.rewards, c.dtype), U)
 
     def draw_actions(state: BasisState, key: jax.Array) -> jax.Array:
         k_z, k_g = jax.random.split(key)
@@ -67,4 +66,4 @@ def lowrank_mlogb(
         g = jax.random.normal(k_g, (c.max_actions, c.d), c.dtype)
         return z @ state.basis.T + noise_scale * g
 
-    return _build_env(c, init, draw_actions)
+    return build_env(c, init, draw_actions)

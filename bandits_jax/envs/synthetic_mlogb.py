@@ -3,7 +3,7 @@
 ``W*`` uniform on the sphere ``||W*||_F = S`` (S is not stated in the paper, errata 8); each
 round a random number of actions in ``[min_actions, max_actions]``, uniform on the unit sphere
 and padded with a mask; outcomes by inverse-CDF sampling of the model (eq. 1). The validation
-and round structure (:func:`_check_common`, :func:`_build_env`) serve the low-rank and
+and round structure (:func:`check_stream`, :func:`build_env`) serve the low-rank and
 heavy-tailed streams too.
 """
 
@@ -48,13 +48,14 @@ class MLogBEnvFunctions(NamedTuple):
     max_actions: int
 
 
-def _check_int(name: str, v) -> int:
+def check_count(name: str, v) -> int:
+    """``v`` as an int ``>= 1`` (bools and floats refused; a ValueError naming ``name``)."""
     if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
         raise ValueError(f"{name} must be an int >= 1, got {v!r}")
     return int(v)
 
 
-def _check_number(name: str, v, *, positive: bool) -> float:
+def check_number(name: str, v, *, positive: bool) -> float:
     """A finite real scalar (NaN and infinities rejected), ``> 0`` or ``>= 0``."""
     ok = not isinstance(v, bool) and np.isscalar(v) and isinstance(v, int | float | np.number)
     if ok:
@@ -70,7 +71,9 @@ def default_rewards(num_outcomes: int) -> np.ndarray:
     return np.linspace(1.0 / num_outcomes, 1.0, num_outcomes)
 
 
-class _Checked(NamedTuple):
+class StreamArgs(NamedTuple):
+    """The checked arguments shared by the synthetic streams (:func:`check_stream`)."""
+
     K: int
     d: int
     S: float
@@ -79,13 +82,17 @@ class _Checked(NamedTuple):
     max_actions: int
     dtype: Any
 
+    def scaled(self, W: jax.Array) -> jax.Array:
+        """``W`` scaled to ``||W||_F = S``."""
+        return W * (self.S / jnp.linalg.norm(W))
 
-def _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype) -> _Checked:
+
+def check_stream(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype) -> StreamArgs:
     """The eager validation both synthetic streams share (ValueError naming the argument)."""
-    K, d = _check_int("num_outcomes", num_outcomes), _check_int("dim", dim)
-    min_actions = _check_int("min_actions", min_actions)
-    max_actions = _check_int("max_actions", max_actions)
-    S = _check_number("S", S, positive=True)
+    K, d = check_count("num_outcomes", num_outcomes), check_count("dim", dim)
+    min_actions = check_count("min_actions", min_actions)
+    max_actions = check_count("max_actions", max_actions)
+    S = check_number("S", S, positive=True)
     if not (min_actions <= max_actions):
         raise ValueError(
             f"need 1 <= min_actions <= max_actions, got min_actions={min_actions}, "
@@ -96,11 +103,11 @@ def _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype
         raise ValueError(f"rewards must have shape ({K},), got {r.shape}")
     if not np.all(np.isfinite(r) & (r >= 0)):
         raise ValueError(f"rewards must be finite and >= 0, got {rewards!r}")
-    return _Checked(K, d, S, r, min_actions, max_actions, state_dtype(dtype))
+    return StreamArgs(K, d, S, r, min_actions, max_actions, state_dtype(dtype))
 
 
-def _build_env(
-    c: _Checked,
+def build_env(
+    c: StreamArgs,
     init: Callable[[jax.Array], Any],
     draw_actions: Callable[[Any, jax.Array], jax.Array],
 ) -> MLogBEnvFunctions:
@@ -125,11 +132,6 @@ def _build_env(
     return MLogBEnvFunctions(init, observe, outcome, expected_rewards, c.K, c.d, hi)
 
 
-def _scaled(W: jax.Array, c: _Checked) -> jax.Array:
-    """``W`` scaled to ``||W||_F = S``."""
-    return W * (c.S / jnp.linalg.norm(W))
-
-
 def synthetic_mlogb(
     *,
     num_outcomes: int,
@@ -151,14 +153,14 @@ def synthetic_mlogb(
     Raises:
       ValueError: an argument out of range (the message names it).
     """
-    c = _check_common(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
+    c = check_stream(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
 
     def init(key: jax.Array) -> SyntheticState:
         W = jax.random.normal(key, (c.K, c.d), c.dtype)
-        return SyntheticState(_scaled(W, c), jnp.asarray(c.rewards, c.dtype))
+        return SyntheticState(c.scaled(W), jnp.asarray(c.rewards, c.dtype))
 
     def draw_actions(state: SyntheticState, key: jax.Array) -> jax.Array:
         del state
         return jax.random.normal(key, (c.max_actions, c.d), c.dtype)
 
-    return _build_env(c, init, draw_actions)
+    return build_env(c, init, draw_actions)

@@ -26,8 +26,7 @@ from jax import lax
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, no_failures
 from bandits_jax.linalg import lapack
-from bandits_jax.mlogb import learner as base
-from bandits_jax.mlogb import model, newton
+from bandits_jax.mlogb import learner, model, newton
 from bandits_jax.mlogb.hparams import checked, grid_arrays, state_dtype
 
 #: The default fixed radius ``beta`` (bonus ``sqrt(beta) ||x||_{H^{-1}}`` for K = 1).
@@ -60,7 +59,7 @@ class ExactState(NamedTuple):
     grad_norm: jax.Array
     t: jax.Array
     hparams: ExactHyperparams
-    info: base.UpdateInfo
+    info: learner.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -144,21 +143,21 @@ def _fit(opt: _Options, W0, X, Y, filled, nblocks, lam) -> newton.Newton:
 
 
 def _init(opt: _Options, hp: ExactHyperparams) -> ExactState:
-    base.check_hparams(hp, opt.K, ("lam", "beta"))
+    learner.check_hparams(hp, opt.K, ("lam", "beta"))
     dtype = hp.lam.dtype
     K, d, T = opt.K, opt.d, opt.T
     state = ExactState(
         W=jnp.zeros((K, d), dtype), H=hp.lam * jnp.eye(K * d, dtype=dtype),
         X=jnp.zeros((T, d), dtype), Y=jnp.zeros((T,), jnp.int32), filled=jnp.zeros((T,), bool),
         grad_norm=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
-        info=base.empty_info(dtype), **no_failures(),
+        info=learner.empty_info(dtype), **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
 
 def _update(opt: _Options, state: ExactState, x: jax.Array, y: jax.Array) -> ExactState:
     """Writes round t into the buffer and refits (module docstring)."""
-    base.check_update_args(x, y, opt.K, opt.d)
+    learner.check_update_args(x, y, opt.K, opt.d)
     hp = state.hparams
     x = x.astype(state.W.dtype)
     y = jnp.asarray(y, jnp.int32)
@@ -169,7 +168,7 @@ def _update(opt: _Options, state: ExactState, x: jax.Array, y: jax.Array) -> Exa
     (H, xn), gn = it.aux, newton.norm(it.g)
     status = newton.converged(gn, 1.0 + xn)
     ok = all_finite(x, (it.x, H, gn))
-    info = base.empty_info(state.W.dtype)._replace(newton_steps=it.steps, beta=hp.beta)
+    info = learner.empty_info(state.W.dtype)._replace(newton_steps=it.steps, beta=hp.beta)
     # The buffers change in one row: a rejected round leaves it as it was.
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
     new = state._replace(W=it.x, H=H, X=X, Y=Y, filled=filled, grad_norm=gn, t=state.t + 1,
@@ -197,21 +196,17 @@ def exact(
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes :func:`exact_hyperparams`.
     """
     fn = "exact"
-    K, d = named(fn, base.check_static, num_outcomes, dim)
+    K, d = named(fn, learner.check_static, num_outcomes, dim)
     T = named(fn, check_int, "horizon", horizon, 1)
     B = min(named(fn, check_int, "block_rows", block_rows, 1), T)
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
     opt = _Options(K, d, T, B, N, named(fn, check_int, "max_halvings", max_halvings, 1))
-    return base.assemble(
-        num_outcomes=K,
-        dim=d,
-        init=functools.partial(_init, opt),
-        a_matrices=lambda state, actions: newton.a_matrices(lapack.cholesky(state.H), actions, K),
-        update=functools.partial(_update, opt),
-        radius=lambda state: state.hparams.beta,
-        hyperparams=exact_hyperparams,
-        in_ball=False,
-    )
+    a_matrices = lambda state, actions: newton.a_matrices(lapack.cholesky(state.H), actions, K)  # noqa: E731
+    parts = learner.optimistic(K, d, a_matrices, radius=lambda state: state.hparams.beta)
+    return learner.from_score_parts(
+        K, d, functools.partial(_init, opt), update=functools.partial(_update, opt),
+        hyperparams=exact_hyperparams, **parts,
+    )  # fmt: skip
 
 
 __all__ = ["DEFAULT_BETA", "ExactHyperparams", "ExactState", "exact", "exact_hyperparams"]

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax.checks import cast_checked, check_float, check_int, named
+from bandits_jax.learner_base import grid
 from bandits_jax.mlogb.confidence import BETA_MODES
 
 
@@ -82,22 +83,16 @@ def checked(fn: str, name: str, value, dtype, positive: bool = True) -> np.ndarr
 
 
 def grid_arrays(fn: str, dtype, rewards, **fields: np.ndarray) -> dict:
-    """The validated ``rewards`` (:func:`check_rewards`) and ``fields`` broadcast to their common
-    grid axes, as ``dtype`` arrays (integer fields keep their dtype); a ValueError names ``fn``."""
+    """The validated ``rewards`` (:func:`check_rewards`) and ``fields`` on their common grid axes
+    (:func:`~bandits_jax.learner_base.grid`), as ``dtype`` arrays (integer fields keep their
+    dtype); a ValueError names ``fn``."""
     r = cast_checked(fn, "rewards", named(fn, check_rewards, rewards), dtype, False)
-    shapes = [np.shape(a) for a in fields.values()] + [r.shape[:-1]]
-    try:
-        batch = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(
-            f"{fn}: {', '.join(fields)} and rewards[..., 0] must broadcast, got shapes "
-            f"{', '.join(map(str, shapes))}"
-        ) from None
-    out = {
-        k: jnp.asarray(np.broadcast_to(a, batch), a.dtype if a.dtype.kind in "iu" else dtype)
-        for k, a in fields.items()
-    }
-    return {**out, "rewards": jnp.asarray(np.broadcast_to(r, batch + r.shape[-1:]), dtype)}
+    kinds = {k: a.dtype if a.dtype.kind in "iu" else dtype for k, a in fields.items()}
+
+    def point(**values) -> dict:
+        return {k: jnp.asarray(v, kinds.get(k, dtype)) for k, v in values.items()}
+
+    return named(fn, grid, point, {**fields, "rewards": r}, rows=("rewards",))
 
 
 def hyperparams(

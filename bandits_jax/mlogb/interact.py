@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from bandits_jax.learner_base import Learner
 from bandits_jax.mlogb.learner import empty_info
+from bandits_jax.protocols import WithSketchError, WithSketchRank, WithUpdateInfo
 
 
 class MLogBMetrics(NamedTuple):
@@ -59,8 +60,9 @@ def interact(learner: Learner, env: Any):
         choice = learner.act(ls, (actions, mask), jax.random.fold_in(key, 2))
         y = env.outcome(es, choice.x, k_out)
         ls_new = learner.update(ls, choice, y)
-        info = getattr(ls_new, "info", None)  # a learner without a radius or projection has none
-        if info is None:
+        if isinstance(ls_new, WithUpdateInfo):
+            info = ls_new.info
+        else:  # a learner without a radius or projection
             info = empty_info(exp_r.dtype)._replace(beta=jnp.full((), jnp.nan, exp_r.dtype))
         idx = choice.index
         metrics = MLogBMetrics(
@@ -68,7 +70,7 @@ def interact(learner: Learner, env: Any):
             reward=exp_r[idx],
             choice=idx,
             y=y,
-            rho=getattr(ls_new, "rho", jnp.zeros((), exp_r.dtype)),
+            rho=ls_new.rho if isinstance(ls_new, WithSketchError) else jnp.zeros((), exp_r.dtype),
             beta=info.beta,
             projected=info.projected,
             newton_steps=info.newton_steps,
@@ -77,7 +79,7 @@ def interact(learner: Learner, env: Any):
             estimate_spread=choice.estimate_spread,
             explored=choice.explored,
             select_status=choice.status,
-            rank=getattr(ls_new, "rank", jnp.full((), -1, jnp.int32)),
+            rank=ls_new.rank if isinstance(ls_new, WithSketchRank) else jnp.full((), -1, jnp.int32),
         )
         return ls_new, es, metrics
 

@@ -1,10 +1,11 @@
-"""What the MLogB learners share: their part of the one learner protocol, diagnostics, validation.
+"""What the MLogB learners share: their adapter to the one learner protocol, diagnostics, checks.
 
 An MLogB learner is a :class:`bandits_jax.learner_base.Learner` (docs/design.md) with
 ``act(state, (actions, mask), key) -> Choice``, ``update(state, action, y)``, ``scores`` (the
 optimistic rewards R_t(x)), ``score_parts`` (``(estimate, bonus)``) and ``select``, all built by
-:func:`from_score_parts` (:func:`assemble` from Lemma 1's ``A(x)``). Every state has ``W`` (K, d),
-``t``, ``hparams``, ``status`` and ``num_failures`` (``learner_base.accept``).
+:func:`from_score_parts`, the family's adapter to ``learner_base.assemble`` (:func:`optimistic`:
+the parts from Lemma 1's ``A(x)``). Every state has ``t``, ``hparams``, ``status`` and
+``num_failures`` (``learner_base.accept``); the samplers' states carry a key (:func:`next_key`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax import checks
+from bandits_jax import checks, learner_base
 from bandits_jax.checks import check_int, is_concrete
 from bandits_jax.learner_base import Learner, compiled
-from bandits_jax.learner_base import assemble as assemble_learner
 from bandits_jax.linalg import projection
 from bandits_jax.mlogb import bonus
 from bandits_jax.mlogb.hparams import hyperparams as _mlogb_hyperparams
@@ -79,6 +79,13 @@ def empty_info(dtype) -> UpdateInfo:
     """A fresh buffer per field (a donated state must not hold one buffer twice)."""
     z = lambda dt: jnp.zeros((), dt)  # noqa: E731
     return UpdateInfo(z(bool), z(dtype), z(jnp.int32), z(dtype))
+
+
+def next_key(key_data: jax.Array) -> jax.Array:
+    """``k_{t+1} = split(k_t)[0]`` as raw key data: the next key of a state that carries one
+    (``score_parts`` and ``select`` take no key; uniform choice, Thompson sampling)."""
+    nxt, _ = jax.random.split(jax.random.wrap_key_data(key_data))
+    return jax.random.key_data(nxt)
 
 
 def check_static(
@@ -170,42 +177,32 @@ def into_ball(state):
     return state._replace(W=W, status=status, num_failures=state.num_failures + newly)
 
 
-def assemble(
-    *,
+def optimistic(
     num_outcomes: int,
     dim: int,
-    init: Callable[[Any], Any],
     a_matrices: Callable[[Any, jax.Array], jax.Array],
-    update: Callable[[Any, jax.Array, jax.Array], Any],
     radius: Callable[[Any], jax.Array],
-    hyperparams: Callable[..., Any] = _mlogb_hyperparams,
-    in_ball: bool = True,
-) -> Learner:
-    """An optimistic learner (:func:`from_score_parts`) scored by eq. (10)/(16)/(19).
+) -> dict[str, Callable]:
+    """The ``score_parts`` and ``scores`` of an optimistic learner, eq. (10)/(16)/(19), as keyword
+    arguments of :func:`from_score_parts`: ``(estimate, bonus)`` from Lemma 1's matrices and
+    ``R_t(x)`` (:func:`~bandits_jax.mlogb.bonus.optimistic_reward`).
 
     Args:
-      num_outcomes, dim: K and d. init, update: the learner's own functions.
       a_matrices: ``(state, actions (N, d)) -> (N, K, K)`` matrices
         ``A(x) = (I_K kron x)^T Z^{-1} (I_K kron x)`` (Lemma 1).
       radius: ``state -> beta``, the radius of the selection.
-      hyperparams: the learner's hyperparameter builder (default ``mlogb.hyperparams``).
-      in_ball: whether each update ends with :func:`into_ball` (``hparams.S`` is the bound).
     """
-    K, d = num_outcomes, dim
 
     def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        check_actions(actions, d)
+        check_actions(actions, dim)
         actions = actions.astype(state.W.dtype)
         A = a_matrices(state, actions)
         return bonus.parts(state.W, actions, A, state.hparams.rewards, radius(state))
 
-    def update_in_ball(state, x: jax.Array, y: jax.Array):
-        # ||W|| <= S whatever the learner's rounding. Bad outcomes: see from_score_parts.
-        return into_ball(update(state, x, y))
-
-    scores = functools.partial(bonus.optimistic_reward, K)
-    step = update_in_ball if in_ball else update
-    return from_score_parts(K, d, init, score_parts, step, scores=scores, hyperparams=hyperparams)
+    return {
+        "score_parts": score_parts,
+        "scores": functools.partial(bonus.optimistic_reward, num_outcomes),
+    }
 
 
 def from_score_parts(
@@ -217,10 +214,13 @@ def from_score_parts(
     *,
     scores: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
     hyperparams: Callable[..., Any] = _mlogb_hyperparams,
+    in_ball: bool = False,
 ) -> Learner:
-    """An MLogB :class:`~bandits_jax.learner_base.Learner` from its ``score_parts``: ``act`` and
-    ``select`` take the tie-broken argmax of ``estimate + bonus`` over the valid actions,
-    ``scores`` is ``scores(estimate, bonus)`` (default their sum).
+    """The MLogB family's adapter to :func:`~bandits_jax.learner_base.assemble`: the learner of
+    ``score_parts`` (``(estimate, bonus)``; :func:`optimistic` builds them from Lemma 1's
+    ``A(x)``). ``act`` and ``select`` take the tie-broken argmax of ``estimate + bonus`` over the
+    valid actions, ``scores`` is ``scores(estimate, bonus)`` (default their sum); with
+    ``in_ball`` each update ends with :func:`into_ball` (``hparams.S`` is the bound).
 
     ``update(state, x, y)`` must keep its previous state and report ``NONFINITE`` when ``x`` is
     not finite (``learner_base.accept``); so an outcome outside ``0..K`` under ``jit`` becomes a
@@ -229,6 +229,7 @@ def from_score_parts(
     """
     K, d = num_outcomes, dim
     combine = scores if scores is not None else (lambda est, bon: est + bon)
+    step = (lambda state, x, y: into_ball(update(state, x, y))) if in_ball else update
     checked_parts = compiled(score_parts, lambda state, actions: check_actions(actions, d))
 
     def act(state, observation, key=None) -> Choice:
@@ -249,14 +250,14 @@ def from_score_parts(
     def guarded_update(state, x: jax.Array, y: jax.Array):
         valid = outcome_valid(y, K)
         y_safe = jnp.where(valid, y, 0).astype(jnp.int32)
-        new = update(state, jnp.where(valid, x, jnp.nan), y_safe)
+        new = step(state, jnp.where(valid, x, jnp.nan), y_safe)
         return new._replace(status=jnp.where(valid, new.status, BAD_OUTCOME).astype(jnp.int32))
 
     def check_update(state, action, y):
         x = jnp.asarray(action.x if isinstance(action, Choice) else action)  # a Choice or x
         return state, x, check_update_args(x, y, K, d)
 
-    learner = assemble_learner(
+    learner = learner_base.assemble(
         init=init,
         act=act,
         update=guarded_update,

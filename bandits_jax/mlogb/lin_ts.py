@@ -24,8 +24,7 @@ from jax import lax
 from bandits_jax.checks import named
 from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack
-from bandits_jax.mlogb import learner as base
-from bandits_jax.mlogb import ridge
+from bandits_jax.mlogb import learner, ridge
 from bandits_jax.mlogb.hparams import check_seed, checked, grid_arrays, state_dtype
 
 __all__ = ["LinTSHyperparams", "LinTSState", "lin_ts", "lin_ts_hyperparams", "standard_normals"]
@@ -95,12 +94,6 @@ def standard_normals(key_data: jax.Array, shape: tuple[int, ...], dtype) -> jax.
     return jnp.sqrt(jnp.asarray(2.0, dtype)) * lax.erf_inv(w)
 
 
-def next_key(key_data: jax.Array) -> jax.Array:
-    """``k_{t+1} = split(k_t)[0]`` as raw key data."""
-    nxt, _ = jax.random.split(jax.random.wrap_key_data(key_data))
-    return jax.random.key_data(nxt)
-
-
 def _draw(A_inv: jax.Array, theta: jax.Array, v: jax.Array, key: jax.Array) -> jax.Array:
     """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
     L = lapack.cholesky(A_inv)
@@ -108,7 +101,7 @@ def _draw(A_inv: jax.Array, theta: jax.Array, v: jax.Array, key: jax.Array) -> j
 
 
 def _init(K: int, d: int, intercept: bool, hp: LinTSHyperparams) -> LinTSState:
-    base.check_hparams(hp, K, ("lam", "v", "seed"))
+    learner.check_hparams(hp, K, ("lam", "v", "seed"))
     dtype = hp.lam.dtype
     A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
     key = jax.random.key_data(jax.random.key(hp.seed))
@@ -122,7 +115,7 @@ def _init(K: int, d: int, intercept: bool, hp: LinTSHyperparams) -> LinTSState:
 
 def _score_parts(d: int, intercept: bool, state: LinTSState, actions: jax.Array):
     """``(theta_t^T z, (theta~_t - theta_t)^T z)``."""
-    base.check_actions(actions, d)
+    learner.check_actions(actions, d)
     Z = ridge.features(actions.astype(state.theta.dtype), intercept)
     theta = jnp.concatenate([state.theta, state.bias[None]]) if intercept else state.theta
     return Z @ theta, Z @ (state.sample - theta)
@@ -130,9 +123,9 @@ def _score_parts(d: int, intercept: bool, state: LinTSState, actions: jax.Array)
 
 def _update(K: int, intercept: bool, state: LinTSState, x: jax.Array, y: jax.Array):
     """The ridge state's rank-one update by ``(z, r_y)``, then the next round's draw."""
-    base.check_update_args(x, y, K, state.theta.shape[-1])
+    learner.check_update_args(x, y, K, state.theta.shape[-1])
     (A_inv, b), full, theta, bias = ridge.observe(state, x, y, intercept)
-    key = next_key(state.key)
+    key = learner.next_key(state.key)
     sample = _draw(A_inv, full, state.hparams.v, key)
     new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, sample=sample, key=key,
                          t=state.t + 1)  # fmt: skip
@@ -149,9 +142,9 @@ def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`lin_ts_hyperparams`.
     """
-    K, d = named("lin_ts", base.check_static, num_outcomes, dim)
+    K, d = named("lin_ts", learner.check_static, num_outcomes, dim)
     icpt = ridge.check_intercept("lin_ts", intercept)
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K, d, functools.partial(_init, K, d, icpt), functools.partial(_score_parts, d, icpt),
         functools.partial(_update, K, icpt), hyperparams=lin_ts_hyperparams,
     )  # fmt: skip

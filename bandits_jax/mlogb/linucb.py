@@ -22,8 +22,7 @@ import jax.numpy as jnp
 
 from bandits_jax.checks import check_float
 from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
-from bandits_jax.mlogb import learner as base
-from bandits_jax.mlogb import ridge
+from bandits_jax.mlogb import learner, ridge
 from bandits_jax.mlogb.hparams import grid_arrays
 
 
@@ -70,7 +69,7 @@ def linucb_hyperparams(*, lam, alpha, rewards=None, dtype=None) -> LinUCBHyperpa
 
 
 def _init(K: int, d: int, intercept: bool, hp: LinUCBHyperparams) -> LinUCBState:
-    base.check_hparams(hp, K, ("lam", "alpha"))
+    learner.check_hparams(hp, K, ("lam", "alpha"))
     dtype = hp.lam.dtype
     A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
     state = LinUCBState(
@@ -82,7 +81,7 @@ def _init(K: int, d: int, intercept: bool, hp: LinUCBHyperparams) -> LinUCBState
 
 def _score_parts(d: int, intercept: bool, state: LinUCBState, actions: jax.Array):
     """``(theta^T z, alpha ||z||_{A^{-1}})``."""
-    base.check_actions(actions, d)
+    learner.check_actions(actions, d)
     X = actions.astype(state.theta.dtype)
     Z = ridge.features(X, intercept)
     sq = jnp.sum((Z @ state.A_inv) * Z, axis=1)
@@ -92,7 +91,7 @@ def _score_parts(d: int, intercept: bool, state: LinUCBState, actions: jax.Array
 
 def _update(K: int, intercept: bool, state: LinUCBState, x: jax.Array, y: jax.Array):
     """The ridge state's rank-one update by ``(z, r_y)``."""
-    base.check_update_args(x, y, K, state.theta.shape[-1])
+    learner.check_update_args(x, y, K, state.theta.shape[-1])
     (A_inv, b), _, theta, bias = ridge.observe(state, x, y, intercept)
     new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, t=state.t + 1)
     return accept(state, new, finite_floats(new))
@@ -108,9 +107,9 @@ def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`linucb_hyperparams`.
     """
-    K, d = base.check_static(num_outcomes, dim)
+    K, d = learner.check_static(num_outcomes, dim)
     icpt = ridge.check_intercept("linucb", intercept)
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K, d, functools.partial(_init, K, d, icpt), functools.partial(_score_parts, d, icpt),
         functools.partial(_update, K, icpt), hyperparams=linucb_hyperparams,
     )  # fmt: skip

@@ -26,9 +26,8 @@ import jax.numpy as jnp
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack
-from bandits_jax.mlogb import learner as base
-from bandits_jax.mlogb import model, newton
-from bandits_jax.mlogb.lin_ts import next_key, standard_normals, ts_fields
+from bandits_jax.mlogb import learner, model, newton
+from bandits_jax.mlogb.lin_ts import standard_normals, ts_fields
 
 __all__ = [
     "COVARIANCES",
@@ -70,7 +69,7 @@ class LogisticTSState(NamedTuple):
     key: jax.Array
     t: jax.Array
     hparams: LogisticTSHyperparams
-    info: base.UpdateInfo
+    info: learner.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -134,7 +133,7 @@ def _draw(opt: _Options, W, factor, v, key) -> jax.Array:
 
 
 def _init(opt: _Options, hp: LogisticTSHyperparams) -> LogisticTSState:
-    base.check_hparams(hp, opt.K, ("lam", "v", "seed"))
+    learner.check_hparams(hp, opt.K, ("lam", "v", "seed"))
     dtype = hp.lam.dtype
     K, d, D = opt.K, opt.d, opt.K * opt.d
     if opt.full:
@@ -147,14 +146,14 @@ def _init(opt: _Options, hp: LogisticTSHyperparams) -> LogisticTSState:
     W = jnp.zeros((K, d), dtype)
     state = LogisticTSState(
         W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        t=jnp.zeros((), jnp.int32), hparams=hp, info=base.empty_info(dtype), **no_failures(),
+        t=jnp.zeros((), jnp.int32), hparams=hp, info=learner.empty_info(dtype), **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
 
 def _score_parts(opt: _Options, state: LogisticTSState, actions: jax.Array):
     """``(r^T sigma(W_t x), r^T sigma(W~_t x) - r^T sigma(W_t x))``."""
-    base.check_actions(actions, opt.d)
+    learner.check_actions(actions, opt.d)
     X = actions.astype(state.W.dtype)
     r = state.hparams.rewards
     est = model.expected_reward(state.W, X, r)
@@ -164,7 +163,7 @@ def _score_parts(opt: _Options, state: LogisticTSState, actions: jax.Array):
 def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -> LogisticTSState:
     """The Laplace step (module docstring), then the next round's draw."""
     K, d, dtype, hp = opt.K, opt.d, state.W.dtype, state.hparams
-    base.check_update_args(x, y, K, d)
+    learner.check_update_args(x, y, K, d)
     x = x.astype(dtype)
     y = jnp.asarray(y, jnp.int32)
     B = jnp.einsum("kl,i->kil", jnp.eye(K, dtype=dtype), x).reshape(K * d, K)  # I_K kron x
@@ -188,10 +187,10 @@ def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -
     else:
         prec = state.prec + jnp.diagonal(J)[:, None] * (x * x)[None, :]
         factor = 1.0 / jnp.sqrt(prec)
-    key = next_key(state.key)
+    key = learner.next_key(state.key)
     new = state._replace(
         W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        t=state.t + 1, info=base.empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
+        t=state.t + 1, info=learner.empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
     )  # fmt: skip
     return accept(state, new, finite_floats(new), status)
 
@@ -215,14 +214,14 @@ def logistic_ts(
       :func:`logistic_ts_hyperparams`.
     """
     fn = "logistic_ts"
-    K, d = named(fn, base.check_static, num_outcomes, dim)
+    K, d = named(fn, learner.check_static, num_outcomes, dim)
     if not isinstance(covariance, str) or covariance not in COVARIANCES:
         raise ValueError(f"{fn}: covariance must be one of {COVARIANCES}, got {covariance!r}")
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
     opt = _Options(
         K, d, covariance == "full", N, named(fn, check_int, "max_halvings", max_halvings, 1)
     )
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K, d, functools.partial(_init, opt), functools.partial(_score_parts, opt),
         functools.partial(_update, opt), hyperparams=logistic_ts_hyperparams,
     )  # fmt: skip

@@ -15,9 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.learner_base import Learner, accept, fresh_state, no_failures
-from bandits_jax.mlogb import learner as base
+from bandits_jax.mlogb import learner
 from bandits_jax.mlogb.hparams import check_seed, grid_arrays
-from bandits_jax.mlogb.lin_ts import next_key
 
 
 class UniformHyperparams(NamedTuple):
@@ -56,10 +55,10 @@ def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperpara
 def uniform(*, num_outcomes: int, dim: int) -> Learner:
     """Uniform random choice among the valid actions (``init`` takes
     :func:`uniform_hyperparams`; ``score_parts`` returns ``(u, 0)``, ``scores`` ``u``)."""
-    K, d = base.check_static(num_outcomes, dim)
+    K, d = learner.check_static(num_outcomes, dim)
 
     def init(hp: UniformHyperparams) -> UniformState:
-        base.check_hparams(hp, K, ("seed",))
+        learner.check_hparams(hp, K, ("seed",))
         state = UniformState(
             key=jax.random.key_data(jax.random.key(hp.seed)),
             t=jnp.zeros((), jnp.int32),
@@ -69,7 +68,7 @@ def uniform(*, num_outcomes: int, dim: int) -> Learner:
         return fresh_state(state)
 
     def score_parts(state: UniformState, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        base.check_actions(actions, d)
+        learner.check_actions(actions, d)
         _, sub = jax.random.split(jax.random.wrap_key_data(state.key))
         u = jax.random.uniform(sub, (actions.shape[0],), state.hparams.rewards.dtype)
         # A non-finite action scores NaN, as with every other learner: never chosen over a valid
@@ -78,12 +77,12 @@ def uniform(*, num_outcomes: int, dim: int) -> Learner:
         return u, jnp.zeros_like(u)
 
     def update(state: UniformState, x: jax.Array, y: jax.Array) -> UniformState:
-        base.check_update_args(x, y, K, d)
+        learner.check_update_args(x, y, K, d)
         # x plays no part in the choice, but a non-finite one is still rejected, as everywhere.
-        new = state._replace(key=next_key(state.key), t=state.t + 1)
+        new = state._replace(key=learner.next_key(state.key), t=state.t + 1)
         return accept(state, new, jnp.all(jnp.isfinite(x)))
 
     scores = lambda est, bon: est  # noqa: E731
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K, d, init, score_parts, update, scores=scores, hyperparams=uniform_hyperparams
     )

@@ -10,8 +10,8 @@ import pytest
 from bandits_jax.bco import interact, summarize
 from bandits_jax.bco import one_point as op
 from bandits_jax.bco.domains import Box
+from bandits_jax.bco.learner import Query
 from bandits_jax.bco.rounds import hindsight_loss
-from bandits_jax.bco.two_point import Query
 from bandits_jax.envs import bco_losses
 from bandits_jax.linalg.roots import CONVERGED, NONFINITE
 from bandits_jax.sim.runner import init_run, play, rollout

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bandits_jax import envs, mlogb
+from bandits_jax import envs, mlogb, protocols
 from bandits_jax.linalg import lowrank, roots
 from bandits_jax.mlogb import model
 from bandits_jax.mlogb.eofd import lemma1_matrices
@@ -257,3 +257,42 @@ def test_one_eofd_update_equals_dense_algorithm2_step(K, d, m):
         atol=1e-9,
     )
     np.testing.assert_allclose(float(s1.rho), float(s.rho) + sv[m] ** 2, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["eofd", "eofd-buffered", "linucb"])
+def test_interact_reports_the_diagnostics_the_state_declares(kind):
+    """``mlogb.interact`` reads ``info``, ``rho``, ``rank`` where the state has them (the
+    ``protocols.With*`` protocols), else reports NaN ``beta``, ``rho = 0``, ``rank = -1``."""
+    K, d = 2, 3
+    rec = mlogb.tuned(kind, num_outcomes=K, dim=d, S=1.0, horizon=4)
+    env = envs.synthetic_mlogb(num_outcomes=K, dim=d, min_actions=2, max_actions=4)
+    state0, env0 = rec.learner.init(rec.hparams), env.init(jax.random.key(0))
+    state, _, m = mlogb.interact(rec.learner, env)(state0, env0, jax.random.key(1))
+    has = set(type(state)._fields)
+    assert isinstance(state, protocols.WithUpdateInfo) == ("info" in has)
+    assert isinstance(state, protocols.WithSketchError) == ("rho" in has)
+    assert isinstance(state, protocols.WithSketchRank) == ("rank" in has)
+    if "info" in has:
+        assert m.beta == state.info.beta and m.newton_steps == state.info.newton_steps
+    else:
+        assert np.isnan(m.beta) and m.newton_steps == 0 and not m.projected
+    assert m.rho == (state.rho if "rho" in has else 0.0)
+    assert m.rank == (state.rank if "rank" in has else -1)
+
+
+def test_a_rewards_grid_is_each_point_built_alone():
+    """``learner_base.grid`` with MLogB's ``(..., K)`` rewards: every grid point of
+    ``mlogb.hyperparams`` equals that point built from scalars."""
+    lam = np.asarray([[0.5], [2.0]])
+    rewards = np.asarray([[0.5, 1.0], [0.25, 1.0], [1.0, 3.0]])
+    hp = mlogb.hyperparams(lam=lam, eta=1.0, S=2.0, rewards=rewards, beta="theory")
+    assert hp.lam.shape == (2, 3) and hp.rewards.shape == (2, 3, 2)
+    for i in range(2):
+        for j in range(3):
+            one = mlogb.hyperparams(lam=float(lam[i, 0]), eta=1.0, S=2.0, rewards=rewards[j],
+                                    beta="theory")  # fmt: skip
+            for got, want in zip(hp, one, strict=True):
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(np.asarray(got)[i, j], want)
+    with pytest.raises(ValueError, match=r"^hyperparams: .*must broadcast"):
+        mlogb.hyperparams(lam=[1.0, 2.0], eta=1.0, S=1.0, rewards=np.ones((3, 2)))
