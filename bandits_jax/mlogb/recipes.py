@@ -187,10 +187,10 @@ def buffer_size(num_outcomes: int, dim: int) -> int:
     return int(rule("eofd-buffered", num_outcomes=K, dim=d, S=1.0).buffer)
 
 
-def _buffered(K: int, d: int, m: int, T: int | None) -> Learner:
+def _buffered(K: int, d: int, m: int, T: int | None, **options: Any) -> Learner:
     r = rule("eofd-buffered", num_outcomes=K, dim=d, S=1.0)
     return eofd_buffered(num_outcomes=K, dim=d, sketch_size=m, buffer_size=r.buffer,
-                         summary=r.summary)  # fmt: skip
+                         summary=r.summary, **options)  # fmt: skip
 
 
 class Kind(NamedTuple):
@@ -198,7 +198,8 @@ class Kind(NamedTuple):
 
     Attributes:
       label: short name in tables and JSON. legend: name in figure legends. color: matplotlib's.
-      factory: ``(K, d, m, horizon) -> Learner`` (``m``: sketch size; ``horizon``: T).
+      factory: ``(K, d, m, horizon, **options) -> Learner`` (``m``: sketch size; ``horizon``:
+        T; ``options``: the sketched kinds' ``eigensolver``).
       hparams: ``(num_outcomes=, dim=, S=, horizon=, l=, e=, beta=, rewards=, dtype=) ->
         hyperparameters`` (``l``, ``e``, a numeric ``beta``: arrays of the grid's shape).
       sketched: whether ``m`` applies. k1_only: defined for K = 1 only.
@@ -208,7 +209,7 @@ class Kind(NamedTuple):
     label: str
     legend: str
     color: str
-    factory: Callable[[int, int, int, int | None], Learner]
+    factory: Callable[..., Learner]
     hparams: Callable[..., Any]
     sketched: bool = False
     k1_only: bool = False
@@ -286,8 +287,8 @@ def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  
     return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
 
 
-def _eofd(**kw: Any) -> Callable[[int, int, int, int | None], Learner]:
-    return lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m, **kw)
+def _eofd(**kw: Any) -> Callable[..., Learner]:
+    return lambda K, d, m, T, **o: eofd(num_outcomes=K, dim=d, sketch_size=m, **kw, **o)
 
 
 # kind -> Kind. A new learner joins every command (``--learners``, tables, figures, sweeps) with
@@ -300,14 +301,15 @@ REGISTRY: dict[str, Kind] = {
     "eofd-robust": Kind("EOFD robust", "EOFD-MLogB robust (tuned)", "tab:green",
                         _eofd(regularization="robust"), _section4_hp, True),
     "eofd-adaptive": Kind("EOFD adaptive", "EOFD-MLogB adaptive (tuned)", "tab:olive",
-                          lambda K, d, m, T: eofd(num_outcomes=K, dim=d, sketch_size=m,
-                                                  max_sketch_size=2 * m, delta_target=2.0),
+                          lambda K, d, m, T, **o: eofd(num_outcomes=K, dim=d, sketch_size=m,
+                                                       max_sketch_size=2 * m, delta_target=2.0,
+                                                       **o),
                           _section4_hp, True),
     "oful": Kind("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red",
                  lambda K, d, m, T: oful(num_outcomes=K, dim=d), _section4_hp),
     "greedy": Kind("greedy", "greedy (robust EOFD estimate)", "tab:purple",
-                   lambda K, d, m, T: greedy(num_outcomes=K, dim=d, sketch_size=m,
-                                             regularization="robust"), _greedy_hp, True),
+                   lambda K, d, m, T, **o: greedy(num_outcomes=K, dim=d, sketch_size=m,
+                                                  regularization="robust", **o), _greedy_hp, True),
     "linucb": Kind("LinUCB", "LinUCB (tuned)", "tab:brown",
                    lambda K, d, m, T: linucb(num_outcomes=K, dim=d), _linucb_hp),
     "ecolog": Kind("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink",
@@ -328,10 +330,29 @@ K1_ONLY = frozenset(k for k, v in REGISTRY.items() if v.k1_only)  # kinds define
 
 
 def make_learner(
-    kind: str, *, num_outcomes: int, dim: int, sketch_size: int, horizon: int | None = None
+    kind: str,
+    *,
+    num_outcomes: int,
+    dim: int,
+    sketch_size: int,
+    horizon: int | None = None,
+    eigensolver: str = "auto",
 ) -> Learner:
-    """The learner of a kind (:data:`REGISTRY`) with sketch size ``m`` where it has one."""
-    return REGISTRY[_check_kind(kind)].factory(num_outcomes, dim, sketch_size, horizon)
+    """The learner of a kind (:data:`REGISTRY`) with sketch size ``m`` where it has one.
+
+    ``eigensolver``: the FD core's of a sketched kind
+    (:func:`~bandits_jax.linalg.sketch.core_eigh`; speed only); another kind takes only
+    ``"auto"``."""
+    row = REGISTRY[_check_kind(kind)]
+    if row.sketched:
+        return row.factory(num_outcomes, dim, sketch_size, horizon, eigensolver=eigensolver)
+    if eigensolver != "auto":
+        sketched = [k for k, v in REGISTRY.items() if v.sketched]
+        raise ValueError(
+            f"make_learner: eigensolver: expected 'auto' for kind {kind!r} (it "
+            f"applies to the sketched kinds {sketched}), got {eigensolver!r}"
+        )
+    return row.factory(num_outcomes, dim, sketch_size, horizon)
 
 
 def hparams_for(
@@ -380,6 +401,7 @@ def tuned(
     horizon: int,
     rewards: Any = None,
     dtype: Any = None,
+    eigensolver: str = "auto",
 ) -> Tuned:
     """A kind (one of :data:`KINDS`) with its tuned hyperparameters (its :func:`rule`).
 
@@ -387,10 +409,12 @@ def tuned(
       S: the known bound on ``||W*||_F``, or ``None`` (e.g. classification data: the rule's
         point chooses ``S`` too).
       horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
+      eigensolver: the FD core's of a sketched kind (:func:`make_learner`; speed only).
     """
     ex, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
     m = sketch_size(num_outcomes, dim, kind)
-    learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m, horizon=horizon)
+    learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m,
+                           horizon=horizon, eigensolver=eigensolver)  # fmt: skip
     hp = hparams_for(kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, l=ex.l,
                      e=ex.e, beta=ex.beta, rewards=rewards, dtype=dtype)  # fmt: skip
     return Tuned(kind, learner, hp, m)

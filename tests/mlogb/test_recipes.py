@@ -1,6 +1,7 @@
 """Tuned recipes (mlogb.recipes): closed-form hyperparameters, grids, learner kinds, learning."""
 
 import math
+import re
 
 import jax
 import numpy as np
@@ -332,3 +333,24 @@ def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
     chosen = "gradient" if K == 1 else "anchor"
     np.testing.assert_array_equal(registry, by_form[chosen])
     assert np.abs(by_form["gradient"] - by_form["anchor"]).max() > 1e-6
+
+
+def test_eigensolver_reaches_every_sketched_kinds_fd_core_and_only_theirs():
+    # K = 2 on the CPU: "auto" decomposes the (m + K) x (m + K) FD core by LAPACK (a syevd call
+    # larger than the K x K ones of the basis extension in the lowered update), "secular" by
+    # plain jnp (only K x K eigh calls left); other kinds refuse the option.
+    K, d = 2, 6
+    actions = jax.numpy.ones((3, d))
+    for kind, row in recipes.REGISTRY.items():
+        if not row.sketched:
+            with pytest.raises(ValueError, match=r"make_learner: eigensolver.*" + kind):
+                recipes.tuned(kind, num_outcomes=K, dim=d, S=2.0, horizon=20, eigensolver="secular")
+            continue
+        calls = {}
+        for solver in ("auto", "secular"):
+            rec = recipes.tuned(kind, num_outcomes=K, dim=d, S=2.0, horizon=20, eigensolver=solver)
+            state = rec.learner.init(rec.hparams)
+            text = jax.jit(rec.learner.update).lower(state, actions[0], 1).as_text()
+            sizes = re.findall(r"@lapack_[sd]syevd_ffi\([^\n]*\} : \(tensor<(\d+)x", text)
+            calls[solver] = any(int(n) > K for n in sizes)
+        assert calls == {"auto": True, "secular": False}, kind
