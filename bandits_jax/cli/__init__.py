@@ -19,12 +19,9 @@ docs/command.md has the details.
 
 from __future__ import annotations
 
-import argparse
 import os
-import pathlib
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from bandits_jax.cli import bco, bench, cache, kappa, process, reproduce, sweep
 from bandits_jax.cli.options import (
@@ -38,6 +35,7 @@ from bandits_jax.cli.options import (
     join_negative_values,
     value_options,
 )
+from bandits_jax.cli.output import dtype_of, say, write_outputs  # noqa: F401 (cli.bench's)
 from bandits_jax.cli.reproduce import DEFAULT_SETTINGS, make_setting
 
 __all__ = ["main", "build_parser", "PAPER_GRID", "DEFAULT_SETTINGS", "EVAL_SEED_OFFSET",
@@ -65,26 +63,6 @@ HELP = {  # command -> (one line in the command list, the description of its --h
               "needs the checkout); cases in bench.csv."),
 }  # fmt: skip
 AUTO_DEVICES = ("sweep", "kappa")  # batched and sharded runs: by default one device per idle core
-
-
-def dtype_of(args: argparse.Namespace) -> Any:
-    """``jnp.float32`` under ``--float32``, else ``jnp.float64``."""
-    import jax.numpy as jnp
-
-    return jnp.float32 if args.float32 else jnp.float64
-
-
-def say(args: argparse.Namespace, text: str) -> None:
-    """Prints ``text`` unless ``--quiet``."""
-    if not getattr(args, "quiet", False):
-        print(text, flush=True)
-
-
-def write_outputs(out: pathlib.Path, written: list[pathlib.Path]) -> None:
-    """Prints where the files written are."""
-    print(f"\nResults in {out.resolve()}:")
-    for p in written:
-        print(f"  {p.resolve()}")
 
 
 def build_parser() -> Parser:

@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax import envs
+from bandits_jax import bco, envs
 from bandits_jax.bco import PRESETS
+from bandits_jax.bco import rounds as bint
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import output, tables
+from bandits_jax.cli import output, plotting, process, tables
+from bandits_jax.sim import chunks, runner, sweep
+from bandits_jax.status import CONVERGED, MAX_STEPS
 
 FAST_OMEGA = 2.0
 FAMILIES = {"convex": "linear", "strongly_convex": "quadratic"}  # -> bco-<losses>-D
@@ -50,37 +56,13 @@ def losses(family: str, d: int, T: int, noise: float = 0.0, dtype: Any = None) -
 def preset(name: str, env: Any, T: int, scales: Sequence[float], lipschitz=None) -> tuple:
     """The preset's learner on ``env`` and its theorem hyperparameters at each step-size scale
     (:func:`bandits_jax.bco.from_preset`; a strongly convex preset gets the losses' lambda)."""
-    from bandits_jax.bco import from_preset
 
     kw = dict(horizon=T, smoothness=env.smoothness,
               lipschitz=env.lipschitz if lipschitz is None else lipschitz)  # fmt: skip
     if PRESETS[name].family == "strongly_convex":
         kw["lam"] = env.lam
-    built = [from_preset(name, dim=env.d, domain=env.domain, scale=s, **kw) for s in scales]
+    built = [bco.from_preset(name, dim=env.d, domain=env.domain, scale=s, **kw) for s in scales]
     return built[0][0], [hp for _, hp in built]
-
-
-class ChunkedRunner:
-    """Plays a batch of runs with ``run_chunked``: progress, and with ``root`` a checkpoint
-    directory per tag (``root/tag``) so that ``resume=True`` continues an interrupted study."""
-
-    def __init__(self, root=None, *, chunk=None, resume=False, progress=None, config=None):
-        self.root = None if root is None else pathlib.Path(root)
-        self.chunk, self.resume, self.progress, self.config = chunk, resume, progress, config
-        self._fns: dict[int, tuple[Any, Any]] = {}  # id(step) -> (step, ChunkFn)
-
-    def __call__(self, tag: str, step: Any, state: Any, T: int) -> dict:
-        from bandits_jax.sim.chunks import ChunkFn, run_chunked
-
-        if id(step) not in self._fns:  # one ChunkFn per step: equal batches share executables
-            if len(self._fns) >= 8:
-                self._fns.pop(next(iter(self._fns)))
-            self._fns[id(step)] = (step, ChunkFn(step, batched=True))
-        return run_chunked(
-            self._fns[id(step)][1], state, T, chunk_size=opt.chunk_size(T, self.chunk),
-            checkpoint_dir=None if self.root is None else self.root / tag, resume=self.resume,
-            config={"study": self.config, "tag": tag}, progress=self.progress,
-        ).metrics  # fmt: skip
 
 
 class Played(NamedTuple):
@@ -99,34 +81,32 @@ class Played(NamedTuple):
 class StudyPlan(NamedTuple):
     """What every study run shares: evaluation seeds, the step-size scale grid tuned on
     ``tuning_seeds`` (one scale: nothing tuned), the learners (``None``: every preset), the
-    runner (``None``: an in-memory :class:`ChunkedRunner`) and the dtype."""
+    dtype; how batches are played: checkpoints under ``root/<tag>`` (``None``: none), the chunk
+    size, ``resume``, a progress bar and the identity (``config``) the checkpoints carry."""
 
     eval_seeds: Sequence[int]
     tuning_seeds: Sequence[int] = ()
     scales: Sequence[float] = (1.0,)
     learners: Sequence[str] | None = None
-    runner: Callable[[str, Any, Any, int], dict] | None = None
     dtype: Any = None
+    root: pathlib.Path | None = None
+    chunk: int | None = None
+    resume: bool = False
+    progress: Any = None
+    config: Any = None
 
 
 class _Game(NamedTuple):
     """A learner on its losses with its compiled pieces, shared by the tuning and evaluation
-    runs (equal batch sizes reuse one executable): the round, the builder of a batch's run state
-    and the per-run summary."""
+    runs (equal batch sizes reuse one executable): the rounds' chunks, the builder of a batch's
+    run state and the per-run summary."""
 
-    learner: Any
-    env: Any
-    step: Any
+    chunk_fn: Any
     build: Any  # (hps, overrides, env keys, run keys) -> RunState, runs c * N + n
     summarize: Any  # (env states, metrics) -> per-run summaries
 
 
 def _game(learner: Any, env: Any, T: int) -> _Game:
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax.bco import rounds as bint
-    from bandits_jax.sim.runner import RunState
 
     @jax.jit
     def build(hps, overs, env_keys, run_keys):  # one compiled call, not dozens of small ones
@@ -143,24 +123,26 @@ def _game(learner: Any, env: Any, T: int) -> _Game:
         ls, es = jax.vmap(per_config)(hps, overs)  # (C, N, ...)
         flat = jax.tree_util.tree_map(lambda x: x.reshape((C * N, *x.shape[2:])), (ls, es))
         keys = jnp.concatenate([run_keys] * C, axis=0)
-        return RunState(flat[0], flat[1], keys, jnp.zeros((C * N,), jnp.int32))
+        return runner.RunState(flat[0], flat[1], keys, jnp.zeros((C * N,), jnp.int32))
 
     summarize = jax.jit(jax.vmap(lambda e, m: bint.summarize(env, e, m, T)))
-    return _Game(learner, env, bint.interact(learner, env), build, summarize)
+    return _Game(chunks.ChunkFn(bint.interact(learner, env), batched=True), build, summarize)
 
 
-def play(game: _Game, hps, points, seeds, T: int, runner, tag: str) -> Played:
+def play(game: _Game, hps, points, seeds, T: int, plan: StudyPlan, tag: str) -> Played:
     """Plays every (hyperparameters, env-state overrides) pair of ``hps`` x ``points`` (zipped)
-    on every seed in one batched call."""
-    from bandits_jax.sim import sweep
-    from bandits_jax.status import CONVERGED, MAX_STEPS
+    on every seed in one batched, chunked call (its checkpoints under ``plan.root/tag``)."""
 
     N, C = len(seeds), len(points)
     env_keys, run_keys = sweep.seed_keys(seeds)
     names = sorted({k for over in points for k in over})
     overs = {k: np.asarray([over[k] for over in points], np.float64) for k in names}
     state = game.build(sweep.stack_trees(hps), overs, env_keys, run_keys)
-    metrics = runner(tag, game.step, state, T)
+    metrics = chunks.run_chunked(
+        game.chunk_fn, state, T, chunk_size=opt.chunk_size(T, plan.chunk), resume=plan.resume,
+        checkpoint_dir=None if plan.root is None else plan.root / tag, progress=plan.progress,
+        config={"study": plan.config, "tag": tag},
+    ).metrics  # fmt: skip
     summ = game.summarize(state.env, metrics)
     status = np.asarray(metrics.status).reshape(C, N * T)
     return Played(
@@ -176,7 +158,7 @@ def play(game: _Game, hps, points, seeds, T: int, runner, tag: str) -> Played:
 def tuned_play(name, env, points, T: int, plan: StudyPlan, *, tag: str, lipschitz=None):
     """Honest tuning of the step-size scale per point: the best scale on ``plan.tuning_seeds``
     (lowest mean final regret), reported on ``plan.eval_seeds``: ``(Played, chosen scales)``."""
-    runner, scales = plan.runner or ChunkedRunner(), plan.scales
+    scales = plan.scales
     learner, hps = preset(name, env, T, scales, lipschitz)
     game = _game(learner, env, T)
     chosen = [0] * len(points)
@@ -184,11 +166,10 @@ def tuned_play(name, env, points, T: int, plan: StudyPlan, *, tag: str, lipschit
         if set(plan.tuning_seeds) & set(plan.eval_seeds):
             raise ValueError("eval_seeds: must be disjoint from tuning_seeds")
         grid = [(hp, pt) for hp in hps for pt in points]  # scale-major
-        tuned = play(game, *zip(*grid, strict=True), plan.tuning_seeds, T, runner,
-                     tag + "/tuning")  # fmt: skip
+        tuned = play(game, *zip(*grid, strict=True), plan.tuning_seeds, T, plan, tag + "/tuning")
         means = tuned.regret.mean(axis=1).reshape(len(scales), len(points))
         chosen = [int(np.nanargmin(means[:, j])) for j in range(len(points))]
-    out = play(game, [hps[c] for c in chosen], points, plan.eval_seeds, T, runner,
+    out = play(game, [hps[c] for c in chosen], points, plan.eval_seeds, T, plan,
                tag + "/evaluation")  # fmt: skip
     return out, [float(scales[c]) for c in chosen]
 
@@ -205,7 +186,6 @@ def _by_family(learners: Sequence[str] | None) -> list[tuple[str, list[str]]]:
 
 def dimension_study(dims: Sequence[int], T: int, plan: StudyPlan) -> dict:
     """Final static regret vs d per learner and family (slow drift, V_T ~ 0)."""
-    plan = plan._replace(runner=plan.runner or ChunkedRunner())
     res: dict[str, dict] = {}
     for family, names in _by_family(plan.learners):
         keys = ("d", "mean", "std", "regret", "V_T", "scale", "rejected", "max_steps")
@@ -234,7 +214,6 @@ def variation_study(d: int, T: int, plan: StudyPlan, *, amplitudes, noise: float
     :data:`FAST_OMEGA` plus an i.i.d.-noise point, all (point, seed) runs in one batched call per
     learner. The learners use the noise-free family's G at every point, so they are the same
     learners as in the d study."""
-    plan = plan._replace(runner=plan.runner or ChunkedRunner())
     points = [{"omega": FAST_OMEGA, "noise": 0.0, "amplitude": float(a)} for a in amplitudes]
     points.append({"omega": FAST_OMEGA, "noise": float(noise), "amplitude": 0.0})
     res: dict[str, dict] = {}
@@ -321,39 +300,27 @@ def trial_rounds(cfg: dict, studies: Sequence[str], plan: StudyPlan) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``bco``: the studies, their figures, tables and summary; returns the exit status."""
-    import time
 
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax.cli import plotting
-    from bandits_jax.sim.chunks import Progress
-
-    from . import dtype_of, say
-
-    t0, plan, out, dtype = time.time(), args.plan, pathlib.Path(args.out), dtype_of(args)
+    t0, plan, out, dtype = time.time(), args.plan, pathlib.Path(args.out), output.dtype_of(args)
     cfg, studies, scales = plan["cfg"], plan["studies"], plan["scales"]
     tuning = len(scales) > 1
     dt = jnp.dtype(dtype).name
-    say(args, f"bco: studies {studies}, learners {plan['learners']}, T = {cfg['T']}, "
+    output.say(args, f"bco: studies {studies}, learners {plan['learners']}, T = {cfg['T']}, "
               f"{cfg['seeds']} evaluation seeds"
               + (f", scale tuned over {scales} on {len(plan['tuning_seeds'])} tuning seeds"
                  if tuning else "") + f", {dt}")  # fmt: skip
-    study = StudyPlan(plan["eval_seeds"], plan["tuning_seeds"], scales, plan["learners"], None,
-                      dtype)  # fmt: skip
     seeds = {"eval_seeds": plan["eval_seeds"], "tuning_seeds": plan["tuning_seeds"] * tuning}
+    study = StudyPlan(plan["eval_seeds"], plan["tuning_seeds"], scales, plan["learners"], dtype,
+                      out / "checkpoints" / "bco", args.chunk, args.resume, None,
+                      {"cfg": cfg, "scales": scales, "dtype": dt, **seeds,
+                       "xla": process.numeric_flags()})  # fmt: skip
     result: dict[str, Any] = {"config": {
         **cfg, "seeds": len(plan["eval_seeds"]), "amplitude": envs.registry.AMPLITUDE,
         "fast_omega": FAST_OMEGA, "slow_angle": envs.registry.SLOW_ANGLE,
         "backend": jax.default_backend(), "dtype": dt, "scale_grid": scales, **seeds,
     }}  # fmt: skip
-    with Progress(trial_rounds(cfg, studies, study), "bco", enabled=not args.quiet) as bar:
-        runner = ChunkedRunner(
-            out / "checkpoints" / "bco", chunk=args.chunk, resume=args.resume, progress=bar,
-            config={"cfg": cfg, "scales": scales, "dtype": dt, **seeds,
-                    "xla": getattr(args, "xla_applied", None)},
-        )  # fmt: skip
-        study = study._replace(runner=runner)
+    with chunks.Progress(trial_rounds(cfg, studies, study), "bco", enabled=not args.quiet) as bar:
+        study = study._replace(progress=bar)
         if "dimension" in studies:
             result["dimension"] = dimension_study(cfg["dims"], cfg["T"], study)
         if "variation" in studies:

@@ -1,28 +1,19 @@
 """``bandits-jax kappa``: final regret against the parameter bound S, i.e. against kappa.
 
-The EOFD-MLogB paper (Remark 1) says the leading term of its regret does not grow with kappa,
-which grows like ``exp(S)`` with the bound ``S = ||W*||_F`` (the binary logit's
-``1 / sigma'(S) = 2 + e^S + e^-S``), unlike a linear baseline's. This study plays learners of the
-registry on Section 4's synthetic stream (the setting ``synth-D-K`` of ``envs.make`` at each S of
-``--S-grid``) in two modes:
-
-* ``recipe`` (out of the box): the kind's known-bound point in
-  :data:`~bandits_jax.mlogb.recipes.RULES` (the paper's kinds: Section 4's point);
-* ``tuned`` (per S, honestly): the (l, e, beta) grid point with the least mean final regret on
-  the tuning seeds (``--seed`` ...), reported on the evaluation seeds
-  (``--seed + EVAL_SEED_OFFSET`` ...), with :func:`bandits_jax.sim.sweep.tune_and_evaluate`.
-  Grid points that give a learner identical hyperparameters (``e`` for LinUCB, ``beta`` for
-  greedy, everything for uniform) are played once; the first of equal points stands for them.
-
-Both modes report on the same evaluation seeds. S enters the stream only through ``W*`` (drawn by
-the environment's ``init``) and the learners only through their hyperparameters, so one compiled
-step per learner serves the whole S grid.
+The EOFD-MLogB paper (Remark 1) says the leading term of its regret does not grow with kappa
+(``1 / sigma'(S) = 2 + e^S + e^-S``, ``S = ||W*||_F``), unlike a linear baseline's. The study
+plays learners of the registry on the setting ``synth-D-K`` of ``envs.make`` at each S of
+``--S-grid``, ``recipe`` (out of the box: the kind's known-bound point in ``recipes.RULES``) and
+``tuned`` (per S: the (l, e, beta) grid point of least mean final regret on the tuning seeds;
+grid points that give identical hyperparameters are played once), both reported on the same
+evaluation seeds. S enters the stream only through ``W*`` and the learners only through their
+hyperparameters, so one compiled step per learner serves the whole S grid.
 
 Every (S, learner, mode) cell is a resumable unit in ``DIR/checkpoints/kappa/S<S>/<learner>/
-<mode>``: ``identity.json`` (the options that define it, written first), the chunk checkpoints of
-its sweeps and, once done, ``result.json``. ``--resume`` reuses finished cells, continues an
-interrupted one from its last chunk, and refuses (one error line, exit status 2, before any work)
-a cell made with other options; learners or S values added on a resume are new cells.
+<mode>``: ``identity.json`` (the options that define it, written first), its sweeps' chunk
+checkpoints and, once done, ``result.json``. ``--resume`` reuses finished cells, continues an
+interrupted one and refuses (one line, exit status 2, before any work) a cell made with other
+options; learners or S values added on a resume are new cells.
 """
 
 from __future__ import annotations
@@ -37,14 +28,17 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax import envs
+from bandits_jax import envs, mlogb
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import output, tables
+from bandits_jax.cli import output, plotting, process, tables
 from bandits_jax.cli import reproduce as rep
 from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, exploration_columns
+from bandits_jax.sim import checkpoint, chunks, sharding, sweep
 
 LEARNERS = recipes.KINDS
 FULL = {"rounds": 2000, "trials": 4, "eval_trials": 10, "S_grid": "1,2,4,8", "dim": 20,
@@ -172,21 +166,19 @@ def plan_cells(plan: dict, root: pathlib.Path, *, dtype: str, sketch: int | None
 
 
 def _read_json(path: pathlib.Path) -> dict:
-    from bandits_jax.sim.checkpoint import CheckpointError
-
     try:
         rec = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path}: unreadable ({e}); start without --resume") from None
+        rec = f"unreadable ({e})"
     if not isinstance(rec, dict):
-        raise CheckpointError(f"{path}: not a kappa cell record; start without --resume")
+        what = rec if isinstance(rec, str) else "not a kappa cell record"
+        raise checkpoint.CheckpointError(f"{path}: {what}; start without --resume")
     return rec
 
 
 def check_resume(cells: Sequence[Cell]) -> None:
     """Refuses (``CheckpointError``, one line) any cell whose saved identity is not this run's,
     before anything is played."""
-    from bandits_jax.sim.checkpoint import CheckpointError
 
     for c in cells:
         for name in ("result.json", "identity.json"):
@@ -202,7 +194,7 @@ def check_resume(cells: Sequence[Cell]) -> None:
                 what = "; ".join(f"{k} {json.dumps(have.get(k))} there, "
                                  f"{json.dumps(c.identity.get(k))} here"
                                  for k in diff[:3])  # fmt: skip
-                raise CheckpointError(
+                raise checkpoint.CheckpointError(
                     f"{path}: made with other options ({what}): a resumed run is the run it "
                     "claims to be; resume with the same options or start without --resume"
                 )
@@ -223,9 +215,6 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
     """One step per learner: the stream's round functions do not depend on S (only ``init``
     does, through ``W*``), so the step built on the S = 1 stream serves every S and both modes
     (equal batch shapes reuse one executable, as do later studies in the same process)."""
-    import jax.numpy as jnp
-
-    from bandits_jax import mlogb
 
     K, d, T, out = plan["K"], plan["dim"], plan["T"], {}
     for name in plan["learners"]:
@@ -244,7 +233,6 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
 def _distinct(hp: Any) -> tuple[list[int], list[int]]:
     """``(first, unique)``: for each grid point the first point with identical hyperparameters,
     and those first points in order."""
-    import jax
 
     leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(hp)]
     seen: dict[bytes, int] = {}
@@ -258,11 +246,6 @@ def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dic
     """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record: the
     recipe mode its point on the evaluation seeds, the tuned mode the grid's distinct points on
     the tuning seeds and the best one on the evaluation seeds."""
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax.sim import checkpoint, sweep
-    from bandits_jax.sim.chunks import Progress
 
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     t0 = time.perf_counter()
@@ -285,7 +268,7 @@ def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dic
                            game.step, game.learner.init, hp, grid, env.init)  # fmt: skip
     tuning_runs = len(uniq) * len(plan["tuning_seeds"]) if cell.mode == "tuned" else 0
     kw = dict(num_rounds=T, config=cell.identity, fields=SWEEP_FIELDS, **common)
-    with Progress((tuning_runs + len(plan["eval_seeds"])) * T, _cell_name(cell),
+    with chunks.Progress((tuning_runs + len(plan["eval_seeds"])) * T, _cell_name(cell),
                   enabled=show_progress) as bar:  # fmt: skip
         if cell.mode == "recipe":
             ev = sweep.run_sweep([exp], seeds=plan["eval_seeds"], progress=bar,
@@ -413,27 +396,21 @@ def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     """Plays (or restores) every cell, then writes the figure, JSON, CSV and summary."""
-    import jax
 
-    from bandits_jax.cli import plotting
-    from bandits_jax.sim import sharding
-
-    from . import dtype_of, say
-
-    t_start, plan, dtype = time.perf_counter(), args.plan, dtype_of(args)
+    t_start, plan, dtype = time.perf_counter(), args.plan, output.dtype_of(args)
     out = pathlib.Path(args.out)
     dtype_name = jax.numpy.dtype(dtype).name
     cells = plan_cells(plan, out / "checkpoints" / "kappa", dtype=dtype_name, sketch=args.sketch,
-                       xla=getattr(args, "xla_applied", None))  # fmt: skip
+                       xla=process.numeric_flags())  # fmt: skip
     if args.resume:
         check_resume(cells)  # before any work
     mesh = sharding.run_mesh() if jax.device_count() > 1 else None
     devices = 1 if mesh is None else mesh.size
     tuning = f", {len(plan['tuning_seeds'])} tuning seeds" if "tuned" in plan["modes"] else ""
-    say(args, f"kappa: S in {_grid_text(plan['S_grid'])}, learners {plan['learners']}, modes "
-              f"{plan['modes']}, synth-{plan['dim']}-{plan['K']}, T = {plan['T']}, "
-              f"{len(plan['eval_seeds'])} evaluation seeds{tuning}, chunks of {plan['chunk']} "
-              f"rounds, {dtype_name}, {devices} device(s)")  # fmt: skip
+    output.say(args, f"kappa: S in {_grid_text(plan['S_grid'])}, learners {plan['learners']}, "
+                     f"modes {plan['modes']}, synth-{plan['dim']}-{plan['K']}, T = {plan['T']}, "
+                     f"{len(plan['eval_seeds'])} evaluation seeds{tuning}, chunks of "
+                     f"{plan['chunk']} rounds, {dtype_name}, {devices} device(s)")  # fmt: skip
     games = _learners(plan, dtype, args.sketch)
     common = {"mesh": mesh, "chunk_size": plan["chunk"], "resume": args.resume, "max_bytes": "auto"}
     results = []
@@ -441,7 +418,7 @@ def run(args: argparse.Namespace) -> int:
         done = cell.path / "result.json"
         if args.resume and done.is_file():
             results.append(_read_json(done))
-            say(args, f"  {_cell_name(cell)}: restored")
+            output.say(args, f"  {_cell_name(cell)}: restored")
             continue
         if not args.resume and cell.path.exists():
             shutil.rmtree(cell.path)  # a fresh run starts from nothing
@@ -450,7 +427,7 @@ def run(args: argparse.Namespace) -> int:
                         show_progress=not args.quiet)  # fmt: skip
         output.write_json(done, rec)
         results.append(rec)
-        say(args, f"  {_cell_name(cell)}: final regret {rec['final_regret_mean']:.4g} +- "
+        output.say(args, f"  {_cell_name(cell)}: final regret {rec['final_regret_mean']:.4g} +- "
                   f"{rec['final_regret_se']:.2g} ({rec['wall_seconds']:.1f} s, "
                   f"{rec['compile_seconds']:.1f} s compiling)")  # fmt: skip
     config = {k: plan["T" if k == "rounds" else k] for k in ("S_grid", "dim", "rounds", "chunk",

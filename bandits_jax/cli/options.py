@@ -331,15 +331,6 @@ def finish(errors: list[str], args: argparse.Namespace) -> None:
         raise UsageError(errors)
 
 
-XLA_OPT_LEVELS = ("auto", "default", "0", "1", "2", "3")
-XLA_OPT_AUTO_HELP = "0 for --quick runs (compiling is most of them), XLA's own otherwise"
-XLA_FUSION_EMITTERS = ("auto", "on", "off")
-XLA_FUSION_AUTO_HELP = "off (faster to compile and no slower to run: docs/command.md)"
-XLA_SPLIT_AUTO_HELP = ("one part per CPU core the process may use (1 under the default "
-                       "one-thread choice, where XLA's own split compiled more slowly: "
-                       "docs/command.md)")  # fmt: skip
-
-
 def codegen_split(value: str) -> str:
     """``--xla-codegen-split``: ``auto``, ``default`` or an int >= 1 (argparse type)."""
     if value in ("auto", "default") or (value.isdigit() and int(value) >= 1):
@@ -422,16 +413,18 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("sketch", "--sketch", dict(type=int, help="Frequent Directions sketch size m of the "
      "sketched learners (default: m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64) "
      "where K d <= 128)")),
-    ("run", "--xla-opt-level", dict(choices=XLA_OPT_LEVELS, default="auto", help="XLA's CPU "
-     "optimisation level of the compiled chunks: 0 compiles faster and runs slower, 'default' "
-     f"is XLA's own, auto: {XLA_OPT_AUTO_HELP} (results agree to rounding)")),
-    ("run", "--xla-fusion-emitters", dict(choices=XLA_FUSION_EMITTERS, default="auto",
+    ("run", "--xla-opt-level", dict(choices=("auto", "default", "0", "1", "2", "3"),
+     default="auto", help="XLA's CPU optimisation level of the compiled chunks: 0 compiles "
+     "faster and runs slower, 'default' is XLA's own, auto: 0 for --quick runs (compiling is "
+     "most of them), XLA's own otherwise (results agree to rounding)")),
+    ("run", "--xla-fusion-emitters", dict(choices=("auto", "on", "off"), default="auto",
      help="XLA's CPU fusion emitters: 'off' the classic LLVM ones, 'on' the MLIR ones, auto: "
-     f"{XLA_FUSION_AUTO_HELP} (results agree to rounding); ignored on GPU")),
+     "off (faster to compile and no slower to run: docs/command.md; results agree to "
+     "rounding); ignored on GPU")),
     ("run", "--xla-codegen-split", dict(type=codegen_split, default="auto",
      metavar="auto|default|N", help="into how many parts XLA's CPU backend splits a program's "
-     f"machine code to compile them in parallel: 'default' is XLA's own, auto: "
-     f"{XLA_SPLIT_AUTO_HELP} (results are the same); ignored on GPU")),
+     "machine code to compile them in parallel: 'default' is XLA's own, auto: one part per CPU "
+     "core the process may use (docs/command.md; results are the same); ignored on GPU")),
     ("run", "--compile-cache", dict(metavar="DIR|off", help="JAX's persistent compilation "
      "cache (default $BANDITS_JAX_COMPILE_CACHE, else $BANDITS_JAX_DATA/xla or "
      "~/.cache/bandits_jax/xla; 'off' disables it): a second run skips most compiling. Entries "

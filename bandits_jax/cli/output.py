@@ -54,6 +54,28 @@ def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> Non
             w.writerow({k: cell(r.get(k)) for k in columns})
 
 
+def dtype_of(args: Any) -> Any:
+    """``jnp.float32`` under ``--float32``, else ``jnp.float64``."""
+    import jax.numpy as jnp
+
+    return jnp.float32 if args.float32 else jnp.float64
+
+
+def say(args: Any, text: str) -> None:
+    """Prints ``text`` unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        print(text, flush=True)
+
+
+def write_outputs(out: os.PathLike, written: Sequence[os.PathLike]) -> None:
+    """Prints where the files written are."""
+    import pathlib
+
+    print(f"\nResults in {pathlib.Path(out).resolve()}:")
+    for p in written:
+        print(f"  {pathlib.Path(p).resolve()}")
+
+
 def command_line(args: Any) -> str:
     """The command as the user typed it (``args.argv`` from ``main(argv)``, else ``sys.argv``)."""
     import sys
@@ -77,7 +99,4 @@ def finish(args: Any, name: str, report: dict, rows: Sequence[Mapping[str, Any]]
     summary += cache.text(report["compile_cache"])
     (out / f"{name}_summary.txt").write_text(summary)
     print("\n" + summary)
-    written = [*figures, *(out / f"{name}{s}" for s in (".json", ".csv", "_summary.txt"))]
-    print(f"\nResults in {out.resolve()}:")
-    for p in written:
-        print(f"  {pathlib.Path(p).resolve()}")
+    write_outputs(out, [*figures, *(out / f"{name}{s}" for s in (".json", ".csv", "_summary.txt"))])

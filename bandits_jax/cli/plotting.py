@@ -85,15 +85,10 @@ def regret_figure(
     *,
     colors: Mapping[str, str | None] | None = None,
 ) -> None:
-    """Cumulative regret curves with one-std bands; a curve that ends more than
-    :data:`OFF_SCALE` times above every other one (e.g. uniform choice) is left off the scale so
-    that the others can be told apart (its legend entry says where it ends).
-
-    Args:
-      panels: ``(title, {legend label: (trials, T) per-round regret})`` per setting.
-      path: the PNG to write.
-      colors: legend label -> matplotlib colour (missing or ``None``: :func:`learner_color`).
-    """
+    """Cumulative regret curves with one-std bands to ``path``, one panel per ``(title, {legend
+    label: (trials, T) per-round regret})`` (``colors``: label -> colour, else
+    :func:`learner_color`). A curve that ends more than :data:`OFF_SCALE` times above every
+    other one (e.g. uniform choice) is left off the scale (its legend entry says where it ends)."""
     colors = colors or {}
     plt = _plt()
     fig, axes = _panels(plt, len(panels), 4.6, 3.6)
@@ -110,20 +105,16 @@ def regret_figure(
         for name, (mean, std) in stats.items():
             t = np.arange(1, mean.size + 1)
             color = colors.get(name) or learner_color(name)
-            label = (
-                f"{name} (ends at {mean[-1]:.0f}, off scale)"
-                if off and finals[name] == top
-                else name
-            )
+            off_scale = off and finals[name] == top
+            label = f"{name} (ends at {mean[-1]:.0f}, off scale)" if off_scale else name
             ax.plot(t, mean, label=label, color=color)
             ax.fill_between(t, mean - std, mean + std, alpha=0.25, color=color, linewidth=0)
         if off:
             ax.set_ylim(
                 0, 1.3 * max(m[-1] + s[-1] for n, (m, s) in stats.items() if finals[n] < top)
             )
+        ax.set(xlabel="round t", ylabel="cumulative regret")
         ax.set_title(_wrap(title, 4.6), fontsize=10)
-        ax.set_xlabel("round t")
-        ax.set_ylabel("cumulative regret")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
     _save(plt, fig, path)
@@ -139,11 +130,8 @@ def time_figure(
     beside), one panel per setting; the learners' names on the shared y axis, one row each (a
     learner a setting did not run says so), so that no label overlaps another.
 
-    Args:
-      panels: ``(title, {legend label: per-trial seconds per round})``.
-      path: the PNG to write.
-      colors: legend label -> matplotlib colour (missing or ``None``: :func:`learner_color`).
-    """
+    ``panels``: ``(title, {legend label: per-trial seconds per round})``; ``colors`` as in
+    :func:`regret_figure`."""
     colors = colors or {}
     plt = _plt()
     names = list(dict.fromkeys(n for _, times in panels for n in times))
@@ -196,19 +184,11 @@ def heatmap_figure(
     log10: bool = False,
     per_panel_scale: bool = False,
 ) -> None:
-    """One heatmap per panel over a 2-D grid (e.g. mean final regret over (l, e)), each cell's
-    value written in it (black on light cells, white on dark ones); cells are sized so that the
-    numbers fit at fontsize 8 (smaller only for grids too wide for the page).
-
-    Args:
-      panels: ``(title, (len(row_values), len(col_values)) values)``.
-      row_values, col_values: tick labels.
-      path: the PNG to write.
-      cbar_label: what the colour measures.
-      log10: plot ``log10(values)`` (non-positive values shown blank).
-      per_panel_scale: one colour scale per panel (each colorbar says so) instead of one scale
-        for every panel (the range of all finite values, one colorbar).
-    """
+    """One heatmap per ``(title, (len(row_values), len(col_values)) values)`` panel over a 2-D
+    grid (e.g. mean final regret over (l, e)), each cell's value written in it (black on light
+    cells, white on dark ones) at fontsize 8 (smaller only for grids too wide for the page);
+    ``log10``: plot ``log10(values)`` (non-positive blank); ``per_panel_scale``: one colour
+    scale per panel instead of one for every panel (the range of all finite values)."""
     plt = _plt()
     grids = []
     for _, values in panels:
@@ -293,12 +273,8 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
     plt = _plt()
     studies = [s for s in ("dimension", "variation") if result.get(s)]
     families = list(dict.fromkeys(f for s in studies for f in result[s]))
-    fig, axes = plt.subplots(
-        max(len(studies), 1),
-        max(len(families), 1),
-        figsize=(5.5 * max(len(families), 1), 4.2 * max(len(studies), 1)),
-        squeeze=False,
-    )
+    rows, cols = max(len(studies), 1), max(len(families), 1)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
     cfg = result["config"]
 
     def fmt(v: Any) -> str:
@@ -314,21 +290,19 @@ def bco_figure(result: Mapping[str, Any], path: str | os.PathLike) -> None:
                     x, label = p["d"], f"{name} (slope {fmt(p['slope_vs_d'])})"
                 else:
                     x = np.asarray(p["V_T"])
-                    label = (
-                        f"{name} (slope {fmt(p['slope_vs_V_T'])}, top {fmt(p['slope_vs_V_T_top'])})"
-                    )
+                    slopes = f"{fmt(p['slope_vs_V_T'])}, top {fmt(p['slope_vs_V_T_top'])}"
+                    label = f"{name} (slope {slopes})"
                 ax.errorbar(x, p["mean"], yerr=p["std"], marker="o", capsize=3, label=label,
                             color=learner_color(name))  # fmt: skip
             if study == "dimension":
                 ax.set_xscale("log")
                 ax.minorticks_off()
                 d_axes.append((ax, sorted({d for p in per.values() for d in p["d"]})))
-                ax.set_xlabel("d")
-                ax.set_title(f"{family}: regret vs d (V_T ~ 0)")
+                ax.set(xlabel="d", title=f"{family}: regret vs d (V_T ~ 0)")
             else:
                 ax.set_xscale("symlog", linthresh=0.1)
-                ax.set_xlabel("V_T (eq. 1.1)")
-                ax.set_title(f"{family}: regret vs V_T (d = {cfg['d_variation']})")
+                ax.set(xlabel="V_T (eq. 1.1)",
+                       title=f"{family}: regret vs V_T (d = {cfg['d_variation']})")  # fmt: skip
             ax.set_yscale("log")
             ax.set_ylabel(f"regret at T = {cfg['T']}")
             ax.legend(fontsize=8)

@@ -1,20 +1,13 @@
-"""The command's process settings, applied once before JAX starts its backend: XLA's CPU
-threads and the cores the process runs on, host devices, and XLA's compiler options. The library
-never touches the process; the command does, here and only here.
+"""The command's process settings, applied once before JAX starts its backend (the library never
+touches the process): XLA's CPU threads and the cores the process runs on, host devices, and
+XLA's compiler options as ``XLA_FLAGS`` entries (so that every program compiles with them and
+JAX's persistent cache keys by them).
 
-Threads. jaxlib honours ``PJRT_NPROC`` (else ``NPROC``: the CPU client's thread pools),
-``--xla_cpu_multi_thread_eigen`` in ``XLA_FLAGS`` and the process's CPU affinity. A round of a
-learner is a few dozen small kernels handed between XLA's threads; when another process holds a
-core every hand-off waits for a time slice, so the default (``auto``) is one thread on the least
-busy core (one per host device with ``--devices N``, plus N idle pool threads: :func:`pool_size`).
-``--threads N`` (or ``$BANDITS_JAX_THREADS``) asks for N threads on N cores. LAPACK gets one BLAS
-thread (``OPENBLAS_NUM_THREADS=1``): OpenBLAS's own spinning threads inside XLA's slowed OFUL's
-calls many times over on two shared cores (``docs/xla_cpu_hang.md``). A user's own ``XLA_FLAGS``,
-``PJRT_NPROC``/``NPROC``, BLAS thread variables and ``taskset`` win.
-
-Compiler options (:func:`configure_xla`): ``--xla-opt-level``, ``--xla-fusion-emitters`` and
-``--xla-codegen-split`` become ``XLA_FLAGS`` entries, so every program of the run compiles with
-them and JAX's persistent cache keys by them.
+Threads: jaxlib honours ``PJRT_NPROC`` (else ``NPROC``), ``--xla_cpu_multi_thread_eigen`` and the
+CPU affinity. A round is a few dozen small kernels handed between XLA's threads, each hand-off
+waiting for a time slice where another process holds the core, so ``auto`` is one thread on the
+least busy core (one per host device with ``--devices N``); LAPACK gets one BLAS thread
+(``docs/xla_cpu_hang.md``). A user's own ``XLA_FLAGS``, thread variables and ``taskset`` win.
 """
 
 from __future__ import annotations
@@ -228,6 +221,14 @@ def _flag_value(flags: str, name: str, ours: object) -> object:
     if isinstance(ours, bool):
         return text.lower() in ("true", "1")
     return type(ours)(text) if isinstance(ours, int) else text
+
+
+def numeric_flags() -> dict[str, str]:
+    """The XLA options in ``XLA_FLAGS`` that change a run's numbers in the last bits (the
+    optimisation level and the fusion emitters; not the codegen split): part of a resumable
+    run's identity."""
+    names = "xla_backend_optimization_level|xla_cpu_use_fusion_emitters"
+    return dict(re.findall(rf"(?:^|\s)--({names})=(\S+)", os.environ.get("XLA_FLAGS", "")))
 
 
 def backend_started() -> bool:

@@ -1,10 +1,6 @@
-"""``bandits-jax reproduce``: the EOFD-MLogB paper's Figures 1 and 2 (section 4).
-
-The learners are the kinds of the library's registry (:data:`bandits_jax.mlogb.recipes.REGISTRY`):
-a new row there adds a learner to ``--learners``, the figures, the CSV/JSON tables and the
-summary; the settings are names of :func:`bandits_jax.envs.make`. :data:`RATIO_PAIRS` lists the
-(numerator, denominator) pairs whose final-regret and time ratios the summary reports.
-"""
+"""``bandits-jax reproduce``: the EOFD-MLogB paper's Figures 1 and 2 (section 4) for the kinds of
+the registry (:data:`bandits_jax.mlogb.recipes.REGISTRY`: a new row there joins ``--learners``,
+the figures, tables and summary) on settings named by :func:`bandits_jax.envs.make`."""
 
 from __future__ import annotations
 
@@ -13,12 +9,15 @@ import pathlib
 import time
 from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax import envs
+from bandits_jax import checks, envs, mlogb
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import output, tables
+from bandits_jax.cli import output, plotting, process, tables
 from bandits_jax.mlogb import recipes
+from bandits_jax.sim import chunks, runner, sweep
 
 LEARNERS = recipes.KINDS
 DEFAULT_LEARNERS = ("eofd-robust", "eofd", "oful", "ecolog", "linucb", "uniform")
@@ -30,13 +29,8 @@ FULL = {"rounds": 2000, "trials": 10, "learners": ",".join(DEFAULT_LEARNERS)}
 QUICK = {"rounds": 200, "trials": 4, "learners": ",".join(DEFAULT_LEARNERS)}
 OPTION_HELP = {"--settings": f"{opt.help_of('--settings')} (default "
                f"{','.join(DEFAULT_SETTINGS)}, + mnist if found)"}  # fmt: skip
-RATIO_PAIRS: tuple[tuple[str, str], ...] = (
-    ("eofd-paper", "oful-paper"),
-    ("eofd", "oful"),
-    ("eofd-robust", "oful"),
-    ("eofd-adaptive", "oful"),
-    ("eofd-robust", "linucb"),
-)
+RATIO_PAIRS = (("eofd-paper", "oful-paper"), ("eofd", "oful"), ("eofd-robust", "oful"),
+               ("eofd-adaptive", "oful"), ("eofd-robust", "linucb"))  # fmt: skip
 AUTO_BATCH = 16  # CPU throughput levels off here (docs/bench/batched_throughput_cpu.json)
 KEPT = ("regret", "bonus_spread", "estimate_spread", "explored", "status", "select_status")
 TIMED_REPEATS = 2  # the timed pass: the first chunk of the first batch, this many times
@@ -195,10 +189,6 @@ class _Prepared(NamedTuple):
 
 def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     """Builds setting ``name``; a learner for K = 1 only is skipped on K >= 2 (with a note)."""
-    import jax
-
-    from bandits_jax.checks import stack_trees
-    from bandits_jax.sim import sweep
 
     plan = args.plan
     setting = build_setting(args, name, dtype)
@@ -213,7 +203,7 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     if setting.init_env_trial is None:
         states = jax.jit(jax.vmap(setting.env.init))(env_keys)
     else:  # the environment depends on the trial (e.g. its target class, chosen on the host)
-        states = stack_trees([setting.init_env_trial(k, i) for i, k in enumerate(env_keys)])
+        states = checks.stack_trees([setting.init_env_trial(k, i) for i, k in enumerate(env_keys)])
     m = args.sketch or recipes.sketch_size(K, d)
     return _Prepared(setting, recipe, m, playing, states, run_keys)
 
@@ -221,8 +211,6 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
 def _timed_pass(chunk_fn: Any, state: Any, length: int) -> list[float]:
     """Seconds per trial-round of ``length`` rounds of the batch ``state`` (no checkpoint, no
     host copy of metrics, compile excluded), :data:`TIMED_REPEATS` times."""
-    import jax
-    import jax.numpy as jnp
 
     exe = chunk_fn.compiled(state, length)  # compiled already unless resumed past its use
     runs, out = chunk_fn.runs(state), []
@@ -238,8 +226,6 @@ def _trial_states(learner: Any, hp: Any, state: Any, idx: np.ndarray) -> Any:
     """The learner states of trials ``idx``: ``state`` for each, except that a learner with its
     own randomness (a ``seed`` hyperparameter: uniform, Thompson sampling) is seeded by the
     trial's index, so that trials draw independently (and a batch as it would alone)."""
-    import jax
-    import jax.numpy as jnp
 
     if "seed" not in getattr(hp, "_fields", ()):
         return jax.tree.map(lambda x: jnp.repeat(x[None], len(idx), axis=0), state)
@@ -251,12 +237,6 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
     """Plays the plan's trials of learner ``lname`` on ``p``: batches of ``plan["batch"]``
     trials, each a chunked run of a vmapped batch (checkpoints under ``--out``), then the timed
     pass on the first batch."""
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax import mlogb
-    from bandits_jax.sim.chunks import ChunkFn, run_chunked
-    from bandits_jax.sim.runner import RunState
 
     plan, setting, recipe = args.plan, p.setting, p.recipe
     K, d = setting.num_outcomes, setting.dim
@@ -265,14 +245,14 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
     point = tuned_point(lname, recipe)
     hp = recipes.hparams_for(lname, **point._asdict())
     state = jax.jit(learner.init)(hp)
-    chunk_fn = ChunkFn(mlogb.interact(learner, setting.env), batched=True)
+    chunk_fn = chunks.ChunkFn(mlogb.interact(learner, setting.env), batched=True)
     config = {"setting": setting.name, "learner": lname, "l": point.l, "e": point.e,
               "beta": point.beta, "S": recipe.S, "m": m, "dtype": np.dtype(recipe.dtype).name,
-              "xla": getattr(args, "xla_applied", None)}  # fmt: skip
+              "xla": process.numeric_flags()}  # fmt: skip
     results, first = [], None
     for lo in range(0, plan["trials"], plan["batch"]):
         idx = np.arange(lo, min(lo + plan["batch"], plan["trials"]))
-        start = RunState(
+        start = runner.RunState(
             learner=_trial_states(learner, hp, state, idx),
             env=jax.tree.map(lambda x: x[idx], p.envs),  # noqa: B023
             key=p.keys[idx],
@@ -283,7 +263,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
             if not args.resume:  # every chunk length, before any chunk is timed
                 chunk_fn.compile_run(start, plan["T"], plan["chunk"], bar)
         where = f"trials_{lo:03d}-{idx[-1]:03d}"
-        results.append(run_chunked(
+        results.append(chunks.run_chunked(
             chunk_fn, start, plan["T"], chunk_size=plan["chunk"], resume=args.resume,
             checkpoint_dir=pathlib.Path(args.out, "checkpoints", setting.name, lname, where),
             config={**config, "seeds": [args.seed + int(i) for i in idx]}, progress=bar,
@@ -341,21 +321,15 @@ def _play_setting(args: argparse.Namespace, p: _Prepared, bar: Any) -> tuple[dic
 def run(args: argparse.Namespace) -> int:
     """Runs ``reproduce``: every setting and learner of the plan, the figures, the tables and the
     summary; returns the exit status."""
-    import jax
-
-    from bandits_jax.cli import plotting
-    from bandits_jax.sim.chunks import Progress
-
-    from . import dtype_of, say
 
     t0 = time.perf_counter()
-    plan, out, dtype = args.plan, pathlib.Path(args.out), dtype_of(args)
+    plan, out, dtype = args.plan, pathlib.Path(args.out), output.dtype_of(args)
     T, trials, chunk = plan["T"], plan["trials"], plan["chunk"]
     dtype_name = jax.numpy.dtype(dtype).name
     point = f", (l, e) = ({args.l}, {args.e}), beta = {args.beta}" if plan["paper"] else ""
-    say(args, f"reproduce: settings {plan['settings']}, learners {plan['learners']}, T = {T}, "
-              f"{trials} trials in batches of {plan['batch']}, chunks of {chunk} rounds, "
-              f"{dtype_name}{point}")  # fmt: skip
+    output.say(args, f"reproduce: settings {plan['settings']}, learners {plan['learners']}, "
+                     f"T = {T}, {trials} trials in batches of {plan['batch']}, chunks of {chunk} "
+                     f"rounds, {dtype_name}{point}")  # fmt: skip
     report: dict[str, Any] = {
         "command": output.command_line(args), "rounds": T, "trials": trials, "chunk": chunk,
         "batch": plan["batch"], "dtype": dtype_name,
@@ -365,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
     regret_panels, time_panels, rows = [], [], []
     prepared = [_prepare(args, name, dtype) for name in plan["settings"]]
     total = sum(len(p.playing) for p in prepared) * trials * T  # trial-rounds
-    with Progress(total, "reproduce", enabled=not args.quiet) as bar:
+    with chunks.Progress(total, "reproduce", enabled=not args.quiet) as bar:
         for p in prepared:
             entry, played, setting_rows = _play_setting(args, p, bar)
             report["settings"][p.setting.name] = entry

@@ -1,11 +1,8 @@
-"""``bandits-jax sweep``: learners x hyperparameter grid x trials x settings in one compiled call
-(sharded over all devices), tuned honestly: best configuration on tuning seeds, reported on
-separate evaluation seeds; the exploration diagnostic and the update status per configuration.
-
-MLogB learners (the registry's kinds) take the (l, e, beta) grid on the MLogB settings; BCO
-learners (``bco.PRESETS``) take ``--scale-grid`` (step-size scale) on the BCO settings
-``bco-linear-D`` and ``bco-quadratic-D`` of their family; their table reports the dynamic regret
-(eq. 5.1). Every setting is a name of :func:`bandits_jax.envs.make`.
+"""``bandits-jax sweep``: learners x hyperparameter grid x trials x settings (names of
+:func:`bandits_jax.envs.make`) in one compiled call, sharded over all devices, tuned honestly
+(best configuration on tuning seeds, reported on evaluation seeds). MLogB learners take the
+(l, e, beta) grid on MLogB settings; BCO presets take ``--scale-grid`` on the BCO settings of
+their family (their table reports the dynamic regret, eq. 5.1).
 """
 
 from __future__ import annotations
@@ -16,16 +13,21 @@ import re
 import time
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax import envs
+from bandits_jax import envs, mlogb
 from bandits_jax.bco import PRESETS
+from bandits_jax.bco import rounds as bint
 from bandits_jax.cli import bco as bco_cmd
 from bandits_jax.cli import options as opt
-from bandits_jax.cli import output, tables
+from bandits_jax.cli import output, plotting, process, tables
 from bandits_jax.cli import reproduce as rep
 from bandits_jax.mlogb import recipes
 from bandits_jax.mlogb.exploration import SWEEP_FIELDS, bonus_ratio, exploration_columns
+from bandits_jax.sim import chunks, sharding, sweep
+from bandits_jax.sim.runner import rollout
 
 LEARNERS = (*recipes.KINDS, *PRESETS)
 _GRID = ",".join(f"{v:g}" for v in opt.PAPER_GRID)
@@ -140,12 +142,6 @@ def validate(args: argparse.Namespace) -> None:
 
 def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
     """The sweep's experiments: one per (learner, setting) pair of the same family."""
-    import jax
-    import jax.numpy as jnp
-
-    from bandits_jax import mlogb
-    from bandits_jax.bco import rounds as bint
-    from bandits_jax.sim import sweep
 
     plan = args.plan
     lg = sweep.grid_product(l=plan["ls"], e=plan["es"])
@@ -195,10 +191,6 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
 def _loop_timing(exps, seeds: list[int], T: int) -> dict:
     """Wall time of the same runs one by one: one compiled single-run scan per experiment,
     called once per (grid point, seed)."""
-    import jax
-
-    from bandits_jax.sim import sweep
-    from bandits_jax.sim.runner import rollout
 
     env_keys, run_keys = sweep.seed_keys(seeds)
     run_s = compile_s = 0.0
@@ -222,14 +214,8 @@ def _loop_timing(exps, seeds: list[int], T: int) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``sweep``: the tuning and evaluation sweeps, figures, tables and summary."""
-    import jax
 
-    from bandits_jax.sim import sharding, sweep
-    from bandits_jax.sim.chunks import Progress
-
-    from . import dtype_of, say
-
-    T, dtype = args.rounds, dtype_of(args)
+    T, dtype = args.rounds, output.dtype_of(args)
     exps = experiments(args, T, dtype)
     mesh = sharding.run_mesh() if (jax.device_count() > 1 and not args.no_shard) else None
     tune_seeds = list(range(args.seed, args.seed + args.trials))
@@ -238,28 +224,27 @@ def run(args: argparse.Namespace) -> int:
     total = sum(e.grid_size for e in exps) * len(tune_seeds)
     sizes = "/".join(map(str, sorted({e.grid_size for e in exps})))
     then = f"; then the best point of each on {len(eval_seeds)} evaluation seeds"
-    say(args, f"sweep: {len(exps)} experiments (learners x settings) x {sizes} grid points x "
-              f"{len(tune_seeds)} tuning seeds = {total} runs of {T} rounds in one compiled call "
-              f"per chunk, on {1 if mesh is None else mesh.size} device(s)"
-              + (then if eval_seeds else ""))  # fmt: skip
-
+    output.say(args, f"sweep: {len(exps)} experiments (learners x settings) x {sizes} grid "
+                     f"points x {len(tune_seeds)} tuning seeds = {total} runs of {T} rounds in "
+                     f"one compiled call per chunk, on {1 if mesh is None else mesh.size} "
+                     "device(s)" + (then if eval_seeds else ""))  # fmt: skip
     res = sweep.tune_and_evaluate(
         exps, num_rounds=T, tuning_seeds=tune_seeds, eval_seeds=eval_seeds,
         chooser=sweep.choose_across if args.select == "across" else None,
-        progress_for=lambda split, runs: Progress(runs * T, f"{split} ({runs} runs)",
+        progress_for=lambda split, runs: chunks.Progress(runs * T, f"{split} ({runs} runs)",
                                                   enabled=not args.quiet),
         fields=SWEEP_FIELDS, columns=exploration_columns,
         checkpoint_dir=pathlib.Path(args.out) / "checkpoints" / "sweep", mesh=mesh,
         chunk_size=opt.chunk_size(T, args.chunk), max_bytes=args.max_bytes,
         microbatch=args.microbatch, resume=args.resume,
         config={"dtype": jax.numpy.dtype(dtype).name, "S": args.S, "S_grid": args.S_grid,
-                "m": args.sketch, "xla": getattr(args, "xla_applied", None)},
+                "m": args.sketch, "xla": process.numeric_flags()},
     )  # fmt: skip
     tune = res.tuning_sweep
     timing = {"runs": total, "one_call_run_seconds": tune.run_seconds, "devices": tune.devices,
               "one_call_compile_seconds": tune.compile_seconds}  # fmt: skip
     if args.compare_loop:
-        say(args, "timing the same runs one by one ...")
+        output.say(args, "timing the same runs one by one ...")
         loop = _loop_timing(exps, tune_seeds, T)
         timing.update(loop_run_seconds=loop["run_seconds"],
                       loop_compile_seconds=loop["compile_seconds"])  # fmt: skip
@@ -288,13 +273,11 @@ def _write(args, res, timing: dict, tune_seeds, eval_seeds, T: int) -> None:
 
 
 def _fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    for unit in ("B", "KiB", "MiB", "GiB") if n is not None else ():
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} GiB"
+    return "-"
 
 
 def memory_summary(sweeps: list[tuple[str, Any]]) -> str:
@@ -303,19 +286,16 @@ def memory_summary(sweeps: list[tuple[str, Any]]) -> str:
     lines = ["", "Memory (XLA's static figure per device of one compiled chunk call: arguments + "
              "outputs + temporaries - donated; measured where the device reports it):"]  # fmt: skip
     for name, res in sweeps:
-        mem = res.memory
-        if mem is None:
+        if (m := res.memory) is None:
             continue
-        budget = "none" if mem["budget_bytes"] is None else _fmt_bytes(mem["budget_bytes"])
-        measured = mem["measured_peak_bytes"]
-        lines.append(
-            f"  {name}: peak {_fmt_bytes(mem['peak_bytes'])} per call"
-            + (" (estimated)" if mem["estimated"] else "")
-            + f", {_fmt_bytes(mem['bytes_per_run'])} per run; batches: {mem['batches']} of "
-            f"{mem['runs']} runs ({mem['runs_per_batch']} per batch, budget {budget})"
-            + ("" if measured is None else f"; measured device peak {_fmt_bytes(measured)}")
-        )
-        lines += [f"    note: {note}" for note in mem["notes"]]
+        budget = "none" if m["budget_bytes"] is None else _fmt_bytes(m["budget_bytes"])
+        measured = m["measured_peak_bytes"]
+        measured = "" if measured is None else f"; measured device peak {_fmt_bytes(measured)}"
+        lines.append(f"  {name}: peak {_fmt_bytes(m['peak_bytes'])} per call"
+                     + " (estimated)" * m["estimated"] + f", {_fmt_bytes(m['bytes_per_run'])} "
+                     f"per run; batches: {m['batches']} of {m['runs']} runs "
+                     f"({m['runs_per_batch']} per batch, budget {budget}){measured}")  # fmt: skip
+        lines += [f"    note: {note}" for note in m["notes"]]
         lines += [f"    {r.learner} {r.env}: {r.memory['runs']} runs, state "
                   f"{_fmt_bytes(r.memory['state_bytes_per_run'])} per run "
                   f"({_fmt_bytes(r.memory['state_bytes'])})" for r in res.experiments]  # fmt: skip
@@ -329,7 +309,6 @@ def _plain(v: Any) -> Any:
 def _figures(out: pathlib.Path, tune, plan: dict) -> list[pathlib.Path]:
     """(l, e) heatmaps per MLogB experiment and (S, beta) block of its grid (S-major, then beta,
     then (l, e): see :func:`experiments`); BCO experiments are in the tables."""
-    from bandits_jax.cli import plotting
 
     ls, es = plan["ls"], plan["es"]
     nl, ne = len(ls), len(es)

@@ -1,10 +1,7 @@
 """Pure functions behind the command's tables and summaries (numpy in, dicts and text out).
-
-Status codes (:mod:`bandits_jax.status`) are counted by lower-case name
-(:func:`bandits_jax.status.count_status`): a *rejected* update is one whose code is in
-:data:`bandits_jax.status.REJECTED_CODES`, ``MAX_STEPS`` marks a kept step whose iteration hit its
-cap, and ``INACTIVE`` (no projection needed) is healthy; a *flagged* selection is one whose code
-is a failure (``NAN_SCORES``, ``EMPTY_MASK``).
+Status codes are counted by name (:func:`bandits_jax.status.count_status`): an update is
+*rejected* where its code is in ``REJECTED_CODES``, ``MAX_STEPS`` marks a kept step that hit its
+cap, ``INACTIVE`` is healthy; a *flagged* selection has a failure code (NaN scores, empty mask).
 """
 
 from __future__ import annotations
@@ -68,18 +65,11 @@ def learner_stats(
     select_status: np.ndarray | None = None,
     compile_seconds: float = 0.0,
 ) -> dict[str, Any]:
-    """Summary statistics of one learner on one setting.
-
-    Args:
-      regrets: ``(trials, T)`` per-round regret.
-      seconds_per_round: wall seconds per round of each timed repeat (or trial).
-      bonus, estimate: ``(trials, T)`` spreads for the exploration diagnostic.
-      explored: ``(trials, T)`` whether the optimistic choice differed from the greedy one.
-      status: ``(trials, T)`` update status codes.
-      select_status: ``(trials, T)`` selection status codes (a failure, ``NAN_SCORES`` or
-        ``EMPTY_MASK``: NaN scores or an empty action set were flagged that round).
-      compile_seconds: compile time spent for this learner.
-    """
+    """Summary statistics of one learner on one setting from its ``(trials, T)`` per-round
+    regrets, the wall seconds per round of each timed repeat, and where given the ``(trials,
+    T)`` spreads of the exploration diagnostic (``bonus``, ``estimate``), whether the optimistic
+    choice differed from the greedy one (``explored``), the update and selection status codes
+    (a failing selection: NaN scores or an empty action set) and its compile seconds."""
     regrets = np.asarray(regrets, np.float64)
     final, cum = regrets.sum(axis=1), np.cumsum(regrets, axis=1)
     per_round = [float(s) for s in seconds_per_round]
@@ -134,16 +124,10 @@ def _ratio_line(name: str, la: str, lb: str, r: Mapping[str, Any]) -> str:
 def reproduce_summary(
     report: Mapping[str, Any], rows: Rows, notes: Sequence[str], labels: Mapping[str, str]
 ) -> str:
-    """The text summary of ``reproduce``: the table, the ratio line of each named pair, the
-    exploration diagnostic and the update status (rejected updates, MAX_STEPS).
-
-    Args:
-      report: the JSON report (``settings -> {..., "ratios": {key: pair_ratios entry}}``;
-        ``l``, ``e``, ``beta``: ``None`` when no paper kind ran).
-      rows: the CSV rows (``setting``, ``learner``, ``bonus_ratio``, ``rejected_updates``, ...).
-      notes: extra lines appended at the end.
-      labels: learner key -> label, for the ratio lines.
-    """
+    """The text summary of ``reproduce`` from its JSON ``report`` (``l``, ``e``, ``beta``:
+    ``None`` when no paper kind ran) and CSV ``rows``: the table, the ratio line of each named
+    pair (``labels``: learner key -> label), the exploration diagnostic, the update status
+    (rejected updates, MAX_STEPS) and the ``notes``."""
     names = ", ".join(dict.fromkeys(r["learner"] for r in rows))
     paper = "" if report["l"] is None else (
         f"the paper's kinds at section 4's (l, e) = ({report['l']}, {report['e']}), "
