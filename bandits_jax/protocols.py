@@ -55,8 +55,7 @@ class WithUpdateInfo(Protocol):
     """A state with ``info``, its last update's ``mlogb.learner.UpdateInfo`` (a learner with a
     radius, a projection or a Newton fit)."""
 
-    @property
-    def info(self) -> PyTree: ...
+    info: PyTree
 
 
 @runtime_checkable
@@ -64,16 +63,14 @@ class WithSketchError(Protocol):
     """A state with ``rho``, the mass its sketch discarded so far (EOFD-MLogB and its buffered
     form)."""
 
-    @property
-    def rho(self) -> Array: ...
+    rho: Array
 
 
 @runtime_checkable
 class WithSketchRank(Protocol):
     """A state with ``rank``, its sketch's active rank (int32; EOFD-MLogB)."""
 
-    @property
-    def rank(self) -> Array: ...
+    rank: Array
 
 
 # ---------------------------------------------------------------------------------------------

@@ -205,14 +205,6 @@ def optimistic(
     }
 
 
-def assemble(*, num_outcomes, dim, init, a_matrices, update, radius, **kw) -> Learner:
-    """Deprecated (0.2.0), removed in the next release: ``from_score_parts(num_outcomes, dim, init,
-    update=update, in_ball=True, **optimistic(num_outcomes, dim, a_matrices, radius))`` (``kw``:
-    ``hyperparams``, ``in_ball``)."""
-    kw = {"in_ball": True, **kw, **optimistic(num_outcomes, dim, a_matrices, radius)}
-    return from_score_parts(num_outcomes, dim, init, update=update, **kw)
-
-
 def from_score_parts(
     num_outcomes: int,
     dim: int,

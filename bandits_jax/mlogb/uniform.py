@@ -82,7 +82,6 @@ def uniform(*, num_outcomes: int, dim: int) -> Learner:
         new = state._replace(key=learner.next_key(state.key), t=state.t + 1)
         return accept(state, new, jnp.all(jnp.isfinite(x)))
 
-    scores = lambda est, bon: est  # noqa: E731
     return learner.from_score_parts(
-        K, d, init, score_parts, update, scores=scores, hyperparams=uniform_hyperparams
+        K, d, init, score_parts, update, hyperparams=uniform_hyperparams
     )
