@@ -16,6 +16,8 @@ Every learner of both papers is one :class:`bandits_jax.learner_base.Learner` (`
 * Every state has ``status`` (:class:`LearnerState`): the int32 scalar
   :class:`bandits_jax.status.Status` of its last update (codes, ``count_status`` and
   ``raise_on_failure`` in :mod:`bandits_jax.status`). A rejected update keeps the previous state.
+  An MLogB state may also carry the diagnostics ``mlogb.interact`` reports where it has them:
+  :class:`WithUpdateInfo`, :class:`WithSketchError`, :class:`WithSketchRank`.
 * Every family's ``interact(learner, env)`` (``mlogb.interact``, ``bco.interact``) returns the
   runner's step function ``step(learner_state, env_state, key) -> (learner_state, env_state,
   metrics)``, which ``bandits_jax.sim.make_rollout`` plays.
@@ -46,29 +48,23 @@ class LearnerState(Protocol):
     def hparams(self) -> PyTree: ...
 
 
-# The optional diagnostics of an MLogB state, which ``mlogb.interact`` reports where a state has
-# them (``MLogBMetrics``: ``beta``, ``projected``, ``newton_steps``; ``rho``; ``rank``).
-
-
 @runtime_checkable
 class WithUpdateInfo(Protocol):
-    """A state with ``info``, its last update's ``mlogb.learner.UpdateInfo`` (a learner with a
-    radius, a projection or a Newton fit)."""
+    """An MLogB state with ``info``, its last update's ``mlogb.learner.UpdateInfo``."""
 
     info: PyTree
 
 
 @runtime_checkable
 class WithSketchError(Protocol):
-    """A state with ``rho``, the mass its sketch discarded so far (EOFD-MLogB and its buffered
-    form)."""
+    """An MLogB state with ``rho``, the mass its sketch discarded so far."""
 
     rho: Array
 
 
 @runtime_checkable
 class WithSketchRank(Protocol):
-    """A state with ``rank``, its sketch's active rank (int32; EOFD-MLogB)."""
+    """An MLogB state with ``rank``, its sketch's active rank (int32)."""
 
     rank: Array
 
