@@ -2,11 +2,14 @@
 
 Run as ``python -m benchmarks.batched_throughput`` (``--quick``: trials 1, 4, 16, 64; ``--json
 FILE``, or ``--out``, writes the figures; ``--device gpu`` runs it on a GPU). ``--learners``:
-EOFD-MLogB, OFUL-MLogB and LinUCB on the Section 4 synthetic stream (``envs.synthetic_mlogb``,
-``--mlogb-size DxK``, default 20x1, ``||W*|| = 1``, each at ``mlogb.tuned(kind, S=1)`` as
-``reproduce`` runs it), and the BCO paper's Algorithm 1 (``bco.two_point_learner``, ``"variance"``
-schedule) on a drifting quadratic (``envs.bco_losses.quadratic``, ``--bco-dim``, default 10); in
-float32 and float64 (``--dtypes``), each dtype in its own subprocess (x64 on for float64 only).
+specs ``KIND[@DxK][+secular]``, a registry kind on the Section 4 synthetic stream
+(``envs.synthetic_mlogb``, ``--mlogb-size DxK`` unless the spec has its own, ``||W*|| = 1``, at
+``mlogb.tuned(kind, S=1)`` as ``reproduce`` runs it; ``+secular``: the FD core by secular
+updates, what a GPU runs), or ``bco``,
+the BCO paper's Algorithm 1 (``bco.two_point_learner``, ``"variance"``) on a drifting quadratic
+(``--bco-dim``, default 10); in float32 and float64 (``--dtypes``), a subprocess per dtype.
+``--recommended``: the GPU script (``RECOMMENDED``, trials 1, 16, 256, 4096); ``--against FILE``
+adds each case's rate over the same case's in another run (e.g. the 2-core CPU's JSON).
 
 Method. A case is one (learner, dtype, trials): the family's step played by the library's runner
 (``jax.vmap`` over trials of ``sim.runner.rollout``, each trial its own environment state and key,
@@ -17,9 +20,8 @@ alike; a repeat is as many back-to-back calls as last about ``--min-time`` (0.1 
 mean. Seconds per call are the median, min and max over repeats; learner-rounds/s is
 ``trials * rounds / median``; the speedup is that over the same learner's and dtype's smallest
 batch. Every call plays ``--rounds`` (100), large batches ``max(--min-rounds,
---max-learner-rounds // trials)`` (4 and 16384), each case's rounds in the JSON. Compiling
-dominates (56 programs for the default list, 1 to 10 s each). ``--skip LEARNER:TRIALS`` leaves
-cases out (``skipped``).
+--max-learner-rounds // trials)`` (4 and 16384). Compiling dominates (56 programs for the default
+list, 1 to 10 s each). ``--skip LEARNER:TRIALS`` leaves cases out (``skipped``).
 
 Best batch: per learner and dtype, the smallest batch per device (trials over the devices they are
 sharded over, ``--host-devices``) beyond which no larger batch of the list raises
@@ -45,11 +47,17 @@ import time
 import types
 
 from benchmarks._device import select_device
-from benchmarks._options import names, parser
+from benchmarks._options import parser
 from benchmarks._report import finish
 
 LEARNERS = ("eofd", "oful", "linucb", "bco")
 LABELS = {"eofd": "EOFD-MLogB", "oful": "OFUL-MLogB", "linucb": "LinUCB", "bco": "BCO Alg. 1"}
+# What the library recommends (``mlogb.practical``'s picks in their regimes: LinUCB at K d <= 32,
+# robust EOFD at K = 1 and K d > 32, buffered EOFD at K >= 2 and 32 < K d <= 128), the paper's
+# EOFD-MLogB and OFUL-MLogB, LinUCB and Algorithm 1 of the BCO paper.
+RECOMMENDED = ("linucb@20x1", "eofd-robust@100x1", "eofd-buffered@20x4", "eofd-paper@20x4",
+               "oful-paper@20x4", "bco")  # fmt: skip
+RECOMMENDED_TRIALS = (1, 16, 256, 4096)
 TRIALS = (1, 4, 16, 64, 256, 1024, 4096)
 QUICK_TRIALS = (1, 4, 16, 64)
 DTYPES = ("float32", "float64")
@@ -81,11 +89,35 @@ def _size(text: str) -> tuple[int, int]:
     return d, K
 
 
+def _spec(text: str) -> str:
+    """A learner spec ``KIND[@DxK][+secular]`` or ``bco`` (module docstring), checked."""
+    from bandits_jax.mlogb import recipes
+
+    name, _, solver = text.partition("+")
+    kind, _, size = name.partition("@")
+    if text == "bco":
+        return text
+    if kind not in recipes.KINDS or solver not in ("", "secular"):
+        raise argparse.ArgumentTypeError(
+            f"expected KIND[@DxK][+secular] with KIND one of {','.join(recipes.KINDS)}, or bco; "
+            f"got {text!r}"
+        )
+    if size:
+        _size(size)
+    if solver and not recipes.REGISTRY[kind].sketched:
+        raise argparse.ArgumentTypeError(f"+secular applies to the sketched kinds, got {text!r}")
+    return text
+
+
+def _specs(text: str) -> list[str]:
+    return list(dict.fromkeys(_spec(v.strip()) for v in text.split(",") if v.strip()))
+
+
 def _skip(text: str) -> tuple[str, int]:
-    name, _, n = text.partition(":")
-    if name not in LEARNERS or not n.isdigit():
+    name, _, n = text.rpartition(":")
+    if not n.isdigit():
         raise argparse.ArgumentTypeError(f"expected LEARNER:TRIALS (e.g. oful:4096), got {text!r}")
-    return name, int(n)
+    return _spec(name), int(n)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,7 +125,21 @@ def _parser() -> argparse.ArgumentParser:
                dtypes=DTYPES, device=True)  # fmt: skip
     p.add_argument("--trials-list", type=_int_list, default=None, help="default 1,4,...,4096")
     p.add_argument(
-        "--learners", type=names(LEARNERS), default=list(LEARNERS), help=",".join(LEARNERS)
+        "--learners",
+        type=_specs,
+        default=None,
+        help=f"KIND[@DxK][+secular] or bco, comma-separated ({','.join(LEARNERS)})",
+    )
+    p.add_argument(
+        "--recommended",
+        action="store_true",
+        help=f"the GPU script: {','.join(RECOMMENDED)}, trials 1,16,256,4096",
+    )
+    p.add_argument(
+        "--against",
+        type=pathlib.Path,
+        default=None,
+        help="a JSON of this script: each case's rate over the same case's there",
     )
     p.add_argument("--rounds", type=int, default=100, help="rounds per call (default 100)")
     p.add_argument(
@@ -144,12 +190,16 @@ def _build(name: str, dtype, args):
         )
         info = {"d": d, "env": "bco_losses.quadratic(base_norm=2, amplitude=0.5, omega=0.01)"}
         return bco_interact(learner, env), learner.init(hp), env.init, info
-    d, K = args.mlogb_size
-    recipe = mlogb.tuned(name, num_outcomes=K, dim=d, S=1.0, horizon=HORIZON, dtype=dtype)
+    spec, _, solver = name.partition("+")
+    kind, _, size = spec.partition("@")
+    d, K = _size(size) if size else args.mlogb_size
+    eigensolver = solver or "auto"
+    recipe = mlogb.tuned(kind, num_outcomes=K, dim=d, S=1.0, horizon=HORIZON, dtype=dtype,
+                         eigensolver=eigensolver)  # fmt: skip
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
-    info = {"d": d, "K": K, "env": "synthetic_mlogb(S=1)", "recipe": f"mlogb.tuned({name!r}, S=1)"}
-    if name == "eofd":
-        info["sketch_size"] = recipe.sketch_size
+    info = {"d": d, "K": K, "env": "synthetic_mlogb(S=1)", "recipe": f"mlogb.tuned({kind!r}, S=1)"}
+    if mlogb.recipes.REGISTRY[kind].sketched:
+        info.update(sketch_size=recipe.sketch_size, eigensolver=eigensolver)
     step = mlogb.interact(recipe.learner, env)
     return step, recipe.learner.init(recipe.hparams), env.init, info
 
@@ -239,7 +289,7 @@ def _worker(args) -> None:
             case.update(_prepare(build, trials, rounds))
             group.append(case)
             print(
-                f"  {name:<7} {args.worker} trials {trials:>5} rounds {rounds:>3}: compile "
+                f"  {name:<26} {args.worker} trials {trials:>5} rounds {rounds:>3}: compile "
                 f"{case['compile_s']:6.2f} s, first call {case['first_call_s'] * 1e3:9.2f} ms",
                 flush=True,
             )
@@ -247,7 +297,7 @@ def _worker(args) -> None:
         for case in group:
             med = case["seconds_per_call"]["median"]
             print(
-                f"  {name:<7} {args.worker} trials {case['trials']:>5}: {med * 1e3:9.2f} ms/call, "
+                f"  {name:<26} {args.worker} trials {case['trials']:>5}: {med * 1e3:9.2f} ms/call, "
                 f"{case['trials'] * case['rounds'] / med:12.0f} learner-rounds/s",
                 flush=True,
             )
@@ -312,23 +362,50 @@ def best_batches(cases: list[dict], gain: float = GAIN) -> dict[str, dict[str, i
     return out
 
 
+def _load_against(path: pathlib.Path) -> dict:
+    """The run of ``--against``: its device and its rates by (learner, dtype, trials)."""
+    try:
+        data = json.loads(path.read_text())
+        rates = {(c["learner"], c["dtype"], c["trials"]): c["learner_rounds_per_s"]
+                 for c in data["cases"]}  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(
+            f"error: --against: expected a JSON of this script, {path}: {exc}"
+        ) from None
+    device = {k: data.get(k) for k in ("platform", "device_kind", "device_count", "commit")}
+    return {"file": str(path), **device, "rates": rates}
+
+
+def add_against(cases: list[dict], against: dict) -> None:
+    """``over_against``: each case's learner-rounds/s over the same case's in the other run."""
+    for c in cases:
+        other = against["rates"].get((c["learner"], c["dtype"], c["trials"]))
+        c["over_against"] = None if other is None else c["learner_rounds_per_s"] / other
+
+
 def print_table(cases: list[dict], best: dict[str, dict[str, int]]) -> None:
+    ratio = any("over_against" in c for c in cases)
     print(
-        f"{'learner':<11} {'dtype':<7} {'trials':>6} {'rounds':>6} {'compile s':>9} "
+        f"{'learner':<26} {'dtype':<7} {'trials':>6} {'rounds':>6} {'compile s':>9} "
         f"{'ms/call [min, max]':>28} {'learner-rounds/s':>16} {'speedup':>8} {'best batch':>10}"
+        + (f" {'/ --against':>11}" if ratio else "")
     )
     for c in cases:
         s = c["seconds_per_call"]
         spread = f"{s['median'] * 1e3:9.2f} [{s['min'] * 1e3:.2f}, {s['max'] * 1e3:.2f}]"
         mark = " <-" if c["trials_per_device"] == best[c["learner"]][c["dtype"]] else "   "
+        other = c.get("over_against")
         print(
-            f"{LABELS[c['learner']]:<11} {c['dtype']:<7} {c['trials']:>6} {c['rounds']:>6} "
-            f"{c['compile_s']:9.2f} {spread:>28} {c['learner_rounds_per_s']:16.0f} "
-            f"{c['speedup']:8.2f} {best[c['learner']][c['dtype']]:>7}{mark}"
+            f"{LABELS.get(c['learner'], c['learner']):<26} {c['dtype']:<7} {c['trials']:>6} "
+            f"{c['rounds']:>6} {c['compile_s']:9.2f} {spread:>28} "
+            f"{c['learner_rounds_per_s']:16.0f} {c['speedup']:8.2f} "
+            f"{best[c['learner']][c['dtype']]:>7}{mark}"
+            + ((f" {other:11.2f}" if other is not None else f" {'-':>11}") if ratio else "")
         )
     print("best batch per device (learner-rounds/s stop improving by more than 10%):")
     for name, per_dtype in best.items():
-        print(f"  {LABELS[name]:<11} " + "  ".join(f"{dt}: {n}" for dt, n in per_dtype.items()))
+        label = LABELS.get(name, name)
+        print(f"  {label:<26} " + "  ".join(f"{dt}: {n}" for dt, n in per_dtype.items()))
 
 
 # ----------------------------------------------------------------------------- main
@@ -337,8 +414,12 @@ def print_table(cases: list[dict], best: dict[str, dict[str, int]]) -> None:
 def main(argv: list[str] | None = None) -> dict | None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    if args.learners is None:
+        args.learners = list(RECOMMENDED if args.recommended else LEARNERS)
     if args.trials_list is None:
-        args.trials_list = list(QUICK_TRIALS if args.quick else TRIALS)
+        default = RECOMMENDED_TRIALS if args.recommended else TRIALS
+        args.trials_list = list(QUICK_TRIALS if args.quick else default)
+    against = _load_against(args.against) if args.against and not args.worker else None
     for name in ("rounds", "max_learner_rounds", "min_rounds", "repeats"):
         if getattr(args, name) < 1:
             raise SystemExit(f"error: --{name.replace('_', '-')}: expected a positive int")
@@ -368,6 +449,8 @@ def main(argv: list[str] | None = None) -> dict | None:
             workers.append(json.loads(path.read_text()))
     cases = [c for w in workers for c in w["cases"]]
     add_rates(cases)
+    if against is not None:
+        add_against(cases, against)
     best = best_batches(cases, args.gain)
     skipped = [
         {"learner": n, "trials": t, "reason": "--skip"}
@@ -408,6 +491,7 @@ def main(argv: list[str] | None = None) -> dict | None:
             f"learner-rounds/s by more than {round((args.gain - 1) * 100)}%"
         ),
         "best_batch": best,
+        "against": None if against is None else {k: v for k, v in against.items() if k != "rates"},
         "cases": cases,
     }
     print_table(cases, best)

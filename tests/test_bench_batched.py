@@ -15,28 +15,33 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
+def _run(*argv, timeout=120):
     # A subprocess: main() picks the device and threads of the process it runs in.
-    out = tmp_path_factory.mktemp("bench") / "batched.json"
-    argv = ["--trials-list", "1,2", "--rounds", "3", "--repeats", "2", "--min-time", "0.01"]
-    argv += ["--learners", "bco"]
-    argv += ["--dtypes", "float32", "--device", "cpu", "--out", str(out)]
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "benchmarks.batched_throughput", *argv],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
+
+
+TINY = ["--trials-list", "1,2", "--rounds", "3", "--repeats", "2", "--min-time", "0.01"]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "batched.json"
+    argv = [*TINY, "--learners", "bco", "--dtypes", "float32", "--device", "cpu", "--out", str(out)]
+    proc = _run(*argv)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text()), proc.stdout
+    return json.loads(out.read_text()), proc.stdout, out
 
 
 def test_json_numbers_are_consistent(result):
-    data, stdout = result
+    data, stdout, _ = result
     cases = data["cases"]
     assert [(c["learner"], c["dtype"], c["trials"], c["rounds"]) for c in cases] == [
         ("bco", "float32", 1, 3),
@@ -62,3 +67,34 @@ def test_json_numbers_are_consistent(result):
     assert data["jax"] and data["cpu_count"] >= 1 and len(data["loadavg_start"]) == 3
     assert data["workers"][0]["x64"] is False
     assert "best batch" in stdout and "BCO Alg. 1" in stdout
+
+
+def test_specs_sizes_secular_and_against(result, tmp_path):
+    # A registry kind at its own size, its secular FD core, and bco again: each case's rate over
+    # the first run's same case (bco only) is the ratio of the two JSONs' rates.
+    first, _, first_path = result
+    out = tmp_path / "specs.json"
+    specs = "eofd@6x2,eofd@6x2+secular,bco"
+    argv = [*TINY, "--learners", specs, "--dtypes", "float32", "--device", "cpu"]
+    proc = _run(*argv, "--against", str(first_path), "--json", str(out), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    infos = data["workers"][0]["learners"]
+    assert (infos["eofd@6x2"]["d"], infos["eofd@6x2"]["K"]) == (6, 2)
+    assert infos["eofd@6x2"]["eigensolver"] == "auto"
+    assert infos["eofd@6x2+secular"]["eigensolver"] == "secular"
+    rates = {(c["learner"], c["trials"]): c["learner_rounds_per_s"] for c in first["cases"]}
+    for c in data["cases"]:
+        other = rates.get((c["learner"], c["trials"]))
+        if other is None:
+            assert c["over_against"] is None
+        else:
+            assert c["over_against"] == pytest.approx(c["learner_rounds_per_s"] / other, rel=1e-9)
+    assert data["against"]["file"] == str(first_path) and data["against"]["platform"] == "cpu"
+
+
+@pytest.mark.parametrize("spec", ["nope", "oful+secular", "eofd@20", "bco+secular"])
+def test_bad_learner_spec_is_an_error_line_and_exit_2(spec):
+    proc = _run("--learners", spec, "--device", "cpu")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "error: argument --learners" in proc.stderr.strip().splitlines()[-1]
