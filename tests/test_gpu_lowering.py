@@ -3,6 +3,8 @@
 (:mod:`tests.gpu_lowering`): every registry kind in every regime of the recipes, float32 and
 float64, and the BCO learners."""
 
+import pathlib
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -37,3 +39,9 @@ def test_the_check_flags_what_jaxlib_loops_over_and_passes_what_it_batches():
     assert _loops_of(lambda a: jnp.linalg.eigh(a)[0], (32, 32)) == []
     assert _loops_of(jnp.linalg.cholesky, (200, 200)) == []
     assert _loops_of(lambda a: jnp.linalg.solve(a, a[0]), (8, 8)) == []
+
+
+def test_docs_gpu_md_shows_the_current_report():
+    # Regenerate with ``python -m tests.gpu_lowering --dtypes float32`` (the same exports as above).
+    doc = (pathlib.Path(__file__).parents[1] / "docs" / "gpu.md").read_text()
+    assert gl.report([c for c in CASES if c.name.endswith("float32")]) in doc
