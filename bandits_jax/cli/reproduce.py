@@ -10,14 +10,13 @@ import time
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from bandits_jax import checks, envs, mlogb
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import output, plotting, process, tables
 from bandits_jax.mlogb import recipes
-from bandits_jax.sim import chunks, runner, sweep
+from bandits_jax.sim import checkpoint, chunks, runner, sweep
 
 LEARNERS = recipes.KINDS
 DEFAULT_LEARNERS = ("eofd-robust", "eofd", "oful", "ecolog", "linucb", "uniform")
@@ -205,32 +204,43 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     else:  # the environment depends on the trial (e.g. its target class, chosen on the host)
         states = checks.stack_trees([setting.init_env_trial(k, i) for i, k in enumerate(env_keys)])
     m = args.sketch or recipes.sketch_size(K, d)
-    return _Prepared(setting, recipe, m, playing, states, run_keys)
+    host = checkpoint.to_host  # batches are assembled on the host: no compiled programs
+    return _Prepared(setting, recipe, m, playing, host(states), host(run_keys))
 
 
-def _timed_pass(chunk_fn: Any, state: Any, length: int) -> list[float]:
-    """Seconds per trial-round of ``length`` rounds of the batch ``state`` (no checkpoint, no
+def _timed_pass(chunk_fn: Any, host: checkpoint.HostTree, length: int) -> list[float]:
+    """Seconds per trial-round of ``length`` rounds of the batch ``host`` (no checkpoint, no
     host copy of metrics, compile excluded), :data:`TIMED_REPEATS` times."""
-
+    state = checkpoint.to_device(host)
     exe = chunk_fn.compiled(state, length)  # compiled already unless resumed past its use
     runs, out = chunk_fn.runs(state), []
     for _ in range(TIMED_REPEATS):
-        copy = jax.block_until_ready(jax.tree.map(jnp.copy, state))
+        copy = jax.block_until_ready(checkpoint.to_device(host))
         t0 = time.perf_counter()
         jax.block_until_ready(exe(copy))
         out.append((time.perf_counter() - t0) / (length * runs))
     return out
 
 
-def _trial_states(learner: Any, hp: Any, state: Any, idx: np.ndarray) -> Any:
-    """The learner states of trials ``idx``: ``state`` for each, except that a learner with its
-    own randomness (a ``seed`` hyperparameter: uniform, Thompson sampling) is seeded by the
-    trial's index, so that trials draw independently (and a batch as it would alone)."""
-
+def _trial_states(learner: Any, hp: Any, state: Any, idx: np.ndarray) -> checkpoint.HostTree:
+    """The learner states of trials ``idx``, on the host: ``state`` for each, except that a
+    learner with its own randomness (a ``seed`` hyperparameter: uniform, Thompson sampling) is
+    seeded by the trial's index, so that trials draw independently (and a batch as it would
+    alone)."""
     if "seed" not in getattr(hp, "_fields", ()):
-        return jax.tree.map(lambda x: jnp.repeat(x[None], len(idx), axis=0), state)
-    hps = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], len(idx), axis=0), hp)
-    return jax.jit(jax.vmap(learner.init))(hps._replace(seed=jnp.asarray(idx, jnp.uint32)))
+        return checkpoint.to_host(state).map(lambda x: np.repeat(x[None], len(idx), axis=0))
+    hps = jax.tree.map(lambda x: np.repeat(np.asarray(x)[None], len(idx), axis=0), hp)
+    init = jax.jit(jax.vmap(learner.init))
+    return checkpoint.to_host(init(hps._replace(seed=np.asarray(idx, np.uint32))))
+
+
+def _batch(learner: checkpoint.HostTree, p: _Prepared, idx: np.ndarray) -> checkpoint.HostTree:
+    """The host run state of trials ``idx``: their learner states, environments and keys."""
+    parts = [learner, p.envs.map(lambda x: x[idx]), p.keys.map(lambda x: x[idx])]
+    trees = [jax.tree_util.tree_unflatten(h.treedef, h.leaves) for h in parts]
+    leaves, treedef = jax.tree_util.tree_flatten(
+        runner.RunState(*trees, np.zeros(len(idx), np.int32)))  # fmt: skip
+    return checkpoint.HostTree(treedef, leaves, [i for h in parts for i in h.impls] + [None])
 
 
 def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) -> _Played:
@@ -252,14 +262,10 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
     results, first = [], None
     for lo in range(0, plan["trials"], plan["batch"]):
         idx = np.arange(lo, min(lo + plan["batch"], plan["trials"]))
-        start = runner.RunState(
-            learner=_trial_states(learner, hp, state, idx),
-            env=jax.tree.map(lambda x: x[idx], p.envs),  # noqa: B023
-            key=p.keys[idx],
-            t=jnp.zeros((len(idx),), jnp.int32),
-        )
+        host = _batch(_trial_states(learner, hp, state, idx), p, idx)
+        start = checkpoint.to_device(host)
         if first is None:
-            first = start
+            first = host
             if not args.resume:  # every chunk length, before any chunk is timed
                 chunk_fn.compile_run(start, plan["T"], plan["chunk"], bar)
         where = f"trials_{lo:03d}-{idx[-1]:03d}"
@@ -267,7 +273,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
             chunk_fn, start, plan["T"], chunk_size=plan["chunk"], resume=args.resume,
             checkpoint_dir=pathlib.Path(args.out, "checkpoints", setting.name, lname, where),
             config={**config, "seeds": [args.seed + int(i) for i in idx]}, progress=bar,
-            keep=lambda metrics: {k: getattr(metrics, k) for k in KEPT},
+            keep=lambda metrics: {k: getattr(metrics, k) for k in KEPT}, donate_initial=True,
         ))  # fmt: skip
     per_round = _timed_pass(chunk_fn, first, min(plan["chunk"], plan["T"]))
     kept = {k: np.concatenate([np.asarray(r.metrics[k]) for r in results]) for k in KEPT}

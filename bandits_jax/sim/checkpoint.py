@@ -23,7 +23,8 @@ import secrets
 import warnings
 import zipfile
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +36,9 @@ __all__ = [
     "DirectoryLock",
     "atomic_file",
     "write_json",
+    "HostTree",
+    "to_host",
+    "to_device",
     "save",
     "restore",
     "read_meta",
@@ -173,6 +177,36 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 def _is_key(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+class HostTree(NamedTuple):
+    """A pytree on the host (:func:`to_host`): its structure, its leaves as numpy arrays (typed
+    PRNG keys as their key data) and each leaf's key implementation (``None``: an array)."""
+
+    treedef: Any
+    leaves: list
+    impls: list
+
+    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> HostTree:
+        """The same tree with ``fn`` applied to every leaf (key data included)."""
+        return self._replace(leaves=[fn(x) for x in self.leaves])
+
+
+def to_host(tree: PyTree) -> HostTree:
+    """``tree`` (jax arrays, typed PRNG keys) copied to the host as a :class:`HostTree`."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    impls = [str(jax.random.key_impl(x)) if _is_key(x) else None for x in leaves]
+    data = [np.asarray(jax.random.key_data(x) if i else x)
+            for x, i in zip(leaves, impls, strict=True)]  # fmt: skip
+    return HostTree(treedef, data, impls)
+
+
+def to_device(host: HostTree) -> PyTree:
+    """Fresh device arrays of a :class:`HostTree` (keys rewrapped). Moving arrays compiles no
+    program, where eager copies, indexing or broadcasting on the device compile one per shape."""
+    leaves = [jax.device_put(x) if i is None else jax.random.wrap_key_data(x, impl=i)
+              for x, i in zip(host.leaves, host.impls, strict=True)]  # fmt: skip
+    return jax.tree_util.tree_unflatten(host.treedef, leaves)
 
 
 def _shape_dtype(x: Any) -> tuple[tuple[int, ...], Any]:
