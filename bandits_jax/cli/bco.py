@@ -56,7 +56,6 @@ def losses(family: str, d: int, T: int, noise: float = 0.0, dtype: Any = None) -
 def preset(name: str, env: Any, T: int, scales: Sequence[float], lipschitz=None) -> tuple:
     """The preset's learner on ``env`` and its theorem hyperparameters at each step-size scale
     (:func:`bandits_jax.bco.from_preset`; a strongly convex preset gets the losses' lambda)."""
-
     kw = dict(horizon=T, smoothness=env.smoothness,
               lipschitz=env.lipschitz if lipschitz is None else lipschitz)  # fmt: skip
     if PRESETS[name].family == "strongly_convex":
@@ -132,7 +131,6 @@ def _game(learner: Any, env: Any, T: int) -> _Game:
 def play(game: _Game, hps, points, seeds, T: int, plan: StudyPlan, tag: str) -> Played:
     """Plays every (hyperparameters, env-state overrides) pair of ``hps`` x ``points`` (zipped)
     on every seed in one batched, chunked call (its checkpoints under ``plan.root/tag``)."""
-
     N, C = len(seeds), len(points)
     env_keys, run_keys = sweep.seed_keys(seeds)
     names = sorted({k for over in points for k in over})
@@ -300,7 +298,6 @@ def trial_rounds(cfg: dict, studies: Sequence[str], plan: StudyPlan) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``bco``: the studies, their figures, tables and summary; returns the exit status."""
-
     t0, plan, out, dtype = time.time(), args.plan, pathlib.Path(args.out), output.dtype_of(args)
     cfg, studies, scales = plan["cfg"], plan["studies"], plan["scales"]
     tuning = len(scales) > 1

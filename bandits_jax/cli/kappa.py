@@ -179,7 +179,6 @@ def _read_json(path: pathlib.Path) -> dict:
 def check_resume(cells: Sequence[Cell]) -> None:
     """Refuses (``CheckpointError``, one line) any cell whose saved identity is not this run's,
     before anything is played."""
-
     for c in cells:
         for name in ("result.json", "identity.json"):
             path = c.path / name
@@ -215,7 +214,6 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
     """One step per learner: the stream's round functions do not depend on S (only ``init``
     does, through ``W*``), so the step built on the S = 1 stream serves every S and both modes
     (equal batch shapes reuse one executable, as do later studies in the same process)."""
-
     K, d, T, out = plan["K"], plan["dim"], plan["T"], {}
     for name in plan["learners"]:
         m = rep.learner_sketch(sketch, K, d, name)
@@ -233,7 +231,6 @@ def _learners(plan: dict, dtype: Any, sketch: int | None) -> dict[str, _Learner]
 def _distinct(hp: Any) -> tuple[list[int], list[int]]:
     """``(first, unique)``: for each grid point the first point with identical hyperparameters,
     and those first points in order."""
-
     leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(hp)]
     seen: dict[bytes, int] = {}
     first = [seen.setdefault(b"".join(x[g].tobytes() for x in leaves), g)
@@ -246,7 +243,6 @@ def play_cell(cell: Cell, game: _Learner, plan: dict, *, dtype: Any, common: dic
     """Plays one cell (its chunk checkpoints under ``cell.path``) and returns its record: the
     recipe mode its point on the evaluation seeds, the tuned mode the grid's distinct points on
     the tuning seeds and the best one on the evaluation seeds."""
-
     K, d, T, S = plan["K"], plan["dim"], plan["T"], cell.S
     t0 = time.perf_counter()
     hparams = functools.partial(recipes.hparams_for, game.kind, num_outcomes=K, dim=d, S=S,
@@ -396,7 +392,6 @@ def figure_series(cells: Sequence[dict], learners: Sequence[str]) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     """Plays (or restores) every cell, then writes the figure, JSON, CSV and summary."""
-
     t_start, plan, dtype = time.perf_counter(), args.plan, output.dtype_of(args)
     out = pathlib.Path(args.out)
     dtype_name = jax.numpy.dtype(dtype).name

@@ -188,7 +188,6 @@ class _Prepared(NamedTuple):
 
 def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     """Builds setting ``name``; a learner for K = 1 only is skipped on K >= 2 (with a note)."""
-
     plan = args.plan
     setting = build_setting(args, name, dtype)
     K, d = setting.num_outcomes, setting.dim
@@ -247,7 +246,6 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
     """Plays the plan's trials of learner ``lname`` on ``p``: batches of ``plan["batch"]``
     trials, each a chunked run of a vmapped batch (checkpoints under ``--out``), then the timed
     pass on the first batch."""
-
     plan, setting, recipe = args.plan, p.setting, p.recipe
     K, d = setting.num_outcomes, setting.dim
     m = learner_sketch(args.sketch, K, d, lname)
@@ -327,7 +325,6 @@ def _play_setting(args: argparse.Namespace, p: _Prepared, bar: Any) -> tuple[dic
 def run(args: argparse.Namespace) -> int:
     """Runs ``reproduce``: every setting and learner of the plan, the figures, the tables and the
     summary; returns the exit status."""
-
     t0 = time.perf_counter()
     plan, out, dtype = args.plan, pathlib.Path(args.out), output.dtype_of(args)
     T, trials, chunk = plan["T"], plan["trials"], plan["chunk"]

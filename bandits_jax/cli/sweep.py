@@ -142,7 +142,6 @@ def validate(args: argparse.Namespace) -> None:
 
 def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
     """The sweep's experiments: one per (learner, setting) pair of the same family."""
-
     plan = args.plan
     lg = sweep.grid_product(l=plan["ls"], e=plan["es"])
     betas, bounds = plan["betas"], plan["bounds"]
@@ -191,7 +190,6 @@ def experiments(args: argparse.Namespace, T: int, dtype: Any) -> list:
 def _loop_timing(exps, seeds: list[int], T: int) -> dict:
     """Wall time of the same runs one by one: one compiled single-run scan per experiment,
     called once per (grid point, seed)."""
-
     env_keys, run_keys = sweep.seed_keys(seeds)
     run_s = compile_s = 0.0
     runs = 0
@@ -214,7 +212,6 @@ def _loop_timing(exps, seeds: list[int], T: int) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``sweep``: the tuning and evaluation sweeps, figures, tables and summary."""
-
     T, dtype = args.rounds, output.dtype_of(args)
     exps = experiments(args, T, dtype)
     mesh = sharding.run_mesh() if (jax.device_count() > 1 and not args.no_shard) else None
@@ -309,7 +306,6 @@ def _plain(v: Any) -> Any:
 def _figures(out: pathlib.Path, tune, plan: dict) -> list[pathlib.Path]:
     """(l, e) heatmaps per MLogB experiment and (S, beta) block of its grid (S-major, then beta,
     then (l, e): see :func:`experiments`); BCO experiments are in the tables."""
-
     ls, es = plan["ls"], plan["es"]
     nl, ne = len(ls), len(es)
     reg_panels, ratio_panels = [], []
