@@ -169,6 +169,7 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "greedy": (2, 5, _mlogb(mlogb.greedy, 2, 5, sketch_size=3), _hp),
     "linucb": (2, 5, _mlogb(mlogb.linucb, 2, 5), _linucb_hp),
     "ecolog": (1, 8, _mlogb(mlogb.ecolog, 1, 8), _ecolog_hp),
+    "ecolog-cholesky": (1, 8, _mlogb(mlogb.ecolog, 1, 8, prox_solver="cholesky"), _ecolog_hp),
     "exact-k3": (3, 4, _mlogb(mlogb.exact, 3, 4, horizon=T), _exact_hp),
     "lin-ts": (2, 5, _mlogb(mlogb.lin_ts, 2, 5), _ts_hp(lin_ts_hyperparams)),
     "logistic-ts-k1": (1, 8, _mlogb(mlogb.logistic_ts, 1, 8),

@@ -184,6 +184,9 @@ CASES += [
     Case("mlogb-linucb-nointercept", "mlogb", mlogb.linucb(**_KD, intercept=False), _linucb_hp),
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
+    Case(  # the ball-constrained prox as a GPU runs it (the CPU's default: one eigh)
+        "mlogb-ecolog-cholesky", "mlogb", mlogb.ecolog(dim=D, prox_solver="cholesky"), _ecolog_hp
+    ),
     Case("mlogb-exact", "mlogb", mlogb.exact(**_KD, horizon=8), _exact_hp),
     Case(
         "mlogb-eofd-buffered",

@@ -15,7 +15,8 @@ and after ``n`` updates ``index(x) = r_1 mu(x^T theta) + r_1 sqrt(beta_n) ||x||_
 ``beta_n = beta_scale max(0, 2 lam S^2 + (1 + S)^2 gamma_n + L_n)``,
 ``gamma_n = sqrt(lam)/2 + 2/sqrt(lam) ln(2 sqrt(1 + (n+1)/(4 lam)) / delta)``, or a fixed
 ``beta``. The inner problems are solved to rounding (bracketed Newton in ``x^T theta``, and in
-the ball's multiplier, one Cholesky factorisation a step, where the ball binds). Deviations from
+the ball's multiplier where the ball binds: one ``eigh`` of V on the CPU, a Cholesky
+factorisation a root step elsewhere, ``prox_solve``'s ``solver``). Deviations from
 the code, each tested against :mod:`references.ecolog_numpy` (``docs/evidence.md``,
 "mlogb.ecolog"): a squared discrepancy (``discrepancy="code"``: unsquared), ``beta_n`` clipped
 at 0, ``violations`` counted, ``lam`` a hyperparameter, no warm-up.
@@ -166,51 +167,79 @@ def _scalar_root(a, b, w, target, x0, *, max_steps: int) -> roots.RootResult:
     return roots.bracketed_newton(fn, lo, hi, x0, max_steps=max_steps, **tol)
 
 
-def _prox_constrained(V, center, x, w, target, S, *, max_steps: int) -> ProxResult:
+#: How the ball-constrained prox applies ``(V + nu I)^{-1}`` (:func:`prox_solve`).
+PROX_SOLVERS = ("auto", "eigh", "cholesky")
+
+
+def _shifted_solver(V: jax.Array, center: jax.Array, x: jax.Array, factor: str):
+    """``(p, x, shifted, back)``: ``V center`` and ``x`` in the working basis, ``shifted(nu) ->
+    (solve, quad)`` with ``solve(B) = (V + nu I)^{-1} B`` and ``quad(t) = t^T (V + nu I)^{-1} t``,
+    and ``back`` to the original basis. ``"eigh"``: one eigendecomposition ``V = Q diag(e) Q^T``,
+    then O(d) a ``nu`` (the basis: Q); ``"cholesky"``: one factorisation of ``V + nu I`` a ``nu``,
+    which a batch keeps as one batch on a GPU (where an ``eigh`` above 32 x 32 loops)."""
+    if factor == "eigh":
+        e, Q = lapack.eigh(V)
+        e = jnp.maximum(e, jnp.finfo(V.dtype).tiny)
+
+        def by_eigh(nu):
+            den = e + nu
+            return (lambda B: B / den[:, None]), (lambda t: jnp.sum(t * t / den))
+
+        return e * (Q.T @ center), Q.T @ x, by_eigh, lambda t: Q @ t
+    eye = jnp.eye(V.shape[0], dtype=V.dtype)
+
+    def by_cholesky(nu):
+        L = lapack.cholesky(V + nu * eye)
+        quad = lambda t: jnp.sum(lapack.lower_solve(L, t) ** 2)  # noqa: E731
+        return functools.partial(lapack.cho_solve, L), quad
+
+    return V @ center, x, by_cholesky, lambda t: t
+
+
+def _prox_constrained(V, center, x, w, target, S, *, max_steps: int, factor: str) -> ProxResult:
     """The ball-constrained branch of :func:`prox_solve`: the multiplier ``nu > 0`` of
     ``theta(nu) = (V + nu I)^{-1} (V center - c(z) x)`` (``z``: the inner scalar root,
     ``c(z) = w (mu(z) - target)``) by :func:`~bandits_jax.linalg.roots.bracketed_newton` on
-    ``1/||theta(nu)|| - 1/S`` (increasing) in ``[0, (||V center|| + w ||x||) / S]``. Each step
-    factors ``V + nu I`` once (Cholesky solves: a batch stays one batch on every platform);
+    ``1/||theta(nu)|| - 1/S`` (increasing) in ``[0, (||V center|| + w ||x||) / S]``, with
     ``d theta / d nu = -(V + nu I)^{-1} theta - c'(z) z'(nu) (V + nu I)^{-1} x``, ``z'`` by
-    implicit differentiation of ``z = a(nu) - c(z) b(nu)``."""
+    implicit differentiation of ``z = a(nu) - c(z) b(nu)`` (``factor``: :func:`_shifted_solver`)."""
     dtype = V.dtype
-    eye = jnp.eye(V.shape[0], dtype=dtype)
-    p = V @ center
+    p, xb, shifted, back = _shifted_solver(V, center, x, factor)
     eps = jnp.finfo(dtype).eps
 
     def point(nu):
-        L = lapack.cholesky(V + nu * eye)
-        u = lapack.cho_solve(L, jnp.stack([p, x], axis=1))
+        solve, quad = shifted(nu)
+        u = solve(jnp.stack([p, xb], axis=1))
         u1, u2 = u[:, 0], u[:, 1]  # (V + nu I)^{-1} V center, (V + nu I)^{-1} x
-        a_nu, b_nu = x @ u1, x @ u2
+        a_nu, b_nu = xb @ u1, xb @ u2
         inner = _scalar_root(a_nu, b_nu, w, target, a_nu, max_steps=max_steps)
         cc = w * (jax.nn.sigmoid(inner.x) - target)
-        return L, u1, u2, u1 - cc * u2, cc, inner
+        return quad, u1, u2, u1 - cc * u2, cc, inner
 
     def fn(nu):
-        L, u1, u2, th, cc, inner = point(nu)
+        quad, u1, u2, th, cc, inner = point(nu)
         dmu = w * _dmu(inner.x)
-        dz = (cc * (u2 @ u2) - u2 @ u1) / (1.0 + dmu * (x @ u2))
-        v = lapack.lower_solve(L, th)
-        th_dth = -(v @ v) - dmu * dz * (th @ u2)
+        dz = (cc * (u2 @ u2) - u2 @ u1) / (1.0 + dmu * (xb @ u2))
+        th_dth = -quad(th) - dmu * dz * (th @ u2)
         n2 = th @ th
         n = jnp.sqrt(n2)
         return 1.0 / n - 1.0 / S, -th_dth / (n2 * n)
 
-    hi = (jnp.sqrt(p @ p) + w * jnp.sqrt(x @ x)) / S
+    hi = (jnp.sqrt(p @ p) + w * jnp.sqrt(xb @ xb)) / S
     zero = jnp.zeros((), dtype)
     res = roots.bracketed_newton(
         fn, zero, hi, zero, max_steps=max_steps, ftol=64.0 * eps / S, xtol=16.0 * eps
     )
     *_, th, _, inner = point(res.x)
     n = jnp.sqrt(th @ th)
-    th = th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0))
+    th = back(th * jnp.minimum(1.0, S / jnp.where(n > 0, n, 1.0)))
     status = worst(res.status, inner.status)
     return ProxResult(th, res.x, jnp.asarray(True), res.steps + inner.steps, status)
 
 
-def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> ProxResult:
+def prox_solve(
+    V, V_inv, center, x, w, target, S, *, max_steps: int = 64, solver: str = "auto"
+) -> ProxResult:
     """``argmin_{||theta|| <= S} w l~(x^T theta) + 1/2 ||theta - center||^2_V`` with
     ``d l~/dz = mu(z) - target`` (ECOLog's step: ``w = 1, target = y``; theta_bar:
     ``w = 2, target = 1/2``). See the module docstring for the method.
@@ -218,6 +247,9 @@ def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> Pro
     Args:
       V, V_inv: (d, d) ``V`` and its inverse. center: (d,). x: (d,). w, target, S: scalars.
       max_steps: cap of each root loop (static).
+      solver: where the ball binds, ``"eigh"`` (one eigendecomposition, fastest on the CPU),
+        ``"cholesky"`` (a factorisation a root step, one batch on a GPU) or ``"auto"`` (the
+        first on the CPU, the second elsewhere); the same result to rounding.
     """
     dtype = V.dtype
     w = jnp.asarray(w, dtype)
@@ -233,7 +265,12 @@ def prox_solve(V, V_inv, center, x, w, target, S, *, max_steps: int = 64) -> Pro
     unc = ProxResult(theta_unc, zero, jnp.asarray(False), root.steps, root.status)
 
     def constrained(_):
-        return _prox_constrained(V, center, x, w, target, S, max_steps=max_steps)
+        run = functools.partial(_prox_constrained, V, center, x, w, target, S, max_steps=max_steps)
+        if solver != "auto":
+            return run(factor=solver)
+        return lax.platform_dependent(
+            cpu=lambda: run(factor="eigh"), default=lambda: run(factor="cholesky")
+        )
 
     res = lax.cond(outside, constrained, lambda _: unc, None)
     status = worst(res.status, jnp.where(outside, root.status, CONVERGED))
@@ -274,7 +311,14 @@ def _ecolog_score_parts(
 
 
 def _ecolog_update(
-    state: ECOLogState, x: jax.Array, y: jax.Array, *, d: int, max_steps: int, squared: bool
+    state: ECOLogState,
+    x: jax.Array,
+    y: jax.Array,
+    *,
+    d: int,
+    max_steps: int,
+    squared: bool,
+    solver: str,
 ) -> ECOLogState:
     """The ECOLog step, theta_bar, ``L``, ``V`` and ``V^{-1}`` (module docstring)."""
     base.check_update_args(x, y, 1, d)
@@ -289,7 +333,8 @@ def _ecolog_update(
     # Both solves share one traced body (one copy of the solver in the program): the
     # ECOLog step from theta_t, then theta_bar from its result.
     def solve(center, wt):
-        res = prox_solve(V, V_inv, center, x, wt[0], wt[1], hp.S, max_steps=max_steps)
+        res = prox_solve(V, V_inv, center, x, wt[0], wt[1], hp.S, max_steps=max_steps,
+                         solver=solver)  # fmt: skip
         return res.theta, res
 
     wts = jnp.stack([jnp.stack([jnp.ones((), dtype), yf]), jnp.asarray([2.0, 0.5], dtype)])
@@ -320,7 +365,12 @@ def _ecolog_update(
 
 
 def ecolog(
-    *, num_outcomes: int = 1, dim: int, max_steps: int = 64, discrepancy: str = "squared"
+    *,
+    num_outcomes: int = 1,
+    dim: int,
+    max_steps: int = 64,
+    discrepancy: str = "squared",
+    prox_solver: str = "auto",
 ) -> Learner:
     """ada-OFU-ECOLog (Faury et al. 2022) in the MLogB protocol.
 
@@ -328,6 +378,7 @@ def ecolog(
       num_outcomes: must be 1 (a logistic bandit).
       max_steps: cap of each bracketed-Newton loop of the inner problems.
       discrepancy: ``"squared"`` or ``"code"`` (the public code's unsquared norm).
+      prox_solver: :func:`prox_solve`'s ``solver`` (speed only).
 
     Returns:
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
@@ -339,10 +390,14 @@ def ecolog(
         raise ValueError(f"num_outcomes must be 1 for ECOLog (a logistic bandit), got {K}")
     if not isinstance(discrepancy, str) or discrepancy not in DISCREPANCIES:
         raise ValueError(f"discrepancy must be one of {DISCREPANCIES}, got {discrepancy!r}")
+    if not isinstance(prox_solver, str) or prox_solver not in PROX_SOLVERS:
+        raise ValueError(f"prox_solver must be one of {PROX_SOLVERS}, got {prox_solver!r}")
     squared = discrepancy == "squared"
     init = functools.partial(_ecolog_init, d)  # positional: init takes hparams only
     parts = functools.partial(_ecolog_score_parts, d=d)
-    update = functools.partial(_ecolog_update, d=d, max_steps=max_steps, squared=squared)
+    update = functools.partial(
+        _ecolog_update, d=d, max_steps=max_steps, squared=squared, solver=prox_solver
+    )
     return base.from_score_parts(K, d, init, parts, update, hyperparams=ecolog_hyperparams)
 
 

@@ -42,10 +42,10 @@ def _stream(d, T, seed, theta_star):
 
 
 @functools.cache
-def _trajectory_fn(discrepancy: str, d: int):
+def _trajectory_fn(discrepancy: str, d: int, solver: str = "auto"):
     """One compiled scan per learner: per round the score parts on a probe (before the update),
     then the update; returns the per-round W, radius, parts, projected flags and statuses."""
-    learner = eco.ecolog(dim=d, discrepancy=discrepancy)
+    learner = eco.ecolog(dim=d, discrepancy=discrepancy, prox_solver=solver)
 
     def run(state, X, Y, probe):
         def body(s, xy):
@@ -69,12 +69,16 @@ TRAJ_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(TRAJ_CASES))
-def test_trajectory_matches_numpy_reference(name):
+# The ball-constrained prox by one eigendecomposition (the CPU's "auto") and by a Cholesky
+# factorisation a root step (what a GPU runs).
+@pytest.mark.parametrize(
+    "name,solver", [(n, "auto") for n in TRAJ_CASES] + [("active-theory", "cholesky")]
+)
+def test_trajectory_matches_numpy_reference(name, solver):
     c = TRAJ_CASES[name]
     d, T = c["d"], 40
     X, Y, probe = _stream(d, T, seed=3, theta_star=np.linspace(2.0, -1.0, d))
-    learner, run = _trajectory_fn(c["disc"], d)
+    learner, run = _trajectory_fn(c["disc"], d, solver)
     hp = eco.ecolog_hyperparams(
         lam=c["lam"],
         S=c["S"],
@@ -132,8 +136,8 @@ def test_trajectory_matches_numpy_reference(name):
 
 
 @functools.cache
-def _prox_jit(max_steps=64):
-    return xla_defaults.jit(functools.partial(eco.prox_solve, max_steps=max_steps))
+def _prox_jit(max_steps=64, solver="auto"):
+    return xla_defaults.jit(functools.partial(eco.prox_solve, max_steps=max_steps, solver=solver))
 
 
 def _objective(thetas, V, center, x, w, target):
@@ -177,17 +181,21 @@ PROX_CASES = [
 ]
 
 
-def _prox(V, center, x, w, target, S):
+def _prox(V, center, x, w, target, S, solver="auto"):
     """The compiled inner solve on numpy inputs (V^{-1} by a dense inverse)."""
     args = (V, np.linalg.inv(V), center, x)
-    return _prox_jit()(*(jnp.asarray(a) for a in args), w, target, S)
+    return _prox_jit(solver=solver)(*(jnp.asarray(a) for a in args), w, target, S)
 
 
+SOLVERS = ("eigh", "cholesky")
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("case", range(len(PROX_CASES)))
-def test_prox_solve_matches_brute_force(case):
+def test_prox_solve_matches_brute_force(case, solver):
     center, x, w, target, S = (np.asarray(v, float) for v in PROX_CASES[case])
     V = np.array([[2.0, 0.6], [0.6, 0.7]])
-    res = _prox(V, center, x, w, target, S)
+    res = _prox(V, center, x, w, target, S, solver)
     theta = np.asarray(res.theta)
     assert int(res.status) == roots.CONVERGED
     grid_theta, grid_val = _grid_min(V, center, x, float(w), float(target), float(S))
@@ -202,7 +210,8 @@ def test_prox_solve_matches_brute_force(case):
         np.testing.assert_allclose(np.linalg.norm(theta), S, rtol=1e-12)
 
 
-def test_prox_solve_kkt_and_reference_in_higher_dimension():
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_prox_solve_kkt_and_reference_in_higher_dimension(solver):
     """d = 5: the KKT conditions hold and the numpy bisection agrees (ball active in 2 of 3)."""
     rng = np.random.default_rng(5)
     A = rng.normal(size=(5, 5))
@@ -213,7 +222,7 @@ def test_prox_solve_kkt_and_reference_in_higher_dimension():
     x = 3.0 * rng.normal(size=5)
     active = 0
     for w, target in ((1.0, 0.0), (1.0, 1.0), (2.0, 0.5)):
-        res = _prox(V, center, x, w, target, S)
+        res = _prox(V, center, x, w, target, S, solver)
         theta, nu = np.asarray(res.theta), float(res.nu)
         ref_theta, ref_nu = prox_numpy(V, center, x, w, target, S)
         np.testing.assert_allclose(theta, ref_theta, rtol=1e-10, atol=1e-12)
@@ -275,6 +284,8 @@ def test_factory_validation():
         eco.ecolog(dim=0)
     with pytest.raises(ValueError, match="max_steps"):
         eco.ecolog(dim=D, max_steps=0)
+    with pytest.raises(ValueError, match="prox_solver"):
+        eco.ecolog(dim=D, prox_solver="qr")
     with pytest.raises(ValueError, match="discrepancy"):
         eco.ecolog(dim=D, discrepancy="sqrt")
     with pytest.raises(ValueError, match="rewards"):
