@@ -2,10 +2,10 @@
 
 Run as ``python -m benchmarks.batched_throughput`` (``--quick``: trials 1, 4, 16, 64; ``--json
 FILE``, or ``--out``, writes the figures; ``--device gpu`` runs it on a GPU). ``--learners``:
-specs ``KIND[@DxK][+secular]``, a registry kind on the Section 4 synthetic stream
+specs ``KIND[@DxK][+batched]``, a registry kind on the Section 4 synthetic stream
 (``envs.synthetic_mlogb``, ``--mlogb-size DxK`` unless the spec has its own, ``||W*|| = 1``, at
-``mlogb.tuned(kind, S=1)`` as ``reproduce`` runs it; ``+secular``: the FD core by secular
-updates, what a GPU runs), or ``bco``,
+``mlogb.tuned(kind, S=1)`` as ``reproduce`` runs it; ``+batched``: the form a GPU runs where the
+CPU's default differs, the sketched kinds' secular FD core and ECOLog's Cholesky prox), or ``bco``,
 the BCO paper's Algorithm 1 (``bco.two_point_learner``, ``"variance"``) on a drifting quadratic
 (``--bco-dim``, default 10); in float32 and float64 (``--dtypes``), a subprocess per dtype.
 ``--recommended``: the GPU script (``RECOMMENDED``, trials 1, 16, 256, 4096); ``--against FILE``
@@ -90,22 +90,25 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def _spec(text: str) -> str:
-    """A learner spec ``KIND[@DxK][+secular]`` or ``bco`` (module docstring), checked."""
+    """A learner spec ``KIND[@DxK][+batched]`` or ``bco`` (module docstring), checked."""
     from bandits_jax.mlogb import recipes
 
     name, _, solver = text.partition("+")
     kind, _, size = name.partition("@")
     if text == "bco":
         return text
-    if kind not in recipes.KINDS or solver not in ("", "secular"):
+    if kind not in recipes.KINDS or solver not in ("", "batched"):
         raise argparse.ArgumentTypeError(
-            f"expected KIND[@DxK][+secular] with KIND one of {','.join(recipes.KINDS)}, or bco; "
+            f"expected KIND[@DxK][+batched] with KIND one of {','.join(recipes.KINDS)}, or bco; "
             f"got {text!r}"
         )
     if size:
         _size(size)
-    if solver and not recipes.REGISTRY[kind].sketched:
-        raise argparse.ArgumentTypeError(f"+secular applies to the sketched kinds, got {text!r}")
+    if solver and not (recipes.REGISTRY[kind].sketched or kind == "ecolog"):
+        raise argparse.ArgumentTypeError(
+            f"+batched applies to the sketched kinds and ecolog (the others have one form), "
+            f"got {text!r}"
+        )
     return text
 
 
@@ -128,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "--learners",
         type=_specs,
         default=None,
-        help=f"KIND[@DxK][+secular] or bco, comma-separated ({','.join(LEARNERS)})",
+        help=f"KIND[@DxK][+batched] or bco, comma-separated ({','.join(LEARNERS)})",
     )
     p.add_argument(
         "--recommended",
@@ -190,18 +193,23 @@ def _build(name: str, dtype, args):
         )
         info = {"d": d, "env": "bco_losses.quadratic(base_norm=2, amplitude=0.5, omega=0.01)"}
         return bco_interact(learner, env), learner.init(hp), env.init, info
-    spec, _, solver = name.partition("+")
+    spec, _, batched = name.partition("+")
     kind, _, size = spec.partition("@")
     d, K = _size(size) if size else args.mlogb_size
-    eigensolver = solver or "auto"
+    sketched = mlogb.recipes.REGISTRY[kind].sketched
+    eigensolver = "secular" if batched and sketched else "auto"
     recipe = mlogb.tuned(kind, num_outcomes=K, dim=d, S=1.0, horizon=HORIZON, dtype=dtype,
                          eigensolver=eigensolver)  # fmt: skip
+    learner = recipe.learner
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
     info = {"d": d, "K": K, "env": "synthetic_mlogb(S=1)", "recipe": f"mlogb.tuned({kind!r}, S=1)"}
-    if mlogb.recipes.REGISTRY[kind].sketched:
+    if sketched:
         info.update(sketch_size=recipe.sketch_size, eigensolver=eigensolver)
-    step = mlogb.interact(recipe.learner, env)
-    return step, recipe.learner.init(recipe.hparams), env.init, info
+    if kind == "ecolog":
+        info["prox_solver"] = "cholesky" if batched else "auto"
+        learner = mlogb.ecolog(dim=d, prox_solver=info["prox_solver"])  # the recipe's factory
+    step = mlogb.interact(learner, env)
+    return step, learner.init(recipe.hparams), env.init, info
 
 
 def _prepare(build, trials: int, rounds: int) -> dict:

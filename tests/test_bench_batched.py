@@ -69,12 +69,13 @@ def test_json_numbers_are_consistent(result):
     assert "best batch" in stdout and "BCO Alg. 1" in stdout
 
 
-def test_specs_sizes_secular_and_against(result, tmp_path):
-    # A registry kind at its own size, its secular FD core, and bco again: each case's rate over
-    # the first run's same case (bco only) is the ratio of the two JSONs' rates.
+def test_specs_sizes_batched_forms_and_against(result, tmp_path):
+    # A registry kind at its own size, its GPU form (the secular FD core; ECOLog's Cholesky prox),
+    # and bco again: each case's rate over the first run's same case (bco only) is the ratio of
+    # the two JSONs' rates.
     first, _, first_path = result
     out = tmp_path / "specs.json"
-    specs = "eofd@6x2,eofd@6x2+secular,bco"
+    specs = "eofd@6x2,eofd@6x2+batched,ecolog@4x1+batched,bco"
     argv = [*TINY, "--learners", specs, "--dtypes", "float32", "--device", "cpu"]
     proc = _run(*argv, "--against", str(first_path), "--json", str(out), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -82,7 +83,8 @@ def test_specs_sizes_secular_and_against(result, tmp_path):
     infos = data["workers"][0]["learners"]
     assert (infos["eofd@6x2"]["d"], infos["eofd@6x2"]["K"]) == (6, 2)
     assert infos["eofd@6x2"]["eigensolver"] == "auto"
-    assert infos["eofd@6x2+secular"]["eigensolver"] == "secular"
+    assert infos["eofd@6x2+batched"]["eigensolver"] == "secular"
+    assert infos["ecolog@4x1+batched"]["prox_solver"] == "cholesky"
     rates = {(c["learner"], c["trials"]): c["learner_rounds_per_s"] for c in first["cases"]}
     for c in data["cases"]:
         other = rates.get((c["learner"], c["trials"]))
@@ -93,7 +95,7 @@ def test_specs_sizes_secular_and_against(result, tmp_path):
     assert data["against"]["file"] == str(first_path) and data["against"]["platform"] == "cpu"
 
 
-@pytest.mark.parametrize("spec", ["nope", "oful+secular", "eofd@20", "bco+secular"])
+@pytest.mark.parametrize("spec", ["nope", "oful+batched", "eofd@20", "bco+batched", "eofd+gpu"])
 def test_bad_learner_spec_is_an_error_line_and_exit_2(spec):
     proc = _run("--learners", spec, "--device", "cpu")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
