@@ -169,7 +169,9 @@ def check_eigensolver(eigensolver: object) -> str:
     return eigensolver
 
 
-def core_eigh(mu: jax.Array, ext: Extension, M: jax.Array, eigensolver: str = "auto"):
+def core_eigh(
+    mu: jax.Array, ext: Extension, M: jax.Array, eigensolver: str = "auto"
+) -> secular.SecularEigh:
     """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``, the
     matrix of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``) as a
     :class:`~bandits_jax.linalg.secular.SecularEigh`; degenerate directions get a sentinel below
