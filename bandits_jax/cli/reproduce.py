@@ -242,6 +242,17 @@ def _batch(learner: checkpoint.HostTree, p: _Prepared, idx: np.ndarray) -> check
     return checkpoint.HostTree(treedef, leaves, [i for h in parts for i in h.impls] + [None])
 
 
+def _kept(step: Any) -> Any:
+    """``step`` with the metrics ``reproduce`` keeps (:data:`KEPT`) only: the compiled chunks
+    leave the others out."""
+
+    def kept(*args: Any) -> Any:
+        *states, metrics = step(*args)
+        return (*states, {k: getattr(metrics, k) for k in KEPT})
+
+    return kept
+
+
 def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) -> _Played:
     """Plays the plan's trials of learner ``lname`` on ``p``: batches of ``plan["batch"]``
     trials, each a chunked run of a vmapped batch (checkpoints under ``--out``), then the timed
@@ -253,7 +264,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
     point = tuned_point(lname, recipe)
     hp = recipes.hparams_for(lname, **point._asdict())
     state = jax.jit(learner.init)(hp)
-    chunk_fn = chunks.ChunkFn(mlogb.interact(learner, setting.env), batched=True)
+    chunk_fn = chunks.ChunkFn(_kept(mlogb.interact(learner, setting.env)), batched=True)
     config = {"setting": setting.name, "learner": lname, "l": point.l, "e": point.e,
               "beta": point.beta, "S": recipe.S, "m": m, "dtype": np.dtype(recipe.dtype).name,
               "xla": process.numeric_flags()}  # fmt: skip
@@ -271,7 +282,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
             chunk_fn, start, plan["T"], chunk_size=plan["chunk"], resume=args.resume,
             checkpoint_dir=pathlib.Path(args.out, "checkpoints", setting.name, lname, where),
             config={**config, "seeds": [args.seed + int(i) for i in idx]}, progress=bar,
-            keep=lambda metrics: {k: getattr(metrics, k) for k in KEPT}, donate_initial=True,
+            donate_initial=True,
         ))  # fmt: skip
     per_round = _timed_pass(chunk_fn, first, min(plan["chunk"], plan["T"]))
     kept = {k: np.concatenate([np.asarray(r.metrics[k]) for r in results]) for k in KEPT}
