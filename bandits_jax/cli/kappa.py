@@ -77,12 +77,6 @@ def add_arguments(k: argparse.ArgumentParser) -> None:
                    help="tuned column (default)")  # fmt: skip
 
 
-def _unique(errors: list[str], values: Sequence[Any], option: str) -> None:
-    dup = sorted({str(v) for v in values if list(values).count(v) > 1})
-    if dup:
-        errors.append(f"{option}: repeated value(s) {', '.join(dup)}")
-
-
 def validate(args: argparse.Namespace) -> None:
     """Checks every option and resolves the study into ``args.plan``; raises ``UsageError``."""
     errors: list[str] = []
@@ -111,7 +105,7 @@ def validate(args: argparse.Namespace) -> None:
     if any(b < 0 for b in grid["beta"]):
         errors.append(f"--beta-grid: expected numbers >= 0, got {args.beta_grid!r}")
     for vals, option in ((S_grid, "--S-grid"), *((v, f"--{k}-grid") for k, v in grid.items())):
-        _unique(errors, vals, option)
+        opt.check_unique(errors, vals, option)
     opt.finish(errors, args)
     off = args.seed + opt.EVAL_SEED_OFFSET
     args.plan = {

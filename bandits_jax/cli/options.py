@@ -235,9 +235,14 @@ def check_learners(errors: list[str], text: Any, known: Sequence[str]) -> list[s
         errors.append("--learners: expected a non-empty comma list")
     errors += [f"--learners: unknown learner {n!r}, expected one of {list(known)}"
                for n in names if n not in known]  # fmt: skip
-    if dup := sorted({n for n in names if names.count(n) > 1}):
-        errors.append(f"--learners: repeated name(s) {', '.join(dup)}")
+    check_unique(errors, names, "--learners")
     return names
+
+
+def check_unique(errors: list[str], values: Sequence[Any], option: str) -> None:
+    """One error line when a value of ``option`` is repeated."""
+    if dup := sorted({str(v) for v in values if list(values).count(v) > 1}):
+        errors.append(f"{option}: repeated value(s) {', '.join(dup)}")
 
 
 def refuse_unused(errors: list[str], args: argparse.Namespace, unused: dict[str, str]) -> None:

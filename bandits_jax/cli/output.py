@@ -13,15 +13,13 @@ from bandits_jax.sim.checkpoint import write_json  # the one (atomic) JSON write
 __all__ = ["format_table", "write_csv", "write_json"]
 
 
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
 def _fmt(v: Any) -> str:
     """A table cell; a missing value (``None`` or NaN) is ``-``, never ``nan``."""
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        if v != v:
-            return "-"
-        return f"{v:.4g}"
-    return str(v)
+    return "-" if _missing(v) else f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
@@ -41,17 +39,10 @@ def write_csv(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> Non
     """Writes rows as CSV (columns: union of keys in order; missing, ``None`` and NaN cells are
     empty)."""
     columns = list(dict.fromkeys(k for r in rows for k in r))
-
-    def cell(v: Any) -> Any:
-        if v is None or (isinstance(v, float) and v != v):
-            return ""
-        return v
-
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
-        for r in rows:
-            w.writerow({k: cell(r.get(k)) for k in columns})
+        w.writerows({k: "" if _missing(v := r.get(k)) else v for k in columns} for r in rows)
 
 
 def dtype_of(args: Any) -> Any:

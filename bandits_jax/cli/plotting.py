@@ -407,14 +407,8 @@ def kappa_figure(
     mean final regret with standard-error bars; right: the same over its value at the smallest
     S, beside ``reference`` (e.g. the kappa bound ``1/sigma'(S)``) divided likewise. Solid: out
     of the box (``mode`` ``"recipe"``), dashed: tuned per S; overlapping S labels are thinned.
-
-    Args:
-      series: curves, each ``{"label", "mode", "color" (None: :func:`learner_color`), "S", "mean",
-        "se"}``.
-      path: the PNG to write.
-      title: appended to the left panel's title.
-      reference: ``{"S": [...], "value": [...], "label": optional}``.
-    """
+    ``series``: curves ``{"label", "mode", "color" (None: :func:`learner_color`), "S", "mean",
+    "se"}``; ``title``: appended to the left panel's; ``reference``: ``{"S", "value", "label"}``."""
     plt = _plt()
     fig = draw_kappa(series, title=title, reference=reference)
     fig.savefig(path, dpi=120, bbox_inches="tight")

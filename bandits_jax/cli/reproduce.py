@@ -150,16 +150,9 @@ def validate(args: argparse.Namespace) -> None:
                          "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz], or "
                          "mnist.npz, there or pass --mnist PATH).")  # fmt: skip
     opt.finish(errors, args)
-    args.plan = {
-        "T": args.rounds,
-        "trials": args.trials,
-        "batch": min(batch or AUTO_BATCH, args.trials),
-        "chunk": opt.chunk_size(args.rounds, args.chunk),
-        "settings": names,
-        "learners": learners,
-        "paper": bool(paper),
-        "notes": notes,
-    }
+    args.plan = {"T": args.rounds, "trials": args.trials, "batch": min(batch or AUTO_BATCH,
+                 args.trials), "chunk": opt.chunk_size(args.rounds, args.chunk), "settings": names,
+                 "learners": learners, "paper": bool(paper), "notes": notes}  # fmt: skip
 
 
 class _Played(NamedTuple):
