@@ -35,8 +35,7 @@ from jax import lax
 from bandits_jax.checks import cast_checked, check_float, check_int, named
 from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
 from bandits_jax.linalg import lapack, roots
-from bandits_jax.mlogb import learner as base
-from bandits_jax.mlogb import ridge
+from bandits_jax.mlogb import learner, ridge
 from bandits_jax.mlogb.hparams import checked, grid_arrays, state_dtype
 from bandits_jax.status import CONVERGED, worst
 
@@ -79,7 +78,7 @@ class ECOLogState(NamedTuple):
     violations: jax.Array
     t: jax.Array
     hparams: ECOLogHyperparams
-    info: base.UpdateInfo
+    info: learner.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -281,7 +280,7 @@ def _ecolog_init(d: int, hp: ECOLogHyperparams) -> ECOLogState:
     """``theta_1 = 0``, ``V_1 = lam I`` (validated eagerly)."""
     if not isinstance(hp, ECOLogHyperparams):
         raise ValueError(f"hparams must be ECOLogHyperparams, got {type(hp).__name__}")
-    base.check_hparams(hp, 1, ("lam", "S", "beta", "beta_mode", "delta"))
+    learner.check_hparams(hp, 1, ("lam", "S", "beta", "beta_mode", "delta"))
     dtype = hp.lam.dtype
     state = ECOLogState(
         W=jnp.zeros((1, d), dtype),
@@ -291,7 +290,7 @@ def _ecolog_init(d: int, hp: ECOLogHyperparams) -> ECOLogState:
         violations=jnp.zeros((), jnp.int32),
         t=jnp.zeros((), jnp.int32),
         hparams=hp,
-        info=base.empty_info(dtype),
+        info=learner.empty_info(dtype),
         **no_failures(),
     )
     return fresh_state(state)
@@ -301,7 +300,7 @@ def _ecolog_score_parts(
     state: ECOLogState, actions: jax.Array, *, d: int
 ) -> tuple[jax.Array, jax.Array]:
     """``(r_1 mu(x^T theta), r_1 sqrt(beta_n) ||x||_{V^{-1}})`` per action."""
-    base.check_actions(actions, d)
+    learner.check_actions(actions, d)
     X = actions.astype(state.W.dtype)
     hp = state.hparams
     sq = jnp.maximum(jnp.sum((X @ state.V_inv) * X, axis=1), 0.0)
@@ -321,7 +320,7 @@ def _ecolog_update(
     solver: str,
 ) -> ECOLogState:
     """The ECOLog step, theta_bar, ``L``, ``V`` and ``V^{-1}`` (module docstring)."""
-    base.check_update_args(x, y, 1, d)
+    learner.check_update_args(x, y, 1, d)
     dtype = state.W.dtype
     hp = state.hparams
     # An outcome outside {0, 1} under jit arrives as a NaN x (from_score_parts flags it).
@@ -351,7 +350,7 @@ def _ecolog_update(
     sens = _dmu(z_new)
     violated = _dmu(z_bar) > 2.0 * sens
     steps = (step.steps + bar.steps).astype(jnp.int32)
-    info = base.UpdateInfo(step.projected, step.nu, steps, radius(hp, state.t, state.cum_loss))
+    info = learner.UpdateInfo(step.projected, step.nu, steps, radius(hp, state.t, state.cum_loss))
     new = state._replace(
         W=new_theta[None, :],
         V=V + sens * jnp.outer(x, x),
@@ -384,7 +383,7 @@ def ecolog(
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
       :func:`ecolog_hyperparams`.
     """
-    K, d = base.check_static(num_outcomes, dim)
+    K, d = learner.check_static(num_outcomes, dim)
     check_int("max_steps", max_steps, 1)
     if K != 1:
         raise ValueError(f"num_outcomes must be 1 for ECOLog (a logistic bandit), got {K}")
@@ -398,7 +397,7 @@ def ecolog(
     update = functools.partial(
         _ecolog_update, d=d, max_steps=max_steps, squared=squared, solver=prox_solver
     )
-    return base.from_score_parts(K, d, init, parts, update, hyperparams=ecolog_hyperparams)
+    return learner.from_score_parts(K, d, init, parts, update, hyperparams=ecolog_hyperparams)
 
 
 __all__ = [

@@ -31,8 +31,7 @@ from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
 from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
-from bandits_jax.mlogb import confidence, model
-from bandits_jax.mlogb import learner as base
+from bandits_jax.mlogb import confidence, learner, model
 from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.status import worst
 
@@ -63,7 +62,7 @@ class EOFDState(NamedTuple):
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
-    info: base.UpdateInfo
+    info: learner.UpdateInfo
     robust: jax.Array
     status: jax.Array
     num_failures: jax.Array
@@ -211,14 +210,14 @@ class _Options(NamedTuple):
 
 
 def _init(opt: _Options, robust: bool, hp: MLogBHyperparams) -> EOFDState:
-    base.check_hparams(hp, opt.K)
+    learner.check_hparams(hp, opt.K)
     dtype = hp.lam.dtype
     sk = opt.rule.init(opt.K * opt.d, dtype)
     # Own hparams copies: a donated state must not delete the caller's arrays.
     hparams = jax.tree_util.tree_map(jnp.array, hp)
     return EOFDState(
         jnp.zeros((opt.K, opt.d), dtype), sk.basis, sk.R, sk.mu, jnp.zeros((), dtype), sk.rank,
-        sk.used, jnp.zeros((), dtype), jnp.zeros((), jnp.int32), hparams, base.empty_info(dtype),
+        sk.used, jnp.zeros((), dtype), jnp.zeros((), jnp.int32), hparams, learner.empty_info(dtype),
         jnp.asarray(robust), **no_failures(),
     )  # fmt: skip
 
@@ -239,7 +238,7 @@ def _radius(opt: _Options, state: EOFDState) -> jax.Array:
 
 def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFDState:
     """One round of Algorithm 2 in the steps of the module docstring."""
-    base.check_update_args(x, y, opt.K, opt.d)
+    learner.check_update_args(x, y, opt.K, opt.d)
     x = x.astype(state.W.dtype)
     hp, sk, rule = state.hparams, state.sketch, opt.rule
     w = state.W.reshape(-1)
@@ -261,7 +260,7 @@ def _update(opt: _Options, state: EOFDState, x: jax.Array, y: jax.Array) -> EOFD
     new = state._replace(
         W=w_new.reshape(state.W.shape), basis=basis, R=rnd.R, mu=rnd.mu,
         rho=state.rho + rnd.delta, rank=rnd.rank, used=rnd.used, acc=acc, t=state.t + 1,
-        info=base.UpdateInfo(sol.active, sol.nu, sol.steps, beta),
+        info=learner.UpdateInfo(sol.active, sol.nu, sol.steps, beta),
     )  # fmt: skip
     return accept(state, new, ok, worst(sol.status, rnd.status), written=("W", "basis"))
 
@@ -303,7 +302,7 @@ def eofd(
     Returns:
       A :class:`~bandits_jax.learner_base.Learner`.
     """
-    K, d = base.check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
+    K, d = learner.check_static(num_outcomes, dim, sketch_size, max_newton_steps=max_newton_steps)
     D = K * d
     m = min(int(sketch_size), D)
     robust = confidence.check_regularization(regularization)
@@ -312,13 +311,13 @@ def eofd(
         sketch_rule, buffer_size, spare_columns, eigensolver, min(m_max, D), m, K, D, tau
     )
     opt = _Options(K, d, rule, tau, int(max_newton_steps))
-    parts = base.optimistic(
+    parts = learner.optimistic(
         K,
         d,
         a_matrices=lambda s, a: lemma1_matrices(s.basis, s.mu, _z_scalar(s), a, K, s.R),
         radius=functools.partial(_radius, opt),
     )
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K,
         d,
         functools.partial(_init, opt, robust),

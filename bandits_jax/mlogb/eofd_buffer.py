@@ -32,8 +32,7 @@ import jax.numpy as jnp
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, no_failures
 from bandits_jax.linalg import lapack, sketch
-from bandits_jax.mlogb import confidence, model, newton
-from bandits_jax.mlogb import learner as base
+from bandits_jax.mlogb import confidence, learner, model, newton
 from bandits_jax.mlogb.exact import ExactHyperparams, exact_hyperparams
 from bandits_jax.status import CONVERGED, worst
 
@@ -70,7 +69,7 @@ class EOFDBufferState(NamedTuple):
     grad_norm: jax.Array
     t: jax.Array
     hparams: ExactHyperparams
-    info: base.UpdateInfo
+    info: learner.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -271,7 +270,7 @@ class _Options(NamedTuple):
 
 
 def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
-    base.check_hparams(hp, opt.K, ("lam", "beta"))
+    learner.check_hparams(hp, opt.K, ("lam", "beta"))
     dtype = hp.lam.dtype
     K, d, B = opt.K, opt.d, opt.B
     fd = sketch.init(K * d, opt.m, dtype)
@@ -281,7 +280,7 @@ def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
         X=jnp.zeros((B, d), dtype), Y=jnp.zeros((B,), jnp.int32), filled=jnp.zeros((B,), bool),
         chol=jnp.sqrt(hp.lam) * jnp.eye(n, dtype=dtype), root_J=jnp.zeros((B, K, K), dtype),
         grad_norm=jnp.zeros((), dtype), t=jnp.zeros((), jnp.int32), hparams=hp,
-        info=base.empty_info(dtype),
+        info=learner.empty_info(dtype),
         **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
@@ -289,7 +288,7 @@ def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
 
 def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -> EOFDBufferState:
     """Evicts the slot's round (eq. 2 or 3), writes round t there and refits eq. (1)."""
-    base.check_update_args(x, y, opt.K, opt.d)
+    learner.check_update_args(x, y, opt.K, opt.d)
     hp = state.hparams
     dtype = state.W.dtype
     x = x.astype(dtype)
@@ -305,7 +304,7 @@ def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -
     )  # fmt: skip
     root_J, chol = it.aux
     ok = all_finite(x, (it.x, V, mu, rho, b, chol, root_J, gn))
-    info = base.empty_info(dtype)._replace(newton_steps=it.steps, beta=hp.beta)
+    info = learner.empty_info(dtype)._replace(newton_steps=it.steps, beta=hp.beta)
     # The buffers change in one row: a rejected round leaves it as it was.
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
     new = state._replace(
@@ -346,7 +345,7 @@ def eofd_buffered(
       :func:`~bandits_jax.mlogb.exact.exact_hyperparams`.
     """
     fn = "eofd_buffered"
-    K, d = named(fn, base.check_static, num_outcomes, dim, sketch_size)
+    K, d = named(fn, learner.check_static, num_outcomes, dim, sketch_size)
     B = named(fn, check_int, "buffer_size", buffer_size, 1)
     N = named(fn, check_int, "newton_steps", newton_steps, 1)
     M = named(fn, check_int, "max_halvings", max_halvings, 1)
@@ -359,13 +358,13 @@ def eofd_buffered(
     dense = hessian == "dense" or (hessian == "auto" and K * d <= m + B * K)
     solver = named(fn, sketch.check_eigensolver, eigensolver)
     opt = _Options(K, d, m, B, N, M, 0.5 if robust else 0.0, summary == "anchor", dense, solver)
-    parts = base.optimistic(
+    parts = learner.optimistic(
         K,
         d,
         a_matrices=functools.partial(_a_matrices, half_rho=opt.half_rho, dense=dense),
         radius=lambda state: state.hparams.beta,
     )
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K,
         d,
         functools.partial(_init, opt),

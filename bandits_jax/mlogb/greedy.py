@@ -15,8 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.learner_base import Learner, fresh_state
-from bandits_jax.mlogb import bonus, model
-from bandits_jax.mlogb import learner as base
+from bandits_jax.mlogb import bonus, learner, model
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.hparams import MLogBHyperparams
 from bandits_jax.mlogb.oful import oful
@@ -37,7 +36,7 @@ def greedy(
       :func:`~bandits_jax.mlogb.hyperparams` (``beta`` unused, ``info.beta`` 0).
       ``score_parts`` returns ``(estimate, 0)``; ``scores`` the estimated reward.
     """
-    K, d = base.check_static(num_outcomes, dim, sketch_size)
+    K, d = learner.check_static(num_outcomes, dim, sketch_size)
     if sketch_size is None:
         inner = oful(num_outcomes=K, dim=d, **kwargs)
     else:
@@ -47,7 +46,7 @@ def greedy(
         return fresh_state(inner.init(hp))
 
     def score_parts(state, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        base.check_actions(actions, d)
+        learner.check_actions(actions, d)
         z = actions.astype(state.W.dtype) @ state.W.T  # (N, K) logits W x
         est = z[:, 0] if K == 1 else model.sigma(z) @ state.hparams.rewards
         return est, jnp.zeros_like(est)
@@ -57,4 +56,4 @@ def greedy(
         return new._replace(info=new.info._replace(beta=jnp.zeros_like(new.info.beta)))
 
     scores = functools.partial(bonus.optimistic_reward, K)  # R_t(x) from (estimate, 0)
-    return base.from_score_parts(K, d, init, score_parts, update, scores=scores)
+    return learner.from_score_parts(K, d, init, score_parts, update, scores=scores)

@@ -20,8 +20,7 @@ import jax.numpy as jnp
 
 from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
 from bandits_jax.linalg import lapack, projection
-from bandits_jax.mlogb import confidence, model, newton
-from bandits_jax.mlogb import learner as base
+from bandits_jax.mlogb import confidence, learner, model, newton
 from bandits_jax.mlogb.hparams import MLogBHyperparams
 
 
@@ -34,7 +33,7 @@ class OFULState(NamedTuple):
     acc: jax.Array
     t: jax.Array
     hparams: MLogBHyperparams
-    info: base.UpdateInfo
+    info: learner.UpdateInfo
     status: jax.Array
     num_failures: jax.Array
 
@@ -54,7 +53,7 @@ def _radius(K: int, d: int, state: OFULState) -> jax.Array:
 
 def _init(K: int, d: int, hp: MLogBHyperparams) -> OFULState:
     """``W_1 = 0``, ``H_1 = lam I`` (validated eagerly)."""
-    base.check_hparams(hp, K)
+    learner.check_hparams(hp, K)
     dtype = hp.lam.dtype
     # A fresh buffer per leaf (and own hyperparameter copies), so the state can be donated.
     return OFULState(
@@ -63,7 +62,7 @@ def _init(K: int, d: int, hp: MLogBHyperparams) -> OFULState:
         acc=jnp.zeros((), dtype),
         t=jnp.zeros((), jnp.int32),
         hparams=jax.tree_util.tree_map(jnp.array, hp),
-        info=base.empty_info(dtype),
+        info=learner.empty_info(dtype),
         **no_failures(),
     )
 
@@ -72,7 +71,7 @@ def _update(
     K: int, d: int, max_newton_steps: int, state: OFULState, x: jax.Array, y: jax.Array
 ) -> OFULState:
     """Newton step, ellipsoidal projection, then ``H_{t+1}``."""
-    base.check_update_args(x, y, K, d)
+    learner.check_update_args(x, y, K, d)
     hp = state.hparams
     dtype = state.W.dtype
     x = x.astype(dtype)
@@ -96,7 +95,7 @@ def _update(
         hp, num_outcomes=K, dim=d, step_x_sq=jnp.sum(step_x**2), step_z_sq=dw @ state.H @ dw
     )
     H_new = state.H + hessian_term(model.sigma(W_new @ x), x)
-    info = base.UpdateInfo(sol.active, sol.nu, sol.steps, _radius(K, d, state))
+    info = learner.UpdateInfo(sol.active, sol.nu, sol.steps, _radius(K, d, state))
     new = state._replace(W=W_new, H=0.5 * (H_new + H_new.T), acc=acc, t=state.t + 1, info=info)
     return accept(state, new, finite_floats(new), sol.status)
 
@@ -108,14 +107,14 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> Learner:
       num_outcomes: K >= 1; dim: d.
       max_newton_steps: cap of the projection's dual root loop.
     """
-    K, d = base.check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
-    parts = base.optimistic(
+    K, d = learner.check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
+    parts = learner.optimistic(
         K,
         d,
         a_matrices=lambda state, actions: newton.a_matrices(lapack.cholesky(state.H), actions, K),
         radius=functools.partial(_radius, K, d),
     )
-    return base.from_score_parts(
+    return learner.from_score_parts(
         K,
         d,
         functools.partial(_init, K, d),
