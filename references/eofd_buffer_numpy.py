@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from references.exact_numpy import _EPS, NumpyExact, _probs
+from references.exact_numpy import EPS, NumpyExact, probs
 
 __all__ = ["NumpyEOFDBuffered"]
 
@@ -94,14 +94,14 @@ class NumpyEOFDBuffered(NumpyExact):
             e = np.zeros(self.K)
             if y > 0:
                 e[y - 1] = 1.0
-            g = g + np.kron(_probs(W @ x) - e, x)
+            g = g + np.kron(probs(W @ x) - e, x)
         return g
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
         W = w.reshape(self.K, self.d)
         H = self._c() * np.eye(self.K * self.d) + self.Z
         for x in self.xs:
-            s = _probs(W @ x)
+            s = probs(W @ x)
             H = H + np.kron(np.diag(s) - np.outer(s, s), np.outer(x, x))
         return H
 
@@ -109,7 +109,7 @@ class NumpyEOFDBuffered(NumpyExact):
     def _evict(self, x: np.ndarray, y: int) -> None:
         K = self.K
         z = self.W @ x
-        s = _probs(z)
+        s = probs(z)
         J = np.diag(s) - np.outer(s, s)
         E = np.kron(np.eye(K), x[:, None])  # (D, K)
         lam_, vec = np.linalg.eigh(self.Z + E @ J @ E.T)
@@ -150,7 +150,7 @@ class NumpyEOFDBuffered(NumpyExact):
         w, self.steps, _ = self.fit(self.W.reshape(-1))
         g = self.gradient(w)
         scale = 1.0 + float(np.linalg.norm(self.b)) + sum(float(np.linalg.norm(v)) for v in self.xs)
-        self.converged = bool(np.linalg.norm(g) <= np.sqrt(_EPS) * scale)
+        self.converged = bool(np.linalg.norm(g) <= np.sqrt(EPS) * scale)
         self.W = w.reshape(self.K, self.d)
         self.H = self.hessian(w)
         self.grad_norm = float(np.linalg.norm(g))

@@ -34,10 +34,10 @@ import numpy as np
 __all__ = ["NumpyExact"]
 
 _TIE_RTOL = 1e-9
-_EPS = np.finfo(np.float64).eps
+EPS = np.finfo(np.float64).eps
 
 
-def _probs(z: np.ndarray) -> np.ndarray:
+def probs(z: np.ndarray) -> np.ndarray:
     """``sigma(z)`` (K,) without outcome 0, via the stable log-sum-exp over ``[0, z]``."""
     full = np.concatenate([[0.0], z])
     return np.exp(full[1:] - np.logaddexp.reduce(full))
@@ -92,14 +92,14 @@ class NumpyExact:
             e = np.zeros(self.K)
             if y > 0:
                 e[y - 1] = 1.0
-            g += np.kron(_probs(W @ x) - e, x)
+            g += np.kron(probs(W @ x) - e, x)
         return g
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
         W = w.reshape(self.K, self.d)
         H = self.lam * np.eye(self.K * self.d)
         for x in self.xs:
-            s = _probs(W @ x)
+            s = probs(W @ x)
             H += np.kron(np.diag(s) - np.outer(s, s), np.outer(x, x))
         return H
 
@@ -114,7 +114,7 @@ class NumpyExact:
             dec = float(g @ p)
             a, accepted = 1.0, False
             for _ in range(self.max_halvings):
-                if dec <= 64 * _EPS * (1.0 + abs(f)) or self.loss(w - a * p) <= f - 1e-4 * a * dec:
+                if dec <= 64 * EPS * (1.0 + abs(f)) or self.loss(w - a * p) <= f - 1e-4 * a * dec:
                     accepted = True
                     break
                 a *= 0.5
@@ -123,9 +123,9 @@ class NumpyExact:
                 break
             w = w - a * p
             f, g = self.loss(w), self.gradient(w)
-            if a == 1.0 and np.linalg.norm(p) <= np.sqrt(_EPS) * (1.0 + np.linalg.norm(w)):
+            if a == 1.0 and np.linalg.norm(p) <= np.sqrt(EPS) * (1.0 + np.linalg.norm(w)):
                 break
-        return w, steps, bool(np.linalg.norm(g) <= np.sqrt(_EPS) * c)
+        return w, steps, bool(np.linalg.norm(g) <= np.sqrt(EPS) * c)
 
     def update(self, x: np.ndarray, y: int) -> None:
         x = np.asarray(x, np.float64)
@@ -154,7 +154,7 @@ class NumpyExact:
                 est.append(float(self.W[0] @ x))
                 bon.append(np.sqrt(self.beta) * np.sqrt(max(A[0, 0], 0.0)))
                 continue
-            s = _probs(self.W @ x)
+            s = probs(self.W @ x)
             q = (np.diag(s) - np.outer(s, s)) @ self.r
             first = np.sqrt(max(float(q @ A @ q), 0.0))
             second = 0.5 * np.abs(self.r).sum() * np.linalg.eigvalsh(A).max()

@@ -10,8 +10,8 @@ by Newton steps ``w <- w - a H^{-1} grad F`` (``H = X^T diag(p (1 - p)) X + lam 
 :mod:`bandits_jax.mlogb.exact` and buffered EOFD approximate, written from this equation, not
 from their code. :func:`numpy_greedy` plays the greedy learner of a reward model (ridge
 regression, this fit, or one Newton step of it a round) on a classification stream.
-Used by the tests (checked against scikit-learn's L2 logistic regression) and by
-``benchmarks/mlogb_digits_causes.py``.
+Used by the tests (checked against scikit-learn's L2 logistic regression) and by the digits
+investigation of ``docs/digits.md`` (its script last ran at commit 4b08619).
 """
 
 from __future__ import annotations
