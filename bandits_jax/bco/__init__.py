@@ -1,6 +1,7 @@
 """Bandit convex optimisation with gradient variation (the BCO paper's Algorithms 1-6).
 
-Modules: ``domains`` (Assumption 1, projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 and
+Modules: ``learner`` (the family's adapter onto the one learner type: ``Query``, ``from_query``),
+``domains`` (Assumption 1, projection onto ``(1 - xi) X``), ``estimators`` (eq. 2.2 and
 the sphere estimator, ``delta``/``xi``), ``schedules`` (Theorems 1-4's step sizes as optax
 stateful schedules), ``two_point`` (Algorithms 1 and 3, and their optax steps), ``rounds`` (the
 runner step :func:`interact`, the regret bookkeeping :func:`summarize`), ``one_point``

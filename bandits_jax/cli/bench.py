@@ -20,8 +20,7 @@ BENCHMARKS = ("mlogb_speed", "bco_speed")
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
-    """Adds ``bench``'s own options to its subparser."""
-    b.add_argument("--quick", action="store_true", help="reduced benchmark")
+    """``bench`` has no options of its own (its shared ones: ``options.COMMAND_GROUPS``)."""
 
 
 def source_root() -> pathlib.Path:

@@ -373,7 +373,7 @@ COMMAND_GROUPS: dict[str, frozenset[str]] = {
     "sweep": frozenset({"base", "run", "sketch", "mlogb", "settings", "grid", "scales", "eval"}),
     "bco": frozenset({"base", "run", "quick", "scales"}),  # BCO learners: no sketch, S or MNIST
     "kappa": frozenset({"base", "run", "quick", "sketch", "grid", "eval"}),  # --S-grid, no --S
-    "bench": frozenset({"base"}),  # --threads/--devices reach the benchmarks' processes
+    "bench": frozenset({"base", "quick"}),  # --threads/--devices reach the benchmarks
 }
 BETA_HELP = (
     "theory = Theorem 1's radius (eq. 36, all its constants), order = eq. 27's order-form "

@@ -176,8 +176,6 @@ def test_option_groups_per_command(capsys):
         listed = set(listed_options(text))
         groups = opt.COMMAND_GROUPS[command]
         for group, flag, _ in opt.COMMON_OPTIONS:
-            if (command, flag) == ("bench", "--quick"):
-                continue  # bench declares its own (cli/bench.py)
             assert (flag in listed) == (group == "base" or group in groups), (command, flag)
     assert set(MLOGB_ONLY) <= set(listed_options(help_text("reproduce", capsys)))
     assert set(MLOGB_ONLY) <= set(listed_options(help_text("sweep", capsys)))
