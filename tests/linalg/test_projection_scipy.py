@@ -1,8 +1,8 @@
 """Lemma 2's projection (He et al., eq. 23-25) against scipy's generic constrained solver, with its
-KKT conditions checked independently, through the public entry points as the learners call them:
-OFUL-MLogB's dense eigendecomposition (``Vt = Q``, ``mu = e - lam``, ``oful.py``), EOFD-MLogB's
-low-rank ``Z = lam I + Vt diag(mu) Vt^T`` with ``m < Kd`` columns (the residual term of eq. 25)
-and ``solve_dual`` with a representation of ``f`` a user writes (dense solves).
+KKT conditions checked independently, through the public entry points: eq. (25) in a dense
+eigendecomposition (``Vt = Q``, ``mu = e - lam``), in EOFD-MLogB's low-rank
+``Z = lam I + Vt diag(mu) Vt^T`` with ``m < Kd`` columns (the residual term of eq. 25), and
+``project_dense`` (OFUL-MLogB's: ``solve_dual`` with ``f`` by one Cholesky factorisation a step).
 
 The problem is ``min_w F(w) = ||w - w'||_Z^2 s.t. ||w|| <= S``. Its KKT conditions:
 ``Z (w - w') + nu w = 0``, ``nu >= 0``, ``nu (S^2 - ||w||^2) = 0``. The Lagrangian
@@ -53,25 +53,14 @@ def _lowrank_project(Vt, mu, wp, lam, S):
     return alpha * wp + Vt @ c, sol
 
 
-def _closure_project(Z, wp, lam, S):
-    """``solve_dual`` with ``f(nu) = ||w(nu)||^2``, ``w(nu) = (Z + nu I)^{-1} Z w'`` by dense
-    solves (eq. 23-24 written without an eigendecomposition); ``trace Z >= lambda_max``."""
+def _cholesky_project(Z, wp, lam, S):
+    """``project_dense``: ``f(nu) = ||w(nu)||^2``, ``w(nu) = (Z + nu I)^{-1} Z w'`` by one
+    Cholesky factorisation a root step (eq. 23-24 without an eigendecomposition)."""
     del lam
-    eye = jnp.eye(wp.shape[0], dtype=wp.dtype)
-    w_sq = wp @ wp
-
-    def w_of(nu):
-        return jnp.linalg.solve(Z + nu * eye, Z @ wp)
-
-    def f_and_df(nu):
-        w = w_of(nu)
-        return w @ w, -2.0 * w @ jnp.linalg.solve(Z + nu * eye, w)
-
-    sol = projection.solve_dual(f_and_df, w_sq, S, jnp.trace(Z))
-    return jnp.where(sol.active, w_of(sol.nu), wp), sol
+    return projection.project_dense(Z, wp, Z @ wp, S)
 
 
-_ROUTES = {"dense": _dense_project, "lowrank": _lowrank_project, "closure": _closure_project}
+_ROUTES = {"dense": _dense_project, "lowrank": _lowrank_project, "cholesky": _cholesky_project}
 
 
 @functools.cache
@@ -146,7 +135,8 @@ CASES = [  # route, K, d (D = K d), m (columns of Vt), log10 cond(Z)
     ("lowrank", 2, 3, 2, 6),
     ("lowrank", 4, 5, 8, 8),
     ("lowrank", 3, 10, 12, 3),
-    ("closure", 2, 6, 12, 6),
+    ("cholesky", 2, 6, 12, 6),
+    ("cholesky", 4, 5, 20, 8),
 ]
 
 
@@ -164,12 +154,12 @@ def test_matches_scipy_and_satisfies_kkt(route, K, d, m, log_cond):
         # Rounding of w = alpha w' + Vt c: the two D-term products Vt^T w' and Vt c (Higham's
         # gamma_D ~ D eps each, ||Vt|| = 1; the two terms of eq. 23 never cancel, both are
         # nonnegative multiples of a_i in each direction), on the dense route eigh's backward
-        # error (~ D eps ||Z||), on the closure route the solve's (as much); 4 D eps ||w'||.
+        # error (~ D eps ||Z||), on the Cholesky route the solve's (as much); 4 D eps ||w'||.
         dw_tol = 4 * D * EPS * np.linalg.norm(wpi)
         # |psi| <= 8 eps stops the root (errata 3): ||w|| = S to 8 eps, plus w's rounding; on
-        # the closure route f itself carries the solve's forward error, cond(Z + nu I) D eps.
+        # the Cholesky route f itself carries the solve's forward error, cond(Z + nu I) D eps.
         norm_tol = 8 * EPS * Si + dw_tol
-        if route == "closure":
+        if route == "cholesky":
             e = np.linalg.eigvalsh(Zi)
             norm_tol += (e[-1] + nui) / (e[0] + nui) * D * EPS * Si
         if ratio < 1.0:  # inactive: w' itself (bitwise), nu = 0
