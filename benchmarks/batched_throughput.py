@@ -4,8 +4,8 @@ Run as ``python -m benchmarks.batched_throughput`` (``--quick``: trials 1, 4, 16
 FILE``, or ``--out``, writes the figures; ``--device gpu`` runs it on a GPU). ``--learners``:
 specs ``KIND[@DxK][+batched]``, a registry kind on the Section 4 synthetic stream
 (``envs.synthetic_mlogb``, ``--mlogb-size DxK`` unless the spec has its own, ``||W*|| = 1``, at
-``mlogb.tuned(kind, S=1)`` as ``reproduce`` runs it; ``+batched``: the form a GPU runs where the
-CPU's default differs, the sketched kinds' secular FD core and ECOLog's Cholesky prox), or ``bco``,
+``mlogb.tuned(kind, S=1)`` as ``reproduce`` runs it; ``+batched``: ``solver="batched"``, the
+form a GPU keeps as one batch, for the kinds with a LAPACK form on the CPU), or ``bco``,
 the BCO paper's Algorithm 1 (``bco.two_point_learner``, ``"variance"``) on a drifting quadratic
 (``--bco-dim``, default 10); in float32 and float64 (``--dtypes``), a subprocess per dtype.
 ``--recommended``: the GPU script (``RECOMMENDED``, trials 1, 16, 256, 4096); ``--against FILE``
@@ -104,9 +104,9 @@ def _spec(text: str) -> str:
         )
     if size:
         _size(size)
-    if solver and not (recipes.REGISTRY[kind].sketched or kind == "ecolog"):
+    if solver and not recipes.REGISTRY[kind].solver:
         raise argparse.ArgumentTypeError(
-            f"+batched applies to the sketched kinds and ecolog (the others have one form), "
+            f"+batched applies to the kinds with a solver option (the others have one form), "
             f"got {text!r}"
         )
     return text
@@ -196,20 +196,18 @@ def _build(name: str, dtype, args):
     spec, _, batched = name.partition("+")
     kind, _, size = spec.partition("@")
     d, K = _size(size) if size else args.mlogb_size
-    sketched = mlogb.recipes.REGISTRY[kind].sketched
-    eigensolver = "secular" if batched and sketched else "auto"
+    row = mlogb.recipes.REGISTRY[kind]
+    solver = "batched" if batched else "auto"
     recipe = mlogb.tuned(kind, num_outcomes=K, dim=d, S=1.0, horizon=HORIZON, dtype=dtype,
-                         eigensolver=eigensolver)  # fmt: skip
-    learner = recipe.learner
+                         solver=solver)  # fmt: skip
     env = envs.synthetic_mlogb(num_outcomes=K, dim=d, S=1.0, dtype=dtype)
     info = {"d": d, "K": K, "env": "synthetic_mlogb(S=1)", "recipe": f"mlogb.tuned({kind!r}, S=1)"}
-    if sketched:
-        info.update(sketch_size=recipe.sketch_size, eigensolver=eigensolver)
-    if kind == "ecolog":
-        info["prox_solver"] = "cholesky" if batched else "auto"
-        learner = mlogb.ecolog(dim=d, prox_solver=info["prox_solver"])  # the recipe's factory
-    step = mlogb.interact(learner, env)
-    return step, learner.init(recipe.hparams), env.init, info
+    if row.sketched:
+        info["sketch_size"] = recipe.sketch_size
+    if row.solver:
+        info["solver"] = solver
+    step = mlogb.interact(recipe.learner, env)
+    return step, recipe.learner.init(recipe.hparams), env.init, info
 
 
 def _prepare(build, trials: int, rounds: int) -> dict:

@@ -18,7 +18,7 @@ the cost), and for the learner alone (select and update on one recorded stream o
 shared by the trials, each trial with its own ``W*`` and outcomes). With ``--host-devices N`` the
 64 trials are sharded over N host devices (one thread each; the one-trial figure stays on one).
 The same for OFUL through the runner (``--oful-trials``, few rounds: its dense Kd x Kd
-Hessian, factored every Newton and root step, is the paper's baseline). Every time is the median over repeats
+eigendecomposition per update is the paper's baseline). Every time is the median over repeats
 with its ``[min, max]`` spread in the JSON; the run ends by printing each target of the speed
 issue as met or MISSED, and the 1-minute load average before and after (the machine may be
 shared).

@@ -157,7 +157,7 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "eofd-k1": (1, 8, _mlogb(mlogb.eofd, 1, 8, sketch_size=3), _hp),
     "eofd-k3": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4), _hp),
     # The FD core by secular updates at K >= 2 (what a GPU runs; the CPU's default is LAPACK).
-    "eofd-k3-secular": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4, eigensolver="secular"), _hp),
+    "eofd-k3-batched": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4, solver="batched"), _hp),
     "eofd-robust-k1": (1, 8, _mlogb(mlogb.eofd, 1, 8, sketch_size=3, regularization="robust"), _hp),
     "eofd-robust-k3": (3, 4, _mlogb(mlogb.eofd, 3, 4, sketch_size=4, regularization="robust"), _hp),
     "eofd-adaptive": (2, 5, _mlogb(mlogb.eofd, 2, 5, sketch_size=2, max_sketch_size=6,
@@ -166,10 +166,11 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "eofd-deferred": (2, 5, _mlogb(mlogb.eofd, 2, 5, sketch_size=3, spare_columns=4), _hp),
     "oful-k1": (1, 8, _mlogb(mlogb.oful, 1, 8), _hp),
     "oful-k3": (3, 4, _mlogb(mlogb.oful, 3, 4), _hp),
+    "oful-k3-batched": (3, 4, _mlogb(mlogb.oful, 3, 4, solver="batched"), _hp),
     "greedy": (2, 5, _mlogb(mlogb.greedy, 2, 5, sketch_size=3), _hp),
     "linucb": (2, 5, _mlogb(mlogb.linucb, 2, 5), _linucb_hp),
     "ecolog": (1, 8, _mlogb(mlogb.ecolog, 1, 8), _ecolog_hp),
-    "ecolog-cholesky": (1, 8, _mlogb(mlogb.ecolog, 1, 8, prox_solver="cholesky"), _ecolog_hp),
+    "ecolog-batched": (1, 8, _mlogb(mlogb.ecolog, 1, 8, solver="batched"), _ecolog_hp),
     "exact-k3": (3, 4, _mlogb(mlogb.exact, 3, 4, horizon=T), _exact_hp),
     "lin-ts": (2, 5, _mlogb(mlogb.lin_ts, 2, 5), _ts_hp(lin_ts_hyperparams)),
     "logistic-ts-k1": (1, 8, _mlogb(mlogb.logistic_ts, 1, 8),
@@ -178,8 +179,8 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
                             _ts_hp(logistic_ts_hyperparams)),
     "eofd-buffered-k3": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4, buffer_size=5),
                          _exact_hp),  # dense H
-    "eofd-buffered-k3-secular": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4,
-                                              buffer_size=5, eigensolver="secular"), _exact_hp),
+    "eofd-buffered-k3-batched": (3, 4, _mlogb(mlogb.eofd_buffered, 3, 4, sketch_size=4,
+                                              buffer_size=5, solver="batched"), _exact_hp),
     "eofd-buffered-k1": (1, 8, _mlogb(mlogb.eofd_buffered, 1, 8, sketch_size=3, buffer_size=3),
                          _exact_hp),  # Woodbury
 }  # fmt: skip

@@ -82,9 +82,9 @@ def test_specs_sizes_batched_forms_and_against(result, tmp_path):
     data = json.loads(out.read_text())
     infos = data["workers"][0]["learners"]
     assert (infos["eofd@6x2"]["d"], infos["eofd@6x2"]["K"]) == (6, 2)
-    assert infos["eofd@6x2"]["eigensolver"] == "auto"
-    assert infos["eofd@6x2+batched"]["eigensolver"] == "secular"
-    assert infos["ecolog@4x1+batched"]["prox_solver"] == "cholesky"
+    assert infos["eofd@6x2"]["solver"] == "auto"
+    assert infos["eofd@6x2+batched"]["solver"] == "batched"
+    assert infos["ecolog@4x1+batched"]["solver"] == "batched"
     rates = {(c["learner"], c["trials"]): c["learner_rounds_per_s"] for c in first["cases"]}
     for c in data["cases"]:
         other = rates.get((c["learner"], c["trials"]))
@@ -95,7 +95,7 @@ def test_specs_sizes_batched_forms_and_against(result, tmp_path):
     assert data["against"]["file"] == str(first_path) and data["against"]["platform"] == "cpu"
 
 
-@pytest.mark.parametrize("spec", ["nope", "oful+batched", "eofd@20", "bco+batched", "eofd+gpu"])
+@pytest.mark.parametrize("spec", ["nope", "linucb+batched", "eofd@20", "bco+batched", "eofd+gpu"])
 def test_bad_learner_spec_is_an_error_line_and_exit_2(spec):
     proc = _run("--learners", spec, "--device", "cpu")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -173,19 +173,20 @@ CASES += [
         _mlogb_hp,
     ),
     Case(  # the FD core as a GPU runs it (the CPU's default at K >= 2 is LAPACK)
-        "mlogb-eofd-secular",
+        "mlogb-eofd-batched",
         "mlogb",
-        mlogb.eofd(**_KD, sketch_size=2, eigensolver="secular"),
+        mlogb.eofd(**_KD, sketch_size=2, solver="batched"),
         _mlogb_hp,
     ),
     Case("mlogb-oful", "mlogb", mlogb.oful(**_KD), _mlogb_hp),
+    Case("mlogb-oful-batched", "mlogb", mlogb.oful(**_KD, solver="batched"), _mlogb_hp),
     Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
     Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),
     Case("mlogb-linucb-nointercept", "mlogb", mlogb.linucb(**_KD, intercept=False), _linucb_hp),
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
     Case(  # the ball-constrained prox as a GPU runs it (the CPU's default: one eigh)
-        "mlogb-ecolog-cholesky", "mlogb", mlogb.ecolog(dim=D, prox_solver="cholesky"), _ecolog_hp
+        "mlogb-ecolog-batched", "mlogb", mlogb.ecolog(dim=D, solver="batched"), _ecolog_hp
     ),
     Case("mlogb-exact", "mlogb", mlogb.exact(**_KD, horizon=8), _exact_hp),
     Case(

@@ -1,4 +1,5 @@
-"""Dense factorizations and solves that never deadlock XLA's CPU runtime when batched.
+"""Dense factorizations and solves that never deadlock XLA's CPU runtime when batched, and the
+choice between a LAPACK form and a batched form of a learner's linear algebra.
 
 jaxlib splits a batched LAPACK call over XLA's thread pool where the batch's work (batch times
 its FLOP estimate for one matrix) reaches :data:`MIN_SPLIT_WORK`, and such calls can wait on each
@@ -6,6 +7,10 @@ other forever (``docs/xla_cpu_hang.md``). So under ``vmap`` on CPU each function
 call on a batch below that work and a ``scan`` over chunks of such batches above it; elsewhere one
 batched call. Unbatched they are the ``jax.numpy`` / ``jax.scipy`` functions they name.
 ``jax.jvp`` goes through them; reverse mode does not (``custom_vmap``).
+
+A GPU runs some batched solver calls as a loop over the batch (an ``eigh`` above 32 x 32,
+``docs/gpu.md``): where a learner has a LAPACK form that is faster on the CPU and a form a GPU
+keeps as one batch, :func:`by_platform` picks by its ``solver`` (:data:`SOLVERS`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,29 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.scipy import linalg as jsl
+
+#: A learner's ``solver``: ``"lapack"`` (its LAPACK form, fastest on the CPU), ``"batched"`` (the
+#: form a GPU keeps as one batch: secular updates, Cholesky solves) or ``"auto"`` (the first on
+#: the CPU, the second elsewhere); the two agree to rounding.
+SOLVERS = ("auto", "lapack", "batched")
+
+
+def check_solver(fn: str, solver: object) -> str:
+    """``solver`` if it is one of :data:`SOLVERS`, else a ``ValueError`` naming ``fn``."""
+    if not isinstance(solver, str) or solver not in SOLVERS:
+        raise ValueError(f"{fn}: solver: expected one of {SOLVERS}, got {solver!r}")
+    return solver
+
+
+def by_platform(solver: str, by_lapack: Callable, batched: Callable, *args):
+    """``by_lapack(*args)`` or ``batched(*args)`` as ``solver`` says; ``"auto"``: a
+    ``lax.platform_dependent`` choice (LAPACK on the CPU). The two must return the same types."""
+    if solver == "lapack":
+        return by_lapack(*args)
+    if solver == "batched":
+        return batched(*args)
+    return lax.platform_dependent(*args, cpu=by_lapack, default=batched)
+
 
 # jaxlib's ``GetLapackBatchChunkSize``: a batch whose work is below this runs in one piece.
 MIN_SPLIT_WORK = 200_000

@@ -153,38 +153,27 @@ class Truncation(NamedTuple):
     status: jax.Array
 
 
-def truncate(mu: jax.Array, ext: Extension, M: jax.Array, eigensolver: str = "auto") -> Truncation:
+def truncate(mu: jax.Array, ext: Extension, M: jax.Array, solver: str = "auto") -> Truncation:
     """Eigendecomposition and truncation of the core (Algorithm 1 lines 3-6, eq. 14-15)."""
-    return truncate_adaptive(mu, ext, M, mu.shape[0], 0.0, eigensolver)[0]
-
-
-#: How the FD core is decomposed (:func:`core_eigh`).
-EIGENSOLVERS = ("auto", "secular", "lapack")
-
-
-def check_eigensolver(eigensolver: object) -> str:
-    """``eigensolver`` if it is one of :data:`EIGENSOLVERS`, else a ``ValueError``."""
-    if not isinstance(eigensolver, str) or eigensolver not in EIGENSOLVERS:
-        raise ValueError(f"eigensolver: expected one of {EIGENSOLVERS}, got {eigensolver!r}")
-    return eigensolver
+    return truncate_adaptive(mu, ext, M, mu.shape[0], 0.0, solver)[0]
 
 
 def core_eigh(
-    mu: jax.Array, ext: Extension, M: jax.Array, eigensolver: str = "auto"
+    mu: jax.Array, ext: Extension, M: jax.Array, solver: str = "auto"
 ) -> secular.SecularEigh:
     """Ascending eigenpairs of the core ``diag(mu, 0) + A M A^T`` (``A = ext.coords``, the
     matrix of ``V diag(mu) V^T + X M X^T`` in ``[V, Q]``) as a
     :class:`~bandits_jax.linalg.secular.SecularEigh`; degenerate directions get a sentinel below
     every genuine (>= 0) eigenvalue.
 
-    ``eigensolver``: ``"secular"``, k rank-one secular updates
-    (:func:`~bandits_jax.linalg.secular.lowrank_eigh`, plain ``jnp``: a batch stays one batch on
-    every platform; a degenerate direction has a zero row in ``A`` and is deflated exactly);
-    ``"lapack"``, one ``eigh`` of the (m+k) x (m+k) core (counted as converged), which a GPU runs
-    as a loop over the batch above 32 x 32; ``"auto"``, the secular updates except on CPU with
-    k >= 2, where LAPACK is faster (``docs/eofd.md``).
+    ``solver`` (:data:`~bandits_jax.linalg.lapack.SOLVERS`): ``"batched"``, k rank-one secular
+    updates (:func:`~bandits_jax.linalg.secular.lowrank_eigh`, plain ``jnp``: a batch stays one
+    batch on every platform; a degenerate direction has a zero row in ``A`` and is deflated
+    exactly); ``"lapack"``, one ``eigh`` of the (m+k) x (m+k) core (counted as converged), which a
+    GPU runs as a loop over the batch above 32 x 32; ``"auto"``, the secular updates except on the
+    CPU with k >= 2, where LAPACK is faster (``docs/eofd.md``).
     """
-    check_eigensolver(eigensolver)
+    lapack.check_solver("core_eigh", solver)
     A = ext.coords
     k = ext.T.shape[0]
     base = jnp.concatenate([mu, jnp.zeros((k,), mu.dtype)])
@@ -201,11 +190,9 @@ def core_eigh(
         S = S + jnp.diag(jnp.where(invalid, -(1.0 + jnp.trace(S)), 0.0))
         return secular.SecularEigh(*lapack.eigh(S), converged=jnp.asarray(True))
 
-    if eigensolver == "secular" or (eigensolver == "auto" and k == 1):
-        return by_secular(base, A, M)
-    if eigensolver == "lapack":
-        return by_lapack(base, A, M)
-    return lax.platform_dependent(base, A, M, cpu=by_lapack, default=by_secular)
+    if solver == "auto" and k == 1:
+        solver = "batched"
+    return lapack.by_platform(solver, by_lapack, by_secular, base, A, M)
 
 
 def truncate_adaptive(
@@ -214,7 +201,7 @@ def truncate_adaptive(
     M: jax.Array,
     rank: jax.Array,
     budget: jax.Array,
-    eigensolver: str = "auto",
+    solver: str = "auto",
 ) -> tuple[Truncation, jax.Array]:
     """:func:`truncate` with an active rank ``r <= m`` that grows to keep the discarded mass small.
 
@@ -224,7 +211,7 @@ def truncate_adaptive(
     """
     m = mu.shape[0]
     k = ext.T.shape[0]
-    eig = core_eigh(mu, ext, M, eigensolver)
+    eig = core_eigh(mu, ext, M, solver)
     desc = jnp.maximum(eig.evals[::-1], 0.0)  # sigma_1^2 >= sigma_2^2 >= ... (m + k)
     # Discarding sigma_{j+1}^2 is within budget from some j on (desc is non-increasing).
     first = jnp.sum(desc[: m + 1] > budget).astype(jnp.int32)
@@ -236,7 +223,7 @@ def truncate_adaptive(
 
 
 def absorb(
-    state: FDState, ext: Extension, M: jax.Array, eigensolver: str = "auto"
+    state: FDState, ext: Extension, M: jax.Array, solver: str = "auto"
 ) -> tuple[FDState, jax.Array, jax.Array]:
     """Block FD update absorbing ``X M X^T`` (Algorithm 1); returns
     ``(new_state, sigma2, status)`` (:class:`Truncation`).
@@ -244,9 +231,9 @@ def absorb(
     Args:
       ext: :func:`extend` of ``state.V`` by ``X``.
       M: (k, k) PSD middle factor (``grad sigma(W_{t+1} x_t)`` for EOFD-MLogB, eq. 12-13).
-      eigensolver: the core's (:func:`core_eigh`).
+      solver: the core's (:func:`core_eigh`).
     """
-    tr = truncate(state.mu, ext, M, eigensolver)
+    tr = truncate(state.mu, ext, M, solver)
     V_new = apply_basis(state.V, ext, tr.U)
     return FDState(V=V_new, mu=tr.mu, rho=state.rho + tr.sigma2), tr.sigma2, tr.status
 
@@ -263,11 +250,11 @@ def map_basis(
 
 
 def update(
-    state: FDState, B: jax.Array, eigensolver: str = "auto"
+    state: FDState, B: jax.Array, solver: str = "auto"
 ) -> tuple[FDState, jax.Array, jax.Array]:
     """Absorbs ``B B^T`` (B: D x k); returns ``(new_state, sigma2, status)`` as :func:`absorb`."""
     ext = extend(state.V, B)
-    return absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype), eigensolver)
+    return absorb(state, ext, jnp.eye(B.shape[1], dtype=B.dtype), solver)
 
 
 class Sketch(NamedTuple):
@@ -350,28 +337,28 @@ def _radius_rank(m: int, adaptive: bool) -> Callable[[Sketch], int | jax.Array]:
 
 
 def _truncation_round(
-    sk: Sketch, ext: Extension, M: jax.Array, budget: jax.Array | None, eigensolver: str
+    sk: Sketch, ext: Extension, M: jax.Array, budget: jax.Array | None, solver: str
 ) -> Round:
     """Algorithm 1's truncation (eq. 14-15), adaptive when ``budget`` is given; ``plan = U``."""
     if budget is None:
-        tr, rank = truncate(sk.mu, ext, M, eigensolver), sk.rank
+        tr, rank = truncate(sk.mu, ext, M, solver), sk.rank
     else:
-        tr, rank = truncate_adaptive(sk.mu, ext, M, sk.rank, budget, eigensolver)
+        tr, rank = truncate_adaptive(sk.mu, ext, M, sk.rank, budget, solver)
     return Round(sk.R, tr.mu, rank, sk.used, tr.sigma2, tr.status, plan=tr.U)
 
 
 def per_round_rule(
-    sketch_size: int, *, rank: int | None = None, eigensolver: str = "auto"
+    sketch_size: int, *, rank: int | None = None, solver: str = "auto"
 ) -> SketchRule:
     """Algorithm 1 with V formed every round (``basis = V``, ``R`` None).
 
     Args:
       sketch_size: m (the capacity, ``<= D``).
       rank: the initial active rank of an adaptive size (None: fixed size m).
-      eigensolver: the core's (:func:`core_eigh`).
+      solver: the core's (:func:`core_eigh`).
     """
     m = sketch_size
-    check_eigensolver(eigensolver)
+    lapack.check_solver("per_round_rule", solver)
 
     def extend_(sk: Sketch, X: jax.Array, P: jax.Array) -> tuple[Extension, Extension]:
         ext = extend(sk.basis, X, P)
@@ -386,23 +373,23 @@ def per_round_rule(
     return SketchRule(
         init=lambda D, dtype: _per_round_init(D, m, 0, rank, dtype),
         extend=extend_,
-        absorb=lambda sk, ext, M, coef, budget: _truncation_round(sk, ext, M, budget, eigensolver),
+        absorb=lambda sk, ext, M, coef, budget: _truncation_round(sk, ext, M, budget, solver),
         commit=commit,
         radius_rank=_radius_rank(m, rank is not None),
     )
 
 
 def deferred_rule(
-    sketch_size: int, spare_columns: int, *, rank: int | None = None, eigensolver: str = "auto"
+    sketch_size: int, spare_columns: int, *, rank: int | None = None, solver: str = "auto"
 ) -> SketchRule:
     """Algorithm 1 with a deferred rotation ``V = basis @ R``: each round's ``Q`` is written
     into the ``spare_columns >= k`` spare columns and ``V`` is formed only when the next would
     not fit (:func:`rebase`). Arguments as :func:`per_round_rule`."""
     m, n = sketch_size, sketch_size + spare_columns
-    check_eigensolver(eigensolver)
+    lapack.check_solver("deferred_rule", solver)
 
     def absorb(sk: Sketch, ext: Extension, M: jax.Array, coef: jax.Array, budget) -> Round:
-        rnd = _truncation_round(sk, ext, M, budget, eigensolver)
+        rnd = _truncation_round(sk, ext, M, budget, solver)
         # The new V = [V, Q] U = basis' R_new and the step [V, Q] coef = basis' c_w in basis
         # coordinates (basis' = basis with Q written in): (n, m)-sized work.
         R_new, c_w = map_basis(sk.R, ext, rnd.plan, coef)

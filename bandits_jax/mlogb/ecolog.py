@@ -166,25 +166,21 @@ def _scalar_root(a, b, w, target, x0, *, max_steps: int) -> roots.RootResult:
     return roots.bracketed_newton(fn, lo, hi, x0, max_steps=max_steps, **tol)
 
 
-#: How the ball-constrained prox applies ``(V + nu I)^{-1}`` (:func:`prox_solve`).
-PROX_SOLVERS = ("auto", "eigh", "cholesky")
-
-
-def _shifted_solver(V: jax.Array, center: jax.Array, x: jax.Array, factor: str):
+def _shifted_solver(V: jax.Array, center: jax.Array, x: jax.Array, by_eigh: bool):
     """``(p, x, shifted, back)``: ``V center`` and ``x`` in the working basis, ``shifted(nu) ->
     (solve, quad)`` with ``solve(B) = (V + nu I)^{-1} B`` and ``quad(t) = t^T (V + nu I)^{-1} t``,
-    and ``back`` to the original basis. ``"eigh"``: one eigendecomposition ``V = Q diag(e) Q^T``,
-    then O(d) a ``nu`` (the basis: Q); ``"cholesky"``: one factorisation of ``V + nu I`` a ``nu``,
+    and ``back`` to the original basis. ``by_eigh``: one eigendecomposition ``V = Q diag(e) Q^T``,
+    then O(d) a ``nu`` (the basis: Q); else one Cholesky factorisation of ``V + nu I`` a ``nu``,
     which a batch keeps as one batch on a GPU (where an ``eigh`` above 32 x 32 loops)."""
-    if factor == "eigh":
+    if by_eigh:
         e, Q = lapack.eigh(V)
         e = jnp.maximum(e, jnp.finfo(V.dtype).tiny)
 
-        def by_eigh(nu):
+        def in_eigenbasis(nu):
             den = e + nu
             return (lambda B: B / den[:, None]), (lambda t: jnp.sum(t * t / den))
 
-        return e * (Q.T @ center), Q.T @ x, by_eigh, lambda t: Q @ t
+        return e * (Q.T @ center), Q.T @ x, in_eigenbasis, lambda t: Q @ t
     eye = jnp.eye(V.shape[0], dtype=V.dtype)
 
     def by_cholesky(nu):
@@ -195,15 +191,16 @@ def _shifted_solver(V: jax.Array, center: jax.Array, x: jax.Array, factor: str):
     return V @ center, x, by_cholesky, lambda t: t
 
 
-def _prox_constrained(V, center, x, w, target, S, *, max_steps: int, factor: str) -> ProxResult:
+def _prox_constrained(V, center, x, w, target, S, *, max_steps: int, by_eigh: bool) -> ProxResult:
     """The ball-constrained branch of :func:`prox_solve`: the multiplier ``nu > 0`` of
     ``theta(nu) = (V + nu I)^{-1} (V center - c(z) x)`` (``z``: the inner scalar root,
     ``c(z) = w (mu(z) - target)``) by :func:`~bandits_jax.linalg.roots.bracketed_newton` on
     ``1/||theta(nu)|| - 1/S`` (increasing) in ``[0, (||V center|| + w ||x||) / S]``, with
     ``d theta / d nu = -(V + nu I)^{-1} theta - c'(z) z'(nu) (V + nu I)^{-1} x``, ``z'`` by
-    implicit differentiation of ``z = a(nu) - c(z) b(nu)`` (``factor``: :func:`_shifted_solver`)."""
+    implicit differentiation of ``z = a(nu) - c(z) b(nu)`` (``by_eigh``: see
+    :func:`_shifted_solver`)."""
     dtype = V.dtype
-    p, xb, shifted, back = _shifted_solver(V, center, x, factor)
+    p, xb, shifted, back = _shifted_solver(V, center, x, by_eigh)
     eps = jnp.finfo(dtype).eps
 
     def point(nu):
@@ -246,9 +243,9 @@ def prox_solve(
     Args:
       V, V_inv: (d, d) ``V`` and its inverse. center: (d,). x: (d,). w, target, S: scalars.
       max_steps: cap of each root loop (static).
-      solver: where the ball binds, ``"eigh"`` (one eigendecomposition, fastest on the CPU),
-        ``"cholesky"`` (a factorisation a root step, one batch on a GPU) or ``"auto"`` (the
-        first on the CPU, the second elsewhere); the same result to rounding.
+      solver: where the ball binds, ``"lapack"`` (one eigendecomposition, fastest on the CPU),
+        ``"batched"`` (a Cholesky factorisation a root step, one batch on a GPU) or ``"auto"``
+        (:data:`~bandits_jax.linalg.lapack.SOLVERS`); the same result to rounding.
     """
     dtype = V.dtype
     w = jnp.asarray(w, dtype)
@@ -265,11 +262,7 @@ def prox_solve(
 
     def constrained(_):
         run = functools.partial(_prox_constrained, V, center, x, w, target, S, max_steps=max_steps)
-        if solver != "auto":
-            return run(factor=solver)
-        return lax.platform_dependent(
-            cpu=lambda: run(factor="eigh"), default=lambda: run(factor="cholesky")
-        )
+        return lapack.by_platform(solver, lambda: run(by_eigh=True), lambda: run(by_eigh=False))
 
     res = lax.cond(outside, constrained, lambda _: unc, None)
     status = worst(res.status, jnp.where(outside, root.status, CONVERGED))
@@ -369,7 +362,7 @@ def ecolog(
     dim: int,
     max_steps: int = 64,
     discrepancy: str = "squared",
-    prox_solver: str = "auto",
+    solver: str = "auto",
 ) -> Learner:
     """ada-OFU-ECOLog (Faury et al. 2022) in the MLogB protocol.
 
@@ -377,7 +370,7 @@ def ecolog(
       num_outcomes: must be 1 (a logistic bandit).
       max_steps: cap of each bracketed-Newton loop of the inner problems.
       discrepancy: ``"squared"`` or ``"code"`` (the public code's unsquared norm).
-      prox_solver: :func:`prox_solve`'s ``solver`` (speed only).
+      solver: :func:`prox_solve`'s (speed only).
 
     Returns:
       A :class:`~bandits_jax.learner_base.Learner` whose ``init`` takes
@@ -389,13 +382,12 @@ def ecolog(
         raise ValueError(f"num_outcomes must be 1 for ECOLog (a logistic bandit), got {K}")
     if not isinstance(discrepancy, str) or discrepancy not in DISCREPANCIES:
         raise ValueError(f"discrepancy must be one of {DISCREPANCIES}, got {discrepancy!r}")
-    if not isinstance(prox_solver, str) or prox_solver not in PROX_SOLVERS:
-        raise ValueError(f"prox_solver must be one of {PROX_SOLVERS}, got {prox_solver!r}")
+    lapack.check_solver("ecolog", solver)
     squared = discrepancy == "squared"
     init = functools.partial(_ecolog_init, d)  # positional: init takes hparams only
     parts = functools.partial(_ecolog_score_parts, d=d)
     update = functools.partial(
-        _ecolog_update, d=d, max_steps=max_steps, squared=squared, solver=prox_solver
+        _ecolog_update, d=d, max_steps=max_steps, squared=squared, solver=solver
     )
     return learner.from_score_parts(K, d, init, parts, update, hyperparams=ecolog_hyperparams)
 

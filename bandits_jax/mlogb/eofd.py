@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.checks import check_int, named
+from bandits_jax.checks import check_int
 from bandits_jax.learner_base import Learner, accept, finite_floats, no_failures
-from bandits_jax.linalg import fast_fd, lowrank, projection, sketch
+from bandits_jax.linalg import fast_fd, lapack, lowrank, projection, sketch
 from bandits_jax.linalg.sketch import Sketch, SketchRule
 from bandits_jax.mlogb import confidence, learner, model
 from bandits_jax.mlogb.hparams import MLogBHyperparams
@@ -280,7 +280,7 @@ def eofd(
     buffer_size: int | None = None,
     # How fast: the same result to rounding.
     spare_columns: int | None = None,
-    eigensolver: str = "auto",
+    solver: str = "auto",
 ) -> Learner:
     """EOFD-MLogB (Algorithm 2) and its variants (module docstring).
 
@@ -296,8 +296,8 @@ def eofd(
         K d).
       spare_columns: the per-round rule's spare basis columns, ``0`` or ``>= K`` (speed only;
         default :func:`default_spare_columns`).
-      eigensolver: the per-round rule's FD core, ``"auto"``, ``"secular"`` or ``"lapack"``
-        (speed only; :func:`~bandits_jax.linalg.sketch.core_eigh`; the fast rule's is secular).
+      solver: the per-round rule's FD core, ``"auto"``, ``"lapack"`` or ``"batched"`` (speed
+        only; :func:`~bandits_jax.linalg.sketch.core_eigh`; the fast rule's is always batched).
 
     Returns:
       A :class:`~bandits_jax.learner_base.Learner`.
@@ -308,7 +308,7 @@ def eofd(
     robust = confidence.check_regularization(regularization)
     m_max, tau = _check_adaptive(sketch_size, max_sketch_size, delta_target)
     rule = _sketch_rule(
-        sketch_rule, buffer_size, spare_columns, eigensolver, min(m_max, D), m, K, D, tau
+        sketch_rule, buffer_size, spare_columns, solver, min(m_max, D), m, K, D, tau
     )
     opt = _Options(K, d, rule, tau, int(max_newton_steps))
     parts = learner.optimistic(
@@ -367,7 +367,7 @@ def _sketch_rule(
     sketch_rule: object,
     buffer_size: object,
     spare_columns: object,
-    eigensolver: object,
+    solver: object,
     m_eff: int,
     m: int,
     K: int,
@@ -380,11 +380,11 @@ def _sketch_rule(
     if not isinstance(sketch_rule, str) or sketch_rule not in SKETCH_RULES:
         raise ValueError(f"sketch_rule must be one of {SKETCH_RULES}, got {sketch_rule!r}")
     # Each rule's own option; the other rule rejects it.
-    named("eofd", sketch.check_eigensolver, eigensolver)
+    lapack.check_solver("eofd", solver)
     for name, value, rule in (
         ("buffer_size", buffer_size, "fast"),
         ("spare_columns", spare_columns, "per_round"),
-        ("eigensolver", None if eigensolver == "auto" else eigensolver, "per_round"),
+        ("solver", None if solver == "auto" else solver, "per_round"),
     ):
         if value is not None and rule != sketch_rule:
             raise ValueError(f'{name} needs sketch_rule="{rule}", got {value!r}')
@@ -407,5 +407,5 @@ def _sketch_rule(
                 f"got {spare_columns!r}"
             )
     if spare:
-        return sketch.deferred_rule(m_eff, spare, rank=rank, eigensolver=eigensolver)
-    return sketch.per_round_rule(m_eff, rank=rank, eigensolver=eigensolver)
+        return sketch.deferred_rule(m_eff, spare, rank=rank, solver=solver)
+    return sketch.per_round_rule(m_eff, rank=rank, solver=solver)

@@ -196,7 +196,7 @@ def _evict(state, x_old, y_old, evict, opt):
     Xo = jnp.kron(jnp.eye(K, dtype=dtype), x_old[:, None])  # (D, K)
     ext = sketch.extend(state.V, Xo)
     fd, _, fd_status = sketch.absorb(
-        sketch.FDState(state.V, state.mu, state.rho), ext, J, opt.eigensolver
+        sketch.FDState(state.V, state.mu, state.rho), ext, J, opt.solver
     )
     grad_s = Xo @ (s - model.onehot(y_old, K, dtype))
     if opt.anchored:
@@ -266,7 +266,7 @@ class _Options(NamedTuple):
     half_rho: float  # c = lam + half_rho rho
     anchored: bool  # eq. (3), else eq. (2)
     dense: bool  # H formed (D x D), else the Woodbury core (r x r)
-    eigensolver: str  # the FD core's (linalg.sketch.core_eigh)
+    solver: str  # the FD core's (linalg.sketch.core_eigh)
 
 
 def _init(opt: _Options, hp: ExactHyperparams) -> EOFDBufferState:
@@ -325,7 +325,7 @@ def eofd_buffered(
     newton_steps: int = 5,
     max_halvings: int = 30,
     hessian: str = "auto",
-    eigensolver: str = "auto",
+    solver: str = "auto",
 ) -> Learner:
     """Buffered EOFD-MLogB (module docstring).
 
@@ -337,7 +337,7 @@ def eofd_buffered(
       newton_steps, max_halvings: caps of each fit's Newton steps and step halvings.
       hessian: ``"woodbury"`` (the r x r core), ``"dense"`` (H formed) or ``"auto"`` (dense where
         ``D <= r``); the two agree to rounding.
-      eigensolver: the sketch's FD core, ``"auto"``, ``"secular"`` or ``"lapack"`` (speed only;
+      solver: the sketch's FD core, ``"auto"``, ``"lapack"`` or ``"batched"`` (speed only;
         :func:`~bandits_jax.linalg.sketch.core_eigh`).
 
     Returns:
@@ -356,7 +356,7 @@ def eofd_buffered(
         raise ValueError(f"{fn}: hessian must be one of {HESSIANS}, got {hessian!r}")
     m = min(int(sketch_size), K * d)
     dense = hessian == "dense" or (hessian == "auto" and K * d <= m + B * K)
-    solver = named(fn, sketch.check_eigensolver, eigensolver)
+    lapack.check_solver(fn, solver)
     opt = _Options(K, d, m, B, N, M, 0.5 if robust else 0.0, summary == "anchor", dense, solver)
     parts = learner.optimistic(
         K,

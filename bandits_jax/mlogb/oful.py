@@ -3,10 +3,11 @@
 He et al., Section 2.1, eq. (3)-(10), with the dense K d x K d matrix
 ``H_t = lam I + sum_{s<t} grad^2 l_s(W_{s+1})``. Scores: ``A(x) = (I_K kron x)^T H_t^{-1}
 (I_K kron x)`` from one Cholesky factor of ``H_t`` and eq. (10)'s bonus (:mod:`.bonus`). Update:
-the Newton step (eq. 8) with ``H~ = H_t + eta grad^2 l_t(W_t)`` by a Cholesky solve, the
-projection (eq. 9) by Lemma 2 in the dense ``H~``-norm
-(:func:`~bandits_jax.linalg.projection.project_dense`: Cholesky solves per root step, no
-eigendecomposition, so a batch of trials stays one batch on a GPU); then
+the Newton step (eq. 8) with ``H~ = H_t + eta grad^2 l_t(W_t)`` and the projection (eq. 9) by
+Lemma 2 in the ``H~``-norm, either (``solver="lapack"``) Section 3.1's route,
+``H~ = Q diag(e) Q^T`` and Lemma 2 with ``V = Q``, ``mu = e - lam``, or (``"batched"``) a
+Cholesky solve and one Cholesky factorisation a root step
+(:func:`~bandits_jax.linalg.projection.project_dense`), which a GPU keeps as one batch; then
 ``H_{t+1} = H_t + grad^2 l_t(W_{t+1})``.
 """
 
@@ -68,7 +69,7 @@ def _init(K: int, d: int, hp: MLogBHyperparams) -> OFULState:
 
 
 def _update(
-    K: int, d: int, max_newton_steps: int, state: OFULState, x: jax.Array, y: jax.Array
+    K: int, d: int, max_steps: int, solver: str, state: OFULState, x: jax.Array, y: jax.Array
 ) -> OFULState:
     """Newton step, ellipsoidal projection, then ``H_{t+1}``."""
     learner.check_update_args(x, y, K, d)
@@ -82,11 +83,22 @@ def _update(
     H_tilde = state.H + eta * hessian_term(s, x)
     H_tilde = 0.5 * (H_tilde + H_tilde.T)
     g = jnp.kron(s - model.onehot(y, K, dtype), x)
-    w_prime = w - eta * lapack.cho_solve(lapack.cholesky(H_tilde), g)
-    # H_tilde w' = H_tilde w - eta g, exactly.
-    w_new, sol = projection.project_dense(
-        H_tilde, w_prime, H_tilde @ w - eta * g, hp.S, max_steps=max_newton_steps
-    )
+
+    def by_eigh(H_tilde, w, g):
+        e, Q = lapack.eigh(H_tilde)
+        w_prime = w - eta * (Q @ ((Q.T @ g) / e))
+        a, mu = Q.T @ w_prime, jnp.maximum(e - hp.lam, 0.0)
+        sol = projection.dual_root(w_prime @ w_prime, a, mu, hp.lam, hp.S, max_steps=max_steps)
+        alpha, c = projection.project_coeffs(a, mu, hp.lam, sol.nu)
+        return alpha * w_prime + Q @ c, sol
+
+    def by_cholesky(H_tilde, w, g):
+        w_prime = w - eta * lapack.cho_solve(lapack.cholesky(H_tilde), g)
+        # H_tilde w' = H_tilde w - eta g, exactly.
+        z = H_tilde @ w - eta * g
+        return projection.project_dense(H_tilde, w_prime, z, hp.S, max_steps=max_steps)
+
+    w_new, sol = lapack.by_platform(solver, by_eigh, by_cholesky, H_tilde, w, g)
     W_new = w_new.reshape(K, d)
 
     dw = w_new - w
@@ -100,14 +112,19 @@ def _update(
     return accept(state, new, finite_floats(new), sol.status)
 
 
-def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> Learner:
+def oful(
+    *, num_outcomes: int, dim: int, max_newton_steps: int = 50, solver: str = "auto"
+) -> Learner:
     """OFUL-MLogB with the full Hessian (the baseline of EOFD-MLogB).
 
     Args:
       num_outcomes: K >= 1; dim: d.
       max_newton_steps: cap of the projection's dual root loop.
+      solver: the update's linear algebra, ``"auto"``, ``"lapack"`` or ``"batched"`` (speed
+        only; module docstring, :data:`~bandits_jax.linalg.lapack.SOLVERS`).
     """
     K, d = learner.check_static(num_outcomes, dim, max_newton_steps=max_newton_steps)
+    lapack.check_solver("oful", solver)
     parts = learner.optimistic(
         K,
         d,
@@ -118,7 +135,7 @@ def oful(*, num_outcomes: int, dim: int, max_newton_steps: int = 50) -> Learner:
         K,
         d,
         functools.partial(_init, K, d),
-        update=functools.partial(_update, K, d, max_newton_steps),
+        update=functools.partial(_update, K, d, max_newton_steps, solver),
         in_ball=True,
         **parts,
     )

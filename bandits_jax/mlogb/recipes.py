@@ -199,11 +199,13 @@ class Kind(NamedTuple):
     Attributes:
       label: short name in tables and JSON. legend: name in figure legends. color: matplotlib's.
       factory: ``(K, d, m, horizon, **options) -> Learner`` (``m``: sketch size; ``horizon``:
-        T; ``options``: the sketched kinds' ``eigensolver``).
+        T; ``options``: ``solver`` where the kind has one).
       hparams: ``(num_outcomes=, dim=, S=, horizon=, l=, e=, beta=, rewards=, dtype=) ->
         hyperparameters`` (``l``, ``e``, a numeric ``beta``: arrays of the grid's shape).
       sketched: whether ``m`` applies. k1_only: defined for K = 1 only.
       paper: the paper's learner as written (the command runs it at ``--l/--e/--beta``).
+      solver: whether the factory takes ``solver`` (a LAPACK form faster on the CPU and a form
+        a GPU keeps as one batch, :data:`~bandits_jax.linalg.lapack.SOLVERS`).
     """
 
     label: str
@@ -214,6 +216,7 @@ class Kind(NamedTuple):
     sketched: bool = False
     k1_only: bool = False
     paper: bool = False
+    solver: bool = False
 
 
 def _section4_hp(*, beta: Any, dtype: Any, l: Any, e: Any, **kw: Any) -> Any:  # noqa: E741
@@ -287,6 +290,10 @@ def _uniform_hp(*, l: Any, e: Any, rewards: Any, dtype: Any, **_: Any) -> Any:  
     return uniform_hyperparams(seed=np.zeros(shape, np.uint32), rewards=rewards, dtype=dtype)
 
 
+def _oful(K: int, d: int, m: int, T: int | None, **options: Any) -> Learner:
+    return oful(num_outcomes=K, dim=d, **options)
+
+
 def _eofd(**kw: Any) -> Callable[..., Learner]:
     return lambda K, d, m, T, **o: eofd(num_outcomes=K, dim=d, sketch_size=m, **kw, **o)
 
@@ -294,33 +301,36 @@ def _eofd(**kw: Any) -> Callable[..., Learner]:
 # kind -> Kind. A new learner joins every command (``--learners``, tables, figures, sweeps) with
 # one row here and its rows in RULES.
 REGISTRY: dict[str, Kind] = {
-    "eofd-paper": Kind("EOFD", "EOFD-MLogB", "tab:blue", _eofd(), _section4_hp, True, paper=True),
-    "oful-paper": Kind("OFUL", "OFUL-MLogB", "tab:orange",
-                       lambda K, d, m, T: oful(num_outcomes=K, dim=d), _section4_hp, paper=True),
-    "eofd": Kind("EOFD tuned", "EOFD-MLogB (tuned)", "tab:cyan", _eofd(), _section4_hp, True),
+    "eofd-paper": Kind("EOFD", "EOFD-MLogB", "tab:blue", _eofd(), _section4_hp, True, paper=True,
+                       solver=True),
+    "oful-paper": Kind("OFUL", "OFUL-MLogB", "tab:orange", _oful, _section4_hp, paper=True,
+                       solver=True),
+    "eofd": Kind("EOFD tuned", "EOFD-MLogB (tuned)", "tab:cyan", _eofd(), _section4_hp, True,
+                 solver=True),
     "eofd-robust": Kind("EOFD robust", "EOFD-MLogB robust (tuned)", "tab:green",
-                        _eofd(regularization="robust"), _section4_hp, True),
+                        _eofd(regularization="robust"), _section4_hp, True, solver=True),
     "eofd-adaptive": Kind("EOFD adaptive", "EOFD-MLogB adaptive (tuned)", "tab:olive",
                           lambda K, d, m, T, **o: eofd(num_outcomes=K, dim=d, sketch_size=m,
                                                        max_sketch_size=2 * m, delta_target=2.0,
                                                        **o),
-                          _section4_hp, True),
-    "oful": Kind("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red",
-                 lambda K, d, m, T: oful(num_outcomes=K, dim=d), _section4_hp),
+                          _section4_hp, True, solver=True),
+    "oful": Kind("OFUL tuned", "OFUL-MLogB (tuned)", "tab:red", _oful, _section4_hp, solver=True),
     "greedy": Kind("greedy", "greedy (robust EOFD estimate)", "tab:purple",
                    lambda K, d, m, T, **o: greedy(num_outcomes=K, dim=d, sketch_size=m,
-                                                  regularization="robust", **o), _greedy_hp, True),
+                                                  regularization="robust", **o), _greedy_hp, True,
+                   solver=True),
     "linucb": Kind("LinUCB", "LinUCB (tuned)", "tab:brown",
                    lambda K, d, m, T: linucb(num_outcomes=K, dim=d), _linucb_hp),
     "ecolog": Kind("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink",
-                   lambda K, d, m, T: ecolog(num_outcomes=K, dim=d), _ecolog_hp, k1_only=True),
+                   lambda K, d, m, T, **o: ecolog(num_outcomes=K, dim=d, **o), _ecolog_hp,
+                   k1_only=True, solver=True),
     "lin-ts": Kind("LinTS", "linear Thompson sampling (tuned)", "#911eb4",
                    lambda K, d, m, T: lin_ts(num_outcomes=K, dim=d), _ts_hp(lin_ts_hyperparams)),
     "logistic-ts": Kind("logistic TS", "Laplace logistic Thompson sampling (tuned)", "#000075",
                         lambda K, d, m, T: logistic_ts(num_outcomes=K, dim=d),
                         _ts_hp(logistic_ts_hyperparams)),
     "eofd-buffered": Kind("EOFD buffered", "EOFD-MLogB buffered (tuned)", "#e6194b", _buffered,
-                          _exact_hp, True),
+                          _exact_hp, True, solver=True),
     "exact": Kind("exact", "exact MLE refit, O(t) a round", "black", _exact, _exact_hp),
     "uniform": Kind("random", "uniform random", "tab:gray",
                     lambda K, d, m, T: uniform(num_outcomes=K, dim=d), _uniform_hp),
@@ -336,22 +346,19 @@ def make_learner(
     dim: int,
     sketch_size: int,
     horizon: int | None = None,
-    eigensolver: str = "auto",
+    solver: str = "auto",
 ) -> Learner:
     """The learner of a kind (:data:`REGISTRY`) with sketch size ``m`` where it has one.
 
-    ``eigensolver``: the FD core's of a sketched kind
-    (:func:`~bandits_jax.linalg.sketch.core_eigh`; speed only); another kind takes only
-    ``"auto"``."""
+    ``solver``: its linear algebra's form where it has one (``Kind.solver``; speed only); another
+    kind takes only ``"auto"``."""
     row = REGISTRY[_check_kind(kind)]
-    if row.sketched:
-        return row.factory(num_outcomes, dim, sketch_size, horizon, eigensolver=eigensolver)
-    if eigensolver != "auto":
-        sketched = [k for k, v in REGISTRY.items() if v.sketched]
-        raise ValueError(
-            f"make_learner: eigensolver: expected 'auto' for kind {kind!r} (it "
-            f"applies to the sketched kinds {sketched}), got {eigensolver!r}"
-        )
+    if row.solver:
+        return row.factory(num_outcomes, dim, sketch_size, horizon, solver=solver)
+    if solver != "auto":
+        with_solver = [k for k, v in REGISTRY.items() if v.solver]
+        raise ValueError(f"make_learner: solver: expected 'auto' for kind {kind!r} (it applies to "
+                         f"{with_solver}), got {solver!r}")  # fmt: skip
     return row.factory(num_outcomes, dim, sketch_size, horizon)
 
 
@@ -401,7 +408,7 @@ def tuned(
     horizon: int,
     rewards: Any = None,
     dtype: Any = None,
-    eigensolver: str = "auto",
+    solver: str = "auto",
 ) -> Tuned:
     """A kind (one of :data:`KINDS`) with its tuned hyperparameters (its :func:`rule`).
 
@@ -409,12 +416,12 @@ def tuned(
       S: the known bound on ``||W*||_F``, or ``None`` (e.g. classification data: the rule's
         point chooses ``S`` too).
       horizon: T (``delta = 1/T``). rewards, dtype: as in :func:`~.hyperparams.hyperparams`.
-      eigensolver: the FD core's of a sketched kind (:func:`make_learner`; speed only).
+      solver: the kind's linear algebra's form where it has one (:func:`make_learner`).
     """
     ex, S = tuned_point(kind, S, num_outcomes=num_outcomes, dim=dim)
     m = sketch_size(num_outcomes, dim, kind)
     learner = make_learner(kind, num_outcomes=num_outcomes, dim=dim, sketch_size=m,
-                           horizon=horizon, eigensolver=eigensolver)  # fmt: skip
+                           horizon=horizon, solver=solver)  # fmt: skip
     hp = hparams_for(kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, l=ex.l,
                      e=ex.e, beta=ex.beta, rewards=rewards, dtype=dtype)  # fmt: skip
     return Tuned(kind, learner, hp, m)

@@ -15,12 +15,12 @@ from jax import lax
 from bandits_jax import mlogb
 from bandits_jax.linalg import sketch
 
-_SOLVERS = ("lapack", "secular")
+_SOLVERS = ("lapack", "batched")
 
 
-def _both(mu, ext, M, rank, budget, eigensolver):
-    tr = sketch.truncate(mu, ext, M, eigensolver)
-    ad, r = sketch.truncate_adaptive(mu, ext, M, rank, budget, eigensolver)
+def _both(mu, ext, M, rank, budget, solver):
+    tr = sketch.truncate(mu, ext, M, solver)
+    ad, r = sketch.truncate_adaptive(mu, ext, M, rank, budget, solver)
     return tr, ad, r
 
 
@@ -95,7 +95,7 @@ def test_eofd_iterates_secular_equal_eigh(K, variant, dtype):
     (W_e, mu_e, rho_e), (W_s, mu_s, rho_s) = [
         jax.jit(functools.partial(_run_eofd, learner))(hp, xs, ys)
         for learner in (
-            mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, eigensolver=e, **kw) for e in _SOLVERS
+            mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, solver=e, **kw) for e in _SOLVERS
         )
     ]
     tol = 1e-9 if dtype == jnp.float64 else 2e-4

@@ -45,7 +45,7 @@ def _stream(d, T, seed, theta_star):
 def _trajectory_fn(discrepancy: str, d: int, solver: str = "auto"):
     """One compiled scan per learner: per round the score parts on a probe (before the update),
     then the update; returns the per-round W, radius, parts, projected flags and statuses."""
-    learner = eco.ecolog(dim=d, discrepancy=discrepancy, prox_solver=solver)
+    learner = eco.ecolog(dim=d, discrepancy=discrepancy, solver=solver)
 
     def run(state, X, Y, probe):
         def body(s, xy):
@@ -72,7 +72,7 @@ TRAJ_CASES = {
 # The ball-constrained prox by one eigendecomposition (the CPU's "auto") and by a Cholesky
 # factorisation a root step (what a GPU runs).
 @pytest.mark.parametrize(
-    "name,solver", [(n, "auto") for n in TRAJ_CASES] + [("active-theory", "cholesky")]
+    "name,solver", [(n, "auto") for n in TRAJ_CASES] + [("active-theory", "batched")]
 )
 def test_trajectory_matches_numpy_reference(name, solver):
     c = TRAJ_CASES[name]
@@ -187,7 +187,7 @@ def _prox(V, center, x, w, target, S, solver="auto"):
     return _prox_jit(solver=solver)(*(jnp.asarray(a) for a in args), w, target, S)
 
 
-SOLVERS = ("eigh", "cholesky")
+SOLVERS = ("lapack", "batched")
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -284,8 +284,8 @@ def test_factory_validation():
         eco.ecolog(dim=0)
     with pytest.raises(ValueError, match="max_steps"):
         eco.ecolog(dim=D, max_steps=0)
-    with pytest.raises(ValueError, match="prox_solver"):
-        eco.ecolog(dim=D, prox_solver="qr")
+    with pytest.raises(ValueError, match="ecolog: solver"):
+        eco.ecolog(dim=D, solver="qr")
     with pytest.raises(ValueError, match="discrepancy"):
         eco.ecolog(dim=D, discrepancy="sqrt")
     with pytest.raises(ValueError, match="rewards"):

@@ -88,15 +88,18 @@ def assert_replay_matches(final, met, want, np_learner, kw, X):
 def _learner(algo, K, d, m):
     if algo == "eofd":
         return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m)
-    if algo == "eofd-secular":  # the FD core as a GPU runs it (CPU default at K >= 2: LAPACK)
-        return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, eigensolver="secular")
+    if algo == "eofd-batched":  # the FD core as a GPU runs it (CPU default at K >= 2: LAPACK)
+        return mlogb.eofd(num_outcomes=K, dim=d, sketch_size=m, solver="batched")
+    if algo == "oful-batched":  # Cholesky solves as a GPU runs them (CPU default: eigh)
+        return mlogb.oful(num_outcomes=K, dim=d, solver="batched")
     return mlogb.oful(num_outcomes=K, dim=d)
 
 
 # One compiled program per (algo, shape); the radius mode and S are data (hyperparameters).
 SHAPES = [(1, 6, 2), (3, 3, 4)]  # K, d, m (m < K d: the sketch truncates)
 RADII = [("theory", 0.02, 1.0), (0.4, 1.0, 1.5), ("order", 0.1, 1.0)]  # beta, beta_scale, S
-ALGOS = [(a, *shape) for a in ("eofd", "oful") for shape in SHAPES] + [("eofd-secular", 3, 3, 4)]
+ALGOS = [(a, *shape) for a in ("eofd", "oful", "oful-batched") for shape in SHAPES]
+ALGOS += [("eofd-batched", 3, 3, 4)]
 
 
 @pytest.mark.parametrize("beta,beta_scale,S", RADII)

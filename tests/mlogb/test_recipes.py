@@ -335,22 +335,24 @@ def test_buffered_kind_summarises_and_buffers_by_the_number_of_outcomes(K):
     assert np.abs(by_form["gradient"] - by_form["anchor"]).max() > 1e-6
 
 
-def test_eigensolver_reaches_every_sketched_kinds_fd_core_and_only_theirs():
-    # K = 2 on the CPU: "auto" decomposes the (m + K) x (m + K) FD core by LAPACK (a syevd call
-    # larger than the K x K ones of the basis extension in the lowered update), "secular" by
-    # plain jnp (only K x K eigh calls left); other kinds refuse the option.
+def test_solver_reaches_every_kind_that_has_one_and_only_those():
+    # K = 2 on the CPU: "auto" decomposes an (m + K) x (m + K) FD core, OFUL's K d x K d H~ or
+    # ECOLog's V by LAPACK (a syevd call larger than the K x K ones of the basis extension in the
+    # lowered update), "batched" by secular updates or Cholesky solves (only K x K eigh calls
+    # left); other kinds refuse the option.
     K, d = 2, 6
     actions = jax.numpy.ones((3, d))
     for kind, row in recipes.REGISTRY.items():
-        if not row.sketched:
-            with pytest.raises(ValueError, match=r"make_learner: eigensolver.*" + kind):
-                recipes.tuned(kind, num_outcomes=K, dim=d, S=2.0, horizon=20, eigensolver="secular")
+        k = 1 if row.k1_only else K
+        if not row.solver:
+            with pytest.raises(ValueError, match=r"make_learner: solver.*" + kind):
+                recipes.tuned(kind, num_outcomes=k, dim=d, S=2.0, horizon=20, solver="batched")
             continue
         calls = {}
-        for solver in ("auto", "secular"):
-            rec = recipes.tuned(kind, num_outcomes=K, dim=d, S=2.0, horizon=20, eigensolver=solver)
+        for solver in ("auto", "batched"):
+            rec = recipes.tuned(kind, num_outcomes=k, dim=d, S=2.0, horizon=20, solver=solver)
             state = rec.learner.init(rec.hparams)
             text = jax.jit(rec.learner.update).lower(state, actions[0], 1).as_text()
             sizes = re.findall(r"@lapack_[sd]syevd_ffi\([^\n]*\} : \(tensor<(\d+)x", text)
-            calls[solver] = any(int(n) > K for n in sizes)
-        assert calls == {"auto": True, "secular": False}, kind
+            calls[solver] = any(int(n) > k for n in sizes)
+        assert calls == {"auto": True, "batched": False}, kind
