@@ -1,7 +1,8 @@
 """On a GPU a batch of trials stays one batch: every learner's vmapped round, exported for CUDA
 (no GPU needed), makes no call that jaxlib runs as a loop over the batch
-(:mod:`tests.gpu_lowering`): every registry kind in every regime of the recipes, float32 and
-float64, and the BCO learners."""
+(:mod:`tests.gpu_lowering`): every registry kind in every regime of the recipes and the BCO
+learners, in float32 in the default run and in float64 with the ``long`` tests (the same calls
+with other element types; the default run's 8 minutes)."""
 
 import pathlib
 
@@ -15,7 +16,11 @@ from tests import gpu_lowering as gl
 CASES = gl.cases()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=[pytest.mark.long] if "float64" in c.name else []) for c in CASES],
+    ids=[c.name for c in CASES],
+)
 def test_vmapped_round_makes_no_per_matrix_loop_on_cuda(case):
     assert gl.loops(gl.cuda_calls(case)) == []
 
