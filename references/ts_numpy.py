@@ -7,8 +7,9 @@ learner's own draws (``tests/mlogb/test_ts.py`` regenerates them from the docume
 so both sides sample with the same numbers and must agree to rounding.
 
 :class:`NumpyLinTS`: the ridge posterior by dense solves (no Sherman-Morrison),
-``A = lam I + Z^T Z``, ``theta = A^{-1} Z^T r``, and the draw ``theta + v L xi`` with ``L`` the
-lower Cholesky factor of ``inv(A)`` (``np.linalg.inv``, then ``np.linalg.cholesky``).
+``A = lam I + Z^T Z``, ``theta = A^{-1} Z^T r``, and the draw ``theta + v R xi`` with the square
+root ``R`` (``R R^T = inv(A)``) of the docstring's recursion (Potter's update, written out here
+from the equations; ``tests/mlogb/test_ts.py`` checks ``R R^T`` against ``np.linalg.inv(A)``).
 
 :class:`NumpyLogisticTS`: the online Laplace step in the full ``vec(W) = W.reshape(-1)``
 coordinates (no reduction to K dimensions): the minimiser of
@@ -52,6 +53,7 @@ class NumpyLinTS:
         self.gram, self.zr = np.zeros((D, D)), np.zeros(D)
         self.theta = np.zeros(D)
         self.sample = np.zeros(D)
+        self.root = np.eye(D) / np.sqrt(self.lam)
 
     def features(self, X) -> np.ndarray:
         X = np.atleast_2d(np.asarray(X, np.float64))
@@ -61,9 +63,8 @@ class NumpyLinTS:
         return self.lam * np.eye(self.gram.shape[0]) + self.gram
 
     def draw(self, xi: np.ndarray) -> None:
-        """This round's ``theta~ = theta + v L xi``, ``L L^T = inv(A)``."""
-        L = np.linalg.cholesky(np.linalg.inv(self.matrix()))
-        self.sample = self.theta + self.v * (L @ np.asarray(xi, np.float64))
+        """This round's ``theta~ = theta + v R xi``, ``R R^T = inv(A)``."""
+        self.sample = self.theta + self.v * (self.root @ np.asarray(xi, np.float64))
 
     def score_parts(self, actions) -> tuple[np.ndarray, np.ndarray]:
         Z = self.features(actions)
@@ -73,6 +74,9 @@ class NumpyLinTS:
         z = self.features(x)[0]
         self.gram += np.outer(z, z)
         self.zr += self.r[int(y)] * z
+        a = self.root.T @ z  # R <- R - u a^T / (c + sqrt(c)), u = R a, c = 1 + a^T a
+        c = 1.0 + a @ a
+        self.root = self.root - np.outer(self.root @ a, a) / (c + np.sqrt(c))
         self.theta = np.linalg.solve(self.matrix(), self.zr)
 
 

@@ -1,11 +1,15 @@
 """Linear Thompson sampling: LinUCB's ridge posterior sampled once a round (a standard baseline).
 
 Agrawal and Goyal (2013), Algorithm 1 with one shared parameter, as Open Bandit Pipeline's
-``LinTS``, on :mod:`.ridge`'s state (``z = [x, 1]`` or ``x``, ``D = len(z)``, reward ``r_y``):
+``LinTS``, on :mod:`.ridge`'s model (``z = [x, 1]`` or ``x``, ``D = len(z)``, reward ``r_y``):
 
-    theta~_t = theta_t + v L_t xi_t,   L_t L_t^T = A_t^{-1} (lower Cholesky),  xi_t ~ N(0, I_D),
+    theta~_t = theta_t + v R_t xi_t,   R_t R_t^T = A_t^{-1},   xi_t ~ N(0, I_D),
 
-one draw a round for every action, split as ``(theta_t^T z, (theta~_t - theta_t)^T z)``. The state
+one draw a round for every action, split as ``(theta_t^T z, (theta~_t - theta_t)^T z)``. The
+square root ``R_t`` is kept in O(D^2) a round, no factorisation (Potter's square-root update):
+``R_1 = I / sqrt(lam)``, ``R_{t+1} = R_t - k u a^T`` with ``a = R_t^T z``, ``u = R_t a``,
+``k = 1 / (c + sqrt(c))``, ``c = 1 + a^T a``; and ``theta_{t+1} = R_{t+1} R_{t+1}^T b_{t+1}``.
+The update is finite exactly when ``c`` and ``r_y`` are (the guard reads them). The state
 carries the key (``k_{t+1} = split(k_t)[0]``) and the draw, made by ``init`` and each accepted
 ``update``: with ``m`` the top 23 bits of ``bits(split(k_t)[1], (D,), uint32)``,
 ``xi_t = sqrt(2) erfinv((2 m + 1 - 2^23) 2^-23)``, the same normals in float32 and float64 to
@@ -22,8 +26,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from bandits_jax.checks import named
-from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
-from bandits_jax.linalg import lapack
+from bandits_jax.learner_base import Learner, accept, fresh_state, no_failures
 from bandits_jax.mlogb import learner, ridge
 from bandits_jax.mlogb.hparams import check_seed, checked, grid_arrays, state_dtype
 
@@ -46,14 +49,14 @@ class LinTSState(NamedTuple):
 
     Attributes:
       theta: (d,) the feature weights of ``theta_t``; bias: its intercept (0 without one).
-      A_inv: (D, D) ``A_t^{-1}``. b: (D,) ``sum r_{y_s} z_s``.
+      root: (D, D) ``R_t``, ``R_t R_t^T = A_t^{-1}``. b: (D,) ``sum r_{y_s} z_s``.
       sample: (D,) this round's draw ``theta~_t``. key: raw PRNG key data ``k_t``.
       t: completed updates (int32). hparams: :class:`LinTSHyperparams`.
     """
 
     theta: jax.Array
     bias: jax.Array
-    A_inv: jax.Array
+    root: jax.Array
     b: jax.Array
     sample: jax.Array
     key: jax.Array
@@ -94,21 +97,17 @@ def standard_normals(key_data: jax.Array, shape: tuple[int, ...], dtype) -> jax.
     return jnp.sqrt(jnp.asarray(2.0, dtype)) * lax.erf_inv(w)
 
 
-def _draw(A_inv: jax.Array, theta: jax.Array, v: jax.Array, key: jax.Array) -> jax.Array:
-    """``theta + v L xi``, ``L L^T = A_inv`` (lower Cholesky), ``xi`` from ``key``."""
-    L = lapack.cholesky(A_inv)
-    return theta + v * (L @ standard_normals(key, theta.shape, theta.dtype))
-
-
 def _init(K: int, d: int, intercept: bool, hp: LinTSHyperparams) -> LinTSState:
     learner.check_hparams(hp, K, ("lam", "v", "seed"))
     dtype = hp.lam.dtype
-    A_inv, b = ridge.init(d + 1 if intercept else d, hp.lam, dtype)
+    D = d + 1 if intercept else d
+    root = jnp.eye(D, dtype=dtype) * lax.rsqrt(hp.lam)
     key = jax.random.key_data(jax.random.key(hp.seed))
+    sample = hp.v * (root @ standard_normals(key, (D,), dtype))
     state = LinTSState(
-        theta=jnp.zeros((d,), dtype), bias=jnp.zeros((), dtype), A_inv=A_inv, b=b,
-        sample=_draw(A_inv, jnp.zeros_like(b), hp.v, key), key=key, t=jnp.zeros((), jnp.int32),
-        hparams=hp, **no_failures(),
+        theta=jnp.zeros((d,), dtype), bias=jnp.zeros((), dtype), root=root,
+        b=jnp.zeros((D,), dtype), sample=sample, key=key, t=jnp.zeros((), jnp.int32), hparams=hp,
+        **no_failures(),
     )  # fmt: skip
     return fresh_state(state)
 
@@ -122,14 +121,27 @@ def _score_parts(d: int, intercept: bool, state: LinTSState, actions: jax.Array)
 
 
 def _update(K: int, intercept: bool, state: LinTSState, x: jax.Array, y: jax.Array):
-    """The ridge state's rank-one update by ``(z, r_y)``, then the next round's draw."""
+    """The square root's rank-one update by ``(z, r_y)``, then the next round's draw, in two
+    passes over ``R_t`` (``R_t^T [z, b]``, then ``R_t [a, c, e]``) and the update's one write."""
     learner.check_update_args(x, y, K, state.theta.shape[-1])
-    (A_inv, b), full, theta, bias = ridge.observe(state, x, y, intercept)
+    R, v = state.root, state.hparams.v
+    z = ridge.features(x.astype(R.dtype), intercept)
+    r = ridge.reward(state.hparams.rewards, y)
+    b = state.b + r * z
     key = learner.next_key(state.key)
-    sample = _draw(A_inv, full, state.hparams.v, key)
-    new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, sample=sample, key=key,
-                         t=state.t + 1)  # fmt: skip
-    return accept(state, new, finite_floats(new))
+    ag = R.T @ jnp.stack([z, b], axis=1)
+    a, g = ag[:, 0], ag[:, 1]
+    den = 1.0 + a @ a
+    k = 1.0 / (den + jnp.sqrt(den))
+    c = g - k * a * (a @ g)  # R_{t+1}^T b
+    e = c + v * standard_normals(key, c.shape, c.dtype)
+    pre = R @ jnp.stack([a, c, e], axis=1)  # R_t [a, c, e]; R_{t+1} y = R_t y - k u (a^T y)
+    u = pre[:, 0]
+    full, sample = pre[:, 1] - k * u * (a @ c), pre[:, 2] - k * u * (a @ e)
+    theta, bias = ridge.split(full, x.shape[-1], intercept, state.bias)
+    new = state._replace(theta=theta, bias=bias, root=R - k * jnp.outer(u, a), b=b,
+                         sample=sample, key=key, t=state.t + 1)  # fmt: skip
+    return accept(state, new, jnp.isfinite(den) & jnp.isfinite(r))
 
 
 def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:

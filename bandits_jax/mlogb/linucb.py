@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.checks import check_float
-from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
+from bandits_jax.learner_base import Learner, accept, fresh_state, no_failures
 from bandits_jax.mlogb import learner, ridge
 from bandits_jax.mlogb.hparams import grid_arrays
 
@@ -92,9 +92,12 @@ def _score_parts(d: int, intercept: bool, state: LinUCBState, actions: jax.Array
 def _update(K: int, intercept: bool, state: LinUCBState, x: jax.Array, y: jax.Array):
     """The ridge state's rank-one update by ``(z, r_y)``."""
     learner.check_update_args(x, y, K, state.theta.shape[-1])
-    (A_inv, b), _, theta, bias = ridge.observe(state, x, y, intercept)
+    z = ridge.features(x.astype(state.b.dtype), intercept)
+    r = ridge.reward(state.hparams.rewards, y)
+    (A_inv, b), full, ok = ridge.update(ridge.Ridge(state.A_inv, state.b), z, r)
+    theta, bias = ridge.split(full, x.shape[-1], intercept, state.bias)
     new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, t=state.t + 1)
-    return accept(state, new, finite_floats(new))
+    return accept(state, new, ok)
 
 
 def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:

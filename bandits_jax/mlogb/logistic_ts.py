@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from bandits_jax.checks import check_int, named
-from bandits_jax.learner_base import Learner, accept, finite_floats, fresh_state, no_failures
+from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, no_failures
 from bandits_jax.linalg import lapack
 from bandits_jax.mlogb import learner, model, newton
 from bandits_jax.mlogb.lin_ts import standard_normals, ts_fields
@@ -188,11 +188,14 @@ def _update(opt: _Options, state: LogisticTSState, x: jax.Array, y: jax.Array) -
         prec = state.prec + jnp.diagonal(J)[:, None] * (x * x)[None, :]
         factor = 1.0 / jnp.sqrt(prec)
     key = learner.next_key(state.key)
+    sample = _draw(opt, W, factor, hp.v, key)
     new = state._replace(
-        W=W, prec=prec, factor=factor, sample=_draw(opt, W, factor, hp.v, key), key=key,
-        t=state.t + 1, info=learner.empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
+        W=W, prec=prec, factor=factor, sample=sample, key=key, t=state.t + 1,
+        info=learner.empty_info(dtype)._replace(newton_steps=steps, beta=hp.v),
     )  # fmt: skip
-    return accept(state, new, finite_floats(new), status)
+    # The few numbers the state is built from (the draw reads the new factor): never the
+    # (K d, K d) precision, which the guard's select then fuses into its producer.
+    return accept(state, new, all_finite(x, u, J, W, sample), status)
 
 
 def logistic_ts(

@@ -1,4 +1,4 @@
-"""Ridge regression on action features, kept by Sherman-Morrison: LinUCB's and LinTS's state.
+"""Ridge regression on action features: LinUCB's and LinTS's state.
 
 With one shared parameter (the ``A = lam I + sum z z^T`` form of Abbasi-Yadkori, Pal and
 Szepesvari 2011), the outcome ``y`` as the scalar reward ``r_y`` (``r_0 = 0``) and the features
@@ -6,8 +6,13 @@ Szepesvari 2011), the outcome ``y`` as the scalar reward ``r_y`` (``r_0 = 0``) a
 
     A_t = lam I + sum_{s<t} z_s z_s^T,   b_t = sum_{s<t} r_{y_s} z_s,   theta_t = A_t^{-1} b_t.
 
-``A_t^{-1}`` is kept by Sherman-Morrison (O(D^2) a round, matrix-vector products only),
-re-symmetrised each round, and ``theta`` recomputed as ``A^{-1} b`` (``b`` an exact running sum).
+LinUCB keeps ``A_t^{-1}`` by Sherman-Morrison in two passes over it a round:
+``A_t^{-1} [z, b_{t+1}]`` in one matrix product, then ``A_{t+1}^{-1} = A_t^{-1} - w w^T`` with
+``w = u / sqrt(1 + z^T u)``, ``u = A_t^{-1} z`` (each entry one product ``w_i w_j``: exactly
+symmetric, no re-symmetrisation), and ``theta_{t+1} = A_t^{-1} b_{t+1} - w (w^T b_{t+1})`` (``b``
+an exact running sum). The step is finite exactly when ``1 + z^T u`` and ``r`` are (a non-finite
+``u`` or ``z`` makes it so): the rejected-step guard reads these two numbers, never the (D, D)
+state.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 
 class Ridge(NamedTuple):
@@ -57,23 +63,25 @@ def reward(rewards: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def sherman_morrison(A_inv: jax.Array, z: jax.Array, c: jax.Array | float = 1.0) -> jax.Array:
-    """``(A + c z z^T)^{-1} = A^{-1} - c u u^T / (1 + c z^T u)``, ``u = A^{-1} z``, symmetrised."""
+    """``(A + c z z^T)^{-1} = A^{-1} - w w^T``, ``w = u sqrt(c / (1 + c z^T u))``, ``u = A^{-1} z``
+    (``c >= 0``; exactly symmetric for a symmetric ``A^{-1}``)."""
     u = A_inv @ z
-    new = A_inv - c * jnp.outer(u, u) / (1.0 + c * (z @ u))
-    return 0.5 * (new + new.T)
+    w = u * jnp.sqrt(c / (1.0 + c * (z @ u)))
+    return A_inv - jnp.outer(w, w)
 
 
-def update(ridge: Ridge, z: jax.Array, r: jax.Array) -> tuple[Ridge, jax.Array]:
-    """The rank-one update by ``(z, r)`` and the new ``theta = A^{-1} b``."""
-    A_inv = sherman_morrison(ridge.A_inv, z)
+def update(ridge: Ridge, z: jax.Array, r: jax.Array) -> tuple[Ridge, jax.Array, jax.Array]:
+    """The rank-one update by ``(z, r)``: ``(Ridge, theta = A^{-1} b, ok)``, ``ok`` whether the
+    step is finite (module docstring)."""
     b = ridge.b + r * z
-    return Ridge(A_inv, b), A_inv @ b
+    ub = ridge.A_inv @ jnp.stack([z, b], axis=1)  # one pass over A^{-1}
+    u, Ab = ub[:, 0], ub[:, 1]
+    den = 1.0 + z @ u
+    w = u * lax.rsqrt(den)
+    ok = jnp.isfinite(den) & jnp.isfinite(r)
+    return Ridge(ridge.A_inv - jnp.outer(w, w), b), Ab - w * (w @ b), ok
 
 
-def observe(state: Any, x: jax.Array, y: jax.Array, intercept: bool):
-    """:func:`update` of a ridge learner's ``state`` by ``(z, r_y)``: ``(Ridge, full theta,
-    feature weights (d,), intercept)`` (the intercept stays 0 without one)."""
-    z = features(x.astype(state.b.dtype), intercept)
-    new, theta = update(Ridge(state.A_inv, state.b), z, reward(state.hparams.rewards, y))
-    d = x.shape[-1]
-    return new, theta, theta[:d], theta[d] if intercept else state.bias
+def split(theta: jax.Array, d: int, intercept: bool, bias: jax.Array) -> tuple[jax.Array, ...]:
+    """``(feature weights (d,), intercept)`` of a full ``theta`` (``bias`` without an intercept)."""
+    return theta[:d], theta[d] if intercept else bias

@@ -180,6 +180,25 @@ def test_matches_numpy_reference_round_by_round(name, K):
     _assert_matches(got, name, K, POINT, stream)
 
 
+def test_lin_ts_square_root_is_the_dense_inverse():
+    """``R_t R_t^T = A_t^{-1}`` (``A`` by a dense sum, inverted by numpy) after T rounds of the
+    O(D^2) square-root update; tolerance as in ``_assert_matches`` (T rounds of backward-stable
+    rank-one steps, relative to the largest entry)."""
+    K = 1
+    acts, xs, ys = _stream(K, zlib.crc32(b"root"))
+    learner = lin_ts(num_outcomes=K, dim=D_X)
+    step = xla_defaults.jit(lambda s, x, y: learner.update(s, x, y))
+    state = learner.init(_hp("lin_ts", K, **POINT))
+    for t in range(T):
+        state = step(state, jnp.asarray(xs[t]), ys[t])
+    Z = np.hstack([xs, np.ones((T, 1))])
+    A = POINT["lam"] * np.eye(D_X + 1) + Z.T @ Z
+    R = np.asarray(state.root)
+    want = np.linalg.inv(A)
+    err = np.max(np.abs(R @ R.T - want)) / np.max(np.abs(want))
+    assert err <= 16 * T * EPS * np.linalg.cond(A), err
+
+
 @pytest.mark.parametrize("name, K", [("lin_ts", 3), ("logistic_ts-diagonal", 3)])
 def test_vmap_over_grid_and_trials_matches_the_reference_cell_by_cell(name, K):
     """A (grid of 2 points: lam, v and seed all differ) x (2 streams) batch in one program: each
