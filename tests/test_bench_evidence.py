@@ -1,7 +1,9 @@
-"""benchmarks.mlogb_evidence, run as a user runs it (``python -m benchmarks.mlogb_evidence
---base JSON --rejudge``, a subprocess: it runs no learner): an earlier table's transfer penalties
-and goals are recomputed, each cell keeps its own trials, and the table prints them. The
-expected figures are computed here from the cells."""
+"""The evidence scripts run as a user runs them, in a subprocess from the checkout (the suite
+imports no ``benchmarks``), on tables built here so that they run no learner:
+``python -m benchmarks.mlogb_evidence --base JSON --rejudge`` recomputes an earlier table's
+transfer penalties and goals (each cell keeps its own trials, and the table prints them);
+``python -m benchmarks.paired_evidence --merge JSON`` judges paired final regrets. The expected
+figures are computed here from the cells."""
 
 import json
 import os
@@ -26,14 +28,13 @@ def _setting(recipe: dict[str, float], tuned: dict[str, float]) -> dict:
     return {"title": "t", "best_tuned": None, "cells": cells, "goals": {}}  # judged by no rule
 
 
-def _rejudge(tmp_path, settings: dict) -> tuple[dict, str]:
-    base = tmp_path / "base.json"
-    base.write_text(json.dumps({"rounds": 100, "trials": 4, "dtype": "float64",
-                                "settings": settings}))  # fmt: skip
-    out = tmp_path / "new.json"
-    argv = ["--base", str(base), "--rejudge", "--json", str(out)]
+def _script(tmp_path, module: str, flag: str, table: dict, *more: str) -> tuple[dict, str]:
+    """``python -m benchmarks.MODULE FLAG IN.json MORE --json OUT.json`` in the checkout, with
+    ``table`` in ``IN.json``: the JSON it wrote and its stdout."""
+    base, out = tmp_path / "in.json", tmp_path / "out.json"
+    base.write_text(json.dumps(table))
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.mlogb_evidence", *argv],
+        [sys.executable, "-m", f"benchmarks.{module}", flag, str(base), *more, "--json", str(out)],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -42,7 +43,13 @@ def _rejudge(tmp_path, settings: dict) -> tuple[dict, str]:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text())["settings"], proc.stdout
+    return json.loads(out.read_text()), proc.stdout
+
+
+def _rejudge(tmp_path, settings: dict) -> tuple[dict, str]:
+    table = {"rounds": 100, "trials": 4, "dtype": "float64", "settings": settings}
+    out, stdout = _script(tmp_path, "mlogb_evidence", "--base", table, "--rejudge")
+    return out["settings"], stdout
 
 
 def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
@@ -88,34 +95,30 @@ def test_rejudge_recomputes_penalties_and_goals_of_a_base_table(tmp_path):
     assert "60.0 ± 1.0 (0.10 ms) |" in stdout
 
 
-def test_paired_evidence_picks_the_cheapest_learner_no_other_beats():
-    """``benchmarks.paired_evidence.decide`` on a known-bound setting built here: on both draws
+def test_paired_evidence_picks_the_cheapest_learner_no_other_beats(tmp_path):
+    """The paired evidence's decision on a known-bound setting built here: on both draws
     ``b`` ends 10 below ``a`` on every pair and ``c`` equals ``a`` plus noise of either sign, so
     ``b`` wins against ``a`` and ``c`` (intervals below zero), ``a`` and ``c`` are level; the pick
     is ``b`` although ``a`` is cheaper."""
     import numpy as np
 
-    from benchmarks import paired_evidence as pe
-
     rng = np.random.default_rng(0)
-    draws = []
-    for _ in range(2):
-        a = rng.uniform(40, 60, 20)
-        noise = rng.choice([-1.0, 1.0], 20) * rng.uniform(0, 2, 20)
-        regret = {
-            "linucb": a.tolist(),
-            "oful": (a - 10).tolist(),
-            "eofd-robust": (a + noise).tolist(),
-        }
-        draws.append(
-            {
-                "final_regret": regret,
-                "ms_per_round": {"linucb": 0.1, "oful": 1.0, "eofd-robust": 0.5},
-            }
-        )
-    setting = {"name": "synth-8-1-S4", "references": ["linucb"], "draws": draws}
-    pe.judge(setting)
-    got = pe.decide([setting])["synth-8-1-S4"]
+    kinds, n, draws = ["linucb", "oful", "eofd-robust"], 20, []
+    for j in range(2):
+        a = rng.uniform(40, 60, n)
+        noise = rng.choice([-1.0, 1.0], n) * rng.uniform(0, 2, n)
+        draws.append({
+            "base": 20000 + 10000 * j,
+            "pairs": [{"class": None, "seed": 20000 + 10000 * j + i} for i in range(n)],
+            "final_regret": {"linucb": a.tolist(), "oful": (a - 10).tolist(),
+                             "eofd-robust": (a + noise).tolist()},
+            "ms_per_round": {"linucb": 0.1, "oful": 1.0, "eofd-robust": 0.5},
+            "seconds": {k: {"compile": 0.0, "run": 0.0} for k in kinds},
+        })  # fmt: skip
+    setting = {"name": "synth-8-1-S4", "K": 1, "part": "synthetic", "rounds": 100,
+               "learners": kinds, "references": ["linucb"], "draws": draws}  # fmt: skip
+    run = {"commands": [], "settings": [setting]}
+    got = _script(tmp_path, "paired_evidence", "--merge", run)[0]["decision"]["synth-8-1-S4"]
     assert got["beaten by"] == {"linucb": ["oful"], "oful": [], "eofd-robust": ["oful"]}
     assert got["vs linucb"] == {"oful": "wins", "eofd-robust": "level"}
     assert got["by the rule"] == "oful"

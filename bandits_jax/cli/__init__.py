@@ -25,8 +25,6 @@ from collections.abc import Sequence
 
 from bandits_jax.cli import bco, bench, cache, kappa, process, reproduce, sweep
 from bandits_jax.cli.options import (
-    EVAL_SEED_OFFSET,
-    PAPER_GRID,
     Parser,
     UsageError,
     add_common,
@@ -35,11 +33,10 @@ from bandits_jax.cli.options import (
     join_negative_values,
     value_options,
 )
-from bandits_jax.cli.output import dtype_of, say, write_outputs  # noqa: F401 (cli.bench's)
-from bandits_jax.cli.reproduce import DEFAULT_SETTINGS, make_setting
+from bandits_jax.cli.output import say
+from bandits_jax.cli.reproduce import make_setting  # deprecated alias of envs.make
 
-__all__ = ["main", "build_parser", "PAPER_GRID", "DEFAULT_SETTINGS", "EVAL_SEED_OFFSET",
-           "UsageError", "make_setting"]  # fmt: skip
+__all__ = ["main", "build_parser", "make_setting"]
 
 COMMANDS = {"reproduce": reproduce, "sweep": sweep, "bco": bco, "kappa": kappa, "bench": bench}
 HELP = {  # command -> (one line in the command list, the description of its --help)

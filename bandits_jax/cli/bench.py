@@ -56,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``bench``: the speed benchmarks, their table and figure; returns the exit status."""
     from bandits_jax.cli import plotting
 
-    from . import say, write_outputs
-
     out = pathlib.Path(args.out)
     root = source_root()
     written, texts, rows = [], [], []
@@ -72,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             cmd.append("--quick")
         if args.float32 and mod == "mlogb_speed":  # bco_speed is float64 only
             cmd.append("--float32")
-        say(args, "$ " + " ".join(cmd))
+        output.say(args, "$ " + " ".join(cmd))
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
         sys.stdout.write(proc.stdout)
         sys.stderr.write(proc.stderr[-4000:])
@@ -97,5 +95,5 @@ def run(args: argparse.Namespace) -> int:
         texts.append("All cases (- where a case has no value):\n" + output.format_table(rows))
     (out / "bench_summary.txt").write_text("\n".join(texts) + "\n")
     written.append(out / "bench_summary.txt")
-    write_outputs(out, written)
+    output.write_outputs(out, written)
     return status

@@ -89,15 +89,12 @@ def use(path: pathlib.Path | None) -> None:
 def report(args: argparse.Namespace) -> dict[str, Any]:
     """The cache now: ``dir`` (this checkout's entries; ``None`` when off), ``root`` (every
     checkout's), ``enabled``, ``entries`` (JAX's ``*-cache`` files), ``bytes`` (under ``dir``),
-    ``xla_options`` (what the programs compiled with; ``{}``: XLA's defaults; ``None``: the
-    calling process's own, JAX had started before the command) and ``programs`` (compiles asked
-    of the cache in this process, ``hits``: served from it)."""
-    from bandits_jax.cli.options import compiler_options
-
+    ``xla_options`` (``args.xla_applied``, what the programs compiled with; ``{}``: XLA's
+    defaults; ``None``: the calling process's own, JAX had started before the command) and
+    ``programs`` (compiles asked of the cache in this process, ``hits``: served from it)."""
     path = args.compile_cache_path
     out = {"dir": None, "root": None, "enabled": False, "entries": 0, "bytes": 0,
-           "xla_options": getattr(args, "xla_applied", compiler_options(args) or {}),
-           "programs": dict(_EVENTS)}  # fmt: skip
+           "xla_options": args.xla_applied, "programs": dict(_EVENTS)}  # fmt: skip
     if path is None:
         return out
     out.update(dir=str(path), root=str(path.parent), enabled=True)

@@ -19,6 +19,9 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any
 
+from bandits_jax.cli import process
+from bandits_jax.cli.cache import cache_dir
+
 PAPER_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
 EVAL_SEED_OFFSET = 10_000
 MIN_CHUNK = 200  # rounds: a shorter chunk of a quick run took less time than its checkpoint
@@ -297,9 +300,6 @@ def cached_mnist_usable(say_warning: bool = True) -> bool:
 def check_common(args: argparse.Namespace, errors: list[str]) -> None:
     """Checks of the shared options (:data:`COMMON_OPTIONS`) the command takes (an option it
     lacks reads ``None``)."""
-    from bandits_jax.cli import process
-    from bandits_jax.cli.cache import cache_dir
-
     check_int(errors, args.devices, "--devices", minimum=1)
     try:
         if args.threads is None:
@@ -357,17 +357,14 @@ def compiler_options(args: argparse.Namespace) -> dict[str, Any] | None:
         options["xla_cpu_use_fusion_emitters"] = False  # the classic LLVM IR emitters
     split = getattr(args, "xla_codegen_split", None) or "default"
     if split != "default":  # LLVM modules compiled in parallel on XLA's CPU threads
-        from bandits_jax.cli.process import usable_cores
-
         options["xla_cpu_parallel_codegen_split_count"] = (
-            usable_cores() if split == "auto" else int(split))  # fmt: skip
+            process.usable_cores() if split == "auto" else int(split))  # fmt: skip
     return options or None
 
 
 # The options every command shares, declared once: (group, flag, argparse keywords). A command
 # takes the groups it names in COMMAND_GROUPS; its defaults (FULL, QUICK) and its learner names
 # (LEARNERS) complete the help of --rounds, --trials, --learners and the grids.
-OPTION_GROUPS = ("base", "run", "quick", "sketch", "mlogb", "settings", "grid", "scales", "eval")
 COMMAND_GROUPS: dict[str, frozenset[str]] = {
     "reproduce": frozenset({"base", "run", "quick", "sketch", "mlogb", "settings"}),
     "sweep": frozenset({"base", "run", "sketch", "mlogb", "settings", "grid", "scales", "eval"}),

@@ -232,12 +232,21 @@ def numeric_flags() -> dict[str, str]:
 
 
 def backend_started() -> bool:
-    """Whether JAX has started a backend in this process (then XLA's settings are fixed)."""
+    """Whether JAX has started a backend in this process (then XLA's settings are fixed). Asked
+    of JAX's public config (jax 0.10 has no public query): once a backend has started, JAX
+    refuses to change a setting that must come before it; before, the change is undone at once."""
     if "jax" not in sys.modules:
         return False
-    from jax._src import xla_bridge  # no public equivalent in jax 0.10
+    import jax
 
-    return xla_bridge.backends_are_initialized()
+    name = "jax_cpu_get_local_topology_timeout_minutes"  # read only by a starting CPU backend
+    value = getattr(jax.config, name)
+    try:
+        jax.config.update(name, value + 1)
+    except RuntimeError:
+        return True
+    jax.config.update(name, value)
+    return False
 
 
 def configure_threads(threads: object = None, *, devices: int | None = None) -> ThreadConfig:

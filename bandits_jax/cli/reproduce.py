@@ -83,20 +83,19 @@ def env_rewards(setting: envs.Setting) -> Any:
 def build_setting(args: argparse.Namespace, name: str, dtype: Any) -> envs.Setting:
     """The named setting (:func:`bandits_jax.envs.make`) with ``--S`` and ``--mnist`` where the
     name takes them."""
-    return make_setting(name, S=args.S, dtype=dtype, mnist_path=args.mnist, warn=False)
+    takes = envs.parse(name).options
+    kw = {"S": args.S, "path": args.mnist}
+    return envs.make(name, dtype=dtype, **{k: v for k, v in kw.items() if k in takes})
 
 
-def make_setting(name: str, *, S: Any, dtype: Any, mnist_path: Any = None, warn=True) -> Any:
+def make_setting(name: str, *, S: Any, dtype: Any, mnist_path: Any = None) -> Any:
     """Deprecated (0.2.0): :func:`bandits_jax.envs.make` (``S`` and ``mnist_path`` go where the
     name takes them; the result is an :class:`bandits_jax.envs.Setting`)."""
-    if warn:
-        import warnings
+    import warnings
 
-        warnings.warn("make_setting is deprecated: use bandits_jax.envs.make",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
-    takes = envs.parse(name).options
-    kw = {"S": S, "path": mnist_path}
-    return envs.make(name, dtype=dtype, **{k: v for k, v in kw.items() if k in takes})
+    warnings.warn("make_setting is deprecated: use bandits_jax.envs.make", DeprecationWarning,
+                  stacklevel=2)  # fmt: skip
+    return build_setting(argparse.Namespace(S=S, mnist=mnist_path), name, dtype)
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:

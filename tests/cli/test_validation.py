@@ -6,7 +6,7 @@ import zipfile
 import pytest
 
 from bandits_jax import cli
-from bandits_jax.cli import cache
+from bandits_jax.cli import cache, reproduce
 from bandits_jax.cli import options as opt
 from bandits_jax.sim import chunks
 
@@ -160,7 +160,7 @@ def test_garbage_mnist_in_default_cache_is_skipped(garbage, tmp_path, capsys, mo
     args.module.validate(args)
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(err) == 1 and err[0].startswith("bandits-jax: warning:") and "MNIST" in err[0]
-    assert args.plan["settings"] == list(cli.DEFAULT_SETTINGS)
+    assert args.plan["settings"] == list(reproduce.DEFAULT_SETTINGS)
     assert any("MNIST skipped" in n for n in args.plan["notes"])
 
 
