@@ -27,6 +27,7 @@ from jax import lax
 
 from bandits_jax.checks import named
 from bandits_jax.learner_base import Learner, accept, fresh_state, no_failures
+from bandits_jax.linalg import inplace
 from bandits_jax.mlogb import learner, ridge
 from bandits_jax.mlogb.hparams import check_seed, checked, grid_arrays, state_dtype
 
@@ -139,9 +140,10 @@ def _update(K: int, intercept: bool, state: LinTSState, x: jax.Array, y: jax.Arr
     u = pre[:, 0]
     full, sample = pre[:, 1] - k * u * (a @ c), pre[:, 2] - k * u * (a @ e)
     theta, bias = ridge.split(full, x.shape[-1], intercept, state.bias)
-    new = state._replace(theta=theta, bias=bias, root=R - k * jnp.outer(u, a), b=b,
+    ok = jnp.isfinite(den) & jnp.isfinite(r)
+    new = state._replace(theta=theta, bias=bias, root=inplace.subtract_outer(R, k * u, a, ok), b=b,
                          sample=sample, key=key, t=state.t + 1)  # fmt: skip
-    return accept(state, new, jnp.isfinite(den) & jnp.isfinite(r))
+    return accept(state, new, ok, written=("root",))
 
 
 def lin_ts(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:

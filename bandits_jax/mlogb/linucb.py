@@ -97,7 +97,7 @@ def _update(K: int, intercept: bool, state: LinUCBState, x: jax.Array, y: jax.Ar
     (A_inv, b), full, ok = ridge.update(ridge.Ridge(state.A_inv, state.b), z, r)
     theta, bias = ridge.split(full, x.shape[-1], intercept, state.bias)
     new = state._replace(theta=theta, bias=bias, A_inv=A_inv, b=b, t=state.t + 1)
-    return accept(state, new, ok)
+    return accept(state, new, ok, written=("A_inv",))
 
 
 def linucb(*, num_outcomes: int, dim: int, intercept: bool = True) -> Learner:

@@ -24,6 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from bandits_jax.linalg import inplace
+
 
 class Ridge(NamedTuple):
     """``A^{-1}`` (D, D) and ``b`` (D,) (module docstring)."""
@@ -72,14 +74,15 @@ def sherman_morrison(A_inv: jax.Array, z: jax.Array, c: jax.Array | float = 1.0)
 
 def update(ridge: Ridge, z: jax.Array, r: jax.Array) -> tuple[Ridge, jax.Array, jax.Array]:
     """The rank-one update by ``(z, r)``: ``(Ridge, theta = A^{-1} b, ok)``, ``ok`` whether the
-    step is finite (module docstring)."""
+    step is finite (module docstring); where not ``ok``, ``A^{-1}`` is left as it was (written in
+    place, :func:`~bandits_jax.linalg.inplace.subtract_outer`)."""
     b = ridge.b + r * z
     ub = ridge.A_inv @ jnp.stack([z, b], axis=1)  # one pass over A^{-1}
     u, Ab = ub[:, 0], ub[:, 1]
     den = 1.0 + z @ u
     w = u * lax.rsqrt(den)
     ok = jnp.isfinite(den) & jnp.isfinite(r)
-    return Ridge(ridge.A_inv - jnp.outer(w, w), b), Ab - w * (w @ b), ok
+    return Ridge(inplace.subtract_outer(ridge.A_inv, w, w, ok), b), Ab - w * (w @ b), ok
 
 
 def split(theta: jax.Array, d: int, intercept: bool, bias: jax.Array) -> tuple[jax.Array, ...]:
