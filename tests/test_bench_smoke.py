@@ -42,6 +42,11 @@ SMOKE: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "compile_seconds": (
         ["--quick", "--dtypes", "float32", "--out", "{json}"], ("rounds", "repeats", "cases")
     ),
+    # docs/benchmarks.md (issue 56): EOFD's time and memory a trial against K d, 64 trials
+    "scale": (
+        ["--quick", "--trials", "2", "--rounds", "1", "--repeats", "1", "--json", "{json}"],
+        ("rows", "exponent_time", "exponent_memory"),
+    ),
 }  # fmt: skip
 # Scripts with a test of their own (below, or the module docstring's).
 OWN_TESTS = {"mlogb_speed", "bco_speed", "batched_throughput", "cold_start"}
