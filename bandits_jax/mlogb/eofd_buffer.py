@@ -16,7 +16,9 @@ An evicted round s enters by its expansion at ``W_t`` (``z = W_t x_s``, ``J = gr
 ``c = lam + rho/2`` (``"robust"``, Robust FD) or ``lam`` (``"paper"``). The Hessian
 ``c I + U L L^T U^T`` (``U = [V, X_1 .. X_B]``, ``L = blockdiag(diag(mu)^{1/2}, L_1 .. L_B)``,
 ``L_s L_s^T = J_s``) is solved by Woodbury through the ``r x r`` core ``S = c I + L^T U^T U L``
-(``r = m + B K``), or formed where ``D <= r``. ``CONVERGED`` if ``||g|| <= sqrt(eps) (1 + ||b|| +
+(``r = m + B K``; FD keeps ``V^T V = I``, so S's sketch block is diagonal and its factor comes
+from the ``B K x B K`` Schur complement's), or formed where ``D <= r``; the parts a fit does not
+change are formed once a round. ``CONVERGED`` if ``||g|| <= sqrt(eps) (1 + ||b|| +
 sum_s ||x_s||)``, else ``MAX_STEPS``. Scores: OFUL-MLogB's (eq. 10/16/19) with
 ``A(x) = X^T H^{-1} X`` and :mod:`.exact`'s fixed radius ``beta``.
 """
@@ -34,7 +36,7 @@ from bandits_jax.learner_base import Learner, accept, all_finite, fresh_state, n
 from bandits_jax.linalg import lapack, sketch
 from bandits_jax.mlogb import confidence, learner, model, newton
 from bandits_jax.mlogb.exact import ExactHyperparams, exact_hyperparams
-from bandits_jax.status import CONVERGED, worst
+from bandits_jax.status import CONVERGED, is_rejected, worst
 
 #: Default buffer size B (rounds refitted exactly).
 DEFAULT_BUFFER = 64
@@ -94,42 +96,47 @@ def jacobian_root(z: jax.Array) -> jax.Array:
 
 
 class _Gram(NamedTuple):
-    """``U^T U`` for ``U = [V, X_1 .. X_B]`` in blocks (buffer columns ordered (s, k))."""
+    """What the Woodbury core takes from ``U = [V, X_1 .. X_B]`` (buffer columns ordered
+    (s, k)) and ``A = c I + V diag(mu) V^T``, with FD's ``V^T V = I``: ``VX`` (m, B, K) the
+    ``V_k^T x_s``; ``M`` (B, K, B, K) ``c X_s^T A^{-1} X_t = x_s^T x_t I_K - (V^T X_s)^T
+    diag(mu / (c + mu)) V^T X_t``."""
 
-    VV: jax.Array  # (m, m)
-    VX: jax.Array  # (m, B, K): V_k^T x_s
-    XX: jax.Array  # (B, B): x_s^T x_t
+    VX: jax.Array
+    M: jax.Array
 
 
-def _gram(V: jax.Array, X: jax.Array, K: int) -> _Gram:
+def _gram(V: jax.Array, mu: jax.Array, X: jax.Array, c: jax.Array) -> _Gram:
     B, d = X.shape
     m = V.shape[1]
-    return _Gram(V.T @ V, jnp.einsum("kdm,sd->msk", V.reshape(K, d, m), X), X @ X.T)
+    K = V.shape[0] // d
+    VX = jnp.einsum("kdm,sd->msk", V.reshape(K, d, m), X)
+    P = jnp.sqrt(mu / (c + mu))[:, None, None] * VX
+    M = jnp.einsum("st,kl->sktl", X @ X.T, jnp.eye(K, dtype=X.dtype))
+    return _Gram(VX, M - jnp.einsum("msk,mtl->sktl", P, P))
 
 
-def _core_chol(G: _Gram, root_mu: jax.Array, root_J: jax.Array, c: jax.Array) -> jax.Array:
-    """Cholesky factor of ``S = c I + L^T U^T U L`` (r x r), ``L = blockdiag(root_mu, root_J)``
-    (``C = L L^T``); block scalings, O(r^2 K), then the factorisation."""
-    m = root_mu.shape[0]
+def _core_chol(G: _Gram, mu: jax.Array, root_J: jax.Array, c: jax.Array) -> jax.Array:
+    """Cholesky factor of ``S = c I + L^T U^T U L`` (r x r), ``L = blockdiag(diag(mu)^{1/2},
+    root_J)``, by block elimination: S's sketch block is ``c I + diag(mu)``, so its factor is
+    ``[[diag(c + mu)^{1/2}, 0], [E^T, L_c]]`` with ``E = (mu / (c + mu))^{1/2} V^T U_x L_x``
+    and ``L_c`` the factor of the Schur complement ``c I + L_x^T M L_x`` (B K x B K)."""
+    m = mu.shape[0]
     B, K, _ = root_J.shape
-    vv = root_mu[:, None] * G.VV * root_mu[None, :]
-    vx = root_mu[:, None, None] * jnp.einsum("msk,skj->msj", G.VX, root_J)
-    xx = jnp.einsum("st,ski,tkj->sitj", G.XX, root_J, root_J)
-    top = jnp.concatenate([vv, vx.reshape(m, B * K)], axis=1)
-    bottom = jnp.concatenate([vx.reshape(m, B * K).T, xx.reshape(B * K, B * K)], axis=1)
-    S = jnp.concatenate([top, bottom], axis=0)
-    S = 0.5 * (S + S.T) + c * jnp.eye(m + B * K, dtype=S.dtype)
-    return lapack.cholesky(S)
+    n = B * K
+    schur = jnp.einsum("ski,sktl,tlj->sitj", root_J, G.M, root_J).reshape(n, n)
+    L_c = lapack.cholesky(schur + c * jnp.eye(n, dtype=schur.dtype))
+    E = jnp.sqrt(mu / (c + mu))[:, None] * jnp.einsum("msk,skj->msj", G.VX, root_J).reshape(m, n)
+    top = jnp.concatenate([jnp.diag(jnp.sqrt(c + mu)), jnp.zeros((m, n), mu.dtype)], axis=1)
+    return jnp.concatenate([top, jnp.concatenate([E.T, L_c], axis=1)], axis=0)
 
 
-def _dense_chol(V, mu, X, root_J, c):
-    """Cholesky factor of the Hessian of eq. (1) formed outright (D x D)."""
+def _dense_chol(base: jax.Array, X: jax.Array, root_J: jax.Array) -> jax.Array:
+    """Cholesky factor of the Hessian of eq. (1) formed outright (D x D): ``base = c I + V
+    diag(mu) V^T`` (fixed during a fit) plus the buffer's ``sum_s J_s kron x_s x_s^T``."""
     B, d = X.shape
     K = root_J.shape[1]
     J = jnp.einsum("ski,sji->skj", root_J, root_J)  # L_s L_s^T, zero on unfilled rows
-    H = jnp.einsum("skj,si,sl->kijl", J, X, X).reshape(K * d, K * d) + (V * mu) @ V.T
-    H = 0.5 * (H + H.T) + c * jnp.eye(K * d, dtype=H.dtype)
-    return lapack.cholesky(H)
+    return lapack.cholesky(base + jnp.einsum("skj,si,sl->kijl", J, X, X).reshape(K * d, K * d))
 
 
 def _summary(W, V, mu, b, c):
@@ -144,17 +151,26 @@ def _objective(W, V, mu, b, X, Y, wts, c):
     return _summary(W, V, mu, b, c)[0] + jnp.sum(wts * newton.row_losses(W, X, Y)[1])
 
 
-def _derivatives(W, V, mu, b, X, Y, wts, c, G, dense):
+def _derivatives(W, V, mu, b, X, Y, wts, c, fixed, dense):
     """``(F, g (K, d), (root_J, chol))`` at W: ``root_J`` (B, K, K) zero on unfilled rows,
-    ``chol`` the Cholesky factor of the Woodbury core (r x r) or, where ``dense``, of H."""
+    ``chol`` the Cholesky factor of the Woodbury core (r x r) or, where ``dense``, of H;
+    ``fixed``: what of them a fit does not change (:func:`_fixed`)."""
     K, d = W.shape
     loss, grad, z, _ = newton.rows_loss_grad(W, X, Y, wts)
     root_J = jacobian_root(z) * wts[:, None, None]
     quad, vw = _summary(W, V, mu, b, c)
     F = quad + loss
     g = c * W + (V @ (mu * vw) - b).reshape(K, d) + grad
-    chol = _dense_chol(V, mu, X, root_J, c) if dense else _core_chol(G, jnp.sqrt(mu), root_J, c)
+    chol = _dense_chol(fixed, X, root_J) if dense else _core_chol(fixed, mu, root_J, c)
     return F, g, (root_J, chol)
+
+
+def _fixed(V, mu, X, c, dense):
+    """What a fit's factorisations share: ``c I + V diag(mu) V^T`` (dense), else the Woodbury
+    core's :class:`_Gram`."""
+    if dense:
+        return (V * mu) @ V.T + c * jnp.eye(V.shape[0], dtype=V.dtype)
+    return _gram(V, mu, X, c)
 
 
 def _woodbury(V, X, mu, root_J, chol, c, g):
@@ -180,14 +196,13 @@ def _anchor(V, mu, x, root_J, c, rhs):
     """``(c I + V diag(mu) V^T + X J X^T)^{-1} rhs`` for one round (``X = I_K kron x``,
     ``root_J``: ``L`` with ``L L^T = J``), by the Woodbury core of size ``m + K``."""
     X, R = x[None, :], root_J[None]
-    chol = _core_chol(_gram(V, X, root_J.shape[0]), jnp.sqrt(mu), R, c)
+    chol = _core_chol(_gram(V, mu, X, c), mu, R, c)
     return _woodbury(V, X, mu, R, chol, c, rhs)
 
 
-def _evict(state, x_old, y_old, evict, opt):
+def _evict(state, x_old, y_old, opt):
     """``(V, mu, rho, b, fd_status)`` after round ``(x_old, y_old)`` enters the summary at
-    ``state.W`` (eq. 2, or 3 when ``opt.anchored``) and the sketch, where ``evict`` (a filled
-    slot)."""
+    ``state.W`` (eq. 2, or 3 when ``opt.anchored``) and the sketch."""
     K, d = state.W.shape
     dtype, hp, half_rho = state.W.dtype, state.hparams, opt.half_rho
     z = state.W @ x_old
@@ -212,17 +227,15 @@ def _evict(state, x_old, y_old, evict, opt):
         dQw = (fd.V @ (fd.mu * (fd.V.T @ w)) - state.V @ (state.mu * (state.V.T @ w))
                + half_rho * (fd.rho - state.rho) * w)  # fmt: skip
         b_new = state.b + dQw - grad_s
-    pick = functools.partial(jnp.where, evict)
-    return (pick(fd.V, state.V), pick(fd.mu, state.mu), pick(fd.rho, state.rho),
-            pick(b_new, state.b), pick(fd_status, CONVERGED))  # fmt: skip
+    return fd.V, fd.mu, fd.rho, b_new, fd_status
 
 
 def _fit(W0, V, mu, b, X, Y, wts, c, *, newton_steps, max_halvings, dense):
     """Damped Newton on eq. (1) from ``W0``: ``(iterate, grad_norm, status)``."""
-    G = None if dense else _gram(V, X, W0.shape[0])  # U^T U: the Woodbury core's only
+    fixed = _fixed(V, mu, X, c, dense)
     args = (V, mu, b, X, Y, wts, c)
     it = newton.minimise(
-        W0, lambda W: _derivatives(W, *args, G, dense), lambda W: _objective(W, *args),
+        W0, lambda W: _derivatives(W, *args, fixed, dense), lambda W: _objective(W, *args),
         lambda it: _h_solve(V, X, mu, c, it, dense),
         newton_steps=newton_steps, max_halvings=max_halvings,
     )  # fmt: skip
@@ -294,7 +307,12 @@ def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -
     x = x.astype(dtype)
     y = jnp.asarray(y, jnp.int32)
     pos = state.t % opt.B
-    V, mu, rho, b, fd_status = _evict(state, state.X[pos], state.Y[pos], state.filled[pos], opt)
+    # The slot's round leaves only where it holds one (the first B rounds evict nothing).
+    V, mu, rho, b, fd_status = jax.lax.cond(
+        state.filled[pos],
+        lambda: _evict(state, state.X[pos], state.Y[pos], opt),
+        lambda: (state.V, state.mu, state.rho, state.b, jnp.asarray(CONVERGED, jnp.int32)),
+    )
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y)
     wts = filled.astype(dtype)
     c = hp.lam + opt.half_rho * rho
@@ -303,7 +321,9 @@ def _update(opt: _Options, state: EOFDBufferState, x: jax.Array, y: jax.Array) -
         newton_steps=opt.newton_steps, max_halvings=opt.max_halvings, dense=opt.dense,
     )  # fmt: skip
     root_J, chol = it.aux
-    ok = all_finite(x, (it.x, V, mu, rho, b, chol, root_J, gn))
+    # Finite inputs keep every field finite but for a factorisation that failed (all NaN, so
+    # its diagonal tells) and a sketch whose eigensolve did (its status): O(D + r) numbers.
+    ok = all_finite(x, it.x, b, mu, rho, gn, jnp.diagonal(chol)) & ~is_rejected(fd_status)
     info = learner.empty_info(dtype)._replace(newton_steps=it.steps, beta=hp.beta)
     # The buffers change in one row: a rejected round leaves it as it was.
     X, Y, filled = newton.write_row(state.X, state.Y, state.filled, pos, x, y, ok)
