@@ -41,7 +41,7 @@ def test_rank_one_updates_equal_the_dense_inverse_and_solve(intercept):
     A = lam * np.eye(D) + Z.T @ Z
     np.testing.assert_allclose(final.A_inv, np.linalg.inv(A), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(final.b, Z.T @ r, rtol=1e-12)
-    np.testing.assert_array_equal(final.A_inv, np.asarray(final.A_inv).T)  # w w^T: exactly symmetric
+    np.testing.assert_array_equal(final.A_inv, np.asarray(final.A_inv).T)  # exactly symmetric
 
 
 def test_features_reward_and_observe():
