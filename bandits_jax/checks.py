@@ -6,8 +6,7 @@
   is not an int (``horizon=2.5`` is an error, not a truncation), NaN fails every range check.
 * :func:`guard`: keep the last good state where an update was rejected
   (``optax.tree_utils.tree_where``, argument order ``(ok, new, old)``).
-* :func:`stack_trees`, :func:`concat_trees`: stack pytrees along a new leading axis (grids,
-  pools), or join them along their existing leading axis.
+* :func:`stack_trees`: stack pytrees along a new leading axis (grids, pools).
 * :func:`fresh`: a copy with its own buffer (states must not share buffers, to be donated).
 """
 
@@ -97,11 +96,6 @@ def guard(ok: Array, new: Any, old: Any) -> Any:
 def stack_trees(trees: Sequence[Any]) -> Any:
     """Stacks pytrees of equal structure along a new leading axis."""
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
-
-
-def concat_trees(trees: Sequence[Any]) -> Any:
-    """Concatenates pytrees of equal structure along their leading axis."""
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *trees)
 
 
 def fresh(x: Array) -> Array:

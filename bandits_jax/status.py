@@ -19,7 +19,6 @@ What a code means comes from three tables, never from its numeric value:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -38,7 +37,6 @@ __all__ = [
     "is_rejected",
     "raise_on_failure",
     "status_name",
-    "status_table",
     "worst",
     "worst_of",
 ]
@@ -148,11 +146,6 @@ def count_status(statuses: Any) -> dict[str, int]:
         key = names.get(c, "other")
         out[key] = out.get(key, 0) + int(n)
     return out
-
-
-def status_table(counts: Mapping[str, int]) -> str:
-    """One line ``name=count, ...`` of the non-zero counts of :func:`count_status` (for logs)."""
-    return ", ".join(f"{k}={v}" for k, v in counts.items() if v) or "none"
 
 
 class StatusError(RuntimeError):

@@ -128,13 +128,6 @@ def optimistic_hedge_predict(state: OptimisticHedgeState, optimism: Array) -> Op
     return state._replace(weights=p, optimism=optimism, lr=lr)
 
 
-def optimistic_hedge_update(
-    state: OptimisticHedgeState, losses: Array, next_optimism: Array
-) -> OptimisticHedgeState:
-    """``predict(observe(state, l_t), m_{t+1})``."""
-    return optimistic_hedge_predict(optimistic_hedge_observe(state, losses), next_optimism)
-
-
 # --- Optimistic-Adapt-ML-Prod (E.7-E.9, Lemma 20) --------------------------------------------
 
 
@@ -182,11 +175,6 @@ def adapt_ml_prod_init(num_experts: int, *, lr_cap=0.125, dtype=None) -> AdaptML
     )
 
 
-def instantaneous_regret(weights: Array, losses: Array) -> Array:
-    """``r_{t,i} = <p_t, l_t> - l_{t,i}``."""
-    return jnp.dot(weights, losses) - losses
-
-
 def adapt_ml_prod_observe(state: AdaptMLProdState, regrets: Array) -> AdaptMLProdState:
     """Folds in ``r_t`` (N,) with the stored ``m_t``: E.9's ``eps_t`` and E.7's ``W_t``."""
     r = _vector("regrets", regrets, state)
@@ -207,10 +195,3 @@ def adapt_ml_prod_predict(state: AdaptMLProdState, optimism: Array) -> AdaptMLPr
     """Stores ``p_{t+1}`` (E.7) and ``m_{t+1}``."""
     optimism = _vector("optimism", optimism, state)
     return state._replace(weights=adapt_ml_prod_weights(state, optimism), optimism=optimism)
-
-
-def adapt_ml_prod_update(
-    state: AdaptMLProdState, regrets: Array, next_optimism: Array
-) -> AdaptMLProdState:
-    """``predict(observe(state, r_t), m_{t+1})``."""
-    return adapt_ml_prod_predict(adapt_ml_prod_observe(state, regrets), next_optimism)

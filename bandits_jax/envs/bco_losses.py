@@ -265,13 +265,6 @@ def quadratic(
     return _family("quadratic", init, per_round, domain, d, lipschitz=G, lam=lam, smoothness=lam)
 
 
-def noisy_iid(dim: int, *, noise: float = 0.5, **kw) -> BCOEnvFunctions:
-    """Quadratics with i.i.d. noisy centres and no drift: ``V_T`` grows like ``T``."""
-    kw.setdefault("amplitude", 0.0)
-    env = quadratic(dim, noise=noise, **kw)
-    return env._replace(name="noisy_iid")
-
-
 def linear(
     dim: int,
     *,

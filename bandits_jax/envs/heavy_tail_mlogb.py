@@ -20,11 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import check_int
 from bandits_jax.envs.synthetic_mlogb import (
     BasisState,
     MLogBEnvFunctions,
     build_env,
-    check_count,
     check_number,
     check_stream,
 )
@@ -39,7 +39,7 @@ def shape_spectrum(dim: int, decay: float) -> np.ndarray:
 def action_spectrum(dim: int, decay: float, *, points: int = 4001) -> np.ndarray:
     """The action covariance's eigenvalues ``mu`` (descending, summing to 1): the module
     docstring's integral on ``t = e^u``, ``u in [-40, 40]``, by the trapezoid rule."""
-    d = check_count("dim", dim)
+    d = check_int("dim", dim)
     lam = shape_spectrum(d, check_number("decay", decay, positive=False))
     u = np.linspace(-40.0, 40.0, int(points))
     t = np.exp(u)[:, None]

@@ -17,11 +17,11 @@ import math
 import jax
 import jax.numpy as jnp
 
+from bandits_jax.checks import check_int
 from bandits_jax.envs.synthetic_mlogb import (
     BasisState,
     MLogBEnvFunctions,
     build_env,
-    check_count,
     check_number,
     check_stream,
 )
@@ -48,7 +48,7 @@ def lowrank_mlogb(
       noise: off-subspace amplitude ``>= 0`` (0: actions exactly in span(U)).
     """
     c = check_stream(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype)
-    r = check_count("rank", rank)
+    r = check_int("rank", rank)
     if r > c.d:
         raise ValueError(f"rank must be in 1..dim = 1..{c.d}, got {rank!r}")
     noise = check_number("noise", noise, positive=False)

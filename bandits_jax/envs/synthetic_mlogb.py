@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bandits_jax.checks import check_int
 from bandits_jax.mlogb import model
 from bandits_jax.mlogb.hparams import state_dtype
 
@@ -46,13 +47,6 @@ class MLogBEnvFunctions(NamedTuple):
     num_outcomes: int
     dim: int
     max_actions: int
-
-
-def check_count(name: str, v) -> int:
-    """``v`` as an int ``>= 1`` (bools and floats refused; a ValueError naming ``name``)."""
-    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-    return int(v)
 
 
 def check_number(name: str, v, *, positive: bool) -> float:
@@ -89,9 +83,9 @@ class StreamArgs(NamedTuple):
 
 def check_stream(num_outcomes, dim, S, rewards, min_actions, max_actions, dtype) -> StreamArgs:
     """The eager validation both synthetic streams share (ValueError naming the argument)."""
-    K, d = check_count("num_outcomes", num_outcomes), check_count("dim", dim)
-    min_actions = check_count("min_actions", min_actions)
-    max_actions = check_count("max_actions", max_actions)
+    K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
+    min_actions = check_int("min_actions", min_actions)
+    max_actions = check_int("max_actions", max_actions)
     S = check_number("S", S, positive=True)
     if not (min_actions <= max_actions):
         raise ValueError(

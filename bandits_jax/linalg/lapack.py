@@ -157,12 +157,6 @@ def cho_solve(L: jax.Array, b: jax.Array) -> jax.Array:
     return jsl.cho_solve((L, True), b)
 
 
-@_limited(lambda a: 10 * a[0] * a[1] * min(a))  # ?gesdd
-def svd(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The thin SVD ``(u, s, vh)`` of ``a`` (``jnp.linalg.svd(a, full_matrices=False)``)."""
-    return jnp.linalg.svd(a, full_matrices=False)
-
-
 @_limited(lambda a: 4 * a[0] * a[1] * min(a))  # ?geqrf, ?orgqr (bounds both)
 def qr(a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The reduced QR factors of ``a`` (``jnp.linalg.qr``)."""

@@ -1,9 +1,6 @@
-"""Operations with ``Z = lam I + V diag(mu) V^T`` (EOFD-MLogB, eq. 11) without forming it.
-
-Woodbury (Section 3.2.2): ``Z^{-1} = (I - V diag(mu / (lam + mu)) V^T) / lam``. Every formula
-weights column ``i`` by a function of ``mu_i`` that vanishes at 0, so only columns with
-``mu > 0`` must be orthonormal.
-"""
+"""Solves with a diagonal plus a small low-rank term by the Woodbury identity (EOFD-MLogB's
+surrogate ``Z_t + eta grad^2 l_t`` restricted to ``span[V, Q]``, Section 3.2.2, eq. 20-22),
+without forming the matrix."""
 
 from __future__ import annotations
 
@@ -12,33 +9,6 @@ import jax.numpy as jnp
 
 from bandits_jax.linalg import lapack
 from bandits_jax.linalg.secular import psd_factor
-
-
-def solve(V: jax.Array, mu: jax.Array, lam: jax.Array, g: jax.Array) -> jax.Array:
-    """Returns ``Z^{-1} g`` for ``g`` of shape (D,) or (D, k) by the Woodbury identity."""
-    coef = V.T @ g
-    w = mu / (lam + mu)
-    coef = coef * (w if g.ndim == 1 else w[:, None])
-    return (g - V @ coef) / lam
-
-
-def inv_quad(V: jax.Array, mu: jax.Array, lam: jax.Array, g: jax.Array) -> jax.Array:
-    """Returns ``||g||^2_{Z^{-1}}``, clipped at 0 against cancellation (g of shape (..., D))."""
-    coef = g @ V
-    val = (jnp.sum(g * g, axis=-1) - jnp.sum(coef**2 * (mu / (lam + mu)), axis=-1)) / lam
-    return jnp.maximum(val, 0.0)
-
-
-def quad(V: jax.Array, mu: jax.Array, lam: jax.Array, g: jax.Array) -> jax.Array:
-    """Returns ``||g||^2_Z = lam ||g||^2 + sum_i mu_i (v_i^T g)^2`` (g of shape (..., D))."""
-    coef = g @ V
-    return lam * jnp.sum(g * g, axis=-1) + jnp.sum(mu * coef**2, axis=-1)
-
-
-def dense(V: jax.Array, mu: jax.Array, lam: jax.Array) -> jax.Array:
-    """Forms ``Z`` densely (tests and small problems only)."""
-    return lam * jnp.eye(V.shape[0], dtype=V.dtype) + (V * mu) @ V.T
-
 
 # K x K systems up to this size are solved by unrolled jnp (vmaps), beyond by LAPACK.
 UNROLL_MAX_K = 8

@@ -45,10 +45,8 @@ def uniform_hyperparams(*, seed=0, rewards=None, dtype=None) -> UniformHyperpara
       seed: an int in ``[0, 2**32)`` or an int array of them (a grid of seeds).
       rewards: (K,) or (..., K), ``>= 0`` (``None``: ``[1.]``). dtype: default JAX's float.
     """
-    fn, dtype = (
-        "uniform_hyperparams",
-        jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype,
-    )
+    fn = "uniform_hyperparams"
+    dtype = jnp.dtype(dtype) if dtype is not None else jnp.zeros(()).dtype
     return UniformHyperparams(**grid_arrays(fn, dtype, rewards, seed=check_seed(fn, seed)))
 
 

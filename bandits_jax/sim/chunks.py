@@ -33,6 +33,7 @@ import numpy as np
 import tqdm
 from jax.sharding import NamedSharding, PartitionSpec
 
+from bandits_jax.checks import check_int
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim.runner import StepFn, play
 
@@ -195,8 +196,7 @@ class ChunkFn:
         self.batched = batched
         self.mesh = mesh
         if microbatch is not None:
-            if isinstance(microbatch, bool) or not isinstance(microbatch, int) or microbatch < 1:
-                raise ValueError(f"microbatch: expected an int >= 1 or None, got {microbatch!r}")
+            check_int("microbatch", microbatch)
             if not batched:
                 raise ValueError("microbatch: needs batched=True (a leading run axis)")
         self.microbatch = microbatch

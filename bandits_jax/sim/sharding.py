@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["AXIS", "run_mesh", "pad_runs", "unpad_runs", "shard_runs", "num_runs"]
+__all__ = ["AXIS", "run_mesh", "pad_runs", "shard_runs", "num_runs"]
 
 AXIS = "runs"
 PyTree = Any
@@ -51,11 +51,6 @@ def pad_runs(tree: PyTree, multiple: int) -> tuple[PyTree, int]:
         return jnp.concatenate([x, jnp.repeat(x[-1:], extra, axis=0)], axis=0)
 
     return jax.tree_util.tree_map(pad, tree), n
-
-
-def unpad_runs(tree: PyTree, n: int) -> PyTree:
-    """Drops padded runs: keeps the first ``n`` along the leading axis."""
-    return jax.tree_util.tree_map(lambda x: x[:n], tree)
 
 
 def shard_runs(tree: PyTree, mesh: Mesh) -> PyTree:

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bandits_jax.checks import stack_trees
+from bandits_jax.checks import check_int, stack_trees
 from bandits_jax.sim import checkpoint
 from bandits_jax.sim import sharding as sh
 from bandits_jax.sim.chunks import ChunkFn, Progress, run_chunked, tree_bytes
@@ -300,8 +300,7 @@ def run_sweep(
       :class:`SweepResult` with metrics of shape ``(G, N, T)`` per experiment and ``memory``.
     """
     seeds = checked_seeds(experiments, seeds)
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ValueError(f"max_retries: expected an int >= 0, got {max_retries!r}")
+    check_int("max_retries", max_retries, 0)
     devices = jax.devices()[:1] if mesh is None else list(np.asarray(mesh.devices).flat)
     budget = memory_budget(max_bytes, devices)
     labels = [[e.learner, e.env, {k: _py(v) for k, v in e.grid.items()}] for e in experiments]

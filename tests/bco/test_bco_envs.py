@@ -116,9 +116,9 @@ def test_switching_variation_only_at_switches():
     np.testing.assert_array_equal(nz, np.arange(S, T, S))
 
 
-def test_noisy_iid_variation_grows_linearly():
+def test_iid_noisy_centres_variation_grows_linearly():
     sigma, lam = 0.3, 0.5
-    env = bl.noisy_iid(D, noise=sigma, lam=lam)
+    env = bl.quadratic(D, noise=sigma, lam=lam, amplitude=0.0)  # i.i.d. centres, no drift
     es = env.init(jax.random.key(2))
     n = 4000
     gv = np.asarray(jax.vmap(lambda t: env.grad_variation(es, t))(_ts(n)))

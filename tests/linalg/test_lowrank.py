@@ -7,39 +7,6 @@ import numpy as np
 from bandits_jax.linalg import lowrank
 
 
-def _problem(D=9, m=4, seed=0):
-    rng = np.random.default_rng(seed)
-    V, _ = np.linalg.qr(rng.normal(size=(D, m)))
-    mu = rng.uniform(0.0, 5.0, size=m)
-    mu[-1] = 0.0  # a zero-weight column
-    return V, mu, 0.7, rng.normal(size=(3, D))
-
-
-def test_solve_and_norms_match_dense():
-    V, mu, lam, G = _problem()
-    Z = lam * np.eye(V.shape[0]) + (V * mu) @ V.T
-    np.testing.assert_allclose(lowrank.dense(V, mu, lam), Z, atol=1e-12)
-    want = np.linalg.solve(Z, G[0])
-    np.testing.assert_allclose(lowrank.solve(V, mu, lam, G[0]), want, rtol=1e-10)
-    np.testing.assert_allclose(lowrank.solve(V, mu, lam, G.T), np.linalg.solve(Z, G.T), rtol=1e-10)
-    inv = np.einsum("nd,de,ne->n", G, np.linalg.inv(Z), G)
-    np.testing.assert_allclose(lowrank.inv_quad(V, mu, lam, G), inv, rtol=1e-10)
-    np.testing.assert_allclose(lowrank.quad(V, mu, lam, G), np.einsum("nd,de,ne->n", G, Z, G))
-
-
-def test_inv_quad_clipped_at_zero():
-    """g in span(V) with huge mu: the exact value 1/(lam + mu) ~ 1e-18 is below the cancellation
-    of (||g||^2 - sum coef^2 mu/(lam+mu)) / lam, whose rounding is ~ (m + D) eps ||g||^2 / lam;
-    the result is never negative and within that rounding of the exact value."""
-    V, mu, lam, _ = _problem()
-    mu = np.full_like(mu, 1e18)
-    for g in (V[:, 0], V @ np.array([0.6, 0.0, 0.8, 0.0])):
-        got = float(lowrank.inv_quad(V, mu, lam, g))
-        exact = 1.0 / (lam + 1e18)  # g^T Z^{-1} g for a unit g in span(V), equal weights
-        D, m = V.shape
-        assert 0.0 <= got <= exact + (m + D) * np.finfo(np.float64).eps * (g @ g) / lam
-
-
 def test_diag_lowrank_solve_matches_dense():
     rng = np.random.default_rng(4)
     n = 11

@@ -72,13 +72,12 @@ def test_sharded_sweeps_match_unsharded_and_a_killed_one_resumes_bit_for_bit(tmp
     assert not (ck / ".lock").exists()  # released by the resumed run
 
 
-def test_pad_and_unpad():
+def test_pad_runs():
     tree = {"a": np.arange(6.0), "b": np.arange(12).reshape(6, 2)}
     padded, n = sh.pad_runs(tree, 4)
     assert n == 6 and padded["a"].shape == (8,) and padded["b"].shape == (8, 2)
     np.testing.assert_array_equal(np.asarray(padded["a"]), [0, 1, 2, 3, 4, 5, 5, 5])
-    back = sh.unpad_runs(padded, n)
-    np.testing.assert_array_equal(np.asarray(back["b"]), tree["b"])
+    np.testing.assert_array_equal(np.asarray(padded["b"])[:n], tree["b"])
     with pytest.raises(ValueError, match="leading run axis"):
         sh.num_runs({"a": np.zeros(3), "b": np.zeros(4)})
     mesh = sh.run_mesh(jax.devices()[:1])
