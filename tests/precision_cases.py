@@ -169,6 +169,7 @@ MLOGB: dict[str, tuple[int, int, Callable, Callable]] = {
     "oful-k3-batched": (3, 4, _mlogb(mlogb.oful, 3, 4, solver="batched"), _hp),
     "greedy": (2, 5, _mlogb(mlogb.greedy, 2, 5, sketch_size=3), _hp),
     "linucb": (2, 5, _mlogb(mlogb.linucb, 2, 5), _linucb_hp),
+    "soful": (2, 5, _mlogb(mlogb.soful, 2, 5, sketch_size=3), _linucb_hp),
     "ecolog": (1, 8, _mlogb(mlogb.ecolog, 1, 8), _ecolog_hp),
     "ecolog-batched": (1, 8, _mlogb(mlogb.ecolog, 1, 8, solver="batched"), _ecolog_hp),
     "exact-k3": (3, 4, _mlogb(mlogb.exact, 3, 4, horizon=T), _exact_hp),

@@ -183,6 +183,7 @@ CASES += [
     Case("mlogb-greedy", "mlogb", mlogb.greedy(**_KD, sketch_size=2), _mlogb_hp),
     Case("mlogb-linucb", "mlogb", mlogb.linucb(**_KD), _linucb_hp),
     Case("mlogb-linucb-nointercept", "mlogb", mlogb.linucb(**_KD, intercept=False), _linucb_hp),
+    Case("mlogb-soful", "mlogb", mlogb.soful(**_KD, sketch_size=2), _linucb_hp),
     Case("mlogb-uniform", "mlogb", mlogb.uniform(**_KD), _uniform_hp),
     Case("mlogb-ecolog", "mlogb", mlogb.ecolog(dim=D), _ecolog_hp),  # K = 1
     Case(  # the ball-constrained prox as a GPU runs it (the CPU's default: one eigh)
@@ -212,6 +213,7 @@ FACTORIES = [
     mlogb.oful,
     mlogb.greedy,
     mlogb.linucb,
+    mlogb.soful,
     mlogb.uniform,
     mlogb.ecolog,
     mlogb.exact,

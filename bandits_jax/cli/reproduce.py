@@ -15,7 +15,7 @@ import numpy as np
 from bandits_jax import checks, envs, mlogb
 from bandits_jax.cli import options as opt
 from bandits_jax.cli import output, plotting, process, tables
-from bandits_jax.mlogb import recipes
+from bandits_jax.mlogb import cost, recipes
 from bandits_jax.sim import checkpoint, chunks, runner, sweep
 
 LEARNERS = recipes.KINDS
@@ -189,6 +189,10 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     playing = [n for n in plan["learners"] if supports(n, K)]
     plan["notes"] += [f"{recipes.REGISTRY[n].label} skipped on {name}: defined for K = 1 only."
                       for n in plan["learners"] if n not in playing]  # fmt: skip
+    too_big = {n: _over_budget(args, n, K, d, recipe) for n in playing}
+    plan["notes"] += [f"{recipes.REGISTRY[n].label} skipped on {name}: {why}"
+                      for n, why in too_big.items() if why]  # fmt: skip
+    playing = [n for n in playing if not too_big[n]]
     env_keys, run_keys = sweep.seed_keys([args.seed + i for i in range(plan["trials"])])
     if setting.init_env_trial is None:
         states = jax.jit(jax.vmap(setting.env.init))(env_keys)
@@ -197,6 +201,30 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
     m = args.sketch or recipes.sketch_size(K, d)
     host = checkpoint.to_host  # batches are assembled on the host: no compiled programs
     return _Prepared(setting, recipe, m, playing, host(states), host(run_keys))
+
+
+#: What the command plays a learner at: its round (estimated) and one trial's state.
+LIMIT = cost.Budget(ms_per_round=1000.0, bytes_per_trial=2 * 2**30)
+
+
+def _over_budget(args: argparse.Namespace, lname: str, K: int, d: int, recipe: Recipe):
+    """Why a learner exceeds :data:`LIMIT` on a setting (e.g. OFUL's Hessian at d = 4,096), or
+    ``None``: the round's estimate (:func:`mlogb.cost.round_ms`, where the kind has one) and
+    its state's bytes (:func:`mlogb.cost.state_bytes`)."""
+    m = learner_sketch(args.sketch, K, d, lname)
+    kind = lname.removesuffix("-paper")
+    ms = 0.0 if kind not in cost.KINDS else cost.round_ms(
+        kind, num_outcomes=K, dim=d, sketch_size=m,
+        buffer=recipes.rule(kind, num_outcomes=K, dim=d, S=1.0).buffer or 0)  # fmt: skip
+    learner = recipes.make_learner(lname, num_outcomes=K, dim=d, sketch_size=m,
+                                   horizon=args.plan["T"])  # fmt: skip
+    nbytes = cost.state_bytes(learner, recipes.hparams_for(lname, **tuned_point(lname, recipe)
+                                                           ._asdict()))  # fmt: skip
+    if cost.fits(LIMIT, ms, nbytes):
+        return None
+    return (f"{ms:.3g} ms a round (estimated, mlogb.cost) and {nbytes / 2**20:.3g} MiB a trial, "
+            f"over the command's limit of {LIMIT.ms_per_round:g} ms and "
+            f"{LIMIT.bytes_per_trial / 2**30:g} GiB.")  # fmt: skip
 
 
 def _timed_pass(chunk_fn: Any, host: checkpoint.HostTree, length: int) -> list[float]:
@@ -284,6 +312,7 @@ def _play_learner(args: argparse.Namespace, p: _Prepared, lname: str, bar: Any) 
         explored=kept["explored"], status=kept["status"], select_status=kept["select_status"],
         compile_seconds=chunk_fn.compile_seconds,
     )  # fmt: skip
+    stats["state_mib"] = chunks.tree_bytes(state) / 2**20  # one trial's learner state
     return _Played(point, float(hp.S) if hasattr(hp, "S") else None, stats, regrets, per_round, m)
 
 
@@ -296,7 +325,8 @@ def _row(setting: envs.Setting, lname: str, played: _Played, plan: dict) -> dict
         "beta": p.beta, "S": "" if played.S is None else played.S, "trials": plan["trials"],
         "rounds": plan["T"], **{k: st[k] for k in ("final_regret_mean", "final_regret_std")},
         "ms_per_round_mean": 1e3 * st["seconds_per_round_mean"],
-        "ms_per_round_std": 1e3 * st["seconds_per_round_std"], "compile_s": st["compile_seconds"],
+        "ms_per_round_std": 1e3 * st["seconds_per_round_std"], "state_mib": st["state_mib"],
+        "compile_s": st["compile_seconds"],
         "bonus_ratio": st["bonus_ratio_median"],
         **{k: st[k] for k in ("explore_rate", "rejected_updates", "max_steps",
                               "flagged_selections")},

@@ -133,7 +133,7 @@ def reproduce_summary(
         f"the paper's kinds at section 4's (l, e) = ({report['l']}, {report['e']}), "
         f"beta = {report['beta']}; ")  # fmt: skip
     cols = ("setting learner l e beta final_regret_mean final_regret_std ms_per_round_mean "
-            "ms_per_round_std compile_s bonus_ratio rejected_updates max_steps "
+            "ms_per_round_std state_mib compile_s bonus_ratio rejected_updates max_steps "
             "flagged_selections").split()  # fmt: skip
     lines = [
         f"{names}; {paper}S = {'per setting' if report['S'] is None else report['S']}; "
@@ -143,7 +143,8 @@ def reproduce_summary(
         "per row.",
         f"Per-round time (ms_per_round): a timed pass after the run, one chunk of a batch of "
         f"{report.get('batch', 1)} vmapped trials, its wall time per trial-round (compile and "
-        "checkpoints excluded), mean and std over 2 repeats.",
+        "checkpoints excluded), mean and std over 2 repeats; state_mib: one trial's learner "
+        "state.",
         f"Compile time: {report['compile_wall_seconds']:.1f} s of the "
         f"{report['wall_seconds']:.1f} s after start-up went to compiling the learners' chunk "
         "programs (compile_s: each learner's, one after another).",

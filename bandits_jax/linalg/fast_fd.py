@@ -1,17 +1,17 @@
-"""Fast Frequent Directions: a 2m-column buffer and one small SVD every m rounds.
+"""Fast Frequent Directions in spectral form: a sketch that shrinks only when it is full.
 
 Ghashami, Liberty, Phillips & Woodruff (2016), "Frequent Directions: simple and deterministic
-matrix sketching", SIAM J. Comput. 45(5), Algorithm 3, for columns: a factor ``S`` (D x 2m) with
+matrix sketching", SIAM J. Comput. 45(5), Algorithm 3: with ``M_t`` the absorbed sum and
+``C_t = V diag(mu) V^T`` the sketch,
 
-    S S^T <= M_t <= S S^T + rho I,      rho <= (tr M_t - tr S S^T) / (m + 1).
+    C_t <= M_t <= C_t + rho I,      rho <= (tr M_t - tr C_t) / (m + 1).
 
-Blocks are appended to the buffer; when one does not fit, the buffer is shrunk to its top m
-directions with weights ``sigma_i^2 - delta``, ``delta = sigma_{m+1}^2`` (added to ``rho``), by
-an ``eigh`` of the 2m x 2m Gram matrix: O(D m) a round amortised.
-
-EOFD-MLogB needs the eigenbasis every round (Lemmas 1-2), so its ``sketch_rule="fast"`` keeps
-the spectral state ``V = basis @ R`` with a deferred rotation instead (:func:`spectral_round`,
-:func:`spectral_rule`), rebuilding the basis only at a shrink.
+Blocks are absorbed until the sketch's ``capacity`` slots are full; then it shrinks to its top
+m directions with weights ``lambda_i - delta``, ``delta = lambda_{m+1}`` (added to ``rho``).
+EOFD-MLogB (``sketch_rule="fast"``) and SOFUL need the eigenbasis every round (Lemmas 1-2), so
+the state is ``V = basis @ R`` with a deferred rotation (:func:`spectral_round`,
+:func:`spectral_rule`): a round rotates only the small ``R`` (a secular eigenupdate, no LAPACK
+call) and the basis is rebuilt at a shrink: O(D m) a round amortised.
 """
 
 from __future__ import annotations
@@ -20,14 +20,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
-from bandits_jax.checks import is_concrete
-from bandits_jax.linalg import lapack, secular
+from bandits_jax.linalg import secular
 from bandits_jax.linalg.sketch import (
     Extension,
-    FDState,
     Round,
     Sketch,
     SketchRule,
@@ -35,92 +32,6 @@ from bandits_jax.linalg.sketch import (
     extend,
     rebase,
 )
-
-
-class FastFDState(NamedTuple):
-    """Fast-FD state: the factor ``buffer`` (D, 2m), zero at and after column ``count``, the
-    accumulated shrinkage ``rho`` and the number of ``rejected`` (non-finite) blocks."""
-
-    buffer: jax.Array
-    count: jax.Array
-    rho: jax.Array
-    rejected: jax.Array
-
-
-def init(dim: int, sketch_size: int, dtype: jnp.dtype = jnp.float32) -> FastFDState:
-    """Empty sketch of ``dim``-dimensional columns with ``sketch_size = m`` kept directions."""
-    if not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim: expected a positive int, got {dim!r}")
-    if not isinstance(sketch_size, int) or sketch_size < 1:
-        raise ValueError(f"sketch_size: expected a positive int, got {sketch_size!r}")
-    return FastFDState(
-        buffer=jnp.zeros((dim, 2 * sketch_size), dtype),
-        count=jnp.zeros((), jnp.int32),
-        rho=jnp.zeros((), dtype),
-        rejected=jnp.zeros((), jnp.int32),
-    )
-
-
-def _gram_eigh(S: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Eigenvalues (descending, >= 0) and eigenvectors of ``S^T S``."""
-    G = S.T @ S
-    lam, W = lapack.eigh(0.5 * (G + G.T))
-    return jnp.maximum(lam[::-1], 0.0), W[:, ::-1]
-
-
-def shrink(state: FastFDState) -> FastFDState:
-    """Keeps the top m directions of the buffer, shrunk by ``delta = sigma_{m+1}^2``."""
-    S = state.buffer
-    m = S.shape[1] // 2
-    lam, W = _gram_eigh(S)
-    delta = lam[m]
-    # new columns S W_i sqrt(lam_i - delta) / sigma_i for i < m (= U_i sqrt(sigma_i^2 - delta))
-    scale = jnp.sqrt(jnp.maximum(lam[:m] - delta, 0.0)) / jnp.sqrt(
-        jnp.where(lam[:m] > 0, lam[:m], 1.0)
-    )
-    top = S @ (W[:, :m] * jnp.where(lam[:m] > 0, scale, 0.0)[None, :])
-    buffer = jnp.concatenate([top, jnp.zeros_like(top)], axis=1)
-    return state._replace(buffer=buffer, count=jnp.full((), m, jnp.int32), rho=state.rho + delta)
-
-
-def update(state: FastFDState, B: jax.Array) -> FastFDState:
-    """Absorbs ``B B^T`` (B: D x k, k <= m), shrinking first if B does not fit.
-
-    A non-finite block raises ``ValueError`` eagerly; under ``jit`` it is rejected (counted)."""
-    D, two_m = state.buffer.shape
-    m = two_m // 2
-    if B.ndim != 2 or B.shape[0] != D or not 1 <= B.shape[1] <= m:
-        raise ValueError(f"B: expected shape ({D}, k) with 1 <= k <= {m}, got {B.shape}")
-    k = B.shape[1]
-    if is_concrete(B) and not np.all(np.isfinite(np.asarray(B))):
-        raise ValueError("B: expected finite values, got NaN or inf")
-    B = B.astype(state.buffer.dtype)
-    ok = jnp.all(jnp.isfinite(B))
-    # A rejected block is written as zeros at ``count`` (zero already): no select over the buffer.
-    B = jnp.where(ok, B, 0.0)
-    new = lax.cond(ok & (state.count + k > two_m), shrink, lambda s: s, state)
-    zero = jnp.zeros((), jnp.int32)
-    return new._replace(
-        buffer=lax.dynamic_update_slice(new.buffer, B, (zero, new.count)),
-        count=new.count + jnp.where(ok, k, 0).astype(jnp.int32),
-        rejected=new.rejected + (~ok).astype(jnp.int32),
-    )
-
-
-def covariance(state: FastFDState) -> jax.Array:
-    """The sketched covariance ``S S^T`` (D x D; small D only)."""
-    return state.buffer @ state.buffer.T
-
-
-def view(state: FastFDState) -> FDState:
-    """The sketch as an :class:`~bandits_jax.linalg.sketch.FDState` with 2m directions:
-    ``V diag(mu) V^T = S S^T``, ``mu`` descending (columns of V with ``mu = 0`` are zero)."""
-    S = state.buffer
-    lam, W = _gram_eigh(S)
-    tol = S.shape[1] * jnp.finfo(S.dtype).eps * lam[0]
-    pos = lam > tol
-    V = S @ (W * jnp.where(pos, 1.0 / jnp.sqrt(jnp.where(pos, lam, 1.0)), 0.0)[None, :])
-    return FDState(V=V, mu=jnp.where(pos, lam, 0.0), rho=state.rho)
 
 
 class Rotation(NamedTuple):

@@ -1,6 +1,6 @@
 """Multinomial logistic bandits: EOFD-MLogB and its full-Hessian parent OFUL-MLogB, and the
-baselines in the same protocol (uniform random, greedy online Newton, LinUCB, ada-OFU-ECOLog,
-linear and logistic Thompson sampling, the exact-fit reference).
+baselines in the same protocol (uniform random, greedy online Newton, LinUCB and its sketched
+SOFUL, ada-OFU-ECOLog, linear and logistic Thompson sampling, the exact-fit reference).
 
 The face holds the learner factories, the hyperparameter builders ``hyperparams`` and
 ``section4``, the recipes ``tuned`` and ``practical`` and the runner step ``interact``; the rest
@@ -21,6 +21,7 @@ from bandits_jax.mlogb.linucb import linucb
 from bandits_jax.mlogb.logistic_ts import logistic_ts
 from bandits_jax.mlogb.oful import oful
 from bandits_jax.mlogb.recipes import practical, tuned
+from bandits_jax.mlogb.soful import soful
 from bandits_jax.mlogb.uniform import uniform
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "oful",
     "practical",
     "section4",
+    "soful",
     "tuned",
     "uniform",
 ]

@@ -22,6 +22,7 @@ import numpy as np
 
 from bandits_jax.checks import check_int, named
 from bandits_jax.learner_base import Learner
+from bandits_jax.mlogb import cost
 from bandits_jax.mlogb.ecolog import ecolog, ecolog_hyperparams
 from bandits_jax.mlogb.eofd import eofd
 from bandits_jax.mlogb.eofd_buffer import eofd_buffered
@@ -32,6 +33,7 @@ from bandits_jax.mlogb.lin_ts import lin_ts, lin_ts_hyperparams
 from bandits_jax.mlogb.linucb import linucb, linucb_hyperparams
 from bandits_jax.mlogb.logistic_ts import logistic_ts, logistic_ts_hyperparams
 from bandits_jax.mlogb.oful import oful
+from bandits_jax.mlogb.soful import soful
 from bandits_jax.mlogb.uniform import uniform, uniform_hyperparams
 
 
@@ -75,6 +77,8 @@ _FREE = "No known bound (classification data)"
 _FREE_BUF = "With no known bound: buffered EOFD, earlier LinUCB"
 _FREE_PICK = "What practical returns with no known bound: LinUCB"
 _KNOWN_PICK = "What practical returns with a known bound"
+_HIGH = "High dimension: a sketch of 64, and the budget"
+_HUGE = (1025, None)  # K d > 1024: the sketched kinds keep m = 64 directions
 _EXACT, _TS, _BUF = "The exact-fit reference", "Thompson sampling", "Buffered EOFD"
 
 
@@ -100,6 +104,8 @@ RULES: tuple[Rule, ...] = (
     Rule("eofd-robust", True, _K1, (33, None), None, _KNOWN_PICK, practical=True),
     Rule("eofd-buffered", True, _K2, (33, 128), None, _KNOWN_PICK, practical=True),
     Rule("linucb", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN_PICK, practical=True),
+    Rule("eofd-robust", True, _ANY, _ANY, None, _HIGH, practical=True),
+    Rule("eofd-robust", True, _ANY, _HUGE, _E(-0.5, 0.0, 1.0), _HIGH, 64),
     *_rows(True, _ANY, _LARGE, _BIG, {"eofd-robust": _E(-0.5, 0.0, 1.0),
                                       "greedy": _E(-0.5, 0.0, 0.0)}),
     *_rows(True, _ANY, _ANY, _KNOWN, {
@@ -108,13 +114,18 @@ RULES: tuple[Rule, ...] = (
         "greedy": _E(-1.0, 0.0, 0.0), "ecolog": _E(-1.5, 0.0, 0.01),
         "uniform": _E(0.0, 0.0, 0.0),
     }),
+    Rule("soful", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN, 64),
     Rule("exact", True, _ANY, _ANY, _E(-1.5, 0.0, 0.0), _EXACT),
     *_rows(True, _ANY, _ANY, _TS, {"lin-ts": _E(-0.5, 0.0, 0.01),
                                    "logistic-ts": _E(-1.5, 0.0, 0.01)}),
     *_buffered_rows(True, _BUF, *(_E(-1.5, 0.0, 0.0),) * 2, *(_E(-1.0, -0.5, 0.1),) * 2),
     *_rows(False, _ANY, _ANY, _SCALING, {"eofd-paper": _PAPER._replace(S=16.0),
                                          "oful-paper": _PAPER._replace(S=16.0)}),
+    Rule("eofd-robust", False, _K1, _HUGE, None, _HIGH, practical=True),
+    Rule("soful", False, _K2, _HUGE, None, _HIGH, practical=True),
     Rule("linucb", False, _ANY, _ANY, _E(-1.5, 0.0, 0.01, 2.0), _FREE_PICK, practical=True),
+    Rule("eofd-robust", False, _ANY, _ANY, None, _HIGH, practical=True),
+    Rule("eofd-robust", False, _ANY, _HUGE, _E(-4.0, -0.5, 0.01, 16.0), _HIGH, 64),
     *_buffered_rows(False, _FREE_BUF, *(_E(-6.0, 0.0, 0.0, 16.0), _E(-2.62, 0.0, 0.01, 16.0)) * 2),
     *_rows(False, _ANY, _ANY, _FREE, {
         "eofd": _E(-1.5, 0.0, 0.1, 16.0), "eofd-robust": _E(-4.0, -0.5, 0.01, 16.0),
@@ -122,6 +133,7 @@ RULES: tuple[Rule, ...] = (
         "greedy": _E(-4.0, -0.5, 0.0, 16.0), "ecolog": _E(-1.5, 0.0, 0.01, 8.0),
         "uniform": _E(0.0, 0.0, 0.0, 1.0),
     }),
+    Rule("soful", False, _ANY, _ANY, _E(-1.5, 0.0, 0.01, 2.0), _FREE, 64),
     Rule("exact", False, _ANY, _ANY, _E(-5.0, 0.0, 0.0, 16.0), _EXACT),
     *_rows(False, _ANY, _ANY, _TS, {"lin-ts": _E(-4.0, 0.0, 0.01, 2.0),
                                     "logistic-ts": _E(-4.0, 0.0, 0.01, 16.0)}),
@@ -321,6 +333,9 @@ REGISTRY: dict[str, Kind] = {
                    solver=True),
     "linucb": Kind("LinUCB", "LinUCB (tuned)", "tab:brown",
                    lambda K, d, m, T: linucb(num_outcomes=K, dim=d), _linucb_hp),
+    "soful": Kind("SOFUL", "SOFUL: LinUCB on a Frequent Directions sketch (tuned)", "#469990",
+                  lambda K, d, m, T: soful(num_outcomes=K, dim=d, sketch_size=m), _linucb_hp,
+                  sketched=True),
     "ecolog": Kind("ECOLog", "ada-OFU-ECOLog (tuned)", "tab:pink",
                    lambda K, d, m, T, **o: ecolog(num_outcomes=K, dim=d, **o), _ecolog_hp,
                    k1_only=True, solver=True),
@@ -427,11 +442,34 @@ def tuned(
     return Tuned(kind, learner, hp, m)
 
 
-def practical_kind(*, num_outcomes: int, dim: int, S: float | None) -> str:
+def practical_kind(
+    *, num_outcomes: int, dim: int, S: float | None, horizon: int = 1000,
+    budget: cost.Budget | None = cost.DEFAULT_BUDGET,
+) -> str:  # fmt: skip
     """The kind :func:`practical` returns: that of the first :data:`RULES` row marked
-    ``practical`` for the regime."""
-    K, d = check_int("num_outcomes", num_outcomes), check_int("dim", dim)
-    return next(r.kind for r in RULES if r.practical and _matches(r, S is not None, K, d))
+    ``practical`` for the regime whose learner fits ``budget`` (:mod:`.cost`; ``None``: the
+    first row)."""
+    fn = "practical"
+    K = named(fn, check_int, "num_outcomes", num_outcomes, 1)
+    d = named(fn, check_int, "dim", dim, 1)
+    kinds = [r.kind for r in RULES if r.practical and _matches(r, S is not None, K, d)]
+    if budget is None:
+        return kinds[0]
+    if not isinstance(budget, cost.Budget):
+        raise ValueError(f"{fn}: budget: expected a cost.Budget or None, got {budget!r}")
+    costs = {}
+    for kind in kinds:
+        m = sketch_size(K, d, kind)
+        ms = cost.round_ms(kind, num_outcomes=K, dim=d, sketch_size=m,
+                           buffer=rule(kind, num_outcomes=K, dim=d, S=S).buffer or 0)  # fmt: skip
+        rec = tuned(kind, num_outcomes=K, dim=d, S=S, horizon=horizon)
+        costs[kind] = (ms, cost.state_bytes(rec.learner, rec.hparams))
+        if cost.fits(budget, *costs[kind]):
+            return kind
+    listed = ", ".join(f"{k}: {ms:.3g} ms a round, {b / 2**20:.3g} MiB" for k, (ms, b) in
+                       costs.items())  # fmt: skip
+    raise ValueError(f"{fn}: budget: no recommended kind fits {budget} at K = {K}, d = {d} "
+                     f"({listed}); raise the budget or pass budget=None")  # fmt: skip
 
 
 def practical(
@@ -442,11 +480,14 @@ def practical(
     horizon: int,
     rewards: Any = None,
     dtype: Any = None,
+    budget: cost.Budget | None = cost.DEFAULT_BUDGET,
 ) -> Tuned:
     """The recommended learner (:func:`practical_kind`) with its tuned hyperparameters; the
     arguments are :func:`tuned`'s (spelt out, so a misspelt keyword is named as ``practical``'s);
-    ``.kind`` says which came back."""
-    kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S)
+    ``.kind`` says which came back. ``budget``: what a trial may cost (:class:`.cost.Budget`;
+    the default keeps 64 trials within 8 GiB at interactive speed): where the first choice for
+    the regime costs more, the next row marked ``practical`` that fits; ``None``: no limit."""
+    kind = practical_kind(num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, budget=budget)
     return tuned(
         kind, num_outcomes=num_outcomes, dim=dim, S=S, horizon=horizon, rewards=rewards,
         dtype=dtype,

@@ -13,6 +13,7 @@ from bandits_jax import envs
 from bandits_jax.cli import main
 from bandits_jax.cli import reproduce as rep
 from bandits_jax.cli import sweep as sweep_cmd
+from bandits_jax.mlogb import cost as mlogb_cost
 from bandits_jax.sim import sweep
 
 BAD = [  # the registry's parser refuses them (tests/envs/test_registry.py): here, one line each
@@ -134,3 +135,22 @@ def test_classification_settings_let_the_recipe_choose_S_unless_given(tmp_path):
     given = run(["--S", "2.5"], tmp_path / "b")
     assert given["iris-all"]["learners"]["EOFD robust"]["S"] == 2.5
     assert given["synth-4-1-S3"]["learners"]["EOFD robust"]["S"] == 2.5
+
+
+def _limit_args(T=100):
+    return argparse.Namespace(sketch=None, plan={"T": T})
+
+
+def test_reproduce_skips_a_learner_over_its_limit():
+    """OFUL at d = 4,096: its round, (K d)^3 multiply-adds at mlogb.cost.RATE, is estimated at
+    over rep.LIMIT's 1000 ms; LinUCB at d = 20,000: its inverse, 8 * 20001^2 bytes, is over
+    2 GiB. Both are named in a note, not played; LinUCB at d = 100 plays."""
+    recipe = rep.Recipe(1, 4096, 1.0, 100, 0.75, 0.75, "theory", [1.0], jnp.float64)
+    assert 4096**3 / mlogb_cost.RATE * 1e3 > rep.LIMIT.ms_per_round
+    why = rep._over_budget(_limit_args(), "oful", 1, 4096, recipe)
+    assert why is not None and "ms a round" in why and "over the command's limit" in why
+    assert 8 * 20001**2 > rep.LIMIT.bytes_per_trial
+    big = recipe._replace(dim=20000)
+    assert rep._over_budget(_limit_args(), "linucb", 1, 20000, big) is not None
+    small = recipe._replace(dim=100)
+    assert rep._over_budget(_limit_args(), "linucb", 1, 100, small) is None
