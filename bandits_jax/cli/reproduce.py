@@ -209,17 +209,12 @@ LIMIT = cost.Budget(ms_per_round=1000.0, bytes_per_trial=2 * 2**30)
 
 def _over_budget(args: argparse.Namespace, lname: str, K: int, d: int, recipe: Recipe):
     """Why a learner exceeds :data:`LIMIT` on a setting (e.g. OFUL's Hessian at d = 4,096), or
-    ``None``: the round's estimate (:func:`mlogb.cost.round_ms`, where the kind has one) and
-    its state's bytes (:func:`mlogb.cost.state_bytes`)."""
+    ``None`` (:func:`.recipes.cost_of`)."""
     m = learner_sketch(args.sketch, K, d, lname)
-    kind = lname.removesuffix("-paper")
-    ms = 0.0 if kind not in cost.KINDS else cost.round_ms(
-        kind, num_outcomes=K, dim=d, sketch_size=m,
-        buffer=recipes.rule(kind, num_outcomes=K, dim=d, S=1.0).buffer or 0)  # fmt: skip
     learner = recipes.make_learner(lname, num_outcomes=K, dim=d, sketch_size=m,
                                    horizon=args.plan["T"])  # fmt: skip
-    nbytes = cost.state_bytes(learner, recipes.hparams_for(lname, **tuned_point(lname, recipe)
-                                                           ._asdict()))  # fmt: skip
+    hp = recipes.hparams_for(lname, **tuned_point(lname, recipe)._asdict())
+    ms, nbytes = recipes.cost_of(lname, learner, hp, num_outcomes=K, dim=d, sketch_size=m)
     if cost.fits(LIMIT, ms, nbytes):
         return None
     return (f"{ms:.3g} ms a round (estimated, mlogb.cost) and {nbytes / 2**20:.3g} MiB a trial, "

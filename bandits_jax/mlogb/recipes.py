@@ -442,6 +442,18 @@ def tuned(
     return Tuned(kind, learner, hp, m)
 
 
+def cost_of(
+    kind: str, learner: Learner, hparams: Any, *, num_outcomes: int, dim: int, sketch_size: int
+) -> tuple[float, int]:
+    """A kind's learner's estimated ms a round (:func:`.cost.round_ms`; a paper kind as its tuned
+    kind; 0 where the kind has no estimate) and its state's bytes (:func:`.cost.state_bytes`)."""
+    base, K, d = kind.removesuffix("-paper"), num_outcomes, dim
+    ms = 0.0 if base not in cost.KINDS else cost.round_ms(
+        base, num_outcomes=K, dim=d, sketch_size=sketch_size,
+        buffer=rule(base, num_outcomes=K, dim=d, S=1.0).buffer or 0)  # fmt: skip
+    return ms, cost.state_bytes(learner, hparams)
+
+
 def practical_kind(
     *, num_outcomes: int, dim: int, S: float | None, horizon: int = 1000,
     budget: cost.Budget | None = cost.DEFAULT_BUDGET,
@@ -459,11 +471,9 @@ def practical_kind(
         raise ValueError(f"{fn}: budget: expected a cost.Budget or None, got {budget!r}")
     costs = {}
     for kind in kinds:
-        m = sketch_size(K, d, kind)
-        ms = cost.round_ms(kind, num_outcomes=K, dim=d, sketch_size=m,
-                           buffer=rule(kind, num_outcomes=K, dim=d, S=S).buffer or 0)  # fmt: skip
         rec = tuned(kind, num_outcomes=K, dim=d, S=S, horizon=horizon)
-        costs[kind] = (ms, cost.state_bytes(rec.learner, rec.hparams))
+        costs[kind] = cost_of(kind, rec.learner, rec.hparams, num_outcomes=K, dim=d,
+                              sketch_size=rec.sketch_size)  # fmt: skip
         if cost.fits(budget, *costs[kind]):
             return kind
     listed = ", ".join(f"{k}: {ms:.3g} ms a round, {b / 2**20:.3g} MiB" for k, (ms, b) in
