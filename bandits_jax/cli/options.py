@@ -416,8 +416,8 @@ COMMON_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
      f"(default about a tenth of the run, at least {MIN_CHUNK} rounds or the whole run)")),
     ("sketch", "--sketch", dict(type=int, help="Frequent Directions sketch size m of the "
      "sketched learners (default: each kind's rule, docs/recipes.md: m = floor(K d / 10), at "
-     "least 1; eofd-buffered: min(K d, 64) where K d <= 128; soful, and eofd-robust where "
-     "K d > 1024: min(K d, 64))")),
+     "least 1; eofd-buffered: min(K d, 64) where K d <= 128; soful, and eofd and eofd-robust "
+     "where K d > 1024: min(K d, 64))")),
     ("run", "--xla-opt-level", dict(choices=("auto", "default", "0", "1", "2", "3"),
      default="auto", help="XLA's CPU optimisation level of the compiled chunks: 0 compiles "
      "faster and runs slower, 'default' is XLA's own, auto: 0 for --quick runs (compiling is "

@@ -106,6 +106,7 @@ RULES: tuple[Rule, ...] = (
     Rule("linucb", True, _ANY, _ANY, _E(-1.0, 0.0, 0.1), _KNOWN_PICK, practical=True),
     Rule("eofd-robust", True, _ANY, _ANY, None, _HIGH, practical=True),
     Rule("eofd-robust", True, _ANY, _HUGE, _E(-0.5, 0.0, 1.0), _HIGH, 64),
+    Rule("eofd", True, _ANY, _HUGE, _E(-1.0, -0.5, 0.01), _HIGH, 64),
     *_rows(True, _ANY, _LARGE, _BIG, {"eofd-robust": _E(-0.5, 0.0, 1.0),
                                       "greedy": _E(-0.5, 0.0, 0.0)}),
     *_rows(True, _ANY, _ANY, _KNOWN, {
@@ -126,6 +127,7 @@ RULES: tuple[Rule, ...] = (
     Rule("linucb", False, _ANY, _ANY, _E(-1.5, 0.0, 0.01, 2.0), _FREE_PICK, practical=True),
     Rule("eofd-robust", False, _ANY, _ANY, None, _HIGH, practical=True),
     Rule("eofd-robust", False, _ANY, _HUGE, _E(-4.0, -0.5, 0.01, 16.0), _HIGH, 64),
+    Rule("eofd", False, _ANY, _HUGE, _E(-1.5, 0.0, 0.1, 16.0), _HIGH, 64),
     *_buffered_rows(False, _FREE_BUF, *(_E(-6.0, 0.0, 0.0, 16.0), _E(-2.62, 0.0, 0.01, 16.0)) * 2),
     *_rows(False, _ANY, _ANY, _FREE, {
         "eofd": _E(-1.5, 0.0, 0.1, 16.0), "eofd-robust": _E(-4.0, -0.5, 0.01, 16.0),
