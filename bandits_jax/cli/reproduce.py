@@ -204,7 +204,7 @@ def _prepare(args: argparse.Namespace, name: str, dtype: Any) -> _Prepared:
 
 
 #: What the command plays a learner at: its round (estimated) and one trial's state.
-LIMIT = cost.Budget(ms_per_round=1000.0, bytes_per_trial=2 * 2**30)
+LIMIT = cost.Budget(ms_per_round=1000.0, bytes_per_trial=2**29)
 
 
 def _over_budget(args: argparse.Namespace, lname: str, K: int, d: int, recipe: Recipe):
@@ -217,9 +217,9 @@ def _over_budget(args: argparse.Namespace, lname: str, K: int, d: int, recipe: R
     ms, nbytes = recipes.cost_of(lname, learner, hp, num_outcomes=K, dim=d, sketch_size=m)
     if cost.fits(LIMIT, ms, nbytes):
         return None
-    return (f"{ms:.3g} ms a round (estimated, mlogb.cost) and {nbytes / 2**20:.3g} MiB a trial, "
-            f"over the command's limit of {LIMIT.ms_per_round:g} ms and "
-            f"{LIMIT.bytes_per_trial / 2**30:g} GiB.")  # fmt: skip
+    return (f"{ms:.3g} ms a round (estimated, mlogb.cost) and {nbytes / 2**20:.3g} MiB a trial; "
+            f"the command plays a learner up to {LIMIT.ms_per_round:g} ms a round and "
+            f"{LIMIT.bytes_per_trial / 2**20:g} MiB a trial.")  # fmt: skip
 
 
 def _timed_pass(chunk_fn: Any, host: checkpoint.HostTree, length: int) -> list[float]:

@@ -143,14 +143,14 @@ def _limit_args(T=100):
 
 def test_reproduce_skips_a_learner_over_its_limit():
     """OFUL at d = 4,096: its round, (K d)^3 multiply-adds at mlogb.cost.RATE, is estimated at
-    over rep.LIMIT's 1000 ms; LinUCB at d = 20,000: its inverse, 8 * 20001^2 bytes, is over
-    2 GiB. Both are named in a note, not played; LinUCB at d = 100 plays."""
+    over rep.LIMIT's 1000 ms; LinUCB at d = 10,000: its inverse, 8 * 10001^2 bytes, is over
+    512 MiB. Both are named in a note, not played; LinUCB at d = 100 plays."""
     recipe = rep.Recipe(1, 4096, 1.0, 100, 0.75, 0.75, "theory", [1.0], jnp.float64)
     assert 4096**3 / mlogb_cost.RATE * 1e3 > rep.LIMIT.ms_per_round
     why = rep._over_budget(_limit_args(), "oful", 1, 4096, recipe)
-    assert why is not None and "ms a round" in why and "over the command's limit" in why
-    assert 8 * 20001**2 > rep.LIMIT.bytes_per_trial
-    big = recipe._replace(dim=20000)
-    assert rep._over_budget(_limit_args(), "linucb", 1, 20000, big) is not None
+    assert why is not None and "ms a round" in why and "the command plays a learner up to" in why
+    assert 8 * 10001**2 > rep.LIMIT.bytes_per_trial
+    big = recipe._replace(dim=10000)
+    assert rep._over_budget(_limit_args(), "linucb", 1, 10000, big) is not None
     small = recipe._replace(dim=100)
     assert rep._over_budget(_limit_args(), "linucb", 1, 100, small) is None
