@@ -41,6 +41,7 @@ from references.eofd_buffer_numpy import NumpyEOFDBuffered
 from references.eofd_variants_numpy import NumpyEOFDVariant
 from references.exact_numpy import NumpyExact
 from references.linucb_numpy import NumpyLinUCB
+from references.soful_numpy import NumpySOFUL
 from references.ts_numpy import NumpyLinTS, NumpyLogisticTS
 
 HORIZON = 1000  # the horizon the kinds are tuned for (``exact``'s buffer rows)
@@ -208,6 +209,9 @@ def reference(kind: str, K: int, d: int, hp: dict) -> tuple[Any, Callable | None
         return mlogb_numpy.NumpyOFUL(K, d, **_mlogb_kw(hp)), None
     if kind == "linucb":
         return NumpyLinUCB(dim=d, lam=hp["lam"], alpha=hp["alpha"], rewards=hp["rewards"]), None
+    if kind == "soful":  # its dense inverse a round: a loose floor (no plain form of it yet)
+        return NumpySOFUL(dim=d, sketch_size=m, lam=hp["lam"], alpha=hp["alpha"],
+                          rewards=hp["rewards"]), None  # fmt: skip
     if kind == "lin-ts":
         ref = NumpyLinTS(dim=d, lam=hp["lam"], v=hp["v"], rewards=hp["rewards"])
         return ref, lambda rng: ref.draw(rng.standard_normal(d + 1))

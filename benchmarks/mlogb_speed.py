@@ -58,7 +58,7 @@ from benchmarks._report import finish  # noqa: E402
 ACTIONS = 20
 SIZES = tuple((d, K) for d in (20, 65, 400, 1600) for K in (1, 4))
 WIDE = (4096, 1)  # for the kinds whose round is linear or quadratic in d
-WIDE_KINDS = ("linucb", "lin-ts", "eofd-paper", "eofd", "eofd-robust", "eofd-adaptive",
+WIDE_KINDS = ("linucb", "lin-ts", "soful", "eofd-paper", "eofd", "eofd-robust", "eofd-adaptive",
               "eofd-buffered", "greedy", "uniform")  # fmt: skip
 BATCH_SIZES = ((100, 4), (400, 1))
 EOFD_CASES = ((100, 4, 40), (400, 1, 40), (785, 1, 78), (10000, 1, 100))

@@ -417,9 +417,13 @@ def digits(
     """Section 4's binary protocol on scikit-learn's digits (d = 64 + 1, K = 1); ``half``: every
     example (``None``) or one of two disjoint halves (:func:`load_digits`); ``random_features``
     D: on :func:`random_fourier_features` (seed ``feature_seed``), d = D + 1."""
-    rf = {"random_features": random_features, "feature_seed": feature_seed}
     return _ten_classes(
-        *load_digits(half), target=target, num_candidates=num_candidates, dtype=dtype, **rf
+        *load_digits(half),
+        target=target,
+        num_candidates=num_candidates,
+        dtype=dtype,
+        random_features=random_features,
+        feature_seed=feature_seed,
     )
 
 
@@ -443,7 +447,6 @@ def digits_multinomial(
         raise ValueError(
             f"num_outcomes: expected >= 2 (use digits() for K = 1), got {num_outcomes}"
         )
-    rf = {"random_features": random_features, "feature_seed": feature_seed}
     return _ten_classes(
         *load_digits(half),
         num_outcomes=int(num_outcomes),
@@ -451,7 +454,8 @@ def digits_multinomial(
         label_noise=label_noise,
         num_candidates=num_candidates,
         dtype=dtype,
-        **rf,
+        random_features=random_features,
+        feature_seed=feature_seed,
     )
 
 
@@ -476,7 +480,6 @@ def mnist(
     from bandits_jax.envs.mnist import load_mnist, load_mnist5k
 
     data = load_mnist5k() if bundled else load_mnist(path, split=split, cache_dir=cache_dir)
-    rf = {"random_features": random_features, "feature_seed": feature_seed}
     return _ten_classes(
         data.images,
         data.labels.astype(np.int32),
@@ -484,5 +487,6 @@ def mnist(
         target=target,
         num_candidates=num_candidates,
         dtype=dtype,
-        **rf,
+        random_features=random_features,
+        feature_seed=feature_seed,
     )

@@ -45,16 +45,29 @@ class Budget(NamedTuple):
 
 DEFAULT_BUDGET = Budget()
 
+
+def _full(K: int, d: int, m: int, B: int) -> float:
+    return (ACTIONS + 3) * (d + 1) ** 2
+
+
+def _sketched(K: int, d: int, m: int, B: int) -> float:
+    return (ACTIONS + 8) * (m + K) * K * d
+
+
+def _cubic(K: int, d: int, m: int, B: int) -> float:
+    return float(K * d) ** 3
+
+
 _WORK: dict[str, Callable[[int, int, int, int], float]] = {
-    "linucb": lambda K, d, m, B: (ACTIONS + 3) * (d + 1) ** 2,
-    "lin-ts": lambda K, d, m, B: (ACTIONS + 3) * (d + 1) ** 2,
+    "linucb": _full,
+    "lin-ts": _full,
     "soful": lambda K, d, m, B: (2 * ACTIONS + 12) * m * (d + 1),
-    "eofd": lambda K, d, m, B: (ACTIONS + 8) * (m + K) * K * d,
-    "eofd-robust": lambda K, d, m, B: (ACTIONS + 8) * (m + K) * K * d,
-    "greedy": lambda K, d, m, B: (ACTIONS + 8) * (m + K) * K * d,
-    "eofd-buffered": lambda K, d, m, B: 8 * (ACTIONS + 8) * (m + B * K) * K * d,
-    "oful": lambda K, d, m, B: float(K * d) ** 3,
-    "ecolog": lambda K, d, m, B: float(K * d) ** 3,
+    "eofd": _sketched,
+    "eofd-robust": _sketched,
+    "greedy": _sketched,
+    "eofd-buffered": lambda K, d, m, B: 8 * _sketched(K, d, m + B * K - K, B),
+    "oful": _cubic,
+    "ecolog": _cubic,
 }
 KINDS = tuple(_WORK)
 
